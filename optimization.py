@@ -1,0 +1,230 @@
+"""The original BERT optimizer as Keras 3 optimizers: AdamWeightDecay, LAMB and the schedule.
+
+Ground floor: imports nothing of ours.
+
+What the original release does (google-research/bert, optimization.py), and what this
+module reproduces:
+  * learning rate: `PolynomialDecay(init_lr, num_train_steps, end=0, power=1)` evaluated
+    at the global step, overridden by `init_lr * step / num_warmup_steps` while
+    `step < num_warmup_steps`. Note the decay is measured from step 0, not from the end of
+    warmup: right after warmup the rate is `init_lr * (1 - warmup / total)`.
+  * AdamWeightDecay: Adam WITHOUT bias correction, epsilon 1e-6, and weight decay that is
+    decoupled from the gradient: `update = m / (sqrt(v) + eps) + wd * param`, then
+    `param -= lr * update`. Variables whose name contains "LayerNorm", "layer_norm" or
+    "bias" get no weight decay.
+  * the gradients are clipped to global norm 1.0 before the optimizer sees them. The
+    clipping is done by training.py on the gradient that is finally applied (after the
+    cross-replica sum and gradient accumulation); Keras's own `global_clipnorm` would clip
+    per replica, before the all-reduce, which is not what the original computes.
+
+`create_optimizer(...)` is the entry point the scripts use.
+"""
+
+import re
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+# The original's exclusion list; matched with re.search against the variable's path.
+EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
+
+# The original clips in its train op with tf.clip_by_global_norm(grads, clip_norm=1.0).
+DEFAULT_CLIP_NORM = 1.0
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
+  """The original's learning-rate schedule (warmup then linear decay to 0)."""
+
+  def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0,
+               power=1.0):
+    super().__init__()
+    self.init_lr = float(init_lr)
+    self.num_train_steps = int(num_train_steps)
+    self.num_warmup_steps = int(num_warmup_steps or 0)
+    self.end_learning_rate = float(end_learning_rate)
+    self.power = float(power)
+
+  def __call__(self, step):
+    """step: int64/float scalar, the number of optimizer updates already applied."""
+    step = tf.cast(step, tf.float32)
+    # tf.compat.v1.train.polynomial_decay with cycle=False clamps the step at decay_steps.
+    decay_steps = float(max(self.num_train_steps, 1))
+    clamped = tf.minimum(step, decay_steps)
+    decayed = ((self.init_lr - self.end_learning_rate)
+               * tf.pow(1.0 - clamped / decay_steps, self.power) + self.end_learning_rate)
+    if not self.num_warmup_steps:
+      return decayed
+    warmup = self.init_lr * step / float(self.num_warmup_steps)
+    is_warmup = tf.cast(step < float(self.num_warmup_steps), tf.float32)
+    return (1.0 - is_warmup) * decayed + is_warmup * warmup
+
+  def get_config(self):
+    return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
+            "num_warmup_steps": self.num_warmup_steps,
+            "end_learning_rate": self.end_learning_rate, "power": self.power}
+
+
+def _variable_name(variable):
+  # Keras 3 variables carry `path` ("bert/encoder/layer_0/.../LayerNorm/gamma"); plain
+  # tf.Variables only `name` ("...:0"). The exclusion must see the layer names.
+  return getattr(variable, "path", None) or variable.name
+
+
+class _BertOptimizer(keras.optimizers.Optimizer):
+  """Shared parts: the weight-decay exclusion and gradient aggregation control."""
+
+  # training.py all-reduces (and clips) the gradients itself and then sets this, so the
+  # Keras TF backend does not sum them across replicas a second time.
+  gradients_are_reduced = False
+
+  def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+               exclude_from_weight_decay, name, **kwargs):
+    super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+    self.weight_decay_rate = float(weight_decay_rate)
+    self.beta_1 = float(beta_1)
+    self.beta_2 = float(beta_2)
+    self.epsilon = float(epsilon)
+    self.exclude_from_weight_decay_patterns = tuple(
+        EXCLUDE_FROM_WEIGHT_DECAY if exclude_from_weight_decay is None
+        else exclude_from_weight_decay)
+
+  def do_use_weight_decay(self, variable):
+    """Whether `variable` gets decoupled weight decay (the original's rule)."""
+    if not self.weight_decay_rate:
+      return False
+    name = _variable_name(variable)
+    return not any(re.search(p, name) for p in self.exclude_from_weight_decay_patterns)
+
+  def build(self, var_list):
+    if self.built:
+      return
+    super().build(var_list)
+    # Named like the original's slots (<var>/adam_m, <var>/adam_v).
+    self._m, self._v = self.add_optimizer_variables(var_list, ["adam_m", "adam_v"])
+
+  def _all_reduce_sum_gradients(self, grads_and_vars):  # TF backend hook
+    if self.gradients_are_reduced:
+      return list(grads_and_vars)
+    return super()._all_reduce_sum_gradients(grads_and_vars)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update({"weight_decay_rate": self.weight_decay_rate, "beta_1": self.beta_1,
+                   "beta_2": self.beta_2, "epsilon": self.epsilon,
+                   "exclude_from_weight_decay": list(self.exclude_from_weight_decay_patterns)})
+    return config
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class AdamWeightDecay(_BertOptimizer):
+  """The original AdamWeightDecayOptimizer: Adam without bias correction, decoupled decay.
+
+  For each variable p with gradient g (float32, any shape):
+    m = beta_1 m + (1 - beta_1) g;  v = beta_2 v + (1 - beta_2) g^2
+    update = m / (sqrt(v) + epsilon) [+ weight_decay_rate * p unless excluded]
+    p = p - lr * update
+  """
+
+  def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999,
+               epsilon=1e-6, exclude_from_weight_decay=None, name="AdamWeightDecay",
+               **kwargs):
+    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+                     exclude_from_weight_decay, name, **kwargs)
+
+  def update_step(self, gradient, variable, learning_rate):
+    lr = tf.cast(learning_rate, variable.dtype)
+    gradient = tf.cast(gradient, variable.dtype)
+    index = self._get_variable_index(variable)
+    m, v = self._m[index], self._v[index]
+    next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
+    next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
+    update = next_m / (tf.sqrt(next_v) + self.epsilon)
+    if self.do_use_weight_decay(variable):
+      update += self.weight_decay_rate * variable
+    self.assign(variable, variable - lr * update)
+    self.assign(m, next_m)
+    self.assign(v, next_v)
+
+
+@keras.saving.register_keras_serializable(package="bert")
+class Lamb(_BertOptimizer):
+  """LAMB (You et al. 2019, "Large Batch Optimization for Deep Learning").
+
+  Adam moments WITH bias correction (as in the paper and in NVIDIA's BERT recipe), the
+  same decoupled weight decay and exclusions as AdamWeightDecay, and a per-variable trust
+  ratio ||p|| / ||update|| (1 when either norm is 0, and for the excluded variables):
+    p = p - lr * trust_ratio * update
+  """
+
+  def __init__(self, learning_rate=0.001, weight_decay_rate=0.0, beta_1=0.9, beta_2=0.999,
+               epsilon=1e-6, exclude_from_weight_decay=None, name="Lamb", **kwargs):
+    super().__init__(learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
+                     exclude_from_weight_decay, name, **kwargs)
+
+  def _use_layer_adaptation(self, variable):
+    name = _variable_name(variable)
+    return not any(re.search(p, name) for p in self.exclude_from_weight_decay_patterns)
+
+  def update_step(self, gradient, variable, learning_rate):
+    lr = tf.cast(learning_rate, variable.dtype)
+    gradient = tf.cast(gradient, variable.dtype)
+    index = self._get_variable_index(variable)
+    m, v = self._m[index], self._v[index]
+    t = tf.cast(self.iterations + 1, variable.dtype)
+    next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
+    next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
+    m_hat = next_m / (1.0 - tf.pow(self.beta_1, t))
+    v_hat = next_v / (1.0 - tf.pow(self.beta_2, t))
+    update = m_hat / (tf.sqrt(v_hat) + self.epsilon)
+    if self.do_use_weight_decay(variable):
+      update += self.weight_decay_rate * variable
+    ratio = tf.constant(1.0, variable.dtype)
+    if self._use_layer_adaptation(variable):
+      w_norm = tf.norm(variable)
+      u_norm = tf.norm(update)
+      ratio = tf.where(w_norm > 0.0, tf.where(u_norm > 0.0, w_norm / u_norm, 1.0), 1.0)
+    self.assign(variable, variable - ratio * lr * update)
+    self.assign(m, next_m)
+    self.assign(v, next_v)
+
+
+def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type="adamw",
+                     weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                     exclude_from_weight_decay=None):
+  """The original's optimizer and schedule; clipping (1.0) is applied by training.py.
+
+  Args:
+    init_lr: peak learning rate (float).
+    num_train_steps: optimizer updates at which the rate reaches 0 (int).
+    num_warmup_steps: linear warmup length from 0 (int; 0 = none).
+    optimizer_type: "adamw" (the original AdamWeightDecay) or "lamb".
+  Returns:
+    a Keras 3 optimizer whose `iterations` is the global step.
+  """
+  if num_train_steps is None or int(num_train_steps) <= 0:
+    raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
+  if num_warmup_steps is not None and int(num_warmup_steps) < 0:
+    raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}")
+  schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
+  kwargs = dict(learning_rate=schedule, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
+                beta_2=beta_2, epsilon=epsilon,
+                exclude_from_weight_decay=exclude_from_weight_decay)
+  if optimizer_type == "adamw":
+    return AdamWeightDecay(**kwargs)
+  if optimizer_type == "lamb":
+    return Lamb(**kwargs)
+  raise ValueError(f"unknown optimizer {optimizer_type!r}; use 'adamw' or 'lamb'")
+
+
+def clip_by_global_norm(grads, clip_norm=DEFAULT_CLIP_NORM):
+  """tf.clip_by_global_norm on a list of gradients (float32 tensors or None).
+
+  Returns (clipped list, global norm before clipping [] float32).
+  """
+  present = [g for g in grads if g is not None]
+  clipped, norm = tf.clip_by_global_norm(present, clip_norm)
+  it = iter(clipped)
+  return [None if g is None else next(it) for g in grads], norm
+
