@@ -1,0 +1,736 @@
+"""The BERT model: config, Keras 3 encoder, task heads, and Google's variable names.
+
+Ground floor: imports nothing of ours. Faithful to google-research/bert's modeling.py:
+
+  * "gelu" is the tanh approximation the original computes; the exact erf form is
+    available as "gelu_exact" (Hugging Face's "gelu"), never silently substituted;
+  * LayerNorm epsilon 1e-12, post-LN residual blocks;
+  * separate dropout rates on hidden states and on attention probabilities;
+  * padding positions get -10000 added to the attention scores before the softmax;
+  * every weight starts from a truncated normal with stddev `initializer_range` (0.02).
+
+Weights are laid out exactly as in Google's TF1 checkpoints (query/key/value kernels
+[H, H], dense kernels [in, out], head weights [num_outputs, H]), so a checkpoint loads by
+name with no reshaping; `google_variable_map(model)` gives that name for every weight.
+
+Mixed precision goes through Keras dtype policies: set the global policy (for example
+"mixed_bfloat16") before building a model. LayerNorm and the attention softmax always
+run in float32, and every head returns float32 logits.
+"""
+
+import copy
+import json
+import math
+
+import keras
+from keras import ops
+
+# --------------------------------------------------------------------------- config
+
+_CONFIG_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "intermediate_size", "hidden_act", "hidden_dropout_prob",
+    "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+    "initializer_range")
+
+ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
+
+
+class BertConfig:
+  """Configuration of a BertModel; reads and writes Google's bert_config.json unchanged."""
+
+  def __init__(self,
+               vocab_size,
+               hidden_size=768,
+               num_hidden_layers=12,
+               num_attention_heads=12,
+               intermediate_size=3072,
+               hidden_act="gelu",
+               hidden_dropout_prob=0.1,
+               attention_probs_dropout_prob=0.1,
+               max_position_embeddings=512,
+               type_vocab_size=16,
+               initializer_range=0.02):
+    self.vocab_size = vocab_size
+    self.hidden_size = hidden_size
+    self.num_hidden_layers = num_hidden_layers
+    self.num_attention_heads = num_attention_heads
+    self.hidden_act = hidden_act
+    self.intermediate_size = intermediate_size
+    self.hidden_dropout_prob = hidden_dropout_prob
+    self.attention_probs_dropout_prob = attention_probs_dropout_prob
+    self.max_position_embeddings = max_position_embeddings
+    self.type_vocab_size = type_vocab_size
+    self.initializer_range = initializer_range
+    self.validate()
+
+  def validate(self, source="bert config"):
+    """Raises ValueError naming the key when a value cannot describe a real model."""
+    def positive_int(key):
+      value = getattr(self, key)
+      if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{source}: {key} must be a positive integer, got {value!r}")
+
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+      positive_int(key)
+    if self.hidden_size % self.num_attention_heads:
+      raise ValueError(
+          f"{source}: hidden_size ({self.hidden_size}) is not a multiple of "
+          f"num_attention_heads ({self.num_attention_heads})")
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+      value = getattr(self, key)
+      if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"{source}: {key} must be in [0, 1), got {value!r}")
+    value = self.initializer_range
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+      raise ValueError(f"{source}: initializer_range must be positive, got {value!r}")
+    if self.hidden_act not in ACTIVATIONS:
+      raise ValueError(f"{source}: hidden_act {self.hidden_act!r} is not one of "
+                       f"{', '.join(ACTIVATIONS)}")
+
+  @classmethod
+  def from_dict(cls, json_object, source="bert config"):
+    """Builds a config from a dict with Google's keys; unknown or missing keys fail."""
+    if not isinstance(json_object, dict):
+      raise ValueError(f"{source}: expected a JSON object, got {type(json_object).__name__}")
+    unknown = sorted(set(json_object) - set(_CONFIG_KEYS))
+    if unknown:
+      raise ValueError(f"{source}: unknown key(s) {', '.join(unknown)}; "
+                       f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
+    if "vocab_size" not in json_object:
+      raise ValueError(f"{source}: missing required key vocab_size")
+    config = cls.__new__(cls)
+    defaults = cls(vocab_size=1).to_dict()
+    defaults.update(json_object)
+    for key, value in defaults.items():
+      setattr(config, key, value)
+    config.validate(source)
+    return config
+
+  @classmethod
+  def from_json_file(cls, json_file):
+    """Reads a bert_config.json; ValueError/OSError messages name the file."""
+    try:
+      with open(json_file, "r", encoding="utf-8") as reader:
+        text = reader.read()
+    except UnicodeDecodeError:
+      raise ValueError(f"{json_file}: not valid UTF-8") from None
+    except IsADirectoryError:
+      raise ValueError(f"{json_file}: is a directory, expected bert_config.json") from None
+    try:
+      data = json.loads(text)
+    except json.JSONDecodeError as exc:
+      raise ValueError(f"{json_file}: invalid JSON at line {exc.lineno} column "
+                       f"{exc.colno}: {exc.msg}") from None
+    return cls.from_dict(data, source=str(json_file))
+
+  def to_dict(self):
+    return {key: copy.deepcopy(getattr(self, key)) for key in _CONFIG_KEYS}
+
+  def to_json_string(self):
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+  def to_json_file(self, json_file):
+    with open(json_file, "w", encoding="utf-8") as writer:
+      writer.write(self.to_json_string())
+
+  def __eq__(self, other):
+    return isinstance(other, BertConfig) and self.to_dict() == other.to_dict()
+
+  def __repr__(self):
+    return f"BertConfig({self.to_dict()})"
+
+
+# --------------------------------------------------------------------------- math
+
+
+def gelu(x):
+  """The original's "gelu": the tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
+  cdf = 0.5 * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * ops.power(x, 3))))
+  return x * cdf
+
+
+def gelu_exact(x):
+  """The exact GELU x·Φ(x) with erf (Hugging Face's "gelu")."""
+  return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+
+
+def get_activation(name):
+  """Maps a hidden_act string to a function; ValueError for unknown names."""
+  table = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": ops.relu, "tanh": ops.tanh,
+           "linear": None}
+  if name not in table:
+    raise ValueError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
+  return table[name]
+
+
+def _initializer(config):
+  return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+
+def _layer_norm(name):
+  # float32 whatever the global policy: LayerNorm statistics in bfloat16/float16 lose
+  # too much precision for the 1e-12 epsilon to mean anything.
+  return keras.layers.LayerNormalization(epsilon=1e-12, name=name, dtype="float32")
+
+
+def _dense_vars(prefix, dense):
+  return {f"{prefix}/kernel": dense.kernel, f"{prefix}/bias": dense.bias}
+
+
+def _norm_vars(prefix, norm):
+  return {f"{prefix}/gamma": norm.gamma, f"{prefix}/beta": norm.beta}
+
+
+def attention_mask_bias(input_mask, causal=False, dtype="float32"):
+  """Additive attention bias from a padding mask.
+
+  Args:
+    input_mask: int32 [batch, seq], 1 for real tokens, 0 for padding.
+    causal: also hide every position after the query (left-to-right model).
+  Returns:
+    float [batch, 1, seq or 1, seq]: 0 where attention is allowed, -10000 elsewhere
+    (the original's constant; it is added to the scores before the softmax).
+  """
+  mask = ops.cast(input_mask, dtype)[:, None, None, :]
+  if causal:
+    seq_length = ops.shape(input_mask)[1]
+    positions = ops.arange(seq_length)
+    lower = ops.cast(positions[:, None] >= positions[None, :], dtype)
+    mask = mask * lower[None, None, :, :]
+  return (1.0 - mask) * -10000.0
+
+
+# --------------------------------------------------------------------------- layers
+
+
+class BertEmbeddings(keras.layers.Layer):
+  """word + token-type + learned absolute position embeddings, LayerNorm, dropout."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    self.layer_norm = _layer_norm("LayerNorm")
+    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+  def build(self, input_shape=None):
+    c = self.config
+    init = _initializer(c)
+    self.word_embeddings = self.add_weight(
+        name="word_embeddings", shape=(c.vocab_size, c.hidden_size), initializer=init)
+    self.token_type_embeddings = self.add_weight(
+        name="token_type_embeddings", shape=(c.type_vocab_size, c.hidden_size),
+        initializer=init)
+    # A weight, sliced in call(): a table built from ops.arange in a functional graph
+    # would be frozen into a constant and missing from the checkpoint (PITFALLS.md).
+    self.position_embeddings = self.add_weight(
+        name="position_embeddings", shape=(c.max_position_embeddings, c.hidden_size),
+        initializer=init)
+    self.layer_norm.build((None, None, c.hidden_size))
+    self.built = True
+
+  def call(self, input_ids, segment_ids, training=None):
+    """input_ids, segment_ids: int32 [batch, seq] -> float [batch, seq, hidden]."""
+    seq_length = ops.shape(input_ids)[1]
+    words = ops.take(self.word_embeddings, input_ids, axis=0)
+    types = ops.take(self.token_type_embeddings, segment_ids, axis=0)
+    positions = ops.slice(self.position_embeddings, (0, 0),
+                          (seq_length, self.config.hidden_size))
+    output = self.layer_norm(words + types + positions[None])
+    return self.dropout(output, training=training)
+
+  def google_variables(self, prefix="bert/embeddings"):
+    variables = {f"{prefix}/word_embeddings": self.word_embeddings,
+                 f"{prefix}/token_type_embeddings": self.token_type_embeddings,
+                 f"{prefix}/position_embeddings": self.position_embeddings}
+    variables.update(_norm_vars(f"{prefix}/LayerNorm", self.layer_norm))
+    return variables
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class TransformerLayer(keras.layers.Layer):
+  """One post-LN encoder block: self-attention, add & norm, feed-forward, add & norm."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    h, init = config.hidden_size, _initializer(config)
+    self.num_heads = config.num_attention_heads
+    self.head_size = h // config.num_attention_heads
+    self.query = keras.layers.Dense(h, kernel_initializer=init, name="query")
+    self.key = keras.layers.Dense(h, kernel_initializer=init, name="key")
+    self.value = keras.layers.Dense(h, kernel_initializer=init, name="value")
+    self.attention_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+    self.attention_output = keras.layers.Dense(h, kernel_initializer=init, name="dense")
+    self.attention_output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+    self.attention_layer_norm = _layer_norm("attention_LayerNorm")
+    self.intermediate = keras.layers.Dense(
+        config.intermediate_size, activation=get_activation(config.hidden_act),
+        kernel_initializer=init, name="intermediate")
+    self.output_dense = keras.layers.Dense(h, kernel_initializer=init, name="output")
+    self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+    self.output_layer_norm = _layer_norm("output_LayerNorm")
+
+  def build(self, input_shape):
+    h = self.config.hidden_size
+    for dense in (self.query, self.key, self.value, self.attention_output):
+      dense.build((None, None, h))
+    self.intermediate.build((None, None, h))
+    self.output_dense.build((None, None, self.config.intermediate_size))
+    self.attention_layer_norm.build((None, None, h))
+    self.output_layer_norm.build((None, None, h))
+    self.built = True
+
+  def _split_heads(self, x):
+    # [batch, seq, hidden] -> [batch, heads, seq, head_size]
+    batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+    x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
+    return ops.transpose(x, (0, 2, 1, 3))
+
+  def call(self, hidden_states, attention_bias, training=None):
+    """hidden_states: float [batch, seq, hidden]; attention_bias: float32
+    [batch, 1, seq or 1, seq] from attention_mask_bias() -> float [batch, seq, hidden]."""
+    q = self._split_heads(self.query(hidden_states))
+    k = self._split_heads(self.key(hidden_states))
+    v = self._split_heads(self.value(hidden_states))
+    scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
+    scores = scores * (1.0 / math.sqrt(float(self.head_size)))
+    # Softmax in float32: -10000 and large scores overflow or lose the mask in float16.
+    scores = ops.cast(scores, "float32") + ops.cast(attention_bias, "float32")
+    probs = ops.softmax(scores, axis=-1)
+    probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
+    context = ops.matmul(probs, v)
+    batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+    context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
+                          (batch, seq, self.config.hidden_size))
+    attention = self.attention_output_dropout(self.attention_output(context),
+                                              training=training)
+    attention = self.attention_layer_norm(attention + hidden_states)
+    layer_output = self.output_dense(self.intermediate(attention))
+    layer_output = self.output_dropout(layer_output, training=training)
+    return self.output_layer_norm(layer_output + attention)
+
+  def google_variables(self, prefix):
+    variables = {}
+    variables.update(_dense_vars(f"{prefix}/attention/self/query", self.query))
+    variables.update(_dense_vars(f"{prefix}/attention/self/key", self.key))
+    variables.update(_dense_vars(f"{prefix}/attention/self/value", self.value))
+    variables.update(_dense_vars(f"{prefix}/attention/output/dense", self.attention_output))
+    variables.update(_norm_vars(f"{prefix}/attention/output/LayerNorm",
+                                self.attention_layer_norm))
+    variables.update(_dense_vars(f"{prefix}/intermediate/dense", self.intermediate))
+    variables.update(_dense_vars(f"{prefix}/output/dense", self.output_dense))
+    variables.update(_norm_vars(f"{prefix}/output/LayerNorm", self.output_layer_norm))
+    return variables
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class BertPooler(keras.layers.Layer):
+  """dense + tanh on the first ([CLS]) token of the last layer."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    self.dense = keras.layers.Dense(config.hidden_size, activation="tanh",
+                                    kernel_initializer=_initializer(config), name="dense")
+
+  def build(self, input_shape):
+    self.dense.build((None, self.config.hidden_size))
+    self.built = True
+
+  def call(self, sequence_output):
+    """sequence_output: float [batch, seq, hidden] -> float [batch, hidden]."""
+    return self.dense(sequence_output[:, 0, :])
+
+  def google_variables(self, prefix="bert/pooler"):
+    return _dense_vars(f"{prefix}/dense", self.dense)
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class AttentionBias(keras.layers.Layer):
+  """input_mask int32 [batch, seq] -> additive float32 bias [batch, 1, seq|1, seq]."""
+
+  def __init__(self, causal=False, **kwargs):
+    super().__init__(**kwargs)
+    self.causal = causal
+
+  def call(self, input_mask):
+    return attention_mask_bias(input_mask, causal=self.causal)
+
+  def get_config(self):
+    return {**super().get_config(), "causal": self.causal}
+
+
+def _encoder_inputs(prefix_shape=(None,)):
+  return {name: keras.Input(shape=prefix_shape, dtype="int32", name=name)
+          for name in ("input_ids", "input_mask", "segment_ids")}
+
+
+class BertModel(keras.Model):
+  """The BERT encoder as a functional Keras model.
+
+  Inputs (dict): `input_ids`, `input_mask`, `segment_ids`, each int32 [batch, seq]
+  (seq may vary between calls, up to max_position_embeddings).
+  Outputs (dict):
+    `sequence_output`  float [batch, seq, hidden]: the last layer;
+    `pooled_output`    float [batch, hidden]: dense+tanh of the last layer's [CLS];
+    `encoder_outputs`  list of num_hidden_layers float [batch, seq, hidden];
+    `embedding_output` float [batch, seq, hidden]: after embedding LayerNorm/dropout.
+  `causal=True` restricts attention to the left context (the paper's LTR ablation).
+  """
+
+  def __init__(self, config, causal=False, name="bert", **kwargs):
+    if isinstance(config, dict):
+      config = BertConfig.from_dict(config)
+    inputs = _encoder_inputs()
+    embeddings = BertEmbeddings(config, name="embeddings")
+    embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+    attention_bias = AttentionBias(causal=causal, name="attention_bias")(inputs["input_mask"])
+    hidden = embedding_output
+    encoder_outputs = []
+    for index in range(config.num_hidden_layers):
+      hidden = TransformerLayer(config, name=f"layer_{index}")(hidden, attention_bias)
+      encoder_outputs.append(hidden)
+    pooled = BertPooler(config, name="pooler")(hidden)
+    outputs = {"sequence_output": hidden, "pooled_output": pooled,
+               "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
+    super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+    self.config = config
+    self.causal = causal
+
+  @property
+  def embeddings_layer(self):
+    return self.get_layer("embeddings")
+
+  @property
+  def embedding_table(self):
+    """The word-embedding variable, float32 [vocab_size, hidden_size]."""
+    return self.embeddings_layer.word_embeddings
+
+  def google_variables(self, prefix="bert"):
+    variables = self.embeddings_layer.google_variables(f"{prefix}/embeddings")
+    for index in range(self.config.num_hidden_layers):
+      variables.update(self.get_layer(f"layer_{index}").google_variables(
+          f"{prefix}/encoder/layer_{index}"))
+    variables.update(self.get_layer("pooler").google_variables(f"{prefix}/pooler"))
+    return variables
+
+  def get_config(self):
+    return {"config": self.config.to_dict(), "causal": self.causal, "name": self.name}
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+# --------------------------------------------------------------------------- heads
+
+
+class MaskedLMHead(keras.layers.Layer):
+  """transform (dense + activation + LayerNorm), then logits against the tied embeddings."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    self.dense = keras.layers.Dense(
+        config.hidden_size, activation=get_activation(config.hidden_act),
+        kernel_initializer=_initializer(config), name="dense")
+    self.layer_norm = _layer_norm("LayerNorm")
+
+  def build(self, input_shape):
+    self.dense.build((None, None, self.config.hidden_size))
+    self.layer_norm.build((None, None, self.config.hidden_size))
+    self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,),
+                                       initializer="zeros")
+    self.built = True
+
+  def call(self, sequence_output, positions, embedding_table):
+    """sequence_output: float [batch, seq, hidden]; positions: int32 [batch, P];
+    embedding_table: float [vocab, hidden] -> float32 logits [batch, P, vocab]."""
+    gathered = ops.take_along_axis(
+        sequence_output, ops.expand_dims(ops.cast(positions, "int32"), -1), axis=1)
+    transformed = self.layer_norm(self.dense(gathered))
+    table = ops.cast(embedding_table, transformed.dtype)
+    logits = ops.matmul(transformed, ops.transpose(table)) + self.output_bias
+    return ops.cast(logits, "float32")
+
+  def google_variables(self, prefix="cls/predictions"):
+    variables = _dense_vars(f"{prefix}/transform/dense", self.dense)
+    variables.update(_norm_vars(f"{prefix}/transform/LayerNorm", self.layer_norm))
+    variables[f"{prefix}/output_bias"] = self.output_bias
+    return variables
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class EmbeddingTable(keras.layers.Layer):
+  """Exposes an embedding layer's word table as a functional-graph tensor.
+
+  Lets the masked-LM head use the tied embeddings without owning (and so without
+  duplicating) the variable.
+  """
+
+  def __init__(self, embeddings_layer, **kwargs):
+    super().__init__(**kwargs)
+    self._table_owner = [embeddings_layer]  # a list: not tracked as a sub-layer
+
+  def call(self, anchor):
+    del anchor  # Only ties this layer into the functional graph.
+    return self._table_owner[0].word_embeddings
+
+
+class OutputProjection(keras.layers.Layer):
+  """logits = x · Wᵀ + b with W [num_outputs, hidden], the original's root-scope layout.
+
+  Used by the next-sentence (W [2, H]), classifier (W [num_labels, H]), token-tagging
+  and multiple-choice heads; `dropout_rate` is applied to x first (0.1 for fine-tuning,
+  none for next-sentence), as in the original.
+  """
+
+  def __init__(self, config, num_outputs, dropout_rate=0.0, scope="", **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+    self.num_outputs = num_outputs
+    self.dropout_rate = dropout_rate
+    self.scope = scope
+    self.dropout = keras.layers.Dropout(dropout_rate) if dropout_rate else None
+
+  def build(self, input_shape):
+    self.output_weights = self.add_weight(
+        name="output_weights", shape=(self.num_outputs, self.config.hidden_size),
+        initializer=_initializer(self.config))
+    self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
+                                       initializer="zeros")
+    self.built = True
+
+  def call(self, x, training=None):
+    """x: float [..., hidden] -> float32 [..., num_outputs]."""
+    if self.dropout is not None:
+      x = self.dropout(x, training=training)
+    logits = ops.matmul(x, ops.transpose(ops.cast(self.output_weights, x.dtype)))
+    return ops.cast(logits + ops.cast(self.output_bias, x.dtype), "float32")
+
+  def google_variables(self, prefix=None):
+    prefix = self.scope if prefix is None else prefix
+    join = (lambda name: f"{prefix}/{name}") if prefix else (lambda name: name)
+    return {join("output_weights"): self.output_weights,
+            join("output_bias"): self.output_bias}
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict(),
+            "num_outputs": self.num_outputs, "dropout_rate": self.dropout_rate,
+            "scope": self.scope}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class SquadHead(keras.layers.Layer):
+  """The SQuAD span head exactly as the original: matmul with output_weights [2, H],
+  bias, reshape [batch, seq, 2], transpose [2, batch, seq], unstack into start/end."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(**kwargs)
+    self.config = config
+
+  def build(self, input_shape):
+    self.output_weights = self.add_weight(
+        name="output_weights", shape=(2, self.config.hidden_size),
+        initializer=_initializer(self.config))
+    self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
+    self.built = True
+
+  def call(self, sequence_output):
+    """sequence_output: float [batch, seq, hidden] -> (start, end) float32 [batch, seq]."""
+    batch, seq = ops.shape(sequence_output)[0], ops.shape(sequence_output)[1]
+    hidden = self.config.hidden_size
+    flat = ops.reshape(sequence_output, (batch * seq, hidden))
+    logits = ops.matmul(flat, ops.transpose(ops.cast(self.output_weights, flat.dtype)))
+    logits = logits + ops.cast(self.output_bias, flat.dtype)
+    logits = ops.transpose(ops.reshape(logits, (batch, seq, 2)), (2, 0, 1))
+    start_logits, end_logits = logits[0], logits[1]
+    return ops.cast(start_logits, "float32"), ops.cast(end_logits, "float32")
+
+  def google_variables(self, prefix="cls/squad"):
+    return {f"{prefix}/output_weights": self.output_weights,
+            f"{prefix}/output_bias": self.output_bias}
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _as_config(config):
+  return BertConfig.from_dict(config) if isinstance(config, dict) else config
+
+
+def build_pretraining_model(config, use_next_sentence=True, causal=False):
+  """Encoder + masked-LM head (+ next-sentence head).
+
+  Inputs: input_ids, input_mask, segment_ids int32 [batch, seq];
+          masked_lm_positions int32 [batch, max_predictions_per_seq].
+  Outputs: masked_lm_logits float32 [batch, P, vocab];
+           next_sentence_logits float32 [batch, 2] (label 0 = actual next, 1 = random),
+           absent when use_next_sentence=False.
+  Returns (model, encoder).
+  """
+  config = _as_config(config)
+  encoder = BertModel(config, causal=causal)
+  inputs = _encoder_inputs()
+  inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                              name="masked_lm_positions")
+  encoded = encoder({k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")})
+  table = EmbeddingTable(encoder.embeddings_layer, name="tied_embeddings")(
+      inputs["input_ids"])
+  outputs = {"masked_lm_logits": MaskedLMHead(config, name="cls_predictions")(
+      encoded["sequence_output"], inputs["masked_lm_positions"], table)}
+  if use_next_sentence:
+    outputs["next_sentence_logits"] = OutputProjection(
+        config, 2, scope="cls/seq_relationship", name="cls_seq_relationship")(
+            encoded["pooled_output"])
+  model = keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
+  return model, encoder
+
+
+def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
+  """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
+
+  Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression).
+  """
+  config = _as_config(config)
+  encoder = BertModel(config, causal=causal)
+  inputs = _encoder_inputs()
+  pooled = encoder(inputs)["pooled_output"]
+  logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
+                            name="classifier")(pooled)
+  return keras.Model(inputs=inputs, outputs={"logits": logits},
+                     name="bert_classifier"), encoder
+
+
+def build_squad_model(config):
+  """Encoder + SQuAD span head. Outputs: start_logits, end_logits float32 [batch, seq]."""
+  config = _as_config(config)
+  encoder = BertModel(config)
+  inputs = _encoder_inputs()
+  start_logits, end_logits = SquadHead(config, name="cls_squad")(
+      encoder(inputs)["sequence_output"])
+  return keras.Model(inputs=inputs,
+                     outputs={"start_logits": start_logits, "end_logits": end_logits},
+                     name="bert_squad"), encoder
+
+
+def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
+  """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
+  config = _as_config(config)
+  encoder = BertModel(config, causal=causal)
+  inputs = _encoder_inputs()
+  logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
+                            name="token_classifier")(encoder(inputs)["sequence_output"])
+  return keras.Model(inputs=inputs, outputs={"logits": logits},
+                     name="bert_token_classifier"), encoder
+
+
+class _FoldChoices(keras.layers.Layer):
+  """[batch, choices, seq] -> [batch * choices, seq] so the encoder sees plain pairs."""
+
+  def call(self, x):
+    return ops.reshape(x, (-1, ops.shape(x)[-1]))
+
+
+class _UnfoldChoices(keras.layers.Layer):
+  """[batch * choices, 1] -> [batch, choices]."""
+
+  def __init__(self, num_choices, **kwargs):
+    super().__init__(**kwargs)
+    self.num_choices = num_choices
+
+  def call(self, x):
+    return ops.reshape(x, (-1, self.num_choices))
+
+  def get_config(self):
+    return {**super().get_config(), "num_choices": self.num_choices}
+
+
+def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=0.1):
+  """SWAG-style multiple choice: one score per (context, ending) pair from [CLS].
+
+  Inputs: input_ids, input_mask, segment_ids int32 [batch, num_choices, seq].
+  Outputs: logits float32 [batch, num_choices] (softmax over choices in the loss).
+  """
+  config = _as_config(config)
+  encoder = BertModel(config, causal=causal)
+  inputs = _encoder_inputs(prefix_shape=(num_choices, None))
+  fold = _FoldChoices(name="fold_choices")
+  pooled = encoder({k: fold(v) for k, v in inputs.items()})["pooled_output"]
+  scores = OutputProjection(config, 1, dropout_rate=dropout_rate,
+                            name="choice_classifier")(pooled)
+  logits = _UnfoldChoices(num_choices, name="unfold_choices")(scores)
+  return keras.Model(inputs=inputs, outputs={"logits": logits},
+                     name="bert_multiple_choice"), encoder
+
+
+def find_encoder(model):
+  """The BertModel inside `model` (or `model` itself)."""
+  if isinstance(model, BertModel):
+    return model
+  for layer in model.layers:
+    if isinstance(layer, BertModel):
+      return layer
+  raise ValueError(f"model {model.name!r} holds no BertModel")
+
+
+def google_variable_map(model):
+  """{Google TF1 checkpoint name: variable} for the encoder and every head in `model`."""
+  encoder = find_encoder(model)
+  variables = encoder.google_variables()
+  if model is encoder:
+    return variables
+  for layer in model.layers:
+    if isinstance(layer, (MaskedLMHead, SquadHead, OutputProjection)):
+      for name, variable in layer.google_variables().items():
+        if name in variables:
+          raise ValueError(f"two weights of {model.name!r} map to checkpoint name {name}")
+        variables[name] = variable
+  return variables
+
+
+CUSTOM_OBJECTS = {cls.__name__: cls for cls in (
+    BertModel, BertEmbeddings, TransformerLayer, BertPooler, AttentionBias, MaskedLMHead,
+    EmbeddingTable, OutputProjection, SquadHead, _FoldChoices, _UnfoldChoices)}
