@@ -1,0 +1,82 @@
+"""swag_data: SWAG CSV reading, the four context/ending pairs, accuracy, predictions file."""
+import csv
+
+import numpy as np
+import pytest
+
+import script_utils
+import swag_data
+import tokenization
+from conftest import shared_path
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+  return tokenization.FullTokenizer(shared_path("vocab", "cased_vocab.txt"),
+                                    do_lower_case=False)
+
+
+def test_read_real_sample_rows():
+  examples = swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "val.csv"))
+  assert [e.example_id for e in examples] == ["18313", "18419", "18418", "6588"]
+  assert [e.label for e in examples] == [2, 2, 2, 2]
+  first = examples[0]
+  assert first.context_sentence == "Students lower their eyes nervously."
+  assert first.start_ending == "She"
+  # A quoted ending keeps its comma.
+  assert first.endings[0] == "pats her shoulder, then saunters toward someone."
+  test = swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "test.csv"))
+  assert test[0].label is None and test[0].start_ending == "Then, the person"
+  with pytest.raises(script_utils.UserError, match="no `label` column"):
+    swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "test.csv"),
+                                 require_label=True)
+
+
+def test_bad_rows_name_file_and_line(tmp_path):
+  path = tmp_path / "val.csv"
+  path.write_text("sent1,sent2,ending0,ending1,ending2,ending3,label\n"
+                  "A.,He,a,b,c,d,1\nB.,She,a,b,c,d,7\n", encoding="utf-8")
+  with pytest.raises(script_utils.UserError, match=r"val.csv:3: label '7'"):
+    swag_data.read_swag_examples(str(path))
+  path.write_text("sent1,sent2,ending0,label\nA.,He,a,1\n", encoding="utf-8")
+  with pytest.raises(script_utils.UserError, match=r"val.csv:1: header lacks .*ending1"):
+    swag_data.read_swag_examples(str(path))
+
+
+def test_four_pairs_context_and_ending(tokenizer):
+  examples = swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "val.csv"))
+  features = swag_data.convert_examples_to_features(examples[:1], 24, tokenizer)
+  assert features["input_ids"].shape == (1, 4, 24)
+  ids, mask, seg = (features[k][0] for k in ("input_ids", "input_mask", "segment_ids"))
+  tokens = [tokenizer.convert_ids_to_tokens(ids[c][mask[c] == 1]) for c in range(4)]
+  context = ["[CLS]", "Students", "lower", "their", "eyes", "nervously", ".", "[SEP]"]
+  assert tokens[1] == context + ["She", "turns", "with", "two", "students", ".", "[SEP]"]
+  assert tokens[0] == context + ["She", "pat", "##s", "her", "shoulder", ",", "then", "sa",
+                                 "##unt", "##ers", "toward", "someone", ".", "[SEP]"]
+  assert seg[1].tolist() == [0] * 8 + [1] * 7 + [0] * 9
+  assert features["label_ids"].tolist() == [2]
+
+
+def test_truncation_takes_tokens_from_the_longer_side(tokenizer):
+  example = swag_data.SwagExample("x", "one two three four five six seven", "He",
+                                  ["runs", "runs", "runs", "runs"], 0)
+  features = swag_data.convert_examples_to_features([example], 8, tokenizer)
+  row = features["input_ids"][0, 0]
+  assert tokenizer.convert_ids_to_tokens(row) == [
+      "[CLS]", "one", "two", "three", "[SEP]", "He", "runs", "[SEP]"]
+
+
+def test_softmax_accuracy_and_predictions_file(tmp_path):
+  logits = np.array([[0.0, 1.0, 2.0, 3.0], [5.0, 0.0, 0.0, 0.0], [1.0, 1.0, 4.0, 1.0]])
+  assert swag_data.accuracy(logits, [3, 1, 2]) == pytest.approx(2 / 3)
+  probabilities = swag_data.softmax(logits)
+  e = np.exp([0.0, 1.0, 2.0, 3.0])
+  np.testing.assert_allclose(probabilities[0], e / e.sum())
+  examples = [swag_data.SwagExample(str(i), "c", "s", ["a"] * 4, label)
+              for i, label in enumerate([3, 1, 2])]
+  path = tmp_path / "predictions.csv"
+  swag_data.write_predictions(str(path), examples, logits)
+  rows = list(csv.reader(open(path, encoding="utf-8")))
+  assert rows[0] == ["id", "prediction", "prob0", "prob1", "prob2", "prob3", "label"]
+  assert rows[1] == ["0", "3"] + [f"{p:.6f}" for p in e / e.sum()] + ["3"]
+  assert [r[1] for r in rows[1:]] == ["3", "0", "2"]
