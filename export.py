@@ -1,0 +1,199 @@
+"""SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
+
+Middle floor. Imports tokenization (ground) and script_utils; never reads absl FLAGS.
+
+Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
+Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
+`saved_model_cli run` ("Could not find variable ...").
+
+A SavedModel that contains the tokenizer (tensorflow-text ops) needs `import
+tensorflow_text` in the process that loads it; nothing else of this project is needed.
+
+API (generic pieces first, then the classifier's export built from them):
+  * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
+    of `input_signature` positionally and returns a dict of named output tensors.
+  * `token_id_specs(batch_shape=(None,), seq_length=None)`: the three int32 TensorSpecs
+    `input_ids`, `input_mask`, `segment_ids` of shape batch_shape + [seq_length].
+  * `text_specs(num_texts)`: tf.string [batch] specs named text_a (and text_b).
+  * `TextPacker(tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True)`: raw text
+    -> the model's input dict, in the graph (tokenization.FastTokenizer +
+    tokenization.pack_inputs, the original's truncation); reusable by every task.
+  * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
+    one also as `serving_default` when none is named so, atomically (a temporary
+    directory renamed into place, so a failed export never leaves a half-written one).
+  * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
+    signatures (see there).
+"""
+
+import dataclasses
+from typing import Callable, Sequence
+
+import script_utils
+
+TEXT_NAMES = ("text_a", "text_b")
+TOKEN_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def _tf():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf
+
+
+@dataclasses.dataclass
+class Endpoint:
+  """One serving signature: `fn(*tensors matching input_signature) -> {name: tensor}`."""
+  name: str
+  fn: Callable
+  input_signature: Sequence
+
+
+def token_id_specs(batch_shape=(None,), seq_length=None):
+  """int32 TensorSpecs input_ids, input_mask, segment_ids of shape batch_shape+[seq_length].
+
+  seq_length None accepts any length up to max_position_embeddings, so clients may pad
+  a batch only to its own longest row.
+  """
+  tf = _tf()
+  shape = list(batch_shape) + [seq_length]
+  return [tf.TensorSpec(shape, tf.int32, name=name) for name in TOKEN_ID_NAMES]
+
+
+def text_specs(num_texts):
+  """tf.string [batch] specs named text_a (and text_b for pair tasks)."""
+  tf = _tf()
+  if num_texts not in (1, 2):
+    raise ValueError(f"num_texts must be 1 or 2, got {num_texts}")
+  return [tf.TensorSpec([None], tf.string, name=name) for name in TEXT_NAMES[:num_texts]]
+
+
+class TextPacker:
+  """Raw text -> model inputs inside the graph, the original's conversion.
+
+  tokenizer: a tokenization.FastTokenizer. `__call__(text_a, text_b=None)` takes
+  tf.string [batch] tensors and returns int32 [batch, seq] tensors input_ids,
+  input_mask, segment_ids: [CLS] a [SEP] (b [SEP]), truncated as the original
+  (longer text first), zero-padded. With trim_to_longest the batch is cut to its longest
+  row instead of seq_length: same predictions (padding is masked out), less work.
+  """
+
+  def __init__(self, tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True):
+    self.tokenizer = tokenizer
+    self.seq_length = int(seq_length)
+    self.cls_id = int(cls_id)
+    self.sep_id = int(sep_id)
+    self.trim_to_longest = trim_to_longest
+
+  def __call__(self, text_a, text_b=None):
+    import tokenization  # pylint: disable=g-import-not-at-top
+    tf = _tf()
+    segments = [self.tokenizer.tokenize(text_a)]
+    if text_b is not None:
+      segments.append(self.tokenizer.tokenize(text_b))
+    packed = tokenization.pack_inputs(segments, self.seq_length, self.cls_id, self.sep_id)
+    packed = {name: tf.cast(packed[name], tf.int32) for name in TOKEN_ID_NAMES}
+    if self.trim_to_longest:
+      packed = trim_batch(packed)
+    return packed
+
+
+def trim_batch(features, mask_key="input_mask"):
+  """Cuts every [batch, seq] tensor of `features` to the batch's longest real row.
+
+  features: dict of int32 [batch, seq] tensors, `mask_key` 1 on real tokens, 0 on padding.
+  Keeps at least one column so an all-empty batch still has a valid shape.
+  """
+  tf = _tf()
+  mask = features[mask_key]
+  length = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), 1)
+  trimmed = {}
+  for name, value in features.items():
+    if value.shape.rank is not None and value.shape.rank >= 2 and name in TOKEN_ID_NAMES:
+      trimmed[name] = value[..., :length]
+    else:
+      trimmed[name] = value
+  return trimmed
+
+
+def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
+  """Writes a SavedModel with the given endpoints to export_dir, atomically.
+
+  endpoints: a list of `Endpoint`; if none is named "serving_default", the first one is
+  also exported under that name (the signature TF Serving and saved_model_cli use when
+  none is given). track: Keras models/layers or TF trackables whose variables or
+  resources the endpoints use (the model, a tokenizer holding lookup tables).
+  Returns export_dir.
+  """
+  import keras  # pylint: disable=g-import-not-at-top
+  archive = keras.export.ExportArchive()
+  for resource in track:
+    archive.track(resource)
+  names = [endpoint.name for endpoint in endpoints]
+  for endpoint in endpoints:
+    archive.add_endpoint(endpoint.name, endpoint.fn,
+                         input_signature=list(endpoint.input_signature))
+  if "serving_default" not in names and endpoints:
+    first = endpoints[0]
+    archive.add_endpoint("serving_default", first.fn,
+                         input_signature=list(first.input_signature))
+  with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    archive.write_out(tmp, verbose=False)
+  return export_dir
+
+
+# --------------------------------------------------------------------------- classifier
+
+
+def classifier_endpoints(model, label_list, packer=None, num_texts=1):
+  """run_classifier's signatures.
+
+  model: a modeling.build_classifier_model model (output "logits" float32 [batch, n]).
+  label_list: the label strings (index = label id), or None for regression (n = 1).
+
+  * "serving_default": input_ids, input_mask, segment_ids int32 [batch, seq] ->
+    classification: probabilities float32 [batch, num_labels], label_id int32 [batch];
+    regression: score float32 [batch].
+  * "serve_text" (when a packer is given): text_a (and text_b for pair tasks) tf.string
+    [batch] -> the same outputs plus label tf.string [batch] (classification).
+  """
+  tf = _tf()
+  regression = label_list is None
+
+  def head(features):
+    logits = model({name: features[name] for name in TOKEN_ID_NAMES}, training=False)
+    logits = tf.cast(logits["logits"], tf.float32)
+    if regression:
+      return {"score": logits[:, 0]}
+    probabilities = tf.nn.softmax(logits, axis=-1)
+    return {"probabilities": probabilities,
+            "label_id": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+  def serve_ids(input_ids, input_mask, segment_ids):
+    return head({"input_ids": input_ids, "input_mask": input_mask,
+                 "segment_ids": segment_ids})
+
+  endpoints = [Endpoint("serving_default", serve_ids, token_id_specs())]
+  if packer is not None:
+    labels = None if regression else tf.constant(list(label_list), dtype=tf.string)
+
+    def serve_text(*texts):
+      outputs = head(packer(*texts))
+      if labels is not None:
+        outputs["label"] = tf.gather(labels, outputs["label_id"])
+      return outputs
+
+    endpoints.append(Endpoint("serve_text", serve_text, text_specs(num_texts)))
+  return endpoints
+
+
+def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
+                      cls_id=None, sep_id=None, num_texts=1):
+  """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures."""
+  packer = None
+  if tokenizer is not None:
+    packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)
+  endpoints = classifier_endpoints(model, label_list, packer, num_texts)
+  track = [model]
+  tf = _tf()
+  if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
+    track.append(tokenizer)
+  return write_saved_model(export_dir, endpoints, track=track)
