@@ -313,10 +313,14 @@ class TransformerLayer(keras.layers.Layer):
                           (batch, seq, self.config.hidden_size))
     attention = self.attention_output_dropout(self.attention_output(context),
                                               training=training)
-    attention = self.attention_layer_norm(attention + hidden_states)
+    attention = self.attention_layer_norm(ops.cast(attention, "float32")
+                                          + ops.cast(hidden_states, "float32"))
     layer_output = self.output_dense(self.intermediate(attention))
     layer_output = self.output_dropout(layer_output, training=training)
-    return self.output_layer_norm(layer_output + attention)
+    # The residual sum in float32 (the LayerNorm's dtype): under a mixed policy the
+    # feed-forward output is bfloat16/float16 while `attention` left a float32 LayerNorm.
+    return self.output_layer_norm(ops.cast(layer_output, "float32")
+                                  + ops.cast(attention, "float32"))
 
   def google_variables(self, prefix):
     variables = {}

@@ -1,0 +1,261 @@
+"""modeling.py against the independent NumPy reference, configs, heads, layer configs."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+
+import modeling
+import numpy_bert
+from conftest import MINILM_DIR, shared_path
+
+TINY = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+            intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.1,
+            attention_probs_dropout_prob=0.1, max_position_embeddings=40,
+            type_vocab_size=2, initializer_range=0.02)
+
+
+def _inputs(batch=3, seq=11, vocab=101, seed=0, pad=True):
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(0, vocab, (batch, seq)).astype("int32")
+  mask = np.ones((batch, seq), "int32")
+  if pad:
+    mask[1, 7:] = 0
+    mask[2, 3:] = 0
+  seg = np.zeros((batch, seq), "int32")
+  seg[:, seq // 2:] = 1
+  return {"input_ids": ids, "input_mask": mask, "segment_ids": seg}
+
+
+def _weights(model):
+  return {k: v.numpy() for k, v in modeling.google_variable_map(model).items()}
+
+
+def _randomize(model, seed=1):
+  # Non-trivial LayerNorm/bias values, so that a swapped gamma/beta or a dropped bias shows.
+  rng = np.random.default_rng(seed)
+  for v in model.weights:
+    v.assign(rng.normal(0, 0.5, v.shape).astype("float32"))
+
+
+@pytest.mark.parametrize("act,causal", [("gelu", False), ("gelu_exact", False),
+                                        ("relu", True), ("tanh", False)])
+def test_encoder_matches_numpy_reference(act, causal):
+  cfg = modeling.BertConfig.from_dict({**TINY, "hidden_act": act})
+  model = modeling.BertModel(cfg, causal=causal)
+  _randomize(model)
+  x = _inputs()
+  ours = model(x, training=False)
+  ref = numpy_bert.encoder(_weights(model), cfg.to_dict(), x["input_ids"], x["input_mask"],
+                           x["segment_ids"], causal=causal)
+  for key in ("embedding_output", "sequence_output", "pooled_output"):
+    np.testing.assert_allclose(ours[key].numpy(), ref[key], atol=2e-4, rtol=1e-4)
+  assert len(ours["encoder_outputs"]) == 3
+  for a, b in zip(ours["encoder_outputs"], ref["encoder_outputs"]):
+    np.testing.assert_allclose(a.numpy(), b, atol=2e-4, rtol=1e-4)
+
+
+def test_padding_does_not_leak_into_real_tokens():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model = modeling.BertModel(cfg)
+  x = _inputs(pad=True)
+  changed = {k: v.copy() for k, v in x.items()}
+  changed["input_ids"][1, 7:] = (changed["input_ids"][1, 7:] + 5) % 101
+  a = model(x, training=False)["sequence_output"].numpy()
+  b = model(changed, training=False)["sequence_output"].numpy()
+  np.testing.assert_allclose(a[1, :7], b[1, :7], atol=1e-5)
+  assert np.abs(a[1, 7:] - b[1, 7:]).max() > 1e-3
+
+
+def test_dropout_only_in_training():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model = modeling.BertModel(cfg)
+  x = _inputs()
+  a = model(x, training=False)["pooled_output"].numpy()
+  b = model(x, training=False)["pooled_output"].numpy()
+  c = model(x, training=True)["pooled_output"].numpy()
+  np.testing.assert_array_equal(a, b)
+  assert np.abs(a - c).max() > 1e-4
+
+
+def test_heads_match_numpy_reference():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model, encoder = modeling.build_pretraining_model(cfg)
+  _randomize(model, seed=3)
+  x = _inputs()
+  positions = np.array([[1, 2, 0], [3, 6, 0], [0, 1, 2]], "int32")
+  out = model({**x, "masked_lm_positions": positions}, training=False)
+  w = _weights(model)
+  ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
+  np.testing.assert_allclose(
+      out["masked_lm_logits"].numpy(),
+      numpy_bert.masked_lm_logits(w, TINY, ref["sequence_output"], positions),
+      atol=5e-3, rtol=1e-4)
+  nsp = ref["pooled_output"] @ w["cls/seq_relationship/output_weights"].T + w[
+      "cls/seq_relationship/output_bias"]
+  np.testing.assert_allclose(out["next_sentence_logits"].numpy(), nsp, atol=2e-4)
+  assert out["masked_lm_logits"].dtype == "float32"
+
+  squad, _ = modeling.build_squad_model(cfg)
+  _randomize(squad, seed=4)
+  w = _weights(squad)
+  ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
+  out = squad(x, training=False)
+  start, end = numpy_bert.squad_logits(w, ref["sequence_output"])
+  np.testing.assert_allclose(out["start_logits"].numpy(), start, atol=2e-4)
+  np.testing.assert_allclose(out["end_logits"].numpy(), end, atol=2e-4)
+
+
+def test_classifier_token_and_choice_heads():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  clf, _ = modeling.build_classifier_model(cfg, 3)
+  _randomize(clf, seed=5)
+  x = _inputs()
+  w = _weights(clf)
+  ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
+  np.testing.assert_allclose(
+      clf(x, training=False)["logits"].numpy(),
+      ref["pooled_output"] @ w["output_weights"].T + w["output_bias"], atol=2e-4)
+  tok, _ = modeling.build_token_classifier_model(cfg, 5)
+  _randomize(tok, seed=6)
+  w = _weights(tok)
+  ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
+  np.testing.assert_allclose(
+      tok(x, training=False)["logits"].numpy(),
+      ref["sequence_output"] @ w["output_weights"].T + w["output_bias"], atol=2e-4)
+  mc, _ = modeling.build_multiple_choice_model(cfg, 4)
+  _randomize(mc, seed=7)
+  w = _weights(mc)
+  rng = np.random.default_rng(2)
+  choice = {k: rng.integers(0, 2 if k != "input_ids" else 101, (2, 4, 9)).astype("int32")
+            for k in ("input_ids", "input_mask", "segment_ids")}
+  choice["input_mask"][:, :, 0] = 1
+  flat = {k: v.reshape(8, 9) for k, v in choice.items()}
+  ref = numpy_bert.encoder(w, TINY, flat["input_ids"], flat["input_mask"],
+                           flat["segment_ids"])
+  expected = (ref["pooled_output"] @ w["output_weights"].T + w["output_bias"]).reshape(2, 4)
+  np.testing.assert_allclose(mc(choice, training=False)["logits"].numpy(), expected,
+                             atol=2e-4)
+
+
+def test_variable_names_and_shapes_follow_google_layout():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model, _ = modeling.build_pretraining_model(cfg)
+  shapes = {k: tuple(v.shape) for k, v in modeling.google_variable_map(model).items()}
+  assert shapes["bert/embeddings/word_embeddings"] == (101, 32)
+  assert shapes["bert/embeddings/position_embeddings"] == (40, 32)
+  assert shapes["bert/encoder/layer_2/attention/self/query/kernel"] == (32, 32)
+  assert shapes["bert/encoder/layer_0/intermediate/dense/kernel"] == (32, 37)
+  assert shapes["bert/encoder/layer_0/output/dense/kernel"] == (37, 32)
+  assert shapes["cls/predictions/output_bias"] == (101,)
+  assert shapes["cls/seq_relationship/output_weights"] == (2, 32)
+  # 5 embedding + 16 per layer + 2 pooler + 5 masked-LM + 2 next-sentence
+  assert len(shapes) == 5 + 16 * 3 + 2 + 5 + 2
+  # Every weight is named, and the tied output embedding is not a second variable.
+  assert len(model.weights) == len(shapes)
+
+
+@pytest.mark.slow
+def test_bert_base_parameter_count():
+  cfg = modeling.BertConfig(vocab_size=30522, type_vocab_size=2)
+  # The published BERT-Base encoder size (embeddings, 12 layers, pooler).
+  assert modeling.BertModel(cfg).count_params() == 109482240
+
+
+def test_config_reads_google_json_unchanged(tmp_path):
+  path = shared_path("models", "uncased_L-6_H-384_A-12", "bert_config.json")
+  with open(path) as f:
+    raw = json.load(f)
+  cfg = modeling.BertConfig.from_json_file(path)
+  assert cfg.to_dict() == raw
+  out = tmp_path / "c.json"
+  cfg.to_json_file(out)
+  assert json.loads(out.read_text()) == raw
+
+
+@pytest.mark.parametrize("change,words", [
+    ({"hidden_size": 30}, "not a multiple of num_attention_heads"),
+    ({"hidden_sze": 3}, "unknown key(s) hidden_sze"),
+    ({"num_hidden_layers": 0}, "num_hidden_layers must be a positive integer"),
+    ({"hidden_act": "swishy"}, "hidden_act 'swishy'"),
+    ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob must be in [0, 1)"),
+])
+def test_config_rejects_impossible_values(tmp_path, change, words):
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps({**TINY, **change}))
+  with pytest.raises(ValueError) as info:
+    modeling.BertConfig.from_json_file(path)
+  assert words in str(info.value) and str(path) in str(info.value)
+
+
+def test_config_rejects_bad_json(tmp_path):
+  path = tmp_path / "bert_config.json"
+  path.write_text('{"vocab_size": 3,')
+  with pytest.raises(ValueError, match="invalid JSON at line 1"):
+    modeling.BertConfig.from_json_file(path)
+
+
+def test_layer_and_model_config_round_trip():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model = modeling.BertModel(cfg, causal=True)
+  clone = modeling.BertModel.from_config(model.get_config())
+  assert clone.config == cfg and clone.causal
+  clone.set_weights(model.get_weights())
+  x = _inputs()
+  np.testing.assert_allclose(model(x)["sequence_output"].numpy(),
+                             clone(x)["sequence_output"].numpy(), atol=1e-6)
+  for layer in (modeling.TransformerLayer(cfg), modeling.BertEmbeddings(cfg),
+                modeling.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x")):
+    again = type(layer).from_config(layer.get_config())
+    assert again.get_config() == layer.get_config()
+
+
+def test_keras_file_round_trip(tmp_path):
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model, _ = modeling.build_classifier_model(cfg, 2)
+  path = str(tmp_path / "clf.keras")
+  model.save(path)
+  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+                                   safe_mode=True)
+  x = _inputs()
+  np.testing.assert_allclose(model(x)["logits"].numpy(), loaded(x)["logits"].numpy(),
+                             atol=1e-6)
+
+
+def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  ref_model, _ = modeling.build_classifier_model(cfg, 2)
+  keras.mixed_precision.set_global_policy("mixed_bfloat16")
+  try:
+    model, encoder = modeling.build_classifier_model(cfg, 2)
+  finally:
+    keras.mixed_precision.set_global_policy("float32")
+  model.set_weights(ref_model.get_weights())
+  assert all(v.dtype == "float32" for v in model.weights)
+  assert encoder.get_layer("layer_0").attention_layer_norm.compute_dtype == "float32"
+  assert encoder.get_layer("layer_0").query.compute_dtype == "bfloat16"
+  x = _inputs()
+  low = model(x, training=False)["logits"]
+  assert low.dtype == "float32"
+  np.testing.assert_allclose(low.numpy(), ref_model(x, training=False)["logits"].numpy(),
+                             atol=0.05)
+
+
+def test_real_checkpoint_matches_numpy_reference():
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  cfg = checkpoints.load_bert_config(shared_path("models", "uncased_L-6_H-384_A-12",
+                                                 "bert_config.json"))
+  model = modeling.BertModel(cfg)
+  checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))
+  # "[CLS] the quick brown fox jumps [SEP] over it [SEP]" in the uncased vocabulary,
+  # plus padding.
+  ids = np.array([[101, 1996, 4248, 2829, 4419, 14523, 102, 2058, 2009, 102, 0, 0]], "int32")
+  mask = (ids != 0).astype("int32")
+  seg = np.array([[0] * 7 + [1] * 5], "int32")
+  ours = model({"input_ids": ids, "input_mask": mask, "segment_ids": seg}, training=False)
+  ref = numpy_bert.encoder(_weights(model), cfg.to_dict(), ids, mask, seg)
+  diff = max(np.abs(ours["sequence_output"].numpy() - ref["sequence_output"]).max(),
+             np.abs(ours["pooled_output"].numpy() - ref["pooled_output"]).max())
+  assert diff < 1e-4, diff
