@@ -1,0 +1,94 @@
+"""extract_features.py end to end on the shared real checkpoint, against an independent
+implementation of the original: the original tokenizer algorithm (FullTokenizer) for the
+tokens and the NumPy forward pass for the values, with weights read straight from the
+checkpoint file by name (not through our loader)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+import numpy_bert
+import tokenization
+from conftest import MINILM_DIR, ROOT, shared_path
+
+LINES = [
+    "Who was Jim Henson ? ||| Jim Henson was a puppeteer",
+    "The café in Zürich serves 北京 dumplings, naïvely priced at €5!",
+    "",
+    "한국어 문장도 넣어 봅니다 ||| また日本語も",
+    "a " * 40 + "||| " + "b " * 40,  # a pair truncated to max_seq_length
+]
+
+
+def _run(args, **kw):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run([sys.executable, os.path.join(ROOT, "extract_features.py")] + args,
+                        capture_output=True, text=True, env=env, timeout=300, **kw)
+
+
+def _reference(lines, layers, max_seq_length):
+  prefix = os.path.join(MINILM_DIR, "bert_model.ckpt")
+  reader = tf.train.load_checkpoint(prefix)
+  weights = {n: reader.get_tensor(n) for n in reader.get_variable_to_shape_map()}
+  with open(os.path.join(MINILM_DIR, "bert_config.json")) as f:
+    cfg = json.load(f)
+  tok = tokenization.FullTokenizer(os.path.join(MINILM_DIR, "vocab.txt"), True)
+  out = []
+  for line in lines:
+    a, _, b = line.strip().partition(" ||| ")
+    ta, tb = tok.tokenize(a), tok.tokenize(b) if b else []
+    while len(ta) + len(tb) > max_seq_length - (3 if tb else 2):
+      (ta if len(ta) > len(tb) else tb).pop()
+    tokens = ["[CLS]"] + ta + ["[SEP]"] + (tb + ["[SEP]"] if tb else [])
+    seg = [0] * (len(ta) + 2) + [1] * (len(tb) + 1 if tb else 0)
+    ids = np.array([tok.convert_tokens_to_ids(tokens)])
+    enc = numpy_bert.encoder(weights, cfg, ids, np.ones_like(ids), np.array([seg]))
+    out.append((tokens, {i: enc["encoder_outputs"][i][0] for i in layers}))
+  return out
+
+
+def test_extract_features_matches_independent_original(tmp_path):
+  shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")
+  src = tmp_path / "in.txt"
+  src.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+  dst = tmp_path / "out.jsonl"
+  result = _run([f"--input_file={src}", f"--output_file={dst}",
+                 f"--vocab_file={MINILM_DIR}/vocab.txt",
+                 f"--bert_config_file={MINILM_DIR}/bert_config.json",
+                 f"--init_checkpoint={MINILM_DIR}/bert_model.ckpt",
+                 "--layers=-1,-2,-6", "--max_seq_length=32", "--batch_size=2"])
+  assert result.returncode == 0, result.stderr[-2000:]
+  rows = [json.loads(line) for line in dst.read_text().splitlines()]
+  assert [r["linex_index"] for r in rows] == list(range(len(LINES)))
+  expected = _reference(LINES, [-1, -2, -6], 32)
+  worst = 0.0
+  for row, (tokens, layers) in zip(rows, expected):
+    assert [f["token"] for f in row["features"]] == tokens
+    for position, feature in enumerate(row["features"]):
+      assert [l["index"] for l in feature["layers"]] == [-1, -2, -6]
+      for layer in feature["layers"]:
+        values = np.array(layer["values"])
+        assert values.shape == (384,)
+        worst = max(worst, float(np.abs(values - layers[layer["index"]][position]).max()))
+  assert worst < 1e-4, worst
+  assert len(rows[4]["features"]) == 32  # the long pair was truncated to max_seq_length
+  print(f"largest difference to the NumPy reference: {worst:.2e}")
+
+
+def test_extract_features_bad_inputs_fail_in_one_line(tmp_path):
+  shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")
+  src = tmp_path / "in.txt"
+  src.write_bytes(b"fine line\nbad \xff\xfe bytes\n")
+  dst = tmp_path / "out.jsonl"
+  common = [f"--output_file={dst}", f"--bert_config_file={MINILM_DIR}/bert_config.json",
+            f"--init_checkpoint={MINILM_DIR}/bert_model.ckpt"]
+  result = _run([f"--input_file={src}", f"--vocab_file={MINILM_DIR}/vocab.txt"] + common)
+  assert result.returncode == 2
+  lines = result.stderr.strip().splitlines()
+  assert f"{src}:2: not valid UTF-8" in lines[-1]
+  assert "Traceback" not in result.stderr
+  assert not dst.exists()
