@@ -1,0 +1,74 @@
+"""Runs every benchmark of the project and prints one table of figures and ratios.
+
+Every ratio is measured within this one invocation (same machine, same load), never
+against a figure remembered from elsewhere. Each benchmark module exposes
+`run(quick=False) -> list of {name, value, unit, note}`.
+
+  python benchmarks/run_all.py            # everything (tens of minutes on 2 CPU cores)
+  python benchmarks/run_all.py --quick    # smaller inputs, a few minutes
+  python benchmarks/run_all.py --only tokenization,classifier
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "squad",
+              "serving", "startup"]
+
+
+def _format(value):
+  if isinstance(value, float):
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+  return str(value)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true", help="smaller inputs")
+  parser.add_argument("--only", default="", help="comma-separated benchmark names")
+  parser.add_argument("--json", default="", help="also write the rows to this JSON file")
+  args = parser.parse_args()
+  names = [n for n in args.only.split(",") if n] or BENCHMARKS
+  rows, failed = [], []
+  for name in names:
+    module_name = f"bench_{name}"
+    if not os.path.exists(os.path.join(HERE, module_name + ".py")):
+      print(f"[{name}] not available in this checkout", file=sys.stderr)
+      continue
+    print(f"[{name}] running ...", file=sys.stderr, flush=True)
+    start = time.time()
+    try:
+      module = importlib.import_module(module_name)
+      for row in module.run(quick=args.quick):
+        rows.append({"benchmark": name, **row})
+    except Exception:  # a broken benchmark must not hide the others' figures
+      traceback.print_exc()
+      failed.append(name)
+    print(f"[{name}] done in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+  width = max([len(r["name"]) for r in rows] + [10])
+  print(f"\n| benchmark | {'measure'.ljust(width)} | value | unit | note |")
+  print(f"|---|{'-' * (width + 2)}|---:|---|---|")
+  for r in rows:
+    print(f"| {r['benchmark']} | {r['name'].ljust(width)} | {_format(r['value'])} | "
+          f"{r.get('unit', '')} | {r.get('note', '')} |")
+  if args.json:
+    with open(args.json, "w", encoding="utf-8") as f:
+      json.dump(rows, f, indent=2)
+  if failed:
+    print(f"\nfailed: {', '.join(failed)}", file=sys.stderr)
+    return 1
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
