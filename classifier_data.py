@@ -184,6 +184,11 @@ class DataProcessor:
                        submission_file=self.submission_file)]
 
   @property
+  def num_texts(self):
+    """1 for single-sentence tasks, 2 for sentence pairs."""
+    return 1
+
+  @property
   def num_outputs(self):
     return 1 if self.is_regression else len(self.get_labels())
 
@@ -221,6 +226,10 @@ class GlueTsvProcessor(DataProcessor):
 
   def get_labels(self):
     return None if self.is_regression else list(self.labels)
+
+  @property
+  def num_texts(self):
+    return 1 if self.train_columns.text_b is None else 2
 
   def get_train_examples(self, data_dir):
     return self.read_split(os.path.join(data_dir, self.train_file), "train",
@@ -411,6 +420,8 @@ class XnliProcessor(DataProcessor):
   """
   labels = ("contradiction", "entailment", "neutral")
 
+  num_texts = 2
+
   def __init__(self, language="zh"):
     self.language = language
 
@@ -528,6 +539,10 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     return self.read_split(path, set_type, self._columns(path, spec), labelled=labelled,
                            delimiter=self.delimiter, quoting=self.quoting)
 
+  @property
+  def num_texts(self):
+    return 1 if self.spec["text_b"] in (None, "") else 2
+
   def set_data_dir(self, data_dir):
     """Lets get_labels infer the label list from the train (else dev) file."""
     self._data_dir = data_dir
@@ -614,10 +629,11 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
 
   [CLS] a [SEP] (b [SEP]); segment 0 for [CLS], a and the first [SEP], 1 for b and
   its [SEP]; zero padding to max_seq_length. A pair loses tokens from the end of its
-  longer text first (tokenization.truncate_seq_pair), a single text its tail.
+  longer text first (tokenization.truncate_seq_pair), a single text its tail. As in the
+  original, an empty text_b counts as no text_b.
   """
   tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b is not None else None
+  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
   if tokens_b is not None:
     tokenization.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
   elif len(tokens_a) > max_seq_length - 2:
@@ -635,6 +651,121 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
   segment_ids += [0] * padding
   return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
                        label_id=label_to_id(example.label, label_list))
+
+
+# --------------------------------------------------------------------------- tf.data
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def pack_texts(tokenizer, text_a, text_b, seq_length):
+  """In-graph conversion of a batch of texts, the original's rules.
+
+  tokenizer: tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
+  [batch] or None. Rows whose text_b is "" are packed as single texts, as the original
+  treats an empty text_b. Returns int32 [batch, seq_length] input_ids, input_mask,
+  segment_ids, plus "length" int32 [batch] (real tokens per row).
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  ids_a = tokenizer.tokenize(text_a)
+  single = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id, tokenizer.sep_id)
+  if text_b is None:
+    packed = single
+  else:
+    pair = tokenization.pack_inputs([ids_a, tokenizer.tokenize(text_b)], seq_length,
+                                    tokenizer.cls_id, tokenizer.sep_id)
+    use_pair = tf.expand_dims(tf.strings.length(text_b) > 0, 1)
+    packed = {k: tf.where(use_pair, pair[k], single[k]) for k in FEATURE_NAMES}
+  packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
+  packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
+  return packed
+
+
+def _round_up(length, multiple):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return (length + multiple - 1) // multiple * multiple if multiple > 1 else tf.identity(length)
+
+
+def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
+                 is_training, fixed_padding=False, seed=12345, window_batches=32,
+                 pad_to_multiple_of=8, input_context=None):
+  """A tf.data pipeline of batches for training, eval or prediction.
+
+  examples: list of InputExample. label_list: label strings, or None for regression.
+  tokenizer: tokenization.FastTokenizer (runs in the graph; ids equal FullTokenizer's).
+
+  Each element is a dict: input_ids, input_mask, segment_ids int32 [batch, seq];
+  label_ids int32 [batch] (float32 for regression); example_index int32 [batch], the
+  position in `examples` (eval/predict batches are reordered by length, this puts the
+  results back in order).
+
+  Padding: with fixed_padding every batch is max_seq_length long (static shapes, for
+  TPUs). Otherwise a batch is only as long as its longest row, rounded up to a multiple
+  of `pad_to_multiple_of` (which bounds the number of distinct shapes each tf.function
+  traces): training buckets rows of similar length (tf.data bucket_by_sequence_length),
+  eval/predict sort each window of `window_batches` batches by length.
+
+  Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if not examples:
+    raise UserError("no examples to feed")
+  regression = label_list is None
+  has_b = any(e.text_b is not None for e in examples)
+  columns = {
+      "text_a": [e.text_a for e in examples],
+      "label_ids": np.array([label_to_id(e.label, label_list) for e in examples],
+                            np.float32 if regression else np.int32),
+      "example_index": np.arange(len(examples), dtype=np.int32),
+  }
+  if has_b:
+    columns["text_b"] = [e.text_b or "" for e in examples]
+  dataset = tf.data.Dataset.from_tensor_slices(columns)
+  if input_context is not None and input_context.num_input_pipelines > 1:
+    dataset = dataset.shard(input_context.num_input_pipelines,
+                            input_context.input_pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+  window = batch_size * max(int(window_batches), 1)
+  sort_windows = not is_training and not fixed_padding
+
+  def convert(batch):
+    packed = pack_texts(tokenizer, batch["text_a"], batch.get("text_b"), max_seq_length)
+    features = {k: packed[k] for k in FEATURE_NAMES}
+    features["length"] = packed["length"]
+    features["label_ids"] = batch["label_ids"]
+    features["example_index"] = batch["example_index"]
+    if sort_windows:
+      order = tf.argsort(packed["length"], stable=True)
+      features = {k: tf.gather(v, order) for k, v in features.items()}
+    return features
+
+  dataset = dataset.batch(window).map(convert, num_parallel_calls=tf.data.AUTOTUNE,
+                                      deterministic=True).unbatch()
+  if fixed_padding:
+    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  elif is_training:
+    step = max(int(pad_to_multiple_of), 1)
+    boundaries = list(range(step + 1, max_seq_length + 1, step))
+    dataset = dataset.bucket_by_sequence_length(
+        lambda features: features["length"], bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1), drop_remainder=True)
+  else:
+    dataset = dataset.batch(batch_size)
+
+  def finish(features):
+    features = dict(features)
+    length = features.pop("length")
+    if not fixed_padding:
+      longest = _round_up(tf.maximum(tf.reduce_max(length), 1), pad_to_multiple_of)
+      longest = tf.minimum(longest, max_seq_length)
+      for name in FEATURE_NAMES:
+        features[name] = features[name][:, :longest]
+    return features
+
+  return dataset.map(finish, num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=True).prefetch(tf.data.AUTOTUNE)
 
 
 # --------------------------------------------------------------------------- metrics
