@@ -26,6 +26,7 @@ do not depend on the number of workers.
 
 import collections
 import contextlib
+import functools
 import hashlib
 import multiprocessing
 import os
@@ -570,6 +571,13 @@ class _Tokenizer:
     return flat, splits
 
 
+@functools.lru_cache(maxsize=2)
+def _get_tokenizer(vocab_file, do_lower_case):
+  # Building the in-graph tokenizer traces a tf.function (seconds); callers that run
+  # several generations in one process (tests, benchmarks) build it once.
+  return _Tokenizer(vocab_file, do_lower_case)
+
+
 def _instance_options(vocab, vocab_file, **kwargs):
   missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
   if missing:
@@ -627,6 +635,21 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
       raise script_utils.UserError(message)
 
 
+def _check_output_directory(path):
+  """Fails before the long run, not after it, when an output cannot be written."""
+  if "://" in path:
+    return
+  directory = os.path.dirname(os.path.abspath(path))
+  if not os.path.isdir(directory):
+    raise script_utils.UserError(
+        f"--output_file={path}: directory {directory} does not exist; create it first")
+  if not os.access(directory, os.W_OK | os.X_OK):
+    raise script_utils.UserError(
+        f"--output_file={path}: directory {directory} is not writable")
+  if os.path.isdir(path):
+    raise script_utils.UserError(f"--output_file={path}: is a directory, expected a file")
+
+
 def _format_duration(seconds):
   seconds = int(max(0, seconds))
   return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
@@ -648,6 +671,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   for path in input_files:
     script_utils.check_input_file(path, "input_file", allow_empty=True)
   script_utils.check_input_file(vocab_file, "vocab_file")
+  for path in output_files:
+    _check_output_directory(path)
   start = time.time()
   total_chars = sum(os.path.getsize(p) for p in input_files if "://" not in p) or 1
   if num_workers is None:
@@ -659,7 +684,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
     # this module's pure-Python half (no TensorFlow import, a few tens of MB each).
     ctx = multiprocessing.get_context("spawn")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tokenizer = _Tokenizer(vocab_file, do_lower_case)
+  tokenizer = _get_tokenizer(vocab_file, do_lower_case)
   opt = _instance_options(
       tokenizer.vocab, vocab_file, max_seq_length=max_seq_length,
       max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
@@ -676,7 +701,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   totals["unk_tokens"] = 0
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   written = 0
-  last_log = [start]
+  last_log = [start, -1]
 
   def tasks():
     chunks = chunk_documents(read_documents(input_files, on_encoding_error, counters),
@@ -691,7 +716,9 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
     now = time.time()
     if not final and now - last_log[0] < _PROGRESS_EVERY_S:
       return
-    last_log[0] = now
+    if final and last_log[1] == written:
+      return
+    last_log[:] = [now, written]
     elapsed = max(now - start, 1e-9)
     done = min(counters["chars"] / total_chars, 1.0)
     eta = elapsed * (1.0 - done) / done if done > 0 else 0.0

@@ -1,0 +1,392 @@
+"""create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
+determinism across worker counts, whole-word masking, bad input."""
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, UNCASED_VOCAB, shared_path
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import create_pretraining_data as cpd  # noqa: E402
+import pretraining_data_reference as reference  # noqa: E402
+import script_utils  # noqa: E402
+
+tf = pytest.importorskip("tensorflow")
+
+CLS, SEP, MASK = 101, 102, 103
+
+
+def _quiet(_):
+  pass
+
+
+def _records(path):
+  return list(tf.data.TFRecordDataset(path).as_numpy_iterator())
+
+
+def _parse_all(paths, max_seq_length, max_predictions_per_seq):
+  """Parses with fixed lengths, as run_pretraining does; wrong lengths fail here."""
+  spec = {
+      "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+      "masked_lm_positions": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_ids": tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64),
+      "masked_lm_weights": tf.io.FixedLenFeature([max_predictions_per_seq], tf.float32),
+      "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+  }
+  ds = tf.data.TFRecordDataset(paths).map(lambda r: tf.io.parse_single_example(r, spec))
+  rows = list(ds.as_numpy_iterator())
+  return {k: np.stack([r[k] for r in rows]) for k in spec}
+
+
+def _generate(tmp_path, corpus, name="out.tfrecord", **kwargs):
+  out = str(tmp_path / name)
+  summary = cpd.generate([corpus], [out], UNCASED_VOCAB, log=_quiet, **kwargs)
+  return out, summary
+
+
+def _restored_tokens(row):
+  """input_ids with the masked positions put back to their labels (the unmasked text)."""
+  ids = row["input_ids"].copy()
+  n = int(row["masked_lm_weights"].sum())
+  ids[row["masked_lm_positions"][:n]] = row["masked_lm_ids"][:n]
+  return ids
+
+
+@pytest.fixture(scope="module")
+def reuters_head(tmp_path_factory):
+  """The first 120 documents of the real Reuters corpus."""
+  source = shared_path("corpora", "reuters_docs.txt")
+  path = tmp_path_factory.mktemp("corpus") / "reuters_head.txt"
+  with open(source, encoding="utf-8") as handle:
+    text = handle.read()
+  path.write_text("\n\n".join(text.split("\n\n")[:120]) + "\n", encoding="utf-8")
+  return str(path)
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_inlined_random_draws_match_cpython():
+  for seed in range(5):
+    ours, theirs = random.Random(seed), random.Random(seed)
+    for n in [1, 2, 3, 7, 64, 125, 509, 5000]:
+      x, y = list(range(n)), list(range(n))
+      cpd._shuffle(ours.getrandbits, x)
+      theirs.shuffle(y)
+      assert x == y
+      assert cpd._randbelow(ours.getrandbits, n) == theirs.randint(0, n - 1)
+    assert ours.random() == theirs.random()
+
+
+def test_encoded_example_equals_protobuf_serialization():
+  encoder = cpd.ExampleEncoder(max_seq_length=300, max_predictions_per_seq=3, max_id=30521)
+  # 131 tokens: positions >= 128 and ids >= 16384 take multi-byte varints.
+  ids = [CLS] + [20000 + i for i in range(64)] + [SEP] + list(range(5, 69)) + [SEP]
+  instance = cpd.TrainingInstance(ids, 64, [7, 129], [30000, 3], True)
+  expected = tf.train.Example(features=tf.train.Features(feature={
+      "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids + [0] * 169)),
+      "input_mask": tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[1] * 131 + [0] * 169)),
+      "segment_ids": tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[0] * 66 + [1] * 65 + [0] * 169)),
+      "masked_lm_positions": tf.train.Feature(int64_list=tf.train.Int64List(
+          value=[7, 129, 0])),
+      "masked_lm_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[30000, 3, 0])),
+      "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
+          value=[1.0, 1.0, 0.0])),
+      "next_sentence_labels": tf.train.Feature(int64_list=tf.train.Int64List(value=[1])),
+  }))
+  assert encoder.encode(instance) == expected.SerializeToString(deterministic=True)
+  # The cached per-length features must not leak between instances of other shapes.
+  short = cpd.TrainingInstance([CLS, 9, SEP, 10, 11, SEP], 1, [4], [11], False)
+  parsed = tf.train.Example.FromString(encoder.encode(short)).features.feature
+  assert list(parsed["segment_ids"].int64_list.value[:7]) == [0, 0, 0, 1, 1, 1, 0]
+  assert list(parsed["input_mask"].int64_list.value[:7]) == [1] * 6 + [0]
+  assert list(parsed["masked_lm_weights"].float_list.value) == [1.0, 0.0, 0.0]
+  assert list(parsed["next_sentence_labels"].int64_list.value) == [0]
+
+
+def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
+  docs = [[f"d{i}"] for i in range(11)]
+  chunks = list(cpd.chunk_documents(iter(docs), 4))
+  assert [len(c) for c in chunks] == [4, 4, 3]
+  chunks = list(cpd.chunk_documents(iter(docs[:9]), 4))
+  assert [len(c) for c in chunks] == [4, 5]  # a last chunk of 1 joins the one before
+  assert [d for c in chunks for d in c] == docs[:9]
+  assert cpd.chunk_seed(7, 0) == 7 and cpd.chunk_seed(7, 1) != cpd.chunk_seed(8, 1)
+
+
+# --------------------------------------------------------------------------- faithfulness
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(dupe_factor=5),
+    dict(dupe_factor=3, do_whole_word_mask=True, max_seq_length=33,
+         max_predictions_per_seq=5, short_seq_prob=0.5, random_seed=7),
+])
+def test_byte_identical_to_reference_on_sample_text(tmp_path, kwargs):
+  corpus = shared_path("corpora", "sample_text.txt")
+  ref_out = str(tmp_path / "ref.tfrecord")
+  n = reference.generate([corpus], [ref_out], UNCASED_VOCAB, **kwargs)
+  ours, summary = _generate(tmp_path, corpus, num_workers=0, **kwargs)
+  assert n > 40 and summary["instances_written"] == n
+  assert _records(ours) == _records(ref_out)
+
+
+def test_byte_identical_to_reference_on_real_reuters_documents(tmp_path, reuters_head):
+  """One chunk holding the whole corpus is the original run, instance by instance."""
+  kwargs = dict(dupe_factor=2, random_seed=3, do_whole_word_mask=True)
+  ref_outs = [str(tmp_path / "ref-a"), str(tmp_path / "ref-b")]
+  n = reference.generate([reuters_head], ref_outs, UNCASED_VOCAB, **kwargs)
+  outs = [str(tmp_path / "a"), str(tmp_path / "b")]
+  summary = cpd.generate([reuters_head], outs, UNCASED_VOCAB, num_workers=0,
+                         documents_per_chunk=500, log=_quiet, **kwargs)
+  assert n > 800 and summary["instances_written"] == n
+  for ours, theirs in zip(outs, ref_outs):
+    assert _records(ours) == _records(theirs)
+
+
+# --------------------------------------------------------------------------- output
+
+
+@pytest.fixture(scope="module")
+def reuters_run(tmp_path_factory):
+  corpus = shared_path("corpora", "reuters_docs.txt")
+  out = str(tmp_path_factory.mktemp("reuters") / "reuters.tfrecord")
+  summary = cpd.generate([corpus], [out], UNCASED_VOCAB, dupe_factor=2, num_workers=0,
+                         documents_per_chunk=300, log=_quiet)
+  return _parse_all([out], 128, 20), summary
+
+
+def test_schema_layout_and_padding(reuters_run):
+  rows, summary = reuters_run
+  n = len(rows["input_ids"])
+  assert n == summary["instances_written"] > 5000
+  for key in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+              "masked_lm_ids", "next_sentence_labels"):
+    assert rows[key].dtype == np.int64
+  assert rows["masked_lm_weights"].dtype == np.float32
+  for i in range(n):
+    mask = rows["input_mask"][i]
+    length = int(mask.sum())
+    assert 5 <= length <= 128
+    assert (mask[:length] == 1).all() and (mask[length:] == 0).all()
+    ids, segments = rows["input_ids"][i], rows["segment_ids"][i]
+    assert (ids[length:] == 0).all() and (segments[length:] == 0).all()
+    restored = _restored_tokens({k: v[i] for k, v in rows.items()})
+    seps = np.flatnonzero(restored[:length] == SEP)
+    assert restored[0] == CLS and len(seps) == 2 and seps[1] == length - 1
+    assert (restored[1:length] != CLS).all()
+    # [CLS] A [SEP] -> segment 0; B [SEP] -> segment 1.
+    assert (segments[:seps[0] + 1] == 0).all() and (segments[seps[0] + 1:length] == 1).all()
+    assert seps[0] >= 2 and length - seps[0] >= 3  # A and B are never empty
+    weights = rows["masked_lm_weights"][i]
+    k = int(weights.sum())
+    expected_k = min(20, max(1, int(round(length * 0.15))))
+    assert k == expected_k
+    assert (weights[:k] == 1.0).all() and (weights[k:] == 0.0).all()
+    positions = rows["masked_lm_positions"][i]
+    assert (np.diff(positions[:k]) > 0).all() and (positions[k:] == 0).all()
+    assert (rows["masked_lm_ids"][i][k:] == 0).all()
+    assert not np.isin(positions[:k], [0, seps[0], seps[1]]).any()
+    assert rows["next_sentence_labels"][i][0] in (0, 1)
+
+
+def test_masking_statistics_on_real_corpus(reuters_run):
+  rows, summary = reuters_run
+  n_real = rows["input_mask"].sum()
+  weights = rows["masked_lm_weights"]
+  n_masked = int(weights.sum())
+  assert n_masked > 100_000
+  real = weights > 0
+  positions = rows["masked_lm_positions"]
+  shown = np.take_along_axis(rows["input_ids"], positions, axis=1)[real]
+  labels = rows["masked_lm_ids"][real]
+  as_mask = np.mean(shown == MASK)
+  kept = np.mean((shown == labels) & (labels != MASK))
+  randomised = 1.0 - as_mask - kept
+  # Binomial standard errors at n ~ 130k are ~0.001; 5 sigma is ~0.005.
+  assert abs(as_mask - 0.8) < 0.005 and abs(kept - 0.1) < 0.004
+  assert abs(randomised - 0.1) < 0.004
+  # 15% of the tokens, rounded per sequence and capped at 20.
+  assert abs(n_masked / n_real - 0.15) < 0.003
+  assert summary["masked_fraction"] == pytest.approx(n_masked / n_real)
+  assert summary["mask_token_fraction"] == pytest.approx(as_mask, abs=2e-5)
+  random_next = rows["next_sentence_labels"].mean()
+  assert summary["random_next_fraction"] == pytest.approx(random_next)
+  # Half the pairs are random by the coin, plus chunks of one sentence, which the
+  # original always pairs with a random document: the fraction is just above 0.5.
+  assert 0.5 < random_next < 0.62
+  assert summary["unk_rate"] < 0.001 and summary["documents"] == 946
+
+
+def test_random_next_fraction_matches_hand_computed_value(tmp_path):
+  # Documents of two 10-token sentences, target 125 tokens: the chunk is the whole
+  # document; half the time B is the second sentence (label 0), half the time B is random
+  # and the second sentence is put back, making a one-sentence chunk, random again.
+  # Expected: (0.5*0 + 0.5*2) / (0.5*1 + 0.5*2) = 2/3 of the instances are random-next.
+  rng = random.Random(0)
+  words = ["market", "shares", "bank", "oil", "price", "rose", "fell", "said", "trade",
+           "year"]
+  lines = []
+  for _ in range(600):
+    for _ in range(2):
+      lines.append(" ".join(rng.choice(words) for _ in range(10)))
+    lines.append("")
+  corpus = tmp_path / "pairs.txt"
+  corpus.write_text("\n".join(lines), encoding="utf-8")
+  out, summary = _generate(tmp_path, str(corpus), dupe_factor=3, short_seq_prob=0.0,
+                           num_workers=0, documents_per_chunk=200)
+  rows = _parse_all([out], 128, 20)
+  n = len(rows["input_ids"])
+  # 1800 document passes, each 1 or 2 instances with probability 1/2.
+  assert abs(n - 2700) < 5 * np.sqrt(1800 * 0.25)
+  # Each pass that made two instances made two random-next ones, and no other pass did.
+  assert rows["next_sentence_labels"].sum() == 2 * (n - 1800)
+  fraction = rows["next_sentence_labels"].mean()
+  assert abs(fraction - 2 / 3) < 0.05  # standard error 0.44 / sqrt(1800) = 0.0105
+  not_random = rows["next_sentence_labels"][:, 0] == 0
+  # An actual-next pair is the whole document: 1 + 10 + 1 + 10 + 1 tokens.
+  assert (rows["input_mask"][not_random].sum(axis=1) == 23).all()
+
+
+def test_whole_word_masking_never_splits_a_word(tmp_path, reuters_head):
+  out, _ = _generate(tmp_path, reuters_head, dupe_factor=2, do_whole_word_mask=True,
+                     num_workers=0, documents_per_chunk=40, random_seed=5)
+  rows = _parse_all([out], 128, 20)
+  vocab = list(cpd._get_tokenizer(UNCASED_VOCAB, True).vocab)
+  subword = np.array([t.startswith("##") for t in vocab])
+  multi_piece_words_masked = 0
+  for i in range(len(rows["input_ids"])):
+    row = {k: v[i] for k, v in rows.items()}
+    restored = _restored_tokens(row)
+    length = int(row["input_mask"].sum())
+    k = int(row["masked_lm_weights"].sum())
+    masked = set(row["masked_lm_positions"][:k].tolist())
+    # Words as the original groups them: a ## piece joins the previous candidate.
+    words, current = [], None
+    for p in range(1, length - 1):
+      if restored[p] == SEP:
+        continue
+      if current is not None and subword[restored[p]]:
+        current.append(p)
+      else:
+        current = [p]
+        words.append(current)
+    for word in words:
+      hit = sum(p in masked for p in word)
+      assert hit in (0, len(word)), (i, word, sorted(masked))
+      multi_piece_words_masked += hit > 1
+    assert sum(len(w) for w in words if w[0] in masked) == k
+  assert multi_piece_words_masked > 50
+
+
+def test_ablation_switches_change_the_replacement_mix(tmp_path):
+  corpus = shared_path("corpora", "sample_text.txt")
+  for mask_p, random_p, expect in [(0.0, 0.0, "kept"), (1.0, 0.0, "mask")]:
+    out, summary = _generate(tmp_path, corpus, name=f"abl{mask_p}", dupe_factor=3,
+                             num_workers=0, mask_token_prob=mask_p,
+                             random_token_prob=random_p)
+    rows = _parse_all([out], 128, 20)
+    real = rows["masked_lm_weights"] > 0
+    shown = np.take_along_axis(rows["input_ids"], rows["masked_lm_positions"], 1)[real]
+    if expect == "kept":
+      assert (shown == rows["masked_lm_ids"][real]).all()
+      assert summary["kept_fraction"] == 1.0
+    else:
+      assert (shown == MASK).all() and summary["mask_token_fraction"] == 1.0
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+def test_same_bytes_whatever_the_number_of_workers(tmp_path, reuters_head):
+  common = dict(dupe_factor=2, documents_per_chunk=25, random_seed=11)
+  outs = {}
+  for workers in (0, 2):
+    paths = [str(tmp_path / f"w{workers}-{s}") for s in range(3)]
+    cpd.generate([reuters_head], paths, UNCASED_VOCAB, num_workers=workers, log=_quiet,
+                 **common)
+    outs[workers] = [open(p, "rb").read() for p in paths]
+  assert outs[0] == outs[2]
+  assert min(len(b) for b in outs[0]) > 100_000
+  other = str(tmp_path / "seed12")
+  cpd.generate([reuters_head], [other], UNCASED_VOCAB, num_workers=0, log=_quiet,
+               **dict(common, random_seed=12))
+  assert _records(other)[:50] != _records(str(tmp_path / "w0-0"))[:50]
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_documents_too_short_or_too_few_are_rejected(tmp_path):
+  single = tmp_path / "single.txt"
+  single.write_text("one sentence.\n\nanother sentence.\n\na third.\n", encoding="utf-8")
+  one_doc = tmp_path / "one_doc.txt"
+  one_doc.write_text("first sentence.\nsecond sentence.\n", encoding="utf-8")
+  for corpus, words in [(single, "single sentence"), (one_doc, "only one document")]:
+    out = tmp_path / f"{corpus.stem}.tfrecord"
+    with pytest.raises(script_utils.UserError, match=words):
+      cpd.generate([str(corpus)], [str(out)], UNCASED_VOCAB, num_workers=0, log=_quiet)
+    assert not out.exists()
+  assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
+
+
+def _run_script(*args):
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  return subprocess.run([sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
+                         f"--vocab_file={UNCASED_VOCAB}", *args],
+                        capture_output=True, text=True, env=env, timeout=240)
+
+
+def test_non_utf8_and_unwritable_output_are_reported_before_anything_is_written(tmp_path):
+  bad = tmp_path / "latin1.txt"
+  bad.write_bytes(b"good line one.\ngood line two.\n\ncaf\xe9 au lait.\nmore.\n")
+  out = tmp_path / "out.tfrecord"
+  with pytest.raises(script_utils.UserError, match=f"{bad}:4: not valid UTF-8"):
+    cpd.generate([str(bad)], [str(out)], UNCASED_VOCAB, num_workers=0, log=_quiet)
+  with pytest.raises(script_utils.UserError, match="does not exist"):
+    cpd.generate([str(bad)], [str(tmp_path / "no_dir" / "x")], UNCASED_VOCAB, log=_quiet)
+  with pytest.raises(script_utils.UserError, match="empty corpus"):
+    cpd.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)], UNCASED_VOCAB,
+                 num_workers=0, log=_quiet)
+  assert sorted(os.listdir(tmp_path)) == ["blank.txt", "latin1.txt"]
+
+
+def _write(tmp_path, name, text):
+  path = tmp_path / name
+  path.write_text(text, encoding="utf-8")
+  return str(path)
+
+
+def test_cli_missing_input_is_one_line_exit_2(tmp_path):
+  out = tmp_path / "out.tfrecord"
+  result = _run_script(f"--input_file={tmp_path / 'missing.txt'}", f"--output_file={out}")
+  assert result.returncode == 2, result.stderr[-2000:]
+  errors = [l for l in result.stderr.splitlines() if "error:" in l]
+  assert len(errors) == 1 and "missing.txt" in errors[0], result.stderr[-2000:]
+  assert "Traceback" not in result.stderr and os.listdir(tmp_path) == []
+
+
+def test_cli_skips_bad_lines_and_writes_shards(tmp_path):
+  corpus = shared_path("corpora", "sample_text.txt")
+  bad = tmp_path / "corpus.txt"
+  bad.write_bytes(open(corpus, "rb").read() + b"\n\nbad \xff line.\nfine line.\nok.\n")
+  base = tmp_path / "shard.tfrecord"
+  result = _run_script(f"--input_file={bad}", f"--output_file={base}",
+                       "--num_output_shards=2", "--on_encoding_error=skip",
+                       "--dupe_factor=2", "--num_workers=1")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert "skipped_lines = 1" in result.stdout and "documents = 4" in result.stdout
+  shards = sorted(p for p in os.listdir(tmp_path) if p.startswith("shard"))
+  assert shards == ["shard.tfrecord-00000-of-00002", "shard.tfrecord-00001-of-00002"]
+  counts = [len(_records(str(tmp_path / s))) for s in shards]
+  written = int(result.stdout.split("instances_written = ")[1].split()[0].replace(",", ""))
+  assert sum(counts) == written and abs(counts[0] - counts[1]) <= 1
