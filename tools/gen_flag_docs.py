@@ -1,0 +1,70 @@
+"""Prints docs/FLAGS.md: every script's flags, generated from its absl definitions.
+
+  python tools/gen_flag_docs.py > docs/FLAGS.md
+
+The docs never drift from the code: tests/test_docs.py regenerates this and compares.
+Scripts are imported (not run) one after another in this process; each one's flags are
+removed again before the next is imported, since several scripts define the same name.
+"""
+
+import importlib
+import io
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import app  # noqa: E402,F401  (its own flags are not ours to document)
+from absl import flags  # noqa: E402
+from absl import logging  # noqa: E402,F401
+
+SCRIPTS = ["create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
+           "run_squad", "squad_evaluate", "run_ner", "run_swag", "extract_features",
+           "export_encoder", "quickstart"]
+
+
+def _cell(text):
+  return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def describe(script):
+  import flags_common  # pylint: disable=g-import-not-at-top
+  before = set(flags.FLAGS)
+  module = importlib.import_module(script)
+  defined = [name for name in flags.FLAGS if name not in before]
+  out = io.StringIO()
+  doc = (module.__doc__ or "").strip().splitlines()
+  out.write(f"## {script}.py\n\n{doc[0] if doc else ''}\n\n")
+  if not defined:
+    out.write("(no absl flags; run with `--help` for its arguments)\n\n")
+  else:
+    out.write("| flag | default | required | meaning |\n|---|---|---|---|\n")
+    required = {name for name, validators in
+                ((n, flags.FLAGS[n].validators) for n in defined) if validators}
+    for name in sorted(defined):
+      flag = flags.FLAGS[name]
+      default = "" if flag.default is None else f"`{flag.default}`"
+      out.write(f"| `--{name}` | {default} | {'yes' if name in required else ''} | "
+                f"{_cell(flag.help)} |\n")
+    out.write("\n")
+  for name in defined:
+    delattr(flags.FLAGS, name)
+  flags_common._DEFINED.clear()  # pylint: disable=protected-access
+  sys.modules.pop(script, None)
+  return out.getvalue()
+
+
+def main():
+  parts = ["# Flags of every script\n\n",
+           "Generated from the absl definitions by `make docs` "
+           "(`python tools/gen_flag_docs.py > docs/FLAGS.md`); do not edit by hand.\n\n"]
+  for script in SCRIPTS:
+    if os.path.exists(os.path.join(ROOT, script + ".py")):
+      parts.append(describe(script))
+  sys.stdout.write("".join(parts))
+
+
+if __name__ == "__main__":
+  main()
