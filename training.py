@@ -473,6 +473,28 @@ def _restore(checkpoint, path, output_dir):
         "--output_dir or delete the old checkpoints") from None
 
 
+def restore_model(model, output_dir):
+  """Restores the whole `model` (encoder and heads) from output_dir's newest checkpoint.
+
+  For eval/predict-only runs of a trained output_dir. Returns the global step, or None
+  when output_dir holds no checkpoint.
+  """
+  latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+  if not latest:
+    return None
+  step = tf.Variable(0, dtype=tf.int64)
+  try:
+    status = tf.train.Checkpoint(step=step, model=model).restore(latest)
+    status.assert_existing_objects_matched()
+    status.expect_partial()
+  except (ValueError, AssertionError, tf.errors.InvalidArgumentError) as exc:
+    raise script_utils.UserError(
+        f"--output_dir={output_dir}: its checkpoint {os.path.basename(latest)} does not fit "
+        f"this model ({' '.join(str(exc).split())[:300]})") from None
+  logging.info("Restored %s (step %d)", latest, int(step.numpy()))
+  return int(step.numpy())
+
+
 def latest_step(output_dir):
   """The global step of the newest checkpoint in output_dir, or 0."""
   latest = tf.train.latest_checkpoint(output_dir) if output_dir else None

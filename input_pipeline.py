@@ -1,0 +1,200 @@
+"""tf.data pipelines: the pretraining TFRecords, and TFRecord helpers for fine-tuning features.
+
+Middle floor. Task-specific feature conversion lives in the task modules
+(classifier_data.py, squad_data.py, ...); what is here is shared:
+  * `pretraining_dataset`: reads create_pretraining_data.py's TFRecords (the schema in
+    PRETRAINING_FEATURES) the way the original run_pretraining.py did: shuffled file
+    order, parallel interleave over files, a record shuffle buffer of 100, parse, batch
+    with drop_remainder; eval reads the files in order and repeats (max_eval_steps bounds
+    it). Unlike the original the interleave is deterministic (seeded), so a resumed run
+    sees the same batches as an uninterrupted one.
+  * `check_pretraining_files`: reads the first record of each file up front and fails
+    with a one-line message naming the file when it is not a TFRecord of the expected
+    schema and lengths (the original failed deep inside TF at the first batch).
+  * `int64_feature`, `float_feature`, `make_example`, `write_examples`, `read_examples`,
+    `decode_record`: writing and reading fixed-length int/float feature dicts.
+"""
+
+import collections
+import os
+
+import tensorflow as tf
+
+import script_utils
+
+# name -> (length key, dtype) of create_pretraining_data.py's records (the spec's table).
+PRETRAINING_FEATURES = collections.OrderedDict([
+    ("input_ids", ("max_seq_length", tf.int64)),
+    ("input_mask", ("max_seq_length", tf.int64)),
+    ("segment_ids", ("max_seq_length", tf.int64)),
+    ("masked_lm_positions", ("max_predictions_per_seq", tf.int64)),
+    ("masked_lm_ids", ("max_predictions_per_seq", tf.int64)),
+    ("masked_lm_weights", ("max_predictions_per_seq", tf.float32)),
+    ("next_sentence_labels", (1, tf.int64)),
+])
+
+# The original reads at most this many files in parallel (its num_cpu_threads) and keeps
+# a shuffle buffer of 100 records after the interleave.
+NUM_PARALLEL_FILES = 4
+RECORD_SHUFFLE_BUFFER = 100
+
+
+# --------------------------------------------------------------------------- generic
+
+
+def int64_feature(values):
+  return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+
+def float_feature(values):
+  return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+
+
+def make_example(features):
+  """{name: list of int or float} -> tf.train.Example (float lists become FloatList)."""
+  feature = {}
+  for name, values in features.items():
+    values = list(values)
+    is_float = any(isinstance(v, float) for v in values)
+    feature[name] = float_feature(values) if is_float else int64_feature(values)
+  return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def write_examples(path, feature_dicts):
+  """Writes an iterable of {name: list} dicts as one TFRecord file, atomically.
+
+  Returns the number of records written.
+  """
+  count = 0
+  with script_utils.atomic_path(path) as tmp:
+    with tf.io.TFRecordWriter(tmp) as writer:
+      for features in feature_dicts:
+        writer.write(make_example(features).SerializeToString())
+        count += 1
+  return count
+
+
+def make_feature_spec(lengths, float_features=()):
+  """{name: length} -> tf.io.parse_single_example spec (int64, or float32 if listed)."""
+  return {name: tf.io.FixedLenFeature([length], tf.float32 if name in float_features
+                                      else tf.int64)
+          for name, length in lengths.items()}
+
+
+def decode_record(record, spec):
+  """Parses one serialized Example; int64 features become int32 (what the model takes).
+
+  record: string scalar. Returns {name: int32 or float32 [length]}.
+  """
+  parsed = tf.io.parse_single_example(record, spec)
+  return {name: tf.cast(t, tf.int32) if t.dtype == tf.int64 else t
+          for name, t in parsed.items()}
+
+
+def read_examples(files, spec):
+  """An unbatched dataset of decoded records from TFRecord files, in order."""
+  return tf.data.TFRecordDataset(list(files)).map(
+      lambda r: decode_record(r, spec), num_parallel_calls=tf.data.AUTOTUNE)
+
+
+# --------------------------------------------------------------------------- pretraining
+
+
+def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
+  sizes = {"max_seq_length": max_seq_length,
+           "max_predictions_per_seq": max_predictions_per_seq}
+  return {name: tf.io.FixedLenFeature([sizes.get(size, size)], dtype)
+          for name, (size, dtype) in PRETRAINING_FEATURES.items()}
+
+
+def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
+                            flag_name="input_file", max_files=50):
+  """Fails with a UserError naming the file unless its first record fits the flags.
+
+  Checks up to `max_files` files (one record each; cheap even on remote storage).
+  """
+  expected = {"max_seq_length": max_seq_length,
+              "max_predictions_per_seq": max_predictions_per_seq}
+  flag_of = {"max_seq_length": "--max_seq_length",
+             "max_predictions_per_seq": "--max_predictions_per_seq"}
+  for path in list(files)[:max_files]:
+    try:
+      records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+      raise script_utils.UserError(
+          f"--{flag_name}: {path} is not a TFRecord file ({exc.message.splitlines()[0]}); "
+          "pass the output of create_pretraining_data.py") from None
+    if not records:
+      raise script_utils.UserError(
+          f"--{flag_name}: {path} holds no records; recreate it with "
+          "create_pretraining_data.py or leave it out")
+    try:
+      example = tf.train.Example.FromString(records[0])
+    except Exception:  # noqa: BLE001 - protobuf raises its own DecodeError
+      raise script_utils.UserError(
+          f"--{flag_name}: {path} record 0 is not a tf.train.Example; pass the output of "
+          "create_pretraining_data.py") from None
+    feature = example.features.feature
+    for name, (size, dtype) in PRETRAINING_FEATURES.items():
+      if name not in feature:
+        raise script_utils.UserError(
+            f"--{flag_name}: {path} record 0 has no feature {name!r} (it has "
+            f"{sorted(feature)}); pass the output of create_pretraining_data.py")
+      kind = "float_list" if dtype == tf.float32 else "int64_list"
+      values = getattr(feature[name], kind).value
+      want = expected.get(size, size)
+      if len(values) != want:
+        if size in flag_of:
+          fix = (f"rerun with {flag_of[size]}={len(values)} or recreate the data with "
+                 f"{flag_of[size]}={want}")
+        else:
+          fix = "recreate the data with create_pretraining_data.py"
+        raise script_utils.UserError(
+            f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
+            f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
+  return list(files)
+
+
+def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_size,
+                        is_training, input_context=None, seed=12345):
+  """Batches of pretraining features, each a dict of int32/float32 [batch_size, length].
+
+  files: list of TFRecord paths (script_utils.expand_file_patterns). batch_size: the
+  per-replica batch. Training repeats forever with shuffled file order, a parallel
+  (deterministic) interleave over up to 4 files and a 100-record shuffle; eval reads the
+  files in order and also repeats, as the original did. With several input pipelines
+  (hosts) each takes every n-th file, or every n-th record when there are fewer files.
+  """
+  spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
+  files = list(files)
+  pipelines = input_context.num_input_pipelines if input_context else 1
+  pipeline_id = input_context.input_pipeline_id if input_context else 0
+  shard_records = pipelines > 1 and len(files) < pipelines
+  if pipelines > 1 and not shard_records:
+    files = files[pipeline_id::pipelines]
+  if is_training:
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(files))
+    dataset = dataset.repeat().shuffle(len(files), seed=seed)
+    dataset = dataset.interleave(
+        tf.data.TFRecordDataset, cycle_length=min(NUM_PARALLEL_FILES, len(files)),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if shard_records:
+      dataset = dataset.shard(pipelines, pipeline_id)
+    dataset = dataset.shuffle(RECORD_SHUFFLE_BUFFER, seed=seed + 1)
+  else:
+    dataset = tf.data.TFRecordDataset(files)
+    if shard_records:
+      dataset = dataset.shard(pipelines, pipeline_id)
+    dataset = dataset.repeat()
+  dataset = dataset.map(lambda r: decode_record(r, spec),
+                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  dataset = dataset.batch(batch_size, drop_remainder=True)
+  return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def file_label(files):
+  """A short description of a file list for logs."""
+  files = list(files)
+  if len(files) <= 3:
+    return ", ".join(files)
+  return f"{len(files)} files ({os.path.dirname(files[0]) or '.'}/...)"
