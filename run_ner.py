@@ -398,11 +398,7 @@ def _run():
   label_list = ner_data.make_label_list([t.strip() for t in FLAGS.entity_types if t.strip()])
   feature_mode = FLAGS.mode == "feature"
 
-  strategy = training.create_strategy(FLAGS.distribution_strategy, FLAGS.tpu_name,
-                                      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.num_gpus)
-  training.setup_precision(FLAGS.dtype)
-  training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
-
+  # Every input is read and checked before any model is built: bad data fails in seconds.
   splits = {}
   if FLAGS.do_train:
     splits["train"] = _load_split("train", tokenizer, label_list, ner_data)
@@ -418,6 +414,12 @@ def _run():
     logging.info("Training %s: %d windows, batch %d, %d steps", FLAGS.mode,
                  len(splits["train"].features), FLAGS.train_batch_size, num_train_steps)
   warmup = int(num_train_steps * FLAGS.warmup_proportion)
+
+  strategy = training.create_strategy(FLAGS.distribution_strategy, FLAGS.tpu_name,
+                                      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.num_gpus)
+  training.setup_precision(FLAGS.dtype)
+  training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
+
 
   if feature_mode:
     # The frozen encoder runs once per split; only the BiLSTM tagger is trained.

@@ -112,11 +112,6 @@ def _run():
   checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config)
   script_utils.ensure_output_dir(FLAGS.output_dir)
 
-  strategy = training.create_strategy(FLAGS.distribution_strategy, FLAGS.tpu_name,
-                                      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.num_gpus)
-  training.setup_precision(FLAGS.dtype)
-  training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
-
   def load_split(split, require_label):
     path = swag_data.swag_file(FLAGS.data_dir, split)
     script_utils.check_input_file(path, "data_dir")
@@ -126,6 +121,7 @@ def _run():
     return examples, swag_data.convert_examples_to_features(
         examples, FLAGS.max_seq_length, tokenizer)
 
+  # Every input is read and checked before any model is built: bad data fails in seconds.
   train_arrays = None
   num_train_steps = 1
   if FLAGS.do_train:
@@ -134,6 +130,15 @@ def _run():
                               * FLAGS.num_train_epochs), 1)
     logging.info("SWAG train: %d examples, batch %d, %d steps", len(train_examples),
                  FLAGS.train_batch_size, num_train_steps)
+  if FLAGS.do_eval:
+    dev_examples, dev_arrays = load_split("dev", True)
+  if FLAGS.do_predict:
+    test_examples, test_arrays = load_split("test", False)
+
+  strategy = training.create_strategy(FLAGS.distribution_strategy, FLAGS.tpu_name,
+                                      FLAGS.tpu_zone, FLAGS.gcp_project, FLAGS.num_gpus)
+  training.setup_precision(FLAGS.dtype)
+  training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
 
   with strategy.scope():
     model, encoder = modeling.build_multiple_choice_model(
@@ -172,7 +177,6 @@ def _run():
     global_step = training.latest_step(FLAGS.output_dir)
 
   if FLAGS.do_eval:
-    dev_examples, dev_arrays = load_split("dev", True)
     logits = _predict_logits(training, model, dev_arrays, FLAGS.eval_batch_size)
     labels = dev_arrays["label_ids"]
     log_probs = np.log(swag_data.softmax(logits))
@@ -188,7 +192,6 @@ def _run():
                                 dev_examples, logits)
 
   if FLAGS.do_predict:
-    test_examples, test_arrays = load_split("test", False)
     logits = _predict_logits(training, model, test_arrays, FLAGS.predict_batch_size)
     path = os.path.join(FLAGS.output_dir, "test_predictions.csv")
     swag_data.write_predictions(path, test_examples, logits)
