@@ -70,6 +70,10 @@ flags.DEFINE_integer("lstm_units", 768,
 flags.DEFINE_float("feature_learning_rate", 1e-3,
                    "--mode=feature: peak learning rate of the BiLSTM (trained from scratch, "
                    "so far above the fine-tuning rates); --learning_rate is not used there.")
+flags.DEFINE_string("feature_cache_dir", None,
+                    "--mode=feature: where the frozen activations are cached (default "
+                    "<output_dir>/feature_cache); runs that differ only in the BiLSTM's "
+                    "settings can share one.")
 flags.DEFINE_integer("feature_batch_size", 32,
                      "--mode=feature: batch size of the frozen encoder pass.")
 flags.DEFINE_bool("ltr", False,
@@ -377,7 +381,6 @@ def _run():
   import modeling  # pylint: disable=g-import-not-at-top
   import ner_data  # pylint: disable=g-import-not-at-top
   import optimization  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
   import training  # pylint: disable=g-import-not-at-top
 
@@ -428,8 +431,8 @@ def _run():
       checkpoints.load_checkpoint(encoder, FLAGS.init_checkpoint)
     else:
       logging.warning("No --init_checkpoint: features come from a random encoder")
-    cache_dir = os.path.join(FLAGS.output_dir, "feature_cache")
-    os.makedirs(cache_dir, exist_ok=True)
+    cache_dir = FLAGS.feature_cache_dir or os.path.join(FLAGS.output_dir, "feature_cache")
+    script_utils.ensure_output_dir(cache_dir, "feature_cache_dir")
     caches = {name: _cache_features(split, encoder, config, cache_dir, ner_data)
               for name, split in splits.items()}
     dim = _feature_dim(FLAGS.feature_layers, config.hidden_size)
@@ -464,9 +467,7 @@ def _run():
 
   has_checkpoint = training.latest_step(FLAGS.output_dir) > 0
   if has_checkpoint and not FLAGS.do_train:
-    latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-    logging.info("Evaluating the model of %s", latest)
+    training.restore_model(model, FLAGS.output_dir)
   elif not feature_mode and not has_checkpoint:
     if FLAGS.init_checkpoint:
       checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
