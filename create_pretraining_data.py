@@ -24,6 +24,7 @@ itself). Chunks go to `--num_workers` processes and are written in order, so the
 do not depend on the number of workers.
 """
 
+import array
 import collections
 import contextlib
 import functools
@@ -84,7 +85,7 @@ flags.DEFINE_integer(
     "Worker processes creating instances (0: in this process). Default: one per CPU. "
     "The output bytes are the same for every value.")
 flags.DEFINE_integer(
-    "documents_per_chunk", 2000,
+    "documents_per_chunk", 1000,
     "Documents read, shuffled and paired together; bounds memory. Random-next segments "
     "come from the same chunk (the original: from the whole corpus).")
 flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
@@ -415,13 +416,14 @@ class ExampleEncoder:
 def documents_from_ids(flat_ids, sentence_splits, doc_sentence_counts):
   """Rebuilds a chunk's documents from the tokenizer's flat output.
 
-  flat_ids: int array [num_tokens]; sentence_splits: int array [num_sentences + 1], the
-  ragged row splits; doc_sentence_counts: list[int], sentences of each raw document.
+  flat_ids: int32 [num_tokens]; sentence_splits: int64 [num_sentences + 1], the ragged row
+  splits; each a NumPy array, a list, or its raw native-endian bytes (what the workers
+  receive: no NumPy import there, and the pickle is the bare buffer).
+  doc_sentence_counts: list[int], sentences of each raw document.
   Sentences that tokenize to nothing and documents left empty are dropped, as the original.
   """
-  flat = flat_ids.tolist() if hasattr(flat_ids, "tolist") else list(flat_ids)
-  splits = sentence_splits.tolist() if hasattr(sentence_splits, "tolist") else list(
-      sentence_splits)
+  flat = _as_list(flat_ids, "i")
+  splits = _as_list(sentence_splits, "q")
   documents = []
   s = 0
   for count in doc_sentence_counts:
@@ -434,6 +436,12 @@ def documents_from_ids(flat_ids, sentence_splits, doc_sentence_counts):
     if document:
       documents.append(document)
   return documents
+
+
+def _as_list(values, typecode):
+  if isinstance(values, (bytes, bytearray)):
+    return array.array(typecode, values).tolist()
+  return values.tolist() if hasattr(values, "tolist") else list(values)
 
 
 def create_chunk_examples(documents, opt, seed, encoder=None):
@@ -659,7 +667,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
              do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
              mask_token_prob=0.8, random_token_prob=0.1, num_workers=0,
-             documents_per_chunk=2000, on_encoding_error="fail", log=logging.info):
+             documents_per_chunk=1000, on_encoding_error="fail", log=logging.info):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 
   input_files, output_files: lists of paths. Every output is written under a temporary
@@ -710,7 +718,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       sentences = [s for d in chunk for s in d]
       flat, splits = tokenizer.tokenize(sentences)
       totals["unk_tokens"] += int((flat == unk_id).sum())
-      yield chunk_seed(random_seed, index), flat, splits, [len(d) for d in chunk]
+      yield (chunk_seed(random_seed, index), flat.astype("=i4").tobytes(),
+             splits.astype("=i8").tobytes(), [len(d) for d in chunk])
 
   def progress(final=False):
     now = time.time()
