@@ -161,20 +161,22 @@ def run():
   config = checkpoints.load_bert_config(FLAGS.bert_config_file)
   _check_flags(config)
   files = script_utils.expand_file_patterns(FLAGS.input_file, "input_file")
-  input_pipeline.check_pretraining_files(files, FLAGS.max_seq_length,
-                                         FLAGS.max_predictions_per_seq)
   eval_files = files
   if FLAGS.eval_input_file:
     eval_files = script_utils.expand_file_patterns(FLAGS.eval_input_file, "eval_input_file")
-    input_pipeline.check_pretraining_files(eval_files, FLAGS.max_seq_length,
-                                           FLAGS.max_predictions_per_seq, "eval_input_file")
   script_utils.ensure_output_dir(FLAGS.output_dir)
-  if FLAGS.init_checkpoint:
-    checkpoints.resolve_checkpoint(FLAGS.init_checkpoint)  # fail before building anything
 
+  # First TensorFlow work: multi-worker strategies must start before any op runs.
   strategy_name = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
   strategy = training.create_strategy(strategy_name, FLAGS.tpu_name, FLAGS.tpu_zone,
                                       FLAGS.gcp_project, FLAGS.num_gpus)
+  input_pipeline.check_pretraining_files(files, FLAGS.max_seq_length,
+                                         FLAGS.max_predictions_per_seq)
+  if FLAGS.eval_input_file:
+    input_pipeline.check_pretraining_files(eval_files, FLAGS.max_seq_length,
+                                           FLAGS.max_predictions_per_seq, "eval_input_file")
+  if FLAGS.init_checkpoint:
+    checkpoints.resolve_checkpoint(FLAGS.init_checkpoint)  # fail before building anything
   training.setup_precision(FLAGS.dtype)
   deterministic = training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
   use_nsp = not (FLAGS.no_nsp or FLAGS.ltr)

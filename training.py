@@ -90,11 +90,15 @@ def create_strategy(name="one_device", tpu_name=None, tpu_zone=None, gcp_project
   one_device: the first GPU, else the CPU. mirrored: all (or num_gpus) local GPUs; on a
   machine without GPUs, every logical CPU device (what the tests use). multi_worker_mirrored:
   the hosts listed in the TF_CONFIG environment variable. tpu: --tpu_name.
+  Call it first: MultiWorkerMirroredStrategy fails once any TensorFlow op has run.
   """
-  gpus = tf.config.list_logical_devices("GPU")
+  # MultiWorkerMirrored must configure collective ops before the TF context starts, so
+  # nothing here may run an op (or list logical devices) before its branch.
   if name == "one_device":
-    return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
+    gpus = tf.config.list_physical_devices("GPU")
+    return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
   if name == "mirrored":
+    gpus = tf.config.list_logical_devices("GPU")
     devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
     if num_gpus:
       if gpus and num_gpus > len(gpus):

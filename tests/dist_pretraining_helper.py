@@ -1,0 +1,84 @@
+"""Helper process for test_pretraining.py's distribution tests (not a test itself).
+
+usage: python dist_pretraining_helper.py MODE OUT.npz [NUM_LOGICAL_CPUS]
+MODE: one_device | mirrored | multi_worker_mirrored (reads TF_CONFIG).
+Trains a tiny pretraining model (no dropout) for 4 steps on a fixed, unshuffled stream of
+synthetic records, global batch 8, and saves the final weights (chief only).
+"""
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import tensorflow as tf  # noqa: E402
+
+if len(sys.argv) > 3:  # must happen before any op touches the CPU
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  tf.config.set_logical_device_configuration(
+      cpu, [tf.config.LogicalDeviceConfiguration()] * int(sys.argv[3]))
+
+import numpy as np  # noqa: E402
+
+import modeling  # noqa: E402
+import optimization  # noqa: E402
+import run_pretraining  # noqa: E402
+import training  # noqa: E402
+
+GLOBAL_BATCH, SEQ, PRED, VOCAB = 8, 12, 3, 29
+
+
+def records(n=64):
+  rng = np.random.default_rng(7)
+  ids = rng.integers(5, VOCAB, size=(n, SEQ)).astype("int32")
+  mask = np.ones_like(ids)
+  mask[::2, -4:] = 0
+  positions = np.stack([rng.choice(np.arange(1, SEQ - 4), PRED, replace=False)
+                        for _ in range(n)]).astype("int32")
+  weights = np.ones((n, PRED), "float32")
+  weights[::3, -1] = 0.0  # uneven weight sums per replica: tests the global normaliser
+  return {"input_ids": ids * mask, "input_mask": mask, "segment_ids": np.zeros_like(ids),
+          "masked_lm_positions": positions,
+          "masked_lm_ids": np.take_along_axis(ids, positions, 1),
+          "masked_lm_weights": weights,
+          "next_sentence_labels": rng.integers(0, 2, size=(n, 1)).astype("int32")}
+
+
+def dataset_fn(context):
+  ds = tf.data.Dataset.from_tensor_slices(records()).repeat()
+  # In order, record-sharded over input pipelines (hosts): every step's global batch is
+  # the same 8 records whatever the number of replicas and workers.
+  per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)
+  if context.num_input_pipelines > 1:
+    ds = ds.batch(GLOBAL_BATCH // context.num_input_pipelines, drop_remainder=True)
+    ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id).unbatch()
+  return ds.batch(per_replica, drop_remainder=True)
+
+
+def main(mode, out):
+  strategy = training.create_strategy(mode)  # first: before any TensorFlow op runs
+  training.setup_determinism(3, True)
+  config = modeling.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
+                               num_attention_heads=4, intermediate_size=37,
+                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                               max_position_embeddings=SEQ, type_vocab_size=2)
+  with strategy.scope():
+    model, encoder = modeling.build_pretraining_model(config)
+    optimizer = optimization.create_optimizer(1e-3, 10, 1)
+  # Same initial weights everywhere, whatever the strategy did to the RNG.
+  rng = np.random.default_rng(0)
+  for v in model.trainable_variables:
+    v.assign(rng.normal(scale=0.05, size=v.shape).astype("float32"))
+  workdir = os.path.dirname(out)
+  result = training.run_training(
+      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
+      loss_fn=run_pretraining.pretraining_loss_fn(True), dataset_fn=dataset_fn,
+      global_batch_size=GLOBAL_BATCH, num_train_steps=4,
+      output_dir=os.path.join(workdir, f"ckpt-{mode}"), steps_per_loop=2,
+      save_checkpoints_steps=4, log_every_steps=2)
+  if training.is_chief(strategy):
+    np.savez(out, loss=result["loss"], **{v.path: v.numpy() for v in model.trainable_variables})
+
+
+if __name__ == "__main__":
+  main(sys.argv[1], sys.argv[2])
