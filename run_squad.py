@@ -209,15 +209,10 @@ def main(_):
 
 
 def _run():
-  # Imported here so that --help and flag errors answer without loading TensorFlow.
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import export  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
+  # Imported here so that --help, flag errors and bad data files answer without
+  # loading TensorFlow (squad_data and squad_metrics do not need it).
   import squad_data  # pylint: disable=g-import-not-at-top
   import squad_metrics  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
-  import training  # pylint: disable=g-import-not-at-top
 
   if not FLAGS.do_train and not FLAGS.do_predict and not FLAGS.export_dir:
     raise script_utils.UserError("At least one of `do_train` or `do_predict` must be True.")
@@ -236,6 +231,22 @@ def _run():
     if FLAGS[name].value < 1:
       raise script_utils.UserError(f"--{name}={FLAGS[name].value}: must be at least 1")
   script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
+  # Data files are read before anything heavy, so a bad file fails in a second.
+  train_examples = eval_data = eval_examples = None
+  if FLAGS.do_train:
+    _, train_examples = _read_examples(squad_data, FLAGS.train_file, "train_file", True,
+                                       FLAGS.train_articles, FLAGS.max_train_examples)
+  if FLAGS.do_predict:
+    eval_data, eval_examples = _read_examples(
+        squad_data, FLAGS.predict_file, "predict_file", False, FLAGS.predict_articles,
+        FLAGS.max_predict_examples)
+
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import export  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import optimization  # pylint: disable=g-import-not-at-top
+  import tokenization  # pylint: disable=g-import-not-at-top
+  import training  # pylint: disable=g-import-not-at-top
   config = checkpoints.load_bert_config(FLAGS.bert_config_file)
   checkpoints.check_max_seq_length(FLAGS.max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
@@ -255,8 +266,6 @@ def _run():
   num_train_steps = 1
   train_record = os.path.join(FLAGS.output_dir, "train.tf_record")
   if FLAGS.do_train:
-    _, train_examples = _read_examples(squad_data, FLAGS.train_file, "train_file", True,
-                                       FLAGS.train_articles, FLAGS.max_train_examples)
     # The original shuffles the examples once, before conversion, with a fixed seed.
     random.Random(FLAGS.seed).shuffle(train_examples)
     num_train_steps = max(int(len(train_examples) / FLAGS.train_batch_size *
@@ -317,9 +326,6 @@ def _run():
     global_step = result["global_step"]
 
   if FLAGS.do_predict:
-    data, eval_examples = _read_examples(squad_data, FLAGS.predict_file, "predict_file",
-                                         False, FLAGS.predict_articles,
-                                         FLAGS.max_predict_examples)
     started = time.time()
     eval_features = squad_data.convert_examples_to_features(
         eval_examples, tokenizer, FLAGS.max_seq_length, FLAGS.doc_stride,
@@ -341,7 +347,7 @@ def _run():
         predictions, nbest, null_odds, os.path.join(out, "predictions.json"),
         os.path.join(out, "nbest_predictions.json"),
         os.path.join(out, "null_odds.json") if FLAGS.version_2_with_negative else None)
-    scores = _score(squad_metrics, data, predictions, null_odds)
+    scores = _score(squad_metrics, eval_data, predictions, null_odds)
     if scores is not None:
       scores["global_step"] = global_step
       script_utils.write_key_values(os.path.join(out, "eval_results.txt"), scores,

@@ -1,0 +1,131 @@
+"""run_squad.py end to end: a tiny random model trained and run on real SQuAD 2.0 questions.
+
+One subprocess (train 2 steps, predict, score, export); the test then checks the files
+against an independent recomputation: features converted here with the pure-Python
+tokenizer, logits from the exported SavedModel, answers and scores recomputed.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import squad_data
+import squad_metrics
+import tokenization
+from conftest import ROOT, shared_path
+
+TINY_CONFIG = {"vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 3,
+               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+               "max_position_embeddings": 64, "type_vocab_size": 2,
+               "initializer_range": 0.02}
+SEQ, STRIDE, QUERY = 64, 24, 16
+NUM_PREDICT = 6
+
+
+def _read_key_values(path):
+  values = {}
+  for line in open(path, encoding="utf-8"):
+    key, value = line.strip().split(" = ")
+    values[key] = float(value)
+  return values
+
+
+@pytest.fixture(scope="module")
+def squad_run(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp("squad_run")
+  config = tmp / "bert_config.json"
+  config.write_text(json.dumps(TINY_CONFIG))
+  data = shared_path("squad", "dev-v2.0-normans.json")
+  out, export_dir = tmp / "out", tmp / "export"
+  cmd = [sys.executable, os.path.join(ROOT, "run_squad.py"),
+         f"--vocab_file={shared_path('vocab', 'uncased_vocab.txt')}",
+         f"--bert_config_file={config}", "--do_train", f"--train_file={data}",
+         "--max_train_examples=16", "--train_batch_size=8", "--num_train_epochs=1",
+         "--do_predict", f"--predict_file={data}", "--predict_articles=0:1",
+         f"--max_predict_examples={NUM_PREDICT}", "--predict_batch_size=4",
+         "--version_2_with_negative", f"--max_seq_length={SEQ}", f"--doc_stride={STRIDE}",
+         f"--max_query_length={QUERY}", f"--output_dir={out}", f"--export_dir={export_dir}"]
+  proc = subprocess.run(cmd, capture_output=True, text=True,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return data, out, export_dir, proc.stderr
+
+
+def test_run_squad_v2_outputs_match_recomputation(squad_run):
+  data_file, out, export_dir, log = squad_run
+  for name in ("train.tf_record", "eval.tf_record", "predictions.json",
+               "nbest_predictions.json", "null_odds.json", "eval_results.txt"):
+    assert (out / name).is_file(), name
+  assert "Num steps = 2" in log
+  assert not [p for p in os.listdir(out) if p.startswith(".")]  # no temporaries left
+
+  examples = squad_data.read_squad_examples(data_file, is_training=False)[:NUM_PREDICT]
+  tokenizer = tokenization.FullTokenizer(shared_path("vocab", "uncased_vocab.txt"), True)
+  features = squad_data.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY,
+                                                     is_training=False)
+  predictions = json.loads((out / "predictions.json").read_text())
+  nbest = json.loads((out / "nbest_predictions.json").read_text())
+  null_odds = json.loads((out / "null_odds.json").read_text())
+  assert list(predictions) == [e.qas_id for e in examples]
+  for qid, text in predictions.items():
+    assert sum(e["probability"] for e in nbest[qid]) == pytest.approx(1.0)
+    assert "" in [e["text"] for e in nbest[qid]]  # v2.0 always offers the null answer
+    assert (text == "") == (null_odds[qid] > 0.0)
+
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # eval.tf_record holds the features the pure-Python tokenizer gives (the script used
+  # the batched FastTokenizer).
+  records = list(squad_data.record_dataset(str(out / "eval.tf_record"), SEQ, False,
+                                           batch_size=100, drop_remainder=False))[0]
+  np.testing.assert_array_equal(records["input_ids"], [f.input_ids for f in features])
+  np.testing.assert_array_equal(records["unique_ids"], [f.unique_id for f in features])
+
+  # The exported model gives the logits behind the predictions.
+  serving = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
+  outputs = serving(**{k: tf.constant([getattr(f, k) for f in features], tf.int32)
+                       for k in ("input_ids", "input_mask", "segment_ids")})
+  results = [squad_data.RawResult(f.unique_id, s, e) for f, s, e in
+             zip(features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy())]
+  again, _, again_odds = squad_data.compute_predictions(
+      examples, features, results, 20, 30, True, version_2_with_negative=True)
+  assert dict(again) == predictions
+  assert list(again_odds.values()) == pytest.approx(list(null_odds.values()), abs=1e-4)
+
+  # eval_results.txt: the official v2.0 scores of these six questions.
+  with open(data_file, encoding="utf-8") as handle:
+    dataset = handle.read()
+  dataset = json.loads(dataset)["data"]
+  wanted = set(predictions)
+  subset = [{"paragraphs": [{"context": p["context"],
+                             "qas": [qa for qa in p["qas"] if qa["id"] in wanted]}
+                            for p in a["paragraphs"]]} for a in dataset[:1]]
+  expected = squad_metrics.evaluate_v2(subset, predictions, na_probs=null_odds)
+  scores = _read_key_values(out / "eval_results.txt")
+  assert scores["global_step"] == 2
+  for key, value in expected.items():
+    assert scores[key] == pytest.approx(value), key
+
+
+def test_run_squad_bad_input_one_line(tmp_path):
+  bad = tmp_path / "bad.json"
+  bad.write_text(json.dumps({"data": [{"paragraphs": [
+      {"context": "Paris is in France.", "qas": [{"question": "Where is Paris?"}]}]}]}))
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps(TINY_CONFIG))
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "run_squad.py"),
+       f"--vocab_file={shared_path('vocab', 'uncased_vocab.txt')}",
+       f"--bert_config_file={config}", "--do_predict", f"--predict_file={bad}",
+       f"--max_seq_length={SEQ}", f"--max_query_length={QUERY}",
+       f"--output_dir={tmp_path / 'out'}"],
+      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert proc.returncode == 2
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last == (f"run_squad.py: error: {bad}: article 0 paragraph 0 question 0: the "
+                  "question has no \"id\"; every question needs a unique id (predictions "
+                  "are keyed by it)")
+  assert "Traceback" not in proc.stderr
