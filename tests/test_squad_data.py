@@ -327,3 +327,32 @@ def test_answer_from_logits_helper(tokenizer):
   assert (text, len(nbest), diff) == ("France", 2, None)
   with pytest.raises(ValueError, match="expected logits for 3 windows"):
     squad_data.answer_from_logits(example, features, np.zeros((2, 24)), np.zeros((2, 24)))
+
+
+def test_cached_tokenizations_equal_the_plain_ones(tokenizer):
+  # Per-word BasicTokenizer output joined == tokenizing the joined text (what
+  # compute_predictions relies on), including odd characters.
+  basic = tokenization.BasicTokenizer(do_lower_case=True)
+  cache = squad_data._BasicTokenCache(basic)
+  words = ["Z\u00fcrich's", "\u4e2d\u6587abc", "a\u00a0b", "x\u200by", "\x00", "(1895\u20131943).",
+           "Caf\u00e9", "\ufffdok"]
+  assert cache.tok_text(words) == " ".join(basic.tokenize(" ".join(words)))
+  # get_final_text with the cached tok_text gives the same answers on real spans.
+  examples = squad_data.read_squad_examples(shared_path("squad", "dev-v1.1.json"),
+                                            is_training=False)[:300:10]
+  rng = np.random.RandomState(0)
+  checked = 0
+  for example in examples:
+    for _ in range(5):
+      i = rng.randint(len(example.doc_tokens))
+      j = min(i + rng.randint(4), len(example.doc_tokens) - 1)
+      words = example.doc_tokens[i:j + 1]
+      pieces = [p for w in words for p in tokenizer.tokenize(w)]
+      if len(pieces) < 2:
+        continue
+      pred = squad_data.detokenize_wordpieces(pieces[1:])  # drop a piece: a real sub-span
+      orig = " ".join(words)
+      assert (squad_data.get_final_text(pred, orig, True, tok_text=cache.tok_text(words)) ==
+              squad_data.get_final_text(pred, orig, True))
+      checked += 1
+  assert checked > 100
