@@ -1,0 +1,152 @@
+"""Runs many command lines of ONE script in one process, through its real CLI path.
+
+Why: every `python run_x.py ...` pays 4-6 s of TensorFlow import on a 2-core machine, so a
+catalogue of 80 bad inputs as 80 subprocesses would cost minutes. Here the script file is
+executed once as `__main__` (so its `if __name__ == "__main__":` block runs too: some mark
+flags required there) with `absl.app.run` intercepted to capture `main`; then every case
+calls the real `app.run(main, argv)`: absl flag parsing, required-flag validators,
+`report_user_errors`, `SystemExit`. Between cases the flags are reset to their defaults.
+File descriptors 1 and 2 are redirected per case, so everything a user would see on the
+terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
+
+Usage (from the tests): python tests/cli_harness.py SCRIPT.py CASES.json RESULTS.json
+CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...]}, ...]
+RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": bool,
+                    "seconds": float}}
+
+Setup actions (run in this process before the case, with TensorFlow available):
+  {"tfrecord": PATH, "features": {name: ["int64"|"float", [values...]]}, "count": N}
+      N identical tf.train.Examples; "truncate_by": B cuts the last B bytes off.
+  {"google_checkpoint": PREFIX, "bert_config": PATH}
+      a randomly initialised encoder saved in Google's TF1 layout.
+  {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K}
+      a training-loop style checkpoint (step, model, encoder) of a classifier built from
+      another config, as a previous run with a different model would leave in output_dir.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import types
+
+
+def _setup(action):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if "tfrecord" in action:
+    feature = {}
+    for name, (kind, values) in action["features"].items():
+      if kind == "int64":
+        feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+      else:
+        feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    record = tf.train.Example(features=tf.train.Features(feature=feature))
+    with tf.io.TFRecordWriter(action["tfrecord"]) as writer:
+      for _ in range(int(action.get("count", 1))):
+        writer.write(record.SerializeToString())
+    if action.get("truncate_by"):
+      size = os.path.getsize(action["tfrecord"])
+      with open(action["tfrecord"], "r+b") as handle:
+        handle.truncate(size - int(action["truncate_by"]))
+  elif "google_checkpoint" in action:
+    import checkpoints  # pylint: disable=g-import-not-at-top
+    import modeling  # pylint: disable=g-import-not-at-top
+    encoder = modeling.BertModel(checkpoints.load_bert_config(action["bert_config"]))
+    checkpoints.save_google_checkpoint(encoder, action["google_checkpoint"])
+  elif "foreign_checkpoint" in action:
+    import checkpoints  # pylint: disable=g-import-not-at-top
+    import modeling  # pylint: disable=g-import-not-at-top
+    config = checkpoints.load_bert_config(action["bert_config"])
+    model, encoder = modeling.build_classifier_model(config, int(action.get("num_labels", 2)))
+    step = tf.Variable(7, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(step=step, model=model, encoder=encoder),
+        action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
+    manager.save(checkpoint_number=7)
+  else:
+    raise ValueError(f"unknown setup action {action}")
+
+
+def _run_case(app, main, script, argv):
+  """(exit status, crashed, traceback text) of one `app.run(main, argv)`."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.FLAGS.unparse_flags()
+  # absl refuses a second app.run in one process; reset its "already parsed" latch.
+  app._register_and_parse_flags_with_usage.done = False  # pylint: disable=protected-access
+  sys.argv = [script] + list(argv)
+  try:
+    app.run(main, argv=sys.argv)
+  except SystemExit as exc:
+    code = exc.code
+    if code is None or code is False:
+      return 0, False, ""
+    return (code if isinstance(code, int) else 1), False, ""
+  except BaseException:  # pylint: disable=broad-except
+    # What the interpreter would do with an uncaught exception: traceback, status 1.
+    return 1, True, traceback.format_exc()
+  return 0, False, ""
+
+
+def main():
+  script, cases_file, results_file = sys.argv[1:4]
+  with open(cases_file, encoding="utf-8") as handle:
+    cases = json.load(handle)
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  sys.path.insert(0, root)
+  os.chdir(root)
+
+  from absl import app  # pylint: disable=g-import-not-at-top
+  captured = {}
+  real_run = app.run
+
+  def capture(main_fn, *args, **kwargs):
+    del args, kwargs
+    captured["main"] = main_fn
+
+  # The script becomes this process's real __main__ (not runpy's temporary one), so that
+  # multiprocessing's spawn can find its worker functions by `__main__.<name>`.
+  path = os.path.join(root, script)
+  module = types.ModuleType("__main__")
+  module.__file__ = path
+  sys.modules["__main__"] = module
+  app.run = capture
+  try:
+    with open(path, encoding="utf-8") as handle:
+      exec(compile(handle.read(), path, "exec"), module.__dict__)  # noqa: S102 our own script
+  finally:
+    app.run = real_run
+  main_fn = captured["main"]
+
+  results = {}
+  saved_fds = os.dup(1), os.dup(2)
+  for case in cases:
+    for action in case.get("setup", []):
+      _setup(action)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+      sys.stdout.flush()
+      sys.stderr.flush()
+      os.dup2(out.fileno(), 1)
+      os.dup2(err.fileno(), 2)
+      start = time.time()
+      try:
+        code, crashed, trace = _run_case(app, main_fn, script, case["argv"])
+      finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+      seconds = time.time() - start
+      out.seek(0)
+      err.seek(0)
+      results[case["id"]] = {
+          "exit": code, "crashed": crashed, "seconds": round(seconds, 2),
+          "stdout": out.read().decode("utf-8", "replace"),
+          "stderr": err.read().decode("utf-8", "replace") + trace}
+  with open(results_file, "w", encoding="utf-8") as handle:
+    json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+  main()

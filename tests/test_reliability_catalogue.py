@@ -1,0 +1,956 @@
+"""The bad-input catalogue (issue 9): every script, every kind of bad input it can meet.
+
+Each case must end with exit status 2, ONE error line on stderr (`<script>: error: ...`)
+that names the offending file (and line or record), no Python traceback, and no output
+left behind that looks complete (nor a half-written temporary file).
+
+Cost: one `python script.py` costs 4-6 s of TensorFlow import on 2 cores, so the cases of
+one script run in ONE process through tests/cli_harness.py, which still goes through the
+real command-line path (absl parsing, required flags, report_user_errors, SystemExit). A
+single true subprocess (test_real_subprocess_...) checks that the harness sees what a user
+sees. The default run takes a representative subset; the whole catalogue is marked slow
+(`make test-slow`, or `pytest -m slow tests/test_reliability_catalogue.py`).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, shared_path
+
+TINY_CONFIG = {"vocab_size": 2000, "hidden_size": 32, "num_hidden_layers": 3,
+               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+               "max_position_embeddings": 64, "type_vocab_size": 2,
+               "initializer_range": 0.02}
+SEQ, PREDS = 32, 5          # pretraining records: max_seq_length, max_predictions_per_seq
+MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+SWAG_HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1," \
+              "ending2,ending3,label\n"
+# absl's Python log lines, and the C++ ones TensorFlow 2.21 prints at import even with
+# TF_CPP_MIN_LOG_LEVEL=3 (oneDNN notice, "Could not find cuda drivers").
+LOG_LINE = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages "
+                      r"before absl::InitializeLog\(\) is called are written to STDERR$)")
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+class Workspace:
+  """Tiny model files, good inputs for every script, and places that cannot be written."""
+
+  def __init__(self, root):
+    self.root = str(root)
+    self.model = self.path("model")
+    os.makedirs(self.model)
+    with open(shared_path("vocab", "uncased_vocab.txt"), encoding="utf-8") as handle:
+      self.vocab_lines = [next(handle) for _ in range(TINY_CONFIG["vocab_size"])]
+    self.vocab = self.write("model/vocab.txt", "".join(self.vocab_lines))
+    self.config = self.write_config("model/bert_config.json")
+    self.other_config = self.write_config("model/other_config.json", hidden_size=48)
+    self.blocker = self.write("blocker", "a regular file: nothing can be created under it\n")
+    self.minilm = os.path.join(shared_path("models", "uncased_L-6_H-384_A-12"),
+                               "bert_model.ckpt")
+
+  def path(self, *parts):
+    return os.path.join(self.root, *parts)
+
+  def write(self, name, content, mode="w"):
+    path = self.path(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(content, bytes):
+      with open(path, "wb") as handle:
+        handle.write(content)
+    else:
+      with open(path, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    return path
+
+  def mkdir(self, name):
+    path = self.path(name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+  def write_config(self, name, **overrides):
+    return self.write(name, json.dumps(dict(TINY_CONFIG, **overrides)))
+
+  def unwritable(self, name):
+    """An output directory that cannot be created or written, as root or not.
+
+    Tests often run as root, where mode 0o500 does not bind; a path under a regular file
+    fails for everyone.
+    """
+    if os.geteuid() != 0:
+      path = self.mkdir(name + "-readonly")
+      os.chmod(path, 0o500)
+      return os.path.join(path, "out")
+    return os.path.join(self.blocker, name)
+
+  def model_flags(self, config=None, vocab=None):
+    return [f"--vocab_file={vocab or self.vocab}",
+            f"--bert_config_file={config or self.config}"]
+
+
+def _pretraining_features(seq=SEQ, preds=PREDS, drop=(), **lengths):
+  lengths = dict(dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                      masked_lm_positions=preds, masked_lm_ids=preds,
+                      masked_lm_weights=preds, next_sentence_labels=1), **lengths)
+  features = {}
+  for name, length in lengths.items():
+    if name in drop:
+      continue
+    if name == "masked_lm_weights":
+      features[name] = ["float", [1.0] * length]
+    else:
+      features[name] = ["int64", [(i % 7) + 1 if name == "input_ids" else 1
+                                  for i in range(length)]]
+  return features
+
+
+def _mrpc(ws, name, train=None, dev=None):
+  """An MRPC-layout data dir; `train`/`dev` are lists of data rows (None: no file)."""
+  directory = ws.mkdir(name)
+  good = ["1\t1\t2\tthe cat sat on the mat .\tthe cat is on the mat .",
+          "0\t3\t4\ta man went home .\tshe said no ."]
+  for split, rows in (("train", train), ("dev", dev)):
+    if rows is not None:
+      rows = good if rows == "good" else rows
+      content = MRPC_HEADER + "".join(r + "\n" for r in rows)
+      ws.write(f"{name}/{split}.tsv", content.encode("utf-8") if isinstance(content, str)
+               else content)
+  return directory
+
+
+def _conll(ws, name, train=None, valid=None):
+  directory = ws.mkdir(name)
+  good = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
+          "German JJ B-NP B-MISC\ncall NN I-NP O\n. . O O\n\n"
+          "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
+  for split, content in (("train.txt", train), ("valid.txt", valid)):
+    if content is not None:
+      ws.write(f"{name}/{split}", good if content == "good" else content)
+  return directory
+
+
+def _swag(ws, name, train=None, val=None):
+  directory = ws.mkdir(name)
+  good = SWAG_HEADER + ('v1,0,"A man sits. He",A man sits.,He,gold,walks away.,'
+                        'eats a cake.,sings loudly.,reads a book.,0\n'
+                        'v2,1,"The cat jumps. It",The cat jumps.,It,gold,lands.,'
+                        'flies.,swims.,talks.,0\n')
+  for split, content in (("train.csv", train), ("val.csv", val)):
+    if content is not None:
+      ws.write(f"{name}/{split}", good if content == "good" else content)
+  return directory
+
+
+def _squad_json(questions):
+  return json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "The cat sat on the mat in the house of the old man .",
+      "qas": questions}]}]})
+
+
+GOOD_QA = {"id": "q1", "question": "where did the cat sit ?",
+           "answers": [{"text": "on the mat", "answer_start": 12}]}
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+CASES = {}   # id -> (script, default?, builder)
+
+
+def case(script, default=False):
+  def register(builder):
+    case_id = f"{script[:-3]}-{builder.__name__}"
+    CASES[case_id] = (script, default, builder)
+    return builder
+  return register
+
+
+# Each builder returns dict(argv=[...], expect=[substrings of the error line],
+# absent=[paths that must not exist afterwards], setup=[harness setup actions]).
+
+# ---- run_classifier.py
+
+
+def _classifier(ws, data_dir, out, *extra, config=None, vocab=None):
+  return ["--task_name=MRPC", f"--data_dir={data_dir}", *ws.model_flags(config, vocab),
+          f"--output_dir={out}", "--max_seq_length=32", "--train_batch_size=2",
+          "--num_train_epochs=1", *extra]
+
+
+@case("run_classifier.py")
+def missing_data_dir(ws):
+  d = ws.path("cls-nowhere")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o1"), "--do_train"), expect=[d])
+
+
+@case("run_classifier.py")
+def missing_train_file(ws):
+  d = _mrpc(ws, "cls-missing", dev="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o2"), "--do_train"),
+              expect=[os.path.join(d, "train.tsv")])
+
+
+@case("run_classifier.py", default=True)
+def empty_train_file(ws):
+  d = _mrpc(ws, "cls-empty")
+  ws.write("cls-empty/train.tsv", "")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o3"), "--do_train"),
+              expect=[os.path.join(d, "train.tsv")])
+
+
+@case("run_classifier.py")
+def train_file_is_a_directory(ws):
+  d = _mrpc(ws, "cls-dir")
+  ws.mkdir("cls-dir/train.tsv")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o4"), "--do_train"),
+              expect=[os.path.join(d, "train.tsv")])
+
+
+@case("run_classifier.py", default=True)
+def non_utf8_dev_row(ws):
+  d = _mrpc(ws, "cls-latin1", train="good")
+  ws.write("cls-latin1/dev.tsv", MRPC_HEADER.encode("utf-8") +
+           b"1\t1\t2\tthe cat .\tthe mat .\n0\t1\t2\tcaf\xe9 .\tthe mat .\n")
+  out = ws.path("cls-o5")
+  return dict(argv=_classifier(ws, d, out, "--do_eval"),
+              expect=[os.path.join(d, "dev.tsv") + ":3"],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py", default=True)
+def wrong_column_count(ws):
+  d = _mrpc(ws, "cls-columns", train=["1\t1\t2\tthe cat .\tthe mat .", "0\t3\tonly three"],
+            dev="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o6"), "--do_train"),
+              expect=[os.path.join(d, "train.tsv") + ":3"])
+
+
+@case("run_classifier.py", default=True)
+def unknown_label(ws):
+  d = _mrpc(ws, "cls-label", train="good", dev=["7\t1\t2\tthe cat .\tthe mat ."])
+  out = ws.path("cls-o7")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--do_eval"),
+              expect=[os.path.join(d, "dev.tsv") + ":2", "7"],
+              absent=[os.path.join(out, "checkpoint"), os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("cls-vocab2001.json", vocab_size=2001)
+  d = _mrpc(ws, "cls-vm", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o8"), "--do_train", config=config),
+              expect=[ws.vocab, "2001"])
+
+
+@case("run_classifier.py")
+def max_seq_length_over_positions(ws):
+  d = _mrpc(ws, "cls-seq", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o9"), "--do_train",
+                               "--max_seq_length=128"),
+              expect=["max_seq_length=128", "64"])
+
+
+@case("run_classifier.py")
+def unwritable_output_dir(ws):
+  d = _mrpc(ws, "cls-unw", train="good")
+  out = ws.unwritable("cls-o10")
+  return dict(argv=_classifier(ws, d, out, "--do_train"), expect=[out])
+
+
+@case("run_classifier.py", default=True)
+def output_dir_holds_other_model(ws):
+  d = _mrpc(ws, "cls-foreign", train="good", dev="good")
+  out = ws.path("cls-o11")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--do_eval"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}],
+              absent=[os.path.join(out, "eval_results.txt"), os.path.join(out, "ckpt-1.index")])
+
+
+@case("run_classifier.py")
+def eval_only_output_dir_holds_other_model(ws):
+  d = _mrpc(ws, "cls-foreign2", dev="good")
+  out = ws.path("cls-o12")
+  return dict(argv=_classifier(ws, d, out, "--do_eval"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py")
+def init_checkpoint_of_other_size(ws):
+  d = _mrpc(ws, "cls-init", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o13"), "--do_train",
+                               f"--init_checkpoint={ws.minilm}"),
+              expect=[ws.minilm])
+
+
+@case("run_classifier.py")
+def missing_init_checkpoint(ws):
+  d = _mrpc(ws, "cls-init2", train="good")
+  ckpt = ws.path("cls-nothing", "bert_model.ckpt")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o14"), "--do_train",
+                               f"--init_checkpoint={ckpt}"),
+              expect=[ckpt])
+
+
+@case("run_classifier.py")
+def malformed_config_json(ws):
+  config = ws.write("cls-bad.json", '{"vocab_size": 2000,\n "hidden_size": 32,,\n}')
+  d = _mrpc(ws, "cls-json", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o15"), "--do_train", config=config),
+              expect=[config, "line 2"])
+
+
+@case("run_classifier.py")
+def non_utf8_vocab(ws):
+  vocab = ws.write("cls-vocab-latin1.txt",
+                   "".join(ws.vocab_lines[:1500]).encode() + b"caf\xe9\n" +
+                   "".join(ws.vocab_lines[1501:]).encode())
+  d = _mrpc(ws, "cls-vocab", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o16"), "--do_train", vocab=vocab),
+              expect=[vocab])
+
+
+@case("run_classifier.py")
+def directory_as_vocab(ws):
+  vocab = ws.mkdir("cls-vocab-dir")
+  d = _mrpc(ws, "cls-vocab2", train="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-o17"), "--do_train", vocab=vocab),
+              expect=[vocab])
+
+
+# ---- create_pretraining_data.py
+
+
+def _cpd(ws, input_file, output_file, *extra, vocab=None):
+  return [f"--input_file={input_file}", f"--output_file={output_file}",
+          f"--vocab_file={vocab or ws.vocab}", "--max_seq_length=32",
+          "--max_predictions_per_seq=5", "--dupe_factor=1", *extra]
+
+
+CORPUS = ("the cat sat on the mat .\nit was a good day .\n\n"
+          "a man went home .\nhe said no .\nshe said yes .\n")
+
+
+@case("create_pretraining_data.py")
+def missing_input(ws):
+  path = ws.path("cpd-none.txt")
+  out = ws.path("cpd-o1.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def empty_input(ws):
+  path = ws.write("cpd-empty.txt", "")
+  out = ws.path("cpd-o2.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def directory_as_input(ws):
+  path = ws.mkdir("cpd-dir")
+  out = ws.path("cpd-o3.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_pretraining_data.py", default=True)
+def non_utf8_input(ws):
+  path = ws.write("cpd-latin1.txt", CORPUS.encode() + b"caf\xe9 au lait .\n")
+  out = ws.path("cpd-o4.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[path + ":7"], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def missing_vocab(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  vocab = ws.path("cpd-no-vocab.txt")
+  out = ws.path("cpd-o5.tfrecord")
+  return dict(argv=_cpd(ws, path, out, vocab=vocab), expect=[vocab], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def non_utf8_vocab(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  vocab = ws.write("cpd-vocab-latin1.txt", "".join(ws.vocab_lines[:500]).encode() +
+                   b"caf\xe9\n" + "".join(ws.vocab_lines[501:]).encode())
+  out = ws.path("cpd-o6.tfrecord")
+  return dict(argv=_cpd(ws, path, out, vocab=vocab), expect=[vocab], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def vocab_without_mask_token(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  vocab = ws.write("cpd-vocab-nomask.txt",
+                   "".join(l for l in ws.vocab_lines if l.strip() != "[MASK]"))
+  out = ws.path("cpd-o7.tfrecord")
+  return dict(argv=_cpd(ws, path, out, vocab=vocab), expect=[vocab, "[MASK]"], absent=[out])
+
+
+@case("create_pretraining_data.py", default=True)
+def unwritable_output(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  out = os.path.join(ws.unwritable("cpd-o8"), "out.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[out], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def output_is_a_directory(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  out = ws.mkdir("cpd-o9.tfrecord")
+  return dict(argv=_cpd(ws, path, out), expect=[out])
+
+
+@case("create_pretraining_data.py")
+def max_predictions_over_seq_length(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  out = ws.path("cpd-o10.tfrecord")
+  argv = _cpd(ws, path, out) + ["--max_predictions_per_seq=40"]
+  return dict(argv=argv, expect=["max_predictions_per_seq"], absent=[out])
+
+
+# ---- run_pretraining.py
+
+
+def _pretrain(ws, input_file, out, *extra, config=None):
+  return [f"--input_file={input_file}", f"--bert_config_file={config or ws.config}",
+          f"--output_dir={out}", "--do_train", f"--max_seq_length={SEQ}",
+          f"--max_predictions_per_seq={PREDS}", "--train_batch_size=2",
+          "--num_train_steps=2", "--num_warmup_steps=1", *extra]
+
+
+def _good_records(ws, name):
+  path = ws.path(name)
+  return path, {"tfrecord": path, "features": _pretraining_features(), "count": 8}
+
+
+@case("run_pretraining.py")
+def no_input_matches(ws):
+  pattern = ws.path("rp-none", "*.tfrecord")
+  return dict(argv=_pretrain(ws, pattern, ws.path("rp-o1")), expect=[pattern])
+
+
+@case("run_pretraining.py")
+def empty_input(ws):
+  path = ws.write("rp-empty.tfrecord", b"")
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o2")), expect=[path])
+
+
+@case("run_pretraining.py")
+def directory_as_input(ws):
+  path = ws.mkdir("rp-dir.tfrecord")
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o3")), expect=[path])
+
+
+@case("run_pretraining.py", default=True)
+def text_file_as_input(ws):
+  path = ws.write("rp-text.tfrecord", CORPUS * 20)
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o4")), expect=[path])
+
+
+@case("run_pretraining.py", default=True)
+def wrong_feature_length(ws):
+  path = ws.path("rp-len.tfrecord")
+  setup = {"tfrecord": path, "features": _pretraining_features(input_ids=SEQ * 2),
+           "count": 4}
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o5")), expect=[path, "input_ids"],
+              setup=[setup])
+
+
+@case("run_pretraining.py")
+def missing_feature(ws):
+  path = ws.path("rp-nofeature.tfrecord")
+  setup = {"tfrecord": path, "features": _pretraining_features(drop=("next_sentence_labels",)),
+           "count": 4}
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o6")),
+              expect=[path, "next_sentence_labels"], setup=[setup])
+
+
+@case("run_pretraining.py")
+def truncated_last_record(ws):
+  path = ws.path("rp-truncated.tfrecord")
+  setup = {"tfrecord": path, "features": _pretraining_features(), "count": 8,
+           "truncate_by": 30}
+  out = ws.path("rp-o7")
+  return dict(argv=_pretrain(ws, path, out), expect=[path], setup=[setup],
+              absent=[os.path.join(out, "pretrained")])
+
+
+@case("run_pretraining.py")
+def max_seq_length_over_positions(ws):
+  path = ws.path("rp-ok128.tfrecord")
+  setup = {"tfrecord": path, "features": _pretraining_features(seq=128), "count": 4}
+  argv = _pretrain(ws, path, ws.path("rp-o8")) + ["--max_seq_length=128"]
+  return dict(argv=argv, expect=["max_seq_length=128", "64"], setup=[setup])
+
+
+@case("run_pretraining.py")
+def non_utf8_config(ws):
+  config = ws.write("rp-config-latin1.json",
+                    json.dumps(TINY_CONFIG).encode().replace(b'"gelu"', b'"g\xe9lu"'))
+  path, setup = _good_records(ws, "rp-ok-a.tfrecord")
+  return dict(argv=_pretrain(ws, path, ws.path("rp-o9"), config=config), expect=[config],
+              setup=[setup])
+
+
+@case("run_pretraining.py")
+def unwritable_output_dir(ws):
+  path, setup = _good_records(ws, "rp-ok-b.tfrecord")
+  out = ws.unwritable("rp-o10")
+  return dict(argv=_pretrain(ws, path, out), expect=[out], setup=[setup])
+
+
+@case("run_pretraining.py")
+def output_dir_holds_other_model(ws):
+  path, setup = _good_records(ws, "rp-ok-c.tfrecord")
+  out = ws.path("rp-o11")
+  return dict(argv=_pretrain(ws, path, out), expect=[out],
+              setup=[setup, {"foreign_checkpoint": out, "bert_config": ws.other_config}],
+              absent=[os.path.join(out, "pretrained")])
+
+
+@case("run_pretraining.py")
+def init_checkpoint_of_other_size(ws):
+  path, setup = _good_records(ws, "rp-ok-d.tfrecord")
+  out = ws.path("rp-o12")
+  return dict(argv=_pretrain(ws, path, out, f"--init_checkpoint={ws.minilm}"),
+              expect=[ws.minilm], setup=[setup], absent=[os.path.join(out, "pretrained")])
+
+
+# ---- run_squad.py
+
+
+def _squad(ws, out, *extra, config=None):
+  return [*ws.model_flags(config), f"--output_dir={out}", "--max_seq_length=48",
+          "--doc_stride=16", "--max_query_length=12", "--train_batch_size=2",
+          "--num_train_epochs=1", *extra]
+
+
+@case("run_squad.py")
+def missing_predict_file(ws):
+  path = ws.path("sq-none.json")
+  return dict(argv=_squad(ws, ws.path("sq-o1"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def empty_predict_file(ws):
+  path = ws.write("sq-empty.json", "")
+  return dict(argv=_squad(ws, ws.path("sq-o2"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def directory_as_train_file(ws):
+  path = ws.mkdir("sq-dir.json")
+  return dict(argv=_squad(ws, ws.path("sq-o3"), "--do_train", f"--train_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py", default=True)
+def truncated_json(ws):
+  path = ws.write("sq-trunc.json", _squad_json([GOOD_QA])[:-20])
+  out = ws.path("sq-o4")
+  return dict(argv=_squad(ws, out, "--do_predict", f"--predict_file={path}"), expect=[path],
+              absent=[os.path.join(out, "predictions.json")])
+
+
+@case("run_squad.py")
+def non_utf8_json(ws):
+  path = ws.write("sq-latin1.json", _squad_json([GOOD_QA]).encode().replace(b"cat", b"c\xe0t"))
+  return dict(argv=_squad(ws, ws.path("sq-o5"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def data_not_a_list(ws):
+  path = ws.write("sq-struct.json", json.dumps({"version": "1.1", "data": {"x": 1}}))
+  return dict(argv=_squad(ws, ws.path("sq-o6"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def question_without_id(ws):
+  path = ws.write("sq-noid.json", _squad_json([{"question": "who ?", "answers": []}]))
+  return dict(argv=_squad(ws, ws.path("sq-o7"), "--do_predict", f"--predict_file={path}"),
+              expect=[path, "id"])
+
+
+@case("run_squad.py")
+def training_question_without_answer(ws):
+  path = ws.write("sq-noans.json", _squad_json([{"id": "q1", "question": "who ?"}]))
+  return dict(argv=_squad(ws, ws.path("sq-o8"), "--do_train", f"--train_file={path}"),
+              expect=[path, "q1"])
+
+
+@case("run_squad.py", default=True)
+def default_max_seq_length_over_positions(ws):
+  path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
+  argv = [*ws.model_flags(), f"--output_dir={ws.path('sq-o9')}", "--do_predict",
+          f"--predict_file={path}"]   # run_squad's default max_seq_length is 384
+  return dict(argv=argv, expect=["max_seq_length=384", "64"])
+
+
+@case("run_squad.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("sq-vocab2001.json", vocab_size=2001)
+  path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
+  return dict(argv=_squad(ws, ws.path("sq-o10"), "--do_predict", f"--predict_file={path}",
+                          config=config),
+              expect=[ws.vocab, "2001"])
+
+
+@case("run_squad.py")
+def unwritable_output_dir(ws):
+  path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
+  out = ws.unwritable("sq-o11")
+  return dict(argv=_squad(ws, out, "--do_predict", f"--predict_file={path}"), expect=[out])
+
+
+@case("run_squad.py")
+def output_dir_holds_other_model(ws):
+  path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
+  out = ws.path("sq-o12")
+  return dict(argv=_squad(ws, out, "--do_train", f"--train_file={path}"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}])
+
+
+# ---- run_ner.py
+
+
+def _ner(ws, data_dir, out, *extra, config=None):
+  return [f"--data_dir={data_dir}", *ws.model_flags(config), f"--output_dir={out}",
+          "--max_seq_length=16", "--doc_stride=8", "--train_batch_size=2",
+          "--num_train_epochs=1", *extra]
+
+
+@case("run_ner.py")
+def missing_data_dir(ws):
+  d = ws.path("ner-nowhere")
+  return dict(argv=_ner(ws, d, ws.path("ner-o1"), "--do_train"), expect=[d])
+
+
+@case("run_ner.py")
+def missing_train_file(ws):
+  d = _conll(ws, "ner-missing", valid="good")
+  return dict(argv=_ner(ws, d, ws.path("ner-o2"), "--do_train"), expect=[d])
+
+
+@case("run_ner.py")
+def empty_train_file(ws):
+  d = _conll(ws, "ner-empty", train="")
+  return dict(argv=_ner(ws, d, ws.path("ner-o3"), "--do_train"),
+              expect=[os.path.join(d, "train.txt")])
+
+
+@case("run_ner.py")
+def train_file_is_a_directory(ws):
+  d = _conll(ws, "ner-dir")
+  ws.mkdir("ner-dir/train.txt")
+  return dict(argv=_ner(ws, d, ws.path("ner-o4"), "--do_train"),
+              expect=[os.path.join(d, "train.txt")])
+
+
+@case("run_ner.py", default=True)
+def non_utf8_row(ws):
+  d = _conll(ws, "ner-latin1")
+  ws.write("ner-latin1/train.txt", b"EU NNP B-NP B-ORG\nCaf\xe9 NNP I-NP O\n\n")
+  return dict(argv=_ner(ws, d, ws.path("ner-o5"), "--do_train"),
+              expect=[os.path.join(d, "train.txt") + ":2"])
+
+
+@case("run_ner.py")
+def wrong_column_count(ws):
+  d = _conll(ws, "ner-columns", train="EU NNP B-NP B-ORG\nrejects O\n\n")
+  return dict(argv=_ner(ws, d, ws.path("ner-o6"), "--do_train"),
+              expect=[os.path.join(d, "train.txt") + ":2"])
+
+
+@case("run_ner.py")
+def unknown_label(ws):
+  d = _conll(ws, "ner-label", train="EU NNP B-NP B-ORG\nrejects VBZ B-VP B-FOO\n\n")
+  return dict(argv=_ner(ws, d, ws.path("ner-o7"), "--do_train"),
+              expect=[os.path.join(d, "train.txt") + ":2", "B-FOO"])
+
+
+@case("run_ner.py")
+def max_seq_length_over_positions(ws):
+  d = _conll(ws, "ner-seq", train="good")
+  argv = _ner(ws, d, ws.path("ner-o8"), "--do_train") + ["--max_seq_length=128"]
+  return dict(argv=argv, expect=["max_seq_length=128", "64"])
+
+
+@case("run_ner.py")
+def unwritable_output_dir(ws):
+  d = _conll(ws, "ner-unw", train="good")
+  out = ws.unwritable("ner-o9")
+  return dict(argv=_ner(ws, d, out, "--do_train"), expect=[out])
+
+
+@case("run_ner.py")
+def output_dir_holds_other_model(ws):
+  d = _conll(ws, "ner-foreign", train="good")
+  out = ws.path("ner-o10")
+  return dict(argv=_ner(ws, d, out, "--do_train"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}])
+
+
+# ---- run_swag.py
+
+
+def _swag_args(ws, data_dir, out, *extra, config=None):
+  return [f"--data_dir={data_dir}", *ws.model_flags(config), f"--output_dir={out}",
+          "--max_seq_length=32", "--train_batch_size=2", "--num_train_epochs=1", *extra]
+
+
+@case("run_swag.py")
+def missing_val_file(ws):
+  d = _swag(ws, "swag-missing", train="good")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o1"), "--do_eval"),
+              expect=[os.path.join(d, "val.csv")])
+
+
+@case("run_swag.py")
+def empty_train_file(ws):
+  d = _swag(ws, "swag-empty", train="")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o2"), "--do_train"),
+              expect=[os.path.join(d, "train.csv")])
+
+
+@case("run_swag.py")
+def train_file_is_a_directory(ws):
+  d = _swag(ws, "swag-dir")
+  ws.mkdir("swag-dir/train.csv")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o3"), "--do_train"),
+              expect=[os.path.join(d, "train.csv")])
+
+
+@case("run_swag.py", default=True)
+def wrong_column_count(ws):
+  d = _swag(ws, "swag-columns", train=SWAG_HEADER + "v1,0,ctx,A man sits.,He,gold,x,y\n")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o4"), "--do_train"),
+              expect=[os.path.join(d, "train.csv") + ":2"])
+
+
+@case("run_swag.py")
+def non_utf8_row(ws):
+  d = _swag(ws, "swag-latin1")
+  ws.write("swag-latin1/train.csv", SWAG_HEADER.encode() +
+           b"v1,0,ctx,A man sits.,He,gold,caf\xe9,b,c,d,0\n")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o5"), "--do_train"),
+              expect=[os.path.join(d, "train.csv")])
+
+
+@case("run_swag.py")
+def unknown_label(ws):
+  d = _swag(ws, "swag-label", train=SWAG_HEADER + "v1,0,ctx,A man sits.,He,gold,a,b,c,d,4\n")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o6"), "--do_train"),
+              expect=[os.path.join(d, "train.csv") + ":2", "4"])
+
+
+@case("run_swag.py")
+def max_seq_length_over_positions(ws):
+  d = _swag(ws, "swag-seq", train="good")
+  argv = _swag_args(ws, d, ws.path("swag-o7"), "--do_train") + ["--max_seq_length=128"]
+  return dict(argv=argv, expect=["max_seq_length=128", "64"])
+
+
+@case("run_swag.py")
+def unwritable_output_dir(ws):
+  d = _swag(ws, "swag-unw", train="good")
+  out = ws.unwritable("swag-o8")
+  return dict(argv=_swag_args(ws, d, out, "--do_train"), expect=[out])
+
+
+@case("run_swag.py")
+def output_dir_holds_other_model(ws):
+  d = _swag(ws, "swag-foreign", train="good")
+  out = ws.path("swag-o9")
+  return dict(argv=_swag_args(ws, d, out, "--do_train"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}])
+
+
+# ---- extract_features.py
+
+
+def _extract(ws, input_file, output_file, *extra, config=None, checkpoint=None):
+  return [f"--input_file={input_file}", f"--output_file={output_file}", *ws.model_flags(config),
+          f"--init_checkpoint={checkpoint or ws.path('ef-tiny', 'bert_model.ckpt')}",
+          "--max_seq_length=16", "--layers=-1", *extra]
+
+
+def _tiny_checkpoint(ws):
+  return {"google_checkpoint": ws.path("ef-tiny", "bert_model.ckpt"),
+          "bert_config": ws.config}
+
+
+@case("extract_features.py")
+def missing_input(ws):
+  path = ws.path("ef-none.txt")
+  out = ws.path("ef-o1.jsonl")
+  return dict(argv=_extract(ws, path, out), expect=[path], absent=[out])
+
+
+@case("extract_features.py")
+def directory_as_input(ws):
+  path = ws.mkdir("ef-dir")
+  out = ws.path("ef-o2.jsonl")
+  return dict(argv=_extract(ws, path, out), expect=[path], absent=[out])
+
+
+@case("extract_features.py", default=True)
+def non_utf8_input(ws):
+  path = ws.write("ef-latin1.txt", b"the cat sat .\ncaf\xe9 ||| au lait\n")
+  out = ws.path("ef-o3.jsonl")
+  return dict(argv=_extract(ws, path, out), expect=[path + ":2"], absent=[out])
+
+
+@case("extract_features.py")
+def missing_checkpoint(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  ckpt = ws.path("ef-nothing", "bert_model.ckpt")
+  out = ws.path("ef-o4.jsonl")
+  return dict(argv=_extract(ws, path, out, checkpoint=ckpt), expect=[ckpt], absent=[out])
+
+
+@case("extract_features.py", default=True)
+def checkpoint_of_other_size(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  out = ws.path("ef-o5.jsonl")
+  return dict(argv=_extract(ws, path, out, checkpoint=ws.minilm), expect=[ws.minilm],
+              absent=[out])
+
+
+@case("extract_features.py")
+def unwritable_output(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  out = os.path.join(ws.unwritable("ef-o6"), "features.jsonl")
+  return dict(argv=_extract(ws, path, out), expect=[out], setup=[_tiny_checkpoint(ws)])
+
+
+@case("extract_features.py")
+def max_seq_length_over_positions(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  out = ws.path("ef-o7.jsonl")
+  return dict(argv=_extract(ws, path, out) + ["--max_seq_length=128"],
+              expect=["max_seq_length=128", "64"], absent=[out])
+
+
+@case("extract_features.py")
+def layer_out_of_range(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  out = ws.path("ef-o8.jsonl")
+  return dict(argv=_extract(ws, path, out) + ["--layers=-1,-7"], expect=["-7"], absent=[out])
+
+
+@case("extract_features.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("ef-vocab2001.json", vocab_size=2001)
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  out = ws.path("ef-o9.jsonl")
+  return dict(argv=_extract(ws, path, out, config=config), expect=[ws.vocab, "2001"],
+              absent=[out])
+
+
+# --------------------------------------------------------------------------- running
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+  return Workspace(tmp_path_factory.mktemp("catalogue"))
+
+
+_RESULTS = {}
+
+
+def run_harness(script, cases, workdir):
+  """Runs the given {id: spec} cases of `script` in one process; returns {id: result}."""
+  specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", [])}
+           for case_id, spec in cases.items()]
+  cases_file = os.path.join(workdir, f"{script}.cases.json")
+  results_file = os.path.join(workdir, f"{script}.results.json")
+  with open(cases_file, "w", encoding="utf-8") as handle:
+    json.dump(specs, handle)
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "tests", "cli_harness.py"), script, cases_file,
+       results_file], capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  with open(results_file, encoding="utf-8") as handle:
+    return json.load(handle)
+
+
+def result_of(ws, case_id, default_group):
+  """Runs (once) every case of this case's script and group; returns this one's result."""
+  script = CASES[case_id][0]
+  key = (script, default_group)
+  if key not in _RESULTS:
+    group = {cid: builder(ws) for cid, (s, default, builder) in CASES.items()
+             if s == script and default == default_group}
+    results = run_harness(script, group, ws.root)
+    _RESULTS[key] = {cid: (group[cid], results[cid]) for cid in group}
+  return _RESULTS[key][case_id]
+
+
+def check_case(script, spec, result):
+  stderr = result["stderr"]
+  assert "Traceback" not in stderr, stderr[-3000:]
+  assert not result["crashed"]
+  assert result["exit"] == 2, stderr[-3000:]
+  lines = [l for l in stderr.splitlines() if l.strip()]
+  errors = [l for l in lines if l.startswith(f"{script}: error: ")]
+  assert len(errors) == 1, stderr[-3000:]
+  # Everything else on stderr must be log lines, not a stray multi-line dump.
+  others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
+  assert others == [], others[:5]
+  for needle in spec["expect"]:
+    assert needle in errors[0], (needle, errors[0])
+  for path in spec.get("absent", []):
+    assert not os.path.exists(path), f"{path} left behind"
+  for path in spec.get("absent", []) + [a for a in spec["argv"] if "output" in a]:
+    directory = os.path.dirname(path.split("=", 1)[-1])
+    if os.path.isdir(directory):
+      leftovers = [n for n in os.listdir(directory) if ".tmp-" in n or ".saving-" in n]
+      assert leftovers == [], leftovers
+
+
+DEFAULT_IDS = sorted(cid for cid, (_, default, _) in CASES.items() if default)
+SLOW_IDS = sorted(cid for cid, (_, default, _) in CASES.items() if not default)
+
+
+@pytest.mark.parametrize("case_id", DEFAULT_IDS)
+def test_bad_input_default(ws, case_id):
+  spec, result = result_of(ws, case_id, True)
+  check_case(CASES[case_id][0], spec, result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", SLOW_IDS)
+def test_bad_input_catalogue(ws, case_id):
+  spec, result = result_of(ws, case_id, False)
+  check_case(CASES[case_id][0], spec, result)
+
+
+def test_every_script_is_in_the_default_subset():
+  scripts = {CASES[cid][0] for cid in DEFAULT_IDS}
+  assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
+                     "run_squad.py", "run_ner.py", "run_swag.py", "extract_features.py"}
+
+
+def test_real_subprocess_matches_the_harness(ws):
+  """One true `python run_classifier.py` run: what a user sees, exit status included."""
+  d = _mrpc(ws, "cls-real", train="good", dev=["7\t1\t2\tthe cat .\tthe mat ."])
+  out = ws.path("cls-real-out")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+       *_classifier(ws, d, out, "--do_eval")],
+      capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("run_classifier.py: error: " + os.path.join(d, "dev.tsv") + ":2:")
+  assert not os.path.exists(os.path.join(out, "eval_results.txt"))
