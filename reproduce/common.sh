@@ -30,6 +30,10 @@ die() { echo "$(basename "$0"): error: $*" >&2; exit 2; }
 
 need_dir() {  # need_dir PATH WHAT
   [[ -d "$1" ]] || die "$2 folder '$1' does not exist"
+  if [[ "$2" == BERT ]]; then
+    [[ -f "$1/bert_config.json" ]] || die "$1 has no bert_config.json (the BERT folder holds bert_config.json, vocab.txt, bert_model.ckpt.*)"
+    [[ -f "$1/vocab.txt" ]] || die "$1 has no vocab.txt"
+  fi
 }
 
 # The BERT folder as Google releases it: bert_config.json, vocab.txt, bert_model.ckpt.*
