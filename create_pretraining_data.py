@@ -147,15 +147,22 @@ def _randbelow(getrandbits, n):
   return r
 
 
-_BIT_LENGTHS = [n.bit_length() for n in range(4096)]
+# Per list length, the shuffle's steps (i, i + 1, bit length of i + 1), from the end.
+_SHUFFLE_STEPS = {}
+
+
+def _shuffle_steps(length):
+  steps = _SHUFFLE_STEPS.get(length)
+  if steps is None:
+    steps = [(i, i + 1, (i + 1).bit_length()) for i in range(length - 1, 0, -1)]
+    if length <= 4096:
+      _SHUFFLE_STEPS[length] = steps
+  return steps
 
 
 def _shuffle(getrandbits, x):
   """random.Random.shuffle(x), inlined: same draws, same permutation."""
-  bit_lengths = _BIT_LENGTHS if len(x) < len(_BIT_LENGTHS) else None
-  for i in range(len(x) - 1, 0, -1):
-    n = i + 1
-    k = bit_lengths[n] if bit_lengths else n.bit_length()
+  for i, n, k in _shuffle_steps(len(x)):
     j = getrandbits(k)
     while j >= n:
       j = getrandbits(k)
@@ -343,11 +350,18 @@ def _len_delimited(tag, payload):
   return tag + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + payload
 
 
+_KEY_HEADERS = {}
+
+
 def _feature_entry(key, feature):
   """One map<string, Feature> entry of Features.feature."""
-  key = key.encode()
-  return _len_delimited(b"\x0a", b"\x0a" + _varint(len(key)) + key +
-                        _len_delimited(b"\x12", feature))
+  header = _KEY_HEADERS.get(key)
+  if header is None:
+    encoded = key.encode()
+    header = _KEY_HEADERS[key] = b"\x0a" + _varint(len(encoded)) + encoded + b"\x12"
+  n = len(feature)
+  return _len_delimited(
+      b"\x0a", header + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + feature)
 
 
 def _int64_feature(packed):
@@ -390,13 +404,14 @@ class ExampleEncoder:
     mask_zeros = b"\x00" * mask_pad
     parts = (
         _feature_entry("input_ids", _int64_feature(
-            b"".join([varints[t] for t in ids]) + b"\x00" * pad)),
+            b"".join(map(varints.__getitem__, ids)) + b"\x00" * pad)),
         cached(("input_mask", length), lambda: _feature_entry(
             "input_mask", _int64_feature(b"\x01" * length + b"\x00" * pad))),
         _feature_entry("masked_lm_ids", _int64_feature(
-            b"".join([varints[t] for t in instance.masked_lm_ids]) + mask_zeros)),
+            b"".join(map(varints.__getitem__, instance.masked_lm_ids)) + mask_zeros)),
         _feature_entry("masked_lm_positions", _int64_feature(
-            b"".join([varints[p] for p in instance.masked_lm_positions]) + mask_zeros)),
+            b"".join(map(varints.__getitem__, instance.masked_lm_positions)) +
+            mask_zeros)),
         cached(("masked_lm_weights", num_masked), lambda: _feature_entry(
             "masked_lm_weights",
             _float_feature(_FLOAT_ONE * num_masked + _FLOAT_ZERO * mask_pad))),
