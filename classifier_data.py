@@ -658,27 +658,53 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
-def pack_texts(tokenizer, text_a, text_b, seq_length):
+def pack_texts(tokenizer, text_a, text_b, seq_length, empty_b_is_single=True):
   """In-graph conversion of a batch of texts, the original's rules.
 
   tokenizer: tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
-  [batch] or None. Rows whose text_b is "" are packed as single texts, as the original
-  treats an empty text_b. Returns int32 [batch, seq_length] input_ids, input_mask,
+  [batch] or None. With empty_b_is_single, rows whose text_b is "" are packed as single
+  texts, as the original treats an empty text_b (pass False when no row has one: it
+  saves a second packing). Returns int32 [batch, seq_length] input_ids, input_mask,
   segment_ids, plus "length" int32 [batch] (real tokens per row).
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   ids_a = tokenizer.tokenize(text_a)
-  single = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id, tokenizer.sep_id)
   if text_b is None:
-    packed = single
+    packed = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id,
+                                      tokenizer.sep_id)
   else:
-    pair = tokenization.pack_inputs([ids_a, tokenizer.tokenize(text_b)], seq_length,
-                                    tokenizer.cls_id, tokenizer.sep_id)
-    use_pair = tf.expand_dims(tf.strings.length(text_b) > 0, 1)
-    packed = {k: tf.where(use_pair, pair[k], single[k]) for k in FEATURE_NAMES}
+    packed = tokenization.pack_inputs([ids_a, tokenizer.tokenize(text_b)], seq_length,
+                                      tokenizer.cls_id, tokenizer.sep_id)
+    if empty_b_is_single:
+      single = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id,
+                                        tokenizer.sep_id)
+      use_pair = tf.expand_dims(tf.strings.length(text_b) > 0, 1)
+      packed = {k: tf.where(use_pair, packed[k], single[k]) for k in FEATURE_NAMES}
   packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
   packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
   return packed
+
+
+# (id(tokenizer), seq_length, pair, empty_b_is_single) -> (tokenizer, tf.function). Tracing
+# the tokenizer and packing takes seconds; every dataset of a run (train, eval, predict)
+# calls the same traced function instead of tracing its own copy.
+_PACKERS = {}
+
+
+def _packer(tokenizer, seq_length, pair, empty_b_is_single):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  key = (id(tokenizer), int(seq_length), bool(pair), bool(empty_b_is_single))
+  if key not in _PACKERS or _PACKERS[key][0] is not tokenizer:
+    spec = tf.TensorSpec([None], tf.string)
+    if pair:
+      fn = tf.function(lambda a, b: pack_texts(tokenizer, a, b, seq_length,
+                                               empty_b_is_single),
+                       input_signature=[spec, spec], autograph=False)
+    else:
+      fn = tf.function(lambda a: pack_texts(tokenizer, a, None, seq_length),
+                       input_signature=[spec], autograph=False)
+    _PACKERS[key] = (tokenizer, fn)
+  return _PACKERS[key][1]
 
 
 def _round_up(length, multiple):
@@ -730,8 +756,15 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   window = batch_size * max(int(window_batches), 1)
   sort_windows = not is_training and not fixed_padding
 
+  if has_b:
+    packer = _packer(tokenizer, max_seq_length, True,
+                     any(not e.text_b for e in examples))
+  else:
+    packer = _packer(tokenizer, max_seq_length, False, False)
+
   def convert(batch):
-    packed = pack_texts(tokenizer, batch["text_a"], batch.get("text_b"), max_seq_length)
+    packed = (packer(batch["text_a"], batch["text_b"]) if has_b else
+              packer(batch["text_a"]))
     features = {k: packed[k] for k in FEATURE_NAMES}
     features["length"] = packed["length"]
     features["label_ids"] = batch["label_ids"]
