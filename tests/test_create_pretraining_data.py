@@ -390,3 +390,30 @@ def test_cli_skips_bad_lines_and_writes_shards(tmp_path):
   counts = [len(_records(str(tmp_path / s))) for s in shards]
   written = int(result.stdout.split("instances_written = ")[1].split()[0].replace(",", ""))
   assert sum(counts) == written and abs(counts[0] - counts[1]) <= 1
+
+
+def test_round_trip_segments_come_from_the_documents(tmp_path):
+  """Decoded A and B are runs of the corpus; an actual-next B follows A in its document."""
+  corpus = shared_path("corpora", "sample_text.txt")
+  out, _ = _generate(tmp_path, corpus, dupe_factor=4, num_workers=0, random_seed=2)
+  rows = _parse_all([out], 128, 20)
+  tokenizer = cpd._get_tokenizer(UNCASED_VOCAB, True)
+  with open(corpus, encoding="utf-8") as handle:
+    blocks = [b.split("\n") for b in handle.read().split("\n\n")]
+  streams = []
+  for block in blocks:
+    flat, _ = tokenizer.tokenize([l.strip() for l in block if l.strip()])
+    streams.append(" " + " ".join(map(str, flat.tolist())) + " ")
+  labels = rows["next_sentence_labels"][:, 0]
+  assert 0 < labels.sum() < len(labels)
+  for i in range(len(labels)):
+    restored = _restored_tokens({k: v[i] for k, v in rows.items()})
+    length = int(rows["input_mask"][i].sum())
+    sep = int(np.flatnonzero(restored == SEP)[0])
+    a = " " + " ".join(map(str, restored[1:sep])) + " "
+    b = " " + " ".join(map(str, restored[sep + 1:length - 1])) + " "
+    homes_a = [d for d, s in enumerate(streams) if a in s]
+    homes_b = [d for d, s in enumerate(streams) if b in s]
+    assert homes_a and homes_b, i
+    if labels[i] == 0:
+      assert any(streams[d].index(a) < streams[d].index(b) for d in homes_a if d in homes_b)
