@@ -47,6 +47,23 @@ class SwagExample:
   label: Optional[int] = None
 
 
+def _not_utf8(path):
+  """The UserError for a file that is not UTF-8, naming its first bad line."""
+  if "://" in str(path):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    data = tf.io.gfile.GFile(path, "rb").read()
+  else:
+    with open(path, "rb") as handle:
+      data = handle.read()
+  try:
+    data.decode("utf-8-sig")
+    where = path
+  except UnicodeDecodeError as exc:
+    line = data[:exc.start].count(b"\n") + 1
+    where = f"{path}:{line}"
+  return script_utils.UserError(f"{where}: not valid UTF-8; convert the file to UTF-8")
+
+
 def _open_text(path):
   if "://" in str(path):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -69,6 +86,8 @@ def read_swag_examples(path, require_label=None):
       raise script_utils.UserError(f"{path}: the file is empty") from None
     except csv.Error as exc:
       raise script_utils.UserError(f"{path}:1: not a CSV file ({exc})") from None
+    except UnicodeDecodeError:
+      raise _not_utf8(path) from None
     columns = {name.strip(): index for index, name in enumerate(header)}
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
     if missing:
@@ -108,6 +127,8 @@ def read_swag_examples(path, require_label=None):
             label=label))
     except csv.Error as exc:
       raise script_utils.UserError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
+    except UnicodeDecodeError:
+      raise _not_utf8(path) from None
   if not examples:
     raise script_utils.UserError(f"{path}: no examples after the header")
   return examples
