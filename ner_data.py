@@ -305,14 +305,12 @@ def _best_window_per_word(first_piece_offsets, windows):
 
 
 def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                 doc_stride=64, scheme=None):
+                                 doc_stride=64):
   """NerExample list -> NerFeature list (one or more windows per sentence).
 
-  Gold tags are re-encoded into IOB2 before looking them up in label_list (`scheme` is
-  accepted for symmetry with writing; the chunk rules read both schemes). Unlabelled
-  examples get IGNORE_LABEL_ID everywhere.
+  Gold tags (IOB1 or IOB2: conlleval's chunk rules read both) are re-encoded into IOB2
+  before looking them up in label_list. Unlabelled examples get IGNORE_LABEL_ID everywhere.
   """
-  del scheme  # conlleval's chunk rules read IOB1 and IOB2 alike.
   if max_seq_length < 3:
     raise ValueError(f"max_seq_length={max_seq_length}: must be at least 3 "
                      "([CLS], one WordPiece, [SEP])")

@@ -22,7 +22,7 @@ EXTRA=(--max_seq_length=384 --doc_stride=128)
 if (( SMOKE )); then
   LRS=5e-5; SEEDS=1; EPOCHS=1; BATCH=4
   [[ -f "$TRAIN" ]] || TRAIN="$DEV"
-  EXTRA=(--max_seq_length=64 --doc_stride=32 --train_articles=0:1 --predict_articles=1:2
+  EXTRA=(--max_seq_length=64 --doc_stride=32 --max_query_length=16 --train_articles=0:1 --predict_articles=1:2
          --max_train_examples=8 --max_predict_examples=8)
 fi
 [[ -f "$TRAIN" ]] || die "$TRAIN does not exist"

@@ -23,7 +23,8 @@ if (( SMOKE )); then
   LRS=5e-5; SEEDS=1; EPOCHS=1; BATCH=4
   [[ -f "$DEV" ]] || DEV="$SQUAD_DIR/dev-v2.0-normans.json"
   [[ -f "$TRAIN" ]] || TRAIN="$DEV"
-  EXTRA=(--max_seq_length=64 --doc_stride=32 --max_train_examples=8 --max_predict_examples=8)
+  EXTRA=(--max_seq_length=64 --doc_stride=32 --max_query_length=16 --max_train_examples=8
+         --max_predict_examples=8)
 fi
 [[ -f "$TRAIN" ]] || die "$TRAIN does not exist"
 [[ -f "$DEV" ]] || die "$DEV does not exist"
