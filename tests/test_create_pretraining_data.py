@@ -397,6 +397,13 @@ def test_round_trip_segments_come_from_the_documents(tmp_path):
   corpus = shared_path("corpora", "sample_text.txt")
   out, _ = _generate(tmp_path, corpus, dupe_factor=4, num_workers=0, random_seed=2)
   rows = _parse_all([out], 128, 20)
+  # Our run_pretraining's reader accepts the file and batches it unchanged.
+  import input_pipeline  # pylint: disable=g-import-not-at-top
+  input_pipeline.check_pretraining_files([out], 128, 20)
+  batch = next(iter(input_pipeline.pretraining_dataset([out], 128, 20, 4, False)))
+  np.testing.assert_array_equal(batch["input_ids"].numpy(), rows["input_ids"][:4])
+  np.testing.assert_array_equal(batch["masked_lm_weights"].numpy(),
+                                rows["masked_lm_weights"][:4])
   tokenizer = cpd._get_tokenizer(UNCASED_VOCAB, True)
   with open(corpus, encoding="utf-8") as handle:
     blocks = [b.split("\n") for b in handle.read().split("\n\n")]
