@@ -27,7 +27,7 @@ def _collect(dataset):
 
 
 @pytest.mark.parametrize("task,folder,count,seq_length", [
-    ("mrpc", "MRPC", 408, 40),    # pairs, many truncated by the longer-first rule
+    ("mrpc", "MRPC", 200, 40),    # pairs, many truncated by the longer-first rule
     ("sst2", "SST-2", 300, 128),  # single sentences
 ])
 def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, count,
@@ -51,7 +51,7 @@ def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, c
     assert label == expected.label_id
     truncated += sum(expected.input_mask) == seq_length
   if task == "mrpc":
-    assert truncated > 50  # the truncation rule was really exercised
+    assert truncated > 25  # the truncation rule was really exercised
   assert max(widths) <= seq_length
 
 
