@@ -701,11 +701,6 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   if num_workers is None:
     num_workers = os.cpu_count() or 1
 
-  pool = None
-  if num_workers > 0:
-    # Spawned, not forked: the parent runs TensorFlow threads, and the workers need only
-    # this module's pure-Python half (no TensorFlow import, a few tens of MB each).
-    ctx = multiprocessing.get_context("spawn")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tokenizer = _get_tokenizer(vocab_file, do_lower_case)
   opt = _instance_options(
@@ -715,8 +710,12 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
       do_whole_word_mask=do_whole_word_mask)
   unk_id = tokenizer.vocab.get("[UNK]", -1)
+  pool = None
   if num_workers > 0:
-    pool = ctx.Pool(num_workers, initializer=_init_worker, initargs=(opt,))
+    # Spawned, not forked: the parent runs TensorFlow threads, and the workers need only
+    # this module's pure-Python half (no TensorFlow, no NumPy).
+    pool = multiprocessing.get_context("spawn").Pool(
+        num_workers, initializer=_init_worker, initargs=(opt,))
   else:
     _init_worker(opt)
 
