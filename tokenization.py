@@ -368,6 +368,12 @@ def _graph_patterns():
   dropped = _re2_class(_ranges(lambda cat: cat.startswith("C"), add=(0x0, 0xFFFD),
                                remove=tab_newline_return))
   marks = _re2_class(_ranges(lambda cat: cat == "Mn"))
+  # Marks go before lower-casing too: every Mn is case-ignorable to Python (skipped by
+  # the final-sigma rule either way), but ICU may not know recent ones, and would
+  # then lower-case the sigma before them as a final one.
+  dropped_and_marks = _re2_class(_ranges(
+      lambda cat: cat.startswith("C") or cat == "Mn", add=(0x0, 0xFFFD),
+      remove=tab_newline_return))
   # Characters that end a word: whitespace (Zs, and whatever str.split() splits on),
   # punctuation (P*, and the ASCII symbol ranges) and CJK ideographs. A run of anything
   # else is one word to WordpieceTokenizer.
@@ -377,7 +383,7 @@ def _graph_patterns():
       lambda cat: cat == "Zs" or cat.startswith("P"),
       add=split_whitespace + ((33, 47), (58, 64), (91, 96), (123, 126)) + _CJK_RANGES)
   long_word = _re2_class(separators, negate=True) + "{%d,}" % (MAX_INPUT_CHARS_PER_WORD + 1)
-  return dropped, marks, long_word
+  return dropped, marks, dropped_and_marks, long_word
 
 
 def _placeholder_for_long_words(vocab_tokens):
@@ -477,7 +483,7 @@ def _fast_tokenizer_class():
       self.sep_id = vocab[SEP_TOKEN]
       self.pad_id = vocab.get(PAD_TOKEN, 0)
       self.mask_id = vocab.get(MASK_TOKEN, -1)
-      self._dropped, self._marks, long_word = _graph_patterns()
+      self._dropped, self._marks, self._dropped_and_marks, long_word = _graph_patterns()
       self._long_word = long_word
       self._placeholder = _placeholder_for_long_words(tokens)
       self._tokenizer = tf_text.FastBertTokenizer(
@@ -490,11 +496,13 @@ def _fast_tokenizer_class():
     def _normalize(self, strings):
       # Drop before lower-casing: a dropped character between letters changes the
       # final-sigma rule of lower-casing.
-      text = tf.strings.regex_replace(strings, self._dropped, "")
       if self.do_lower_case:
+        text = tf.strings.regex_replace(strings, self._dropped_and_marks, "")
         text = tf.strings.lower(text, encoding="utf-8")
         text = tf_text.normalize_utf8(text, "NFD")
         text = tf.strings.regex_replace(text, self._marks, "")
+      else:
+        text = tf.strings.regex_replace(strings, self._dropped, "")
       return self._mark_long_words(text)
 
     def _mark_long_words(self, text):
