@@ -195,10 +195,12 @@ def _restore_model(tf, checkpoints, training, model, output_dir, init_checkpoint
     logging.warning("No checkpoint in --output_dir and no --init_checkpoint: evaluating "
                     "a randomly initialised model")
     return 0
-  status = tf.train.Checkpoint(model=model).restore(path)
   try:
+    # A checkpoint of another model size fails inside restore() itself (ValueError on
+    # the first shape), not at the assertion.
+    status = tf.train.Checkpoint(model=model).restore(path)
     status.assert_existing_objects_matched()
-  except AssertionError as exc:
+  except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as exc:
     raise script_utils.UserError(
         f"{path}: this checkpoint does not fit the classifier built from "
         f"--bert_config_file and --task_name ({' '.join(str(exc).split())[:200]})") from None

@@ -15,7 +15,9 @@ import contextlib
 import glob as _glob
 import json
 import os
+import re
 import shutil
+import struct
 import sys
 import tempfile
 import traceback
@@ -59,6 +61,20 @@ def _user_facing_exceptions():
   return tuple(types)
 
 
+# TensorFlow's runtime errors wrap the useful sentence in graph-execution noise.
+_TF_NOISE = (re.compile(r"Graph execution error:\s*"),
+             re.compile(r"Detected at node \S+ defined at \(most recent call last\):.*?"
+                        r"(<stack traces unavailable>|$)\s*", re.S),
+             re.compile(r"\[\[[^\]]*\]\]\s*"),
+             re.compile(r"\[Op:[^\]]*\]\s*"))
+
+
+def _clean_tf_message(message):
+  for pattern in _TF_NOISE:
+    message = pattern.sub("", message)
+  return _one_line(message)
+
+
 def _describe(exc):
   if isinstance(exc, UnicodeDecodeError):
     return f"input is not valid UTF-8 ({exc}); convert the file to UTF-8"
@@ -66,6 +82,11 @@ def _describe(exc):
                       PermissionError)) and getattr(exc, "filename", None):
     return f"{exc.filename}: {exc.strerror}"
   message = getattr(exc, "message", None) or str(exc)
+  if hasattr(exc, "error_code"):  # a tf.errors.OpError
+    message = _clean_tf_message(message)
+    if type(exc).__name__ == "DataLossError":
+      message += ("; an input TFRecord file is truncated or corrupt (an interrupted copy?): "
+                  "recreate it")
   return _one_line(message) or type(exc).__name__
 
 
@@ -154,6 +175,66 @@ def read_text_lines(path, encoding_errors="strict"):
                         "convert the file to UTF-8") from None
 
 
+_CRC32C_TABLE = []
+
+
+def _crc32c(data):
+  """CRC-32C (Castagnoli), the checksum of TFRecord framing; pure Python, for headers."""
+  if not _CRC32C_TABLE:
+    for n in range(256):
+      c = n
+      for _ in range(8):
+        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+      _CRC32C_TABLE.append(c)
+  crc = 0xFFFFFFFF
+  for byte in data:
+    crc = _CRC32C_TABLE[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+  return crc ^ 0xFFFFFFFF
+
+
+def _masked_crc32c(data):
+  crc = _crc32c(data)
+  return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def check_tfrecord_framing(path, flag_name="input_file"):
+  """Walks the record headers of a local TFRecord file; returns its number of records.
+
+  TFRecord framing is [length uint64][masked crc32c of length][data][masked crc32c of
+  data]. Only the 12-byte headers are read (a seek over each record's data), so a GB
+  file takes well under a second; a file cut short (an interrupted copy or write) or one
+  that is not a TFRecord file fails now, with a UserError naming the file and record,
+  instead of hours later deep inside a training step. Data checksums are not verified
+  here (TensorFlow does it while reading). Remote paths are not walked (returns None).
+  """
+  if _is_remote(path):
+    return None
+  size = os.path.getsize(path)
+  offset = index = 0
+  with open(path, "rb") as handle:
+    while offset < size:
+      header = handle.read(12)
+      if len(header) < 12:
+        raise UserError(
+            f"--{flag_name}: {path}: record {index} at byte {offset} is cut short (the file "
+            f"ends inside its header): the file is truncated; recreate it")
+      length, length_crc = struct.unpack("<QI", header)
+      if _masked_crc32c(header[:8]) != length_crc:
+        raise UserError(
+            f"--{flag_name}: {path}: not a TFRecord file (bad record header {index} at byte "
+            f"{offset}); pass TFRecords written by this project's scripts")
+      end = offset + 12 + length + 4
+      if end > size:
+        raise UserError(
+            f"--{flag_name}: {path}: record {index} at byte {offset} needs {end - offset} "
+            f"bytes but the file ends after {size - offset}: the file is truncated (an "
+            "interrupted copy or write?); recreate it")
+      offset = end
+      index += 1
+      handle.seek(offset)
+  return index
+
+
 # --------------------------------------------------------------------------- outputs
 
 
@@ -208,9 +289,11 @@ def atomic_path(path, overwrite=True):
     return
   directory = os.path.dirname(os.path.abspath(path))
   if not os.path.isdir(directory):
-    raise UserError(f"{path}: its directory {directory} does not exist")
+    raise UserError(f"{path}: its directory {directory} does not exist; create it first or "
+                    "choose another output path")
   if not os.access(directory, os.W_OK | os.X_OK):
-    raise UserError(f"{path}: directory {directory} is not writable")
+    raise UserError(f"{path}: directory {directory} is not writable; check its permissions "
+                    "or choose another output path")
   tmp = _temporary_sibling(path)
   try:
     yield tmp

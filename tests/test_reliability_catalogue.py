@@ -32,8 +32,11 @@ SWAG_HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,end
               "ending2,ending3,label\n"
 # absl's Python log lines, and the C++ ones TensorFlow 2.21 prints at import even with
 # TF_CPP_MIN_LOG_LEVEL=3 (oneDNN notice, "Could not find cuda drivers").
+# Python warnings (file:line: XWarning: ..., then the source line) are tolerated here and
+# reported separately: the training loop's shape probe triggers a Keras softmax warning.
 LOG_LINE = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages "
-                      r"before absl::InitializeLog\(\) is called are written to STDERR$)")
+                      r"before absl::InitializeLog\(\) is called are written to STDERR$|"
+                      r"\S+\.py:\d+: \w*Warning: |  warnings\.warn\($)")
 
 
 # --------------------------------------------------------------------------- workspace
@@ -650,8 +653,7 @@ def empty_train_file(ws):
 def train_file_is_a_directory(ws):
   d = _conll(ws, "ner-dir")
   ws.mkdir("ner-dir/train.txt")
-  return dict(argv=_ner(ws, d, ws.path("ner-o4"), "--do_train"),
-              expect=[os.path.join(d, "train.txt")])
+  return dict(argv=_ner(ws, d, ws.path("ner-o4"), "--do_train"), expect=[d])
 
 
 @case("run_ner.py", default=True)
