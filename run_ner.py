@@ -423,7 +423,6 @@ def _run():
   training.setup_precision(FLAGS.dtype)
   training.setup_determinism(FLAGS.seed, FLAGS.deterministic)
 
-
   if feature_mode:
     # The frozen encoder runs once per split; only the BiLSTM tagger is trained.
     encoder = modeling.BertModel(config, causal=FLAGS.ltr)
