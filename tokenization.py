@@ -382,8 +382,17 @@ def _graph_patterns():
   separators = _ranges(
       lambda cat: cat == "Zs" or cat.startswith("P"),
       add=split_whitespace + ((33, 47), (58, 64), (91, 96), (123, 126)) + _CJK_RANGES)
-  long_word = _re2_class(separators, negate=True) + "{%d,}" % (MAX_INPUT_CHARS_PER_WORD + 1)
-  return dropped, marks, dropped_and_marks, long_word
+  separator = _re2_class(separators)
+  # A cheap test for "may hold a word over the limit": runs of characters other than
+  # the common separators (ASCII, general punctuation, CJK symbols and ideographs,
+  # full-width forms). Rarer separators count as word characters here, so it flags a
+  # superset of the rows that really hold a long word; few ranges keep RE2's DFA small.
+  common_blocks = [(0x00, 0x7F), (0x2000, 0x206F), (0x3000, 0x303F), (0xFF00, 0xFF65)]
+  common = [(max(lo, blo), min(hi, bhi)) for lo, hi in separators
+            for blo, bhi in common_blocks + list(_CJK_RANGES) if lo <= bhi and blo <= hi]
+  maybe_long_word = "(?s).*%s{%d}.*" % (_re2_class(sorted(common), negate=True),
+                                        MAX_INPUT_CHARS_PER_WORD + 1)
+  return dropped, marks, dropped_and_marks, separator, maybe_long_word
 
 
 def _placeholder_for_long_words(vocab_tokens):
@@ -483,8 +492,8 @@ def _fast_tokenizer_class():
       self.sep_id = vocab[SEP_TOKEN]
       self.pad_id = vocab.get(PAD_TOKEN, 0)
       self.mask_id = vocab.get(MASK_TOKEN, -1)
-      self._dropped, self._marks, self._dropped_and_marks, long_word = _graph_patterns()
-      self._long_word = long_word
+      (self._dropped, self._marks, self._dropped_and_marks, self._separator,
+       self._maybe_long_word) = _graph_patterns()
       self._placeholder = _placeholder_for_long_words(tokens)
       self._tokenizer = tf_text.FastBertTokenizer(
           vocab=tokens, token_out_type=tf.int32, unknown_token=UNK_TOKEN,
@@ -506,13 +515,17 @@ def _fast_tokenizer_class():
       return self._mark_long_words(text)
 
     def _mark_long_words(self, text):
-      # The exact pattern is too large for RE2's DFA and runs slowly, so it only sees
-      # the rare rows that have 201 characters in a row without an ASCII space.
-      suspect = tf.strings.regex_full_match(
-          text, "(?s).*[^ ]{%d}.*" % (MAX_INPUT_CHARS_PER_WORD + 1))
-      rows = tf.where(suspect)
-      fixed = tf.strings.regex_replace(tf.gather_nd(text, rows), self._long_word,
-                                       self._placeholder)
+      # Only the rows that may hold a word over the limit are split into words and
+      # separators (both kept, so joining them back gives the row again), and those
+      # words are replaced by the placeholder.
+      rows = tf.where(tf.strings.regex_full_match(text, self._maybe_long_word))
+      pieces = tf_text.regex_split(tf.gather_nd(text, rows), self._separator,
+                                   self._separator)
+      too_long = tf.strings.length(pieces.flat_values,
+                                   unit="UTF8_CHAR") > MAX_INPUT_CHARS_PER_WORD
+      pieces = pieces.with_flat_values(
+          tf.where(too_long, self._placeholder, pieces.flat_values))
+      fixed = tf.strings.reduce_join(pieces, axis=1)
       return tf.tensor_scatter_nd_update(text, rows, fixed)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
