@@ -377,8 +377,7 @@ def _graph_patterns():
   # Characters that end a word: whitespace (Zs, and whatever str.split() splits on),
   # punctuation (P*, and the ASCII symbol ranges) and CJK ideographs. A run of anything
   # else is one word to WordpieceTokenizer.
-  split_whitespace = tuple(cp for cp in range(0x3001) if chr(cp).isspace())
-  split_whitespace += (0x2028, 0x2029, 0x205F, 0x3000)
+  split_whitespace = tuple(cp for cp in range(0x3001) if chr(cp).isspace())  # all of them
   separators = _ranges(
       lambda cat: cat == "Zs" or cat.startswith("P"),
       add=split_whitespace + ((33, 47), (58, 64), (91, 96), (123, 126)) + _CJK_RANGES)
