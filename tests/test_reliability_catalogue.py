@@ -818,7 +818,7 @@ def missing_checkpoint(ws):
   return dict(argv=_extract(ws, path, out, checkpoint=ckpt), expect=[ckpt], absent=[out])
 
 
-@case("extract_features.py", default=True)
+@case("extract_features.py")
 def checkpoint_of_other_size(ws):
   path = ws.write("ef-ok.txt", "the cat sat .\n")
   out = ws.path("ef-o5.jsonl")
