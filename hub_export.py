@@ -48,6 +48,7 @@ tensorflow_text` (its graph holds tensorflow-text ops).
 """
 
 import os
+import time
 
 import export
 import modeling
@@ -101,18 +102,33 @@ def build_encoder_module(model):
   variables (no copy), so it is also usable in-process exactly like the reloaded one.
   """
   tf = _tf()
-  root = tf.__internal__.tracking.AutoTrackable()
-  # Lists of the Keras variables: saved as the variables they wrap, and revived as
-  # tf.Variables that a fine-tuning loop can differentiate and update.
-  root.variables = list(model.variables)
-  root.trainable_variables = list(model.trainable_variables)
-  root.non_trainable_variables = list(model.non_trainable_variables)
   call = tf.function(_encoder_call_fn(model), autograph=False)
   specs = encoder_input_specs()
   # One graph per training mode: the saved __call__ dispatches on the Python flag.
-  for training in (False, True):
-    call.get_concrete_function(specs, training=training)
+  traced = [call.get_concrete_function(specs, training=training)
+            for training in (False, True)]
+  root = tf.__internal__.tracking.AutoTrackable()
+  # The tf.Variables the traced graphs read (what keras.export.ExportArchive tracks
+  # too). Tracking the Keras variable wrappers instead saves them under other names
+  # than the graphs capture: tf.saved_model.load copes, `saved_model_cli run` fails
+  # with "Could not find variable". Revived, these are what fine-tuning updates.
+  trainable, seen = [], set()
+  for concrete in traced:
+    for variable in concrete.trainable_variables:
+      if id(variable) not in seen:
+        seen.add(id(variable))
+        trainable.append(variable)
+  others = []
+  for concrete in traced:
+    for variable in concrete.variables:
+      if id(variable) not in seen:
+        seen.add(id(variable))
+        others.append(variable)
+  root.variables = trainable + others
+  root.trainable_variables = list(trainable)
+  root.non_trainable_variables = others
   root.__call__ = call
+
 
   num_layers = modeling.find_encoder(model).config.num_hidden_layers
 
@@ -288,15 +304,10 @@ def save_module(root, path, signatures):
   tf.saved_model.save(root, path, signatures=signatures)
 
 
-def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case,
-                                    seq_length=DEFAULT_SEQ_LENGTH, overwrite=False):
-  """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once.
-
-  model: a modeling.BertModel holding the weights to export. Both SavedModels are
-  written under a temporary directory beside export_dir that is renamed into place
-  when both are complete; an existing non-empty export_dir is refused unless
-  `overwrite`. Returns (encoder_path, preprocessor_path).
-  """
+def check_export_dir(export_dir, overwrite=False):
+  """Refuses an export_dir that is a file, or a non-empty directory unless overwrite."""
+  if not export_dir:
+    raise script_utils.UserError("--export_dir is required")
   if os.path.exists(export_dir):
     if not os.path.isdir(export_dir):
       raise script_utils.UserError(
@@ -305,11 +316,36 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       raise script_utils.UserError(
           f"--export_dir={export_dir}: exists and is not empty; choose a new directory "
           "or pass --overwrite to replace it")
-  encoder_root, encoder_signatures = build_encoder_module(model)
-  pre_root, pre_signatures = build_preprocessor_module(vocab_file, do_lower_case,
-                                                       seq_length)
+  parent = os.path.dirname(os.path.abspath(export_dir))
+  if not os.path.isdir(parent):
+    raise script_utils.UserError(
+        f"--export_dir={export_dir}: its parent directory {parent} does not exist")
+
+
+def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case,
+                                    seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
+                                    log=None):
+  """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once.
+
+  model: a modeling.BertModel holding the weights to export. Both SavedModels are
+  written under a temporary directory beside export_dir that is renamed into place
+  when both are complete, so an interrupted export leaves nothing that looks finished;
+  an existing non-empty export_dir is refused unless `overwrite`. `log`: a function
+  taking a %-format and arguments (absl's logging.info), told about each stage.
+  Returns (encoder_path, preprocessor_path).
+  """
+  log = log or (lambda *args: None)
+  check_export_dir(export_dir, overwrite)
   with script_utils.atomic_path(export_dir, overwrite=True) as tmp:
     os.makedirs(tmp)
-    save_module(encoder_root, os.path.join(tmp, ENCODER_DIR), encoder_signatures)
-    save_module(pre_root, os.path.join(tmp, PREPROCESSOR_DIR), pre_signatures)
+    for name, build, args in (
+        (ENCODER_DIR, build_encoder_module, (model,)),
+        (PREPROCESSOR_DIR, build_preprocessor_module,
+         (vocab_file, do_lower_case, seq_length))):
+      started = time.time()
+      log("Tracing the %s", name)
+      root, signatures = build(*args)
+      log("Writing the %s SavedModel", name)
+      save_module(root, os.path.join(tmp, name), signatures)
+      log("Wrote the %s in %.1f s", name, time.time() - started)
   return os.path.join(export_dir, ENCODER_DIR), os.path.join(export_dir, PREPROCESSOR_DIR)

@@ -1,0 +1,466 @@
+"""export_encoder.py / hub_export.py: TF-Hub-style encoder and preprocessor SavedModels.
+
+The exports are reloaded in a fresh process that imports only tensorflow and
+tensorflow_text, and compared with independent references: the original tokenizer
+algorithm (FullTokenizer, BasicTokenizer + WordpieceTokenizer for the word grouping),
+the original truncate_seq_pair loop for packing, and our in-process Keras encoder
+loaded from the same checkpoint for the values (to 1e-5).
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import checkpoints
+import hub_export
+import modeling
+import tokenization
+from conftest import MINILM_DIR, ROOT, shared_path
+
+SEQ_LENGTH = 16  # short, so that most pairs below are truncated
+
+
+def _xnli_pairs():
+  """The 15 languages of the real XNLI dev rows: (sentence1, sentence2) pairs."""
+  path = shared_path("glue_format_samples", "XNLI-1.0", "xnli.dev.tsv")
+  with open(path, encoding="utf-8") as handle:
+    rows = [line.rstrip("\n").split("\t") for line in handle][1:]
+  return [(row[6], row[7]) for row in rows]
+
+
+EXTRA_TEXTS = ["The café in Zürich serves 北京 dumplings, naïvely priced at €5!", "",
+               "Ünïcödé\u200b CAFÉ\tx" + "y" * 250]
+
+
+def _env():
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  env.pop("PYTHONPATH", None)
+  return env
+
+
+# --------------------------------------------------------------------------- references
+
+
+def _original_truncate(tokens_a, tokens_b, max_length):
+  tokens_a, tokens_b = list(tokens_a), list(tokens_b)
+  while len(tokens_a) + len(tokens_b) > max_length:
+    (tokens_a if len(tokens_a) > len(tokens_b) else tokens_b).pop()
+  return tokens_a, tokens_b
+
+
+def _reference_pack(ids_a, ids_b, seq_length, cls_id, sep_id):
+  """The original's conversion of one example to (input_ids, input_mask, segment_ids)."""
+  if ids_b is None:
+    a, b = list(ids_a)[:seq_length - 2], None
+  else:
+    a, b = _original_truncate(ids_a, ids_b, seq_length - 3)
+  ids = [cls_id] + a + [sep_id]
+  types = [0] * len(ids)
+  if b is not None:
+    ids += b + [sep_id]
+    types += [1] * (len(b) + 1)
+  pad = seq_length - len(ids)
+  return ids + [0] * pad, [1] * len(ids) + [0] * pad, types + [0] * pad
+
+
+def _reference_words(vocab_file, do_lower_case, text):
+  """[[piece ids of one word], ...]: the original BasicTokenizer, then WordPiece a word."""
+  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
+  words = []
+  for word in tokenizer.basic_tokenizer.tokenize(text):
+    words.append(tokenizer.convert_tokens_to_ids(
+        tokenizer.wordpiece_tokenizer.tokenize(word)))
+  return words
+
+
+def _pack_reference_batch(tokenizer, pairs, seq_length):
+  vocab = tokenizer.vocab
+  rows = [_reference_pack(tokenizer.convert_tokens_to_ids(tokenizer.tokenize(a)),
+                          None if b is None else
+                          tokenizer.convert_tokens_to_ids(tokenizer.tokenize(b)),
+                          seq_length, vocab["[CLS]"], vocab["[SEP]"]) for a, b in pairs]
+  return {name: np.array([row[i] for row in rows], np.int32)
+          for i, name in enumerate(hub_export.ENCODER_INPUT_NAMES)}
+
+
+# --------------------------------------------------------------------------- packing
+
+
+def test_pack_segments_equals_original_truncation():
+  rng = np.random.default_rng(7)
+  lengths = [(0, 0), (0, 30), (30, 0), (5, 6), (6, 5), (13, 13), (14, 13), (40, 2),
+             (2, 40), (9, 9), (1, 12), (12, 1)] + [tuple(rng.integers(0, 25, 2))
+                                                    for _ in range(20)]
+  a_rows = [list(range(1000, 1000 + la)) for la, _ in lengths]
+  b_rows = [list(range(2000, 2000 + lb)) for _, lb in lengths]
+  seg_a = tf.ragged.constant(a_rows, dtype=tf.int32, ragged_rank=1)
+  seg_b = tf.ragged.constant(b_rows, dtype=tf.int32, ragged_rank=1)
+  for seq_length in (5, 16, 29):
+    expected = [_reference_pack(a, b, seq_length, 101, 102) for a, b in zip(a_rows, b_rows)]
+    # A scalar tensor seq_length, as the saved bert_pack_inputs receives it.
+    got = hub_export.pack_segments([seg_a, seg_b], tf.constant(seq_length), 101, 102)
+    for index, name in enumerate(hub_export.ENCODER_INPUT_NAMES):
+      assert got[name].numpy().tolist() == [row[index] for row in expected], (seq_length,
+                                                                              name)
+    # Same as the training scripts' packing (tokenization.pack_inputs).
+    ours = tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
+    assert np.array_equal(got["input_word_ids"], ours["input_ids"])
+    assert np.array_equal(got["input_type_ids"], ours["segment_ids"])
+    single = hub_export.pack_segments([seg_a], seq_length, 101, 102)
+    expected = [_reference_pack(a, None, seq_length, 101, 102) for a in a_rows]
+    assert single["input_word_ids"].numpy().tolist() == [row[0] for row in expected]
+    assert single["input_mask"].numpy().tolist() == [row[1] for row in expected]
+    assert not single["input_type_ids"].numpy().any()
+  # [batch, (words), (pieces)] segments are merged before packing.
+  words = tf.RaggedTensor.from_row_lengths(
+      tf.RaggedTensor.from_row_lengths(tf.constant([7, 8, 9, 4], tf.int32), [2, 1, 1]),
+      [2, 1])
+  packed = hub_export.pack_segments([words], 6, 1, 2)
+  assert packed["input_word_ids"].numpy().tolist() == [[1, 7, 8, 9, 2, 0], [1, 4, 2, 0, 0, 0]]
+  with pytest.raises(tf.errors.InvalidArgumentError, match="no room"):
+    hub_export.pack_segments([seg_a, seg_b], tf.constant(4), 101, 102)
+
+
+# --------------------------------------------------------------------------- tiny export
+
+
+def _tiny_vocab(path, texts):
+  """A cased vocabulary from the texts: short words whole, longer ones as a head and a
+  '##' tail (so words span several pieces), every 7th word left out ([UNK])."""
+  basic = tokenization.BasicTokenizer(do_lower_case=False)
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  seen = set(tokens)
+  for index, word in enumerate(w for text in texts for w in basic.tokenize(text)):
+    if index % 7 == 3:
+      continue
+    pieces = [word] if len(word) <= 3 else [word[:3], "##" + word[3:5]] + (
+        ["##" + word[5:]] if len(word) > 5 else [])
+    for piece in pieces:
+      if piece not in seen:
+        seen.add(piece)
+        tokens.append(piece)
+  with open(path, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(tokens) + "\n")
+  return len(tokens)
+
+
+@pytest.fixture(scope="module")
+def tiny_export(tmp_path_factory):
+  """A tiny cased model exported by the script from a Google-layout checkpoint."""
+  tmp = tmp_path_factory.mktemp("tiny_export")
+  pairs = _xnli_pairs()
+  vocab_file = str(tmp / "vocab.txt")
+  vocab_size = _tiny_vocab(vocab_file, [t for pair in pairs for t in pair] + EXTRA_TEXTS)
+  config = modeling.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
+                               num_attention_heads=4, intermediate_size=37,
+                               max_position_embeddings=40, type_vocab_size=2)
+  config.to_json_file(str(tmp / "bert_config.json"))
+  model = modeling.BertModel(config)
+  checkpoints.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))
+  export_dir = tmp / "hub"
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "export_encoder.py"),
+       f"--bert_config_file={tmp}/bert_config.json", f"--vocab_file={vocab_file}",
+       f"--init_checkpoint={tmp}/bert_model.ckpt", "--do_lower_case=False",
+       f"--export_dir={export_dir}", f"--seq_length={SEQ_LENGTH}"],
+      capture_output=True, text=True, env=_env(), timeout=600)
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(os.listdir(export_dir)) == ["encoder", "preprocessor"]
+  assert not [n for n in os.listdir(tmp) if ".tmp-" in n]  # the temporary was renamed
+  return {"dir": export_dir, "vocab_file": vocab_file, "pairs": pairs,
+          "do_lower_case": False, "tmp": tmp}
+
+
+# Runs in a fresh process that imports only tensorflow and tensorflow_text (and numpy
+# to write the results): what a user of the exported SavedModels has.
+_LOADER = textwrap.dedent(r"""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer's ops)
+
+    export_dir, seq_length, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    with open(sys.argv[4], encoding="utf-8") as handle:
+      pairs = json.load(handle)
+    ours = [m for m in ("hub_export", "modeling", "tokenization", "export") if m in sys.modules]
+    assert not ours, ours
+    pre = tf.saved_model.load(export_dir + "/preprocessor")
+    enc = tf.saved_model.load(export_dir + "/encoder")
+    a = tf.constant([p[0] for p in pairs])
+    b = tf.constant([p[1] for p in pairs])
+    result = {}
+    words_a = pre.tokenize(a)
+    json.dump({"words": words_a.to_list(), "do_lower_case": bool(pre.do_lower_case.numpy()),
+               "vocab_file": pre.vocab_file.asset_path.numpy().decode()},
+              open(out + ".json", "w"))
+    packed = pre.bert_pack_inputs([words_a, pre.tokenize(b)], seq_length=seq_length)
+    single = pre(a)
+    sig_pair = pre.signatures["serve_pair"](text_a=a, text_b=b)
+    long_pack = pre.bert_pack_inputs([words_a.merge_dims(1, 2)], seq_length=seq_length + 9)
+    for prefix, values in (("pair", packed), ("single", single), ("sig_pair", sig_pair),
+                           ("long", long_pack)):
+      for name, value in values.items():
+        result[f"{prefix}/{name}"] = value.numpy()
+    outputs = enc(packed, training=False)
+    result["pooled_output"] = outputs["pooled_output"].numpy()
+    result["default"] = outputs["default"].numpy()
+    result["sequence_output"] = outputs["sequence_output"].numpy()
+    for index, layer in enumerate(outputs["encoder_outputs"]):
+      result[f"encoder_outputs/{index}"] = layer.numpy()
+    result["implicit_inference"] = enc(packed)["pooled_output"].numpy()
+    result["training_1"] = enc(packed, training=True)["sequence_output"].numpy()
+    result["training_2"] = enc(packed, training=True)["sequence_output"].numpy()
+    result["num_trainable"] = np.array(len(enc.trainable_variables))
+    signature = enc.signatures["serving_default"](**packed)
+    result["signature/pooled_output"] = signature["pooled_output"].numpy()
+    result["signature/last_layer"] = signature[
+        "encoder_outputs_%d" % (len(outputs["encoder_outputs"]) - 1)].numpy()
+    # What `saved_model_cli run` does: the TF1 loader in a session, by signature.
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+      meta = tf.compat.v1.saved_model.load(session, ["serve"], export_dir + "/encoder")
+      signature = meta.signature_def["serving_default"]
+      feeds = {signature.inputs[name].name: packed[name].numpy() for name in packed}
+      result["session/pooled_output"] = session.run(
+          signature.outputs["pooled_output"].name, feeds)
+    np.savez(out, **result)
+""")
+
+
+@pytest.fixture(scope="module")
+def tiny_reloaded(tiny_export):
+  tmp = tiny_export["tmp"]
+  script, pairs_file, out = tmp / "loader.py", tmp / "pairs.json", tmp / "reloaded.npz"
+  script.write_text(_LOADER, encoding="utf-8")
+  pairs = [list(p) for p in tiny_export["pairs"]] + [[EXTRA_TEXTS[0], EXTRA_TEXTS[2]],
+                                                      [EXTRA_TEXTS[1], EXTRA_TEXTS[1]]]
+  pairs_file.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
+  result = subprocess.run(
+      [sys.executable, str(script), str(tiny_export["dir"]), str(SEQ_LENGTH), str(out),
+       str(pairs_file)], capture_output=True, text=True, env=_env(), timeout=600,
+      cwd=str(tmp))
+  assert result.returncode == 0, result.stderr[-3000:]
+  with open(str(out) + ".json", encoding="utf-8") as handle:
+    meta = json.load(handle)
+  return dict(np.load(out)), meta, [tuple(p) for p in pairs]
+
+
+def test_reloaded_preprocessor_equals_original_tokenizer(tiny_export, tiny_reloaded):
+  arrays, meta, pairs = tiny_reloaded
+  vocab_file = tiny_export["vocab_file"]
+  assert meta["do_lower_case"] is False
+  assert meta["vocab_file"].endswith("vocab.txt")
+  assert os.path.exists(meta["vocab_file"])
+  # tokenize: [batch, (words), (pieces)], words as the original splits them.
+  expected_words = [_reference_words(vocab_file, False, a) for a, _ in pairs]
+  assert meta["words"] == expected_words
+  assert any(len(word) > 1 for row in expected_words for word in row)  # "##" pieces
+  assert any(word == [1] for row in expected_words for word in row)  # [UNK] words
+  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=False)
+  pair = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
+  # Most pairs are longer than seq_length: trimmed as the original's truncate_seq_pair.
+  assert (pair["input_mask"].sum(axis=1) == SEQ_LENGTH).sum() >= 10
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert arrays[f"pair/{name}"].tolist() == pair[name].tolist(), name
+    assert arrays[f"sig_pair/{name}"].tolist() == pair[name].tolist(), name
+  single = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], SEQ_LENGTH)
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert arrays[f"single/{name}"].tolist() == single[name].tolist(), name
+  longer = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], SEQ_LENGTH + 9)
+  assert arrays["long/input_word_ids"].tolist() == longer["input_word_ids"].tolist()
+
+
+def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
+  arrays, _, pairs = tiny_reloaded
+  tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
+  inputs = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
+  # Our Keras encoder, loaded from the checkpoint the script exported.
+  config = checkpoints.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
+  model = modeling.BertModel(config)
+  checkpoints.load_checkpoint(model, str(tiny_export["tmp"] / "bert_model.ckpt"))
+  expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
+                    "segment_ids": inputs["input_type_ids"]}, training=False)
+  pooled = expected["pooled_output"].numpy()
+  np.testing.assert_allclose(arrays["pooled_output"], pooled, atol=1e-5)
+  np.testing.assert_allclose(arrays["sequence_output"], expected["sequence_output"], atol=1e-5)
+  for index, layer in enumerate(expected["encoder_outputs"]):
+    np.testing.assert_allclose(arrays[f"encoder_outputs/{index}"], layer, atol=1e-5)
+  for key in ("default", "implicit_inference", "signature/pooled_output",
+              "session/pooled_output"):
+    np.testing.assert_allclose(arrays[key], pooled, atol=1e-5, err_msg=key)
+  np.testing.assert_allclose(arrays["signature/last_layer"], expected["sequence_output"],
+                             atol=1e-5)
+  assert int(arrays["num_trainable"]) == len(model.trainable_variables)
+  # training=True: dropout on (a fresh mask each call), so the outputs move.
+  assert np.abs(arrays["training_1"] - expected["sequence_output"]).max() > 1e-2
+  assert np.abs(arrays["training_1"] - arrays["training_2"]).max() > 1e-2
+
+
+def test_keras_model_fine_tunes_the_reloaded_encoder(tiny_export):
+  import keras  # pylint: disable=g-import-not-at-top
+
+  # What docs/export_encoder.md tells Keras 3 users to write: keras.Variable around an
+  # existing tf.Variable shares it (no copy), so the optimizer updates the weights the
+  # reloaded graphs read. (keras.layers.TFSMLayer cannot be used with Adam here: it
+  # keeps the ":0" of the tf.Variable names, which the optimizer rejects.)
+  class HubEncoder(keras.layers.Layer):
+    def __init__(self, path, **kwargs):
+      super().__init__(**kwargs)
+      self.encoder = tf.saved_model.load(path)
+      self.shared = [keras.Variable(v, trainable=v.trainable, dtype=v.dtype.name,
+                                    name=v.name.split(":")[0].replace("/", "_"))
+                     for v in self.encoder.variables]
+
+    def call(self, inputs, training=False):
+      return self.encoder(inputs, training=bool(training))
+
+  keras.utils.set_random_seed(3)
+  encoder = HubEncoder(str(tiny_export["dir"] / "encoder"))
+  inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in hub_export.ENCODER_INPUT_NAMES}
+  logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
+  model = keras.Model(inputs, logits)
+  rng = np.random.default_rng(0)
+  ids = rng.integers(5, 60, size=(32, 12)).astype(np.int32)
+  ids[:, 0] = 2
+  labels = np.arange(32, dtype=np.int32) % 2
+  ids[:, 1] = 5 + labels  # the label is written in the second token: learnable
+  x = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+       "input_type_ids": np.zeros_like(ids)}
+  reloaded = encoder.encoder.trainable_variables
+  assert len(encoder.trainable_weights) == len(reloaded) == 3 * 16 + 7
+  before = [v.numpy().copy() for v in reloaded]
+  model.compile(optimizer=keras.optimizers.Adam(3e-3),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  history = model.fit(x, labels, epochs=5, batch_size=8, verbose=0)
+  losses = history.history["loss"]
+  assert losses[-1] < 0.7 * losses[0], losses
+  # Every weight of the reloaded encoder itself was tuned (not a copy of it).
+  moved = [np.abs(v.numpy() - b).max() for v, b in zip(reloaded, before)]
+  assert min(moved) > 0, moved
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+_ERRORS_DRIVER = textwrap.dedent(r"""
+    import contextlib, io, json, sys
+    sys.path.insert(0, sys.argv[1])
+    from absl import flags
+    import export_encoder
+    results = []
+    for argv in json.loads(sys.argv[2]):
+      flags.FLAGS.unparse_flags()
+      flags.FLAGS(["export_encoder.py"] + argv)
+      stderr = io.StringIO()
+      with contextlib.redirect_stderr(stderr):
+        try:
+          export_encoder.main(None)
+          code = 0
+        except SystemExit as exc:
+          code = exc.code
+      results.append([code, stderr.getvalue()])
+    print(json.dumps(results))
+""")
+
+
+def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
+  tmp = tiny_export["tmp"]
+  base = [f"--bert_config_file={tmp}/bert_config.json",
+          f"--vocab_file={tiny_export['vocab_file']}",
+          f"--init_checkpoint={tmp}/bert_model.ckpt"]
+  full_vocab = shared_path("vocab", "cased_vocab.txt")
+  not_a_checkpoint = tmp_path / "weights.bin"
+  not_a_checkpoint.write_bytes(b"\x00" * 64)
+  occupied = tmp_path / "occupied"
+  occupied.mkdir()
+  (occupied / "keep.txt").write_text("mine")
+  cases = [
+      base + [f"--export_dir={occupied}"],
+      [a if not a.startswith("--vocab_file") else f"--vocab_file={full_vocab}"
+       for a in base] + [f"--export_dir={tmp_path}/a"],
+      base[:2] + [f"--init_checkpoint={not_a_checkpoint}", f"--export_dir={tmp_path}/b"],
+      base + [f"--export_dir={tmp_path}/c", "--seq_length=41"],
+  ]
+  script = tmp_path / "driver.py"
+  script.write_text(_ERRORS_DRIVER, encoding="utf-8")
+  result = subprocess.run([sys.executable, str(script), ROOT, json.dumps(cases)],
+                          capture_output=True, text=True, env=_env(), timeout=300)
+  assert result.returncode == 0, result.stderr[-3000:]
+  results = json.loads(result.stdout.strip().splitlines()[-1])
+  expected = ["exists and is not empty", "vocab_size=", "not a checkpoint",
+              "max_position_embeddings=40"]
+  for (code, stderr), words in zip(results, expected):
+    lines = [line for line in stderr.splitlines() if "export_encoder.py: error:" in line]
+    assert code == 2, stderr
+    assert len(lines) == 1 and words in lines[0], stderr
+    assert "Traceback" not in stderr
+  assert (occupied / "keep.txt").read_text() == "mine"  # refused: left untouched
+  assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+  assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+
+
+def test_check_export_dir(tmp_path):
+  hub_export.check_export_dir(str(tmp_path / "new"))  # does not exist: fine
+  hub_export.check_export_dir(str(tmp_path))  # exists, empty: fine
+  (tmp_path / "x").write_text("x")
+  with pytest.raises(Exception, match="not empty"):
+    hub_export.check_export_dir(str(tmp_path))
+  hub_export.check_export_dir(str(tmp_path), overwrite=True)
+  with pytest.raises(Exception, match="not a directory"):
+    hub_export.check_export_dir(str(tmp_path / "x"), overwrite=True)
+
+
+# --------------------------------------------------------------------------- real model
+
+
+@pytest.mark.slow
+def test_real_checkpoint_round_trip(tmp_path):
+  """The shared real 6-layer uncased checkpoint, on real multilingual text."""
+  shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")
+  export_dir = tmp_path / "hub"
+  export_dir.mkdir()  # an empty existing directory is accepted
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "export_encoder.py"),
+       f"--bert_config_file={MINILM_DIR}/bert_config.json",
+       f"--vocab_file={MINILM_DIR}/vocab.txt",
+       f"--init_checkpoint={MINILM_DIR}/bert_model.ckpt", f"--export_dir={export_dir}",
+       "--max_seq_length=48"], capture_output=True, text=True, env=_env(), timeout=900)
+  assert result.returncode == 0, result.stderr[-3000:]
+  pairs = _xnli_pairs() + [(EXTRA_TEXTS[0], EXTRA_TEXTS[2])]
+  script, pairs_file, out = tmp_path / "loader.py", tmp_path / "pairs.json", tmp_path / "r.npz"
+  script.write_text(_LOADER, encoding="utf-8")
+  pairs_file.write_text(json.dumps(pairs, ensure_ascii=False), encoding="utf-8")
+  loaded = subprocess.run([sys.executable, str(script), str(export_dir), "48", str(out),
+                           str(pairs_file)], capture_output=True, text=True, env=_env(),
+                          timeout=900, cwd=str(tmp_path))
+  assert loaded.returncode == 0, loaded.stderr[-3000:]
+  arrays = dict(np.load(out))
+  with open(str(out) + ".json", encoding="utf-8") as handle:
+    meta = json.load(handle)
+  vocab_file = os.path.join(MINILM_DIR, "vocab.txt")
+  assert meta["do_lower_case"] is True
+  assert meta["words"] == [_reference_words(vocab_file, True, a) for a, _ in pairs]
+  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
+  inputs = _pack_reference_batch(tokenizer, pairs, 48)
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert arrays[f"pair/{name}"].tolist() == inputs[name].tolist(), name
+  single = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], 48)
+  assert arrays["single/input_word_ids"].tolist() == single["input_word_ids"].tolist()
+  config = checkpoints.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
+  model = modeling.BertModel(config)
+  checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))
+  expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
+                    "segment_ids": inputs["input_type_ids"]}, training=False)
+  np.testing.assert_allclose(arrays["pooled_output"], expected["pooled_output"], atol=1e-5)
+  np.testing.assert_allclose(arrays["sequence_output"], expected["sequence_output"],
+                             atol=1e-5)
+  for index, layer in enumerate(expected["encoder_outputs"]):
+    np.testing.assert_allclose(arrays[f"encoder_outputs/{index}"], layer, atol=1e-5)
+  np.testing.assert_allclose(arrays["session/pooled_output"], expected["pooled_output"],
+                             atol=1e-5)
