@@ -108,7 +108,7 @@ def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
 
 
 def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
-                            flag_name="input_file", max_files=50):
+                            flag_name="input_file", max_files=50, vocab_size=None):
   """Fails with a UserError naming the file unless its first record fits the flags.
 
   Checks up to `max_files` files (one record each; cheap even on remote storage).
@@ -152,6 +152,15 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
         raise script_utils.UserError(
             f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
             f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
+    if vocab_size is not None:
+      ids = list(feature["input_ids"].int64_list.value) + list(
+          feature["masked_lm_ids"].int64_list.value)
+      if ids and (max(ids) >= vocab_size or min(ids) < 0):
+        bad = max(ids) if max(ids) >= vocab_size else min(ids)
+        raise script_utils.UserError(
+            f"--{flag_name}: {path} record 0 has token id {bad}, but vocab_size is "
+            f"{vocab_size} in --bert_config_file; the data was made with another "
+            "vocabulary: recreate it with the model's vocab.txt")
   return list(files)
 
 

@@ -171,10 +171,12 @@ def run():
   strategy = training.create_strategy(strategy_name, FLAGS.tpu_name, FLAGS.tpu_zone,
                                       FLAGS.gcp_project, FLAGS.num_gpus)
   input_pipeline.check_pretraining_files(files, FLAGS.max_seq_length,
-                                         FLAGS.max_predictions_per_seq)
+                                         FLAGS.max_predictions_per_seq,
+                                         vocab_size=config.vocab_size)
   if FLAGS.eval_input_file:
     input_pipeline.check_pretraining_files(eval_files, FLAGS.max_seq_length,
-                                           FLAGS.max_predictions_per_seq, "eval_input_file")
+                                           FLAGS.max_predictions_per_seq, "eval_input_file",
+                                           vocab_size=config.vocab_size)
   if FLAGS.init_checkpoint:
     checkpoints.resolve_checkpoint(FLAGS.init_checkpoint)  # fail before building anything
   training.setup_precision(FLAGS.dtype)

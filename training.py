@@ -256,8 +256,8 @@ def run_training(*, strategy, model, encoder, optimizer, loss_fn, dataset_fn,
     num_train_steps: final global step (optimizer updates).
     output_dir: checkpoints and TensorBoard logs.
   Returns:
-    dict with "global_step", "loss" (mean of the last loop call) and the loss_fn metrics
-    of the last loop call.
+    dict with "global_step", "loss" (mean of the last loop call), the loss_fn metrics
+    and "examples_per_second" of the last loop call.
   """
   accumulation = max(int(gradient_accumulation_steps), 1)
   steps_per_loop = max(int(steps_per_loop), 1)
@@ -411,7 +411,8 @@ def run_training(*, strategy, model, encoder, optimizer, loss_fn, dataset_fn,
         raise FloatingPointError(f"loss is {loss} at step {current}; lower the learning "
                                  "rate or check the data")
       metrics = {k: float(num) / max(float(den), 1e-12) for k, (num, den) in sums.items()}
-      result = {"global_step": current, "loss": loss, **metrics}
+      result = {"global_step": current, "loss": loss, **metrics,
+                "examples_per_second": n * examples_per_step / max(elapsed, 1e-9)}
       if current % log_every_steps == 0 or current == num_train_steps:
         lr = float(optimizer.learning_rate)
         rate = n * examples_per_step / max(elapsed, 1e-9)

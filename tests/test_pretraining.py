@@ -113,7 +113,7 @@ def _run(args, **kwargs):
                         env=ENV, capture_output=True, text=True, timeout=600, **kwargs)
 
 
-def _tiny_config(path, vocab=40, dropout=0.1):
+def _tiny_config(path, vocab=128, dropout=0.1):
   config = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 3,
             "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
             "hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout,
@@ -129,6 +129,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
   common = [f"--bert_config_file={config}", f"--output_dir={tmp_path / 'out'}",
             "--do_train", "--max_predictions_per_seq=3"]
   # Records of length 8, flags saying 16: the file and the fix are named, no traceback.
+  small_vocab = _tiny_config(tmp_path / "small_config.json", vocab=40)
+  result = _run([f"--input_file={data}", "--max_seq_length=8", *common,
+                 f"--bert_config_file={small_vocab}"])
+  assert result.returncode == 2, result.stderr
+  assert (f"--input_file: {data} record 0 has token id 102, but vocab_size is 40 in "
+          "--bert_config_file") in result.stderr
   result = _run([f"--input_file={data}", "--max_seq_length=16", *common])
   assert result.returncode == 2, result.stderr
   lines = [l for l in result.stderr.splitlines() if "run_pretraining.py: error" in l]

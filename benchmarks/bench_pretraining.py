@@ -1,0 +1,155 @@
+"""Benchmark: pretraining throughput (examples/s) and achieved FLOP/s vs the machine's peak.
+
+  .venv/bin/python benchmarks/bench_pretraining.py           # BERT-Base seq 128 + small
+  .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
+
+Each configuration runs in its own process (the Keras dtype policy is global) through
+the real training loop (training.run_training: strategy.run, AdamWeightDecay, clipping)
+on synthetic pretraining batches (seq 128, 20 predictions, vocab 30,522). The timed loop
+call comes after a first call that traces and compiles, so tracing is excluded.
+
+Training FLOPs per example are counted as 3x the forward matmul FLOPs:
+  layers * seq * 2 * (4 H^2 + 2 H I)  +  layers * 4 * seq^2 * H  +  P * 2 * (H^2 + H V)
+(attention projections and FFN, attention scores and context, the masked-LM head over
+P predictions). Peak is measured in the same run: a 4096x4096 tf.matmul, float32 and
+bfloat16, best of a few runs. `run(quick=False)` returns [{name, value, unit, note}].
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+CONFIGS = {
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                 intermediate_size=3072),
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=1024),
+}
+SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
+
+
+def training_flops_per_example(hidden_size, num_hidden_layers, intermediate_size,
+                               seq=SEQ, predictions=PREDICTIONS, vocab=VOCAB, **_):
+  h, layers, inter = hidden_size, num_hidden_layers, intermediate_size
+  forward = (layers * seq * 2 * (4 * h * h + 2 * h * inter) + layers * 4 * seq * seq * h
+             + predictions * 2 * (h * h + h * vocab))
+  return 3 * forward
+
+
+def _child(name, dtype, xla, batch, steps):
+  """Runs in a subprocess: trains `steps` timed steps, prints a JSON line."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  sys.path.insert(0, ROOT)
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import optimization  # pylint: disable=g-import-not-at-top
+  import training  # pylint: disable=g-import-not-at-top
+
+  strategy = training.create_strategy("one_device")
+  training.setup_precision(dtype)
+  training.setup_determinism(1, False)
+  config = modeling.BertConfig(vocab_size=VOCAB, max_position_embeddings=512,
+                               type_vocab_size=2, **CONFIGS[name])
+  rng = np.random.default_rng(0)
+  n = 4 * batch
+  data = {
+      "input_ids": rng.integers(1000, VOCAB, (n, SEQ)).astype("int32"),
+      "input_mask": np.ones((n, SEQ), "int32"), "segment_ids": np.zeros((n, SEQ), "int32"),
+      "masked_lm_positions": rng.integers(1, SEQ, (n, PREDICTIONS)).astype("int32"),
+      "masked_lm_ids": rng.integers(1000, VOCAB, (n, PREDICTIONS)).astype("int32"),
+      "masked_lm_weights": np.ones((n, PREDICTIONS), "float32"),
+      "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype("int32")}
+
+  def dataset_fn(context):
+    ds = tf.data.Dataset.from_tensor_slices(data).repeat()
+    return ds.batch(context.get_per_replica_batch_size(batch), drop_remainder=True).prefetch(2)
+
+  def loss_fn(features, outputs):
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=features["masked_lm_ids"], logits=outputs["masked_lm_logits"])
+    ns = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=features["next_sentence_labels"][:, 0], logits=outputs["next_sentence_logits"])
+    return tf.reduce_mean(nll, 1) + ns, {}
+
+  with strategy.scope():
+    model, encoder = modeling.build_pretraining_model(config)
+    optimizer = optimization.create_optimizer(1e-4, 1000, 10)
+  result = training.run_training(
+      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
+      loss_fn=loss_fn, dataset_fn=dataset_fn, global_batch_size=batch,
+      num_train_steps=2 * steps, output_dir=tempfile.mkdtemp(prefix="bench-pretrain-"),
+      steps_per_loop=steps, log_every_steps=steps, save_checkpoints_steps=10**9,
+      jit_compile=xla, dtype=dtype)
+  # Two loop calls of `steps` steps: the first traces, the second is the one timed.
+  print(json.dumps({"examples_per_second": result["examples_per_second"]}))
+
+
+def _peak(dtype, size=4096, repeats=3):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  a = tf.random.normal((size, size), dtype=tf.float32)
+  a = tf.cast(a, dtype)
+  matmul = tf.function(lambda x: tf.matmul(x, x))
+  matmul(a).numpy()
+  best = float("inf")
+  for _ in range(repeats):
+    t0 = time.perf_counter()
+    matmul(a).numpy()
+    best = min(best, time.perf_counter() - t0)
+  return 2 * size ** 3 / best
+
+
+def run(quick=False):
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  on_gpu = bool(tf.config.list_physical_devices("GPU"))
+  device = "GPU" if on_gpu else "CPU"
+  results = []
+  peaks = {d: _peak(getattr(tf, d)) for d in ("float32", "bfloat16")}
+  for d, value in peaks.items():
+    results.append(dict(name=f"matmul peak {d} ({device})", value=round(value / 1e9, 1),
+                        unit="GFLOP/s", note="4096x4096 tf.matmul, best of 3"))
+  names = ["small"] if quick else ["small", "base"]
+  for name in names:
+    batch = (32 if on_gpu else 8) if name == "base" else 16
+    steps = 2 if (name == "base" and not on_gpu) else (4 if quick else 10)
+    for dtype in ("float32", "bfloat16"):
+      for xla in (False, True):
+        command = [sys.executable, os.path.abspath(__file__), "--child", name, dtype,
+                   str(int(xla)), str(batch), str(steps)]
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+                              env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        label = f"pretraining {name} seq{SEQ} b{batch} {dtype} xla={'on' if xla else 'off'}"
+        if proc.returncode != 0:
+          results.append(dict(name=label, value=float("nan"), unit="examples/s",
+                              note="failed: " + proc.stderr.strip().splitlines()[-1][:200]))
+          continue
+        rate = json.loads(proc.stdout.strip().splitlines()[-1])["examples_per_second"]
+        flops = rate * training_flops_per_example(**CONFIGS[name])
+        peak = peaks["bfloat16" if dtype == "bfloat16" else "float32"]
+        results.append(dict(name=label, value=round(rate, 2), unit="examples/s",
+                            note=f"{device}, {steps} timed steps after tracing"))
+        results.append(dict(name=label + " achieved", value=round(flops / 1e9, 1),
+                            unit="GFLOP/s",
+                            note=f"{100 * flops / peak:.1f}% of the measured {dtype} "
+                                 "matmul peak"))
+  return results
+
+
+def main():
+  if len(sys.argv) > 1 and sys.argv[1] == "--child":
+    _child(sys.argv[2], sys.argv[3], bool(int(sys.argv[4])), int(sys.argv[5]),
+           int(sys.argv[6]))
+    return
+  for row in run(quick="--quick" in sys.argv):
+    print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
+
+
+if __name__ == "__main__":
+  main()
