@@ -94,7 +94,10 @@ def test_fast_equals_full_on_every_category_boundary(pairs):
 @pytest.mark.slow
 def test_fast_equals_full_on_every_code_point(pairs):
   every = [cp for cp in range(sys.maxunicode + 1) if not 0xD800 <= cp <= 0xDFFF]
-  _sweep(pairs, every, ["a{}b", "{}", "\u0391\u03a3{}", "\u03a3{}\u0392 x"])
+  # The sigma contexts catch case-ignorable and cased characters that ICU's and
+  # Python's Unicode versions disagree on (final-sigma lower-casing).
+  _sweep(pairs, every, ["a{}b", "{}", "\u0391\u03a3{}\u0392 x", "{}\u03a3 x",
+                        "\u0391{}\u03a3", "\u0391\u03a3{}"])
 
 
 @settings(SETTINGS, max_examples=20)
