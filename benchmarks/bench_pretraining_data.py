@@ -81,12 +81,25 @@ def build_corpus(path, megabytes, seed=0):
   return size
 
 
+def _cmdline(pid):
+  with open(f"/proc/{pid}/cmdline", "rb") as handle:
+    return handle.read()
+
+
 def _tree_rss_kb(pid):
-  """(resident, anonymous resident) memory in kB of a process and all its descendants."""
-  total, anon, stack = 0, 0, [pid]
+  """(resident, anonymous resident) memory in kB of a process and all its descendants.
+
+  A child whose command line is still its parent's is a fork not yet exec'd (how
+  multiprocessing starts a spawned worker): it shares all of the parent's pages, and
+  counting it would count the parent twice.
+  """
+  total, anon, stack = 0, 0, [(pid, None)]
   while stack:
-    current = stack.pop()
+    current, parent_cmdline = stack.pop()
     try:
+      cmdline = _cmdline(current)
+      if cmdline == parent_cmdline:
+        continue
       with open(f"/proc/{current}/status") as handle:
         for line in handle:
           if line.startswith("VmRSS:"):
@@ -95,7 +108,7 @@ def _tree_rss_kb(pid):
             anon += int(line.split()[1])
       for task in os.listdir(f"/proc/{current}/task"):
         with open(f"/proc/{current}/task/{task}/children") as handle:
-          stack.extend(int(c) for c in handle.read().split())
+          stack.extend((int(c), cmdline) for c in handle.read().split())
     except (FileNotFoundError, ProcessLookupError, PermissionError):
       continue
   return total, anon
