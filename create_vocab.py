@@ -216,8 +216,10 @@ def run():
   if not counter.words:
     raise script_utils.UserError(
         f"--input_file={FLAGS.input_file}: no words to learn from (the corpus is empty)")
-  logging.info("counted %d words (%d distinct) in %d lines in %.1f s; learning...",
-               counter.num_words, len(counter.words), num_lines, time.time() - start)
+  logging.info("counted %d words (%d distinct) in %d lines in %.1f s; learning (the "
+               "learner is pure Python and logs nothing: about a CPU-minute per 20,000 "
+               "distinct words)...", counter.num_words, len(counter.words), num_lines,
+               time.time() - start)
 
   learn_start = time.time()
   vocab = learn_vocab(
