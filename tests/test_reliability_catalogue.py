@@ -857,6 +857,125 @@ def vocab_config_mismatch(ws):
               absent=[out])
 
 
+# ---- create_vocab.py
+
+
+def _vocab_args(ws, input_file, output_file, *extra):
+  return [f"--input_file={input_file}", f"--output_file={output_file}", "--vocab_size=200",
+          "--num_unused=5", *extra]
+
+
+@case("create_vocab.py")
+def missing_input(ws):
+  path = ws.path("cv-none.txt")
+  out = ws.path("cv-o1", "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_vocab.py")
+def empty_input(ws):
+  path = ws.write("cv-empty.txt", "")
+  out = ws.path("cv-o2", "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_vocab.py")
+def directory_as_input(ws):
+  path = ws.mkdir("cv-dir")
+  out = ws.path("cv-o3", "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out), expect=[path], absent=[out])
+
+
+@case("create_vocab.py", default=True)
+def non_utf8_input(ws):
+  path = ws.write("cv-latin1.txt", CORPUS.encode() + b"caf\xe9 au lait .\n")
+  out = ws.path("cv-o4", "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out), expect=[path + ":7"], absent=[out])
+
+
+@case("create_vocab.py")
+def unwritable_output(ws):
+  path = ws.write("cv-ok.txt", CORPUS * 5)
+  out = os.path.join(ws.unwritable("cv-o5"), "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out), expect=[os.path.dirname(out)], absent=[out])
+
+
+@case("create_vocab.py")
+def malformed_config_template(ws):
+  path = ws.write("cv-ok.txt", CORPUS * 5)
+  template = ws.write("cv-template.json", '{"hidden_size": 32,,}')
+  out = ws.path("cv-o6", "vocab.txt")
+  return dict(argv=_vocab_args(ws, path, out, f"--bert_config_template={template}"),
+              expect=[template], absent=[os.path.join(ws.path("cv-o6"), "bert_config.json"), out])
+
+
+# ---- export_encoder.py
+
+
+def _export(ws, export_dir, *extra, config=None, vocab=None, checkpoint=None):
+  return [*ws.model_flags(config, vocab), f"--export_dir={export_dir}",
+          f"--init_checkpoint={checkpoint or ws.path('ee-tiny', 'bert_model.ckpt')}",
+          "--max_seq_length=32", *extra]
+
+
+def _export_checkpoint(ws):
+  return {"google_checkpoint": ws.path("ee-tiny", "bert_model.ckpt"), "bert_config": ws.config}
+
+
+@case("export_encoder.py")
+def missing_vocab(ws):
+  vocab = ws.path("ee-none-vocab.txt")
+  out = ws.path("ee-o1")
+  return dict(argv=_export(ws, out, vocab=vocab), expect=[vocab], absent=[out])
+
+
+@case("export_encoder.py")
+def checkpoint_of_other_size(ws):
+  out = ws.path("ee-o2")
+  return dict(argv=_export(ws, out, checkpoint=ws.minilm), expect=[ws.minilm], absent=[out])
+
+
+@case("export_encoder.py")
+def missing_checkpoint(ws):
+  ckpt = ws.path("ee-nothing", "bert_model.ckpt")
+  out = ws.path("ee-o3")
+  return dict(argv=_export(ws, out, checkpoint=ckpt), expect=[ckpt], absent=[out])
+
+
+@case("export_encoder.py")
+def seq_length_over_positions(ws):
+  out = ws.path("ee-o4")
+  argv = [a for a in _export(ws, out) if not a.startswith("--max_seq_length")]
+  return dict(argv=argv + ["--seq_length=128"], expect=["seq_length=128", "64"],
+              absent=[out])
+
+
+@case("export_encoder.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("ee-vocab2001.json", vocab_size=2001)
+  out = ws.path("ee-o5")
+  return dict(argv=_export(ws, out, config=config), expect=[ws.vocab, "2001"], absent=[out])
+
+
+@case("export_encoder.py")
+def export_dir_is_a_file(ws):
+  out = ws.write("ee-o6", "not a directory\n")
+  return dict(argv=_export(ws, out), expect=[out], setup=[_export_checkpoint(ws)])
+
+
+@case("export_encoder.py")
+def unwritable_export_dir(ws):
+  out = ws.unwritable("ee-o7")
+  return dict(argv=_export(ws, out), expect=[out], setup=[_export_checkpoint(ws)])
+
+
+@case("export_encoder.py")
+def malformed_config_json(ws):
+  config = ws.write("ee-bad.json", '{"vocab_size": 2000,\n "hidden_size": 32,,\n}')
+  out = ws.path("ee-o8")
+  return dict(argv=_export(ws, out, config=config), expect=[config, "line 2"], absent=[out])
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -939,7 +1058,9 @@ def test_bad_input_catalogue(ws, case_id):
 def test_every_script_is_in_the_default_subset():
   scripts = {CASES[cid][0] for cid in DEFAULT_IDS}
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
-                     "run_squad.py", "run_ner.py", "run_swag.py", "extract_features.py"}
+                     "run_squad.py", "run_ner.py", "run_swag.py", "extract_features.py",
+                     "create_vocab.py"}
+  assert {CASES[cid][0] for cid in CASES} == scripts | {"export_encoder.py"}
 
 
 def test_real_subprocess_matches_the_harness(ws):
