@@ -12,7 +12,7 @@ import os
 import string
 import tempfile
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
 import classifier_data
@@ -79,6 +79,8 @@ GLUE_FIELD = text_without({"\t", "\n", "\r"})
 @given(rows=st.lists(st.lists(st.one_of(st.sampled_from(["0", "1"]), GLUE_FIELD),
                               min_size=3, max_size=6), max_size=6),
        bom=st.booleans())
+@example(rows=[["0", "0", "0", "\x0c", "0"]], bom=False)  # the form feed found by hypothesis
+@example(rows=[["1", "a", "b", "one \u2028 sentence", "two"]], bom=True)
 def test_mrpc_reader_reads_every_valid_row_and_names_the_first_bad_one(rows, bom):
   """MRPC layout: header, label column 0, texts 3 and 4; rows split on newlines only,
   as the original's file iteration did (a U+2028 inside a sentence is not a row end)."""
