@@ -242,6 +242,14 @@ def unknown_label(ws):
               absent=[os.path.join(out, "checkpoint"), os.path.join(out, "eval_results.txt")])
 
 
+@case("run_classifier.py", default=True)
+def unknown_label_with_verbose(ws):
+  """--verbose: the same one error line, after the traceback a bug report needs."""
+  d = _mrpc(ws, "cls-label-v", dev=["7\t1\t2\tthe cat .\tthe mat ."])
+  return dict(argv=_classifier(ws, d, ws.path("cls-o7v"), "--do_eval", "--verbose"),
+              expect=[os.path.join(d, "dev.tsv") + ":2", "7"], verbose=True)
+
+
 @case("run_classifier.py")
 def vocab_config_mismatch(ws):
   config = ws.write_config("cls-vocab2001.json", vocab_size=2001)
@@ -1018,15 +1026,19 @@ def result_of(ws, case_id, default_group):
 
 def check_case(script, spec, result):
   stderr = result["stderr"]
-  assert "Traceback" not in stderr, stderr[-3000:]
-  assert not result["crashed"]
+  assert not result["crashed"], stderr[-3000:]
   assert result["exit"] == 2, stderr[-3000:]
   lines = [l for l in stderr.splitlines() if l.strip()]
   errors = [l for l in lines if l.startswith(f"{script}: error: ")]
   assert len(errors) == 1, stderr[-3000:]
-  # Everything else on stderr must be log lines, not a stray multi-line dump.
-  others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
-  assert others == [], others[:5]
+  if spec.get("verbose"):
+    assert "Traceback (most recent call last):" in stderr
+    assert lines[-1] == errors[0]
+  else:
+    assert "Traceback" not in stderr, stderr[-3000:]
+    # Everything else on stderr must be log lines, not a stray multi-line dump.
+    others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
+    assert others == [], others[:5]
   for needle in spec["expect"]:
     assert needle in errors[0], (needle, errors[0])
   for path in spec.get("absent", []):
