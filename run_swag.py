@@ -150,9 +150,7 @@ def _run():
   if training.latest_step(FLAGS.output_dir):
     logging.info("output_dir holds a checkpoint: training resumes / eval uses it")
     if not FLAGS.do_train:
-      import tensorflow as tf  # pylint: disable=g-import-not-at-top
-      latest = tf.train.latest_checkpoint(FLAGS.output_dir)
-      tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+      training.restore_model(model, FLAGS.output_dir)
   elif FLAGS.init_checkpoint:
     checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
   else:
