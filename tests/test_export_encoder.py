@@ -335,11 +335,13 @@ def test_keras_model_fine_tunes_the_reloaded_encoder(tiny_export):
   reloaded = encoder.encoder.trainable_variables
   assert len(encoder.trainable_weights) == len(reloaded) == 3 * 16 + 7
   before = [v.numpy().copy() for v in reloaded]
-  model.compile(optimizer=keras.optimizers.Adam(3e-3),
+  model.compile(optimizer=keras.optimizers.Adam(1e-2),
                 loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-  history = model.fit(x, labels, epochs=5, batch_size=8, verbose=0)
-  losses = history.history["loss"]
-  assert losses[-1] < 0.7 * losses[0], losses
+  # Losses measured in inference mode (no dropout noise) before and after 20 steps.
+  loss_before = model.evaluate(x, labels, batch_size=32, verbose=0)
+  model.fit(x, labels, epochs=5, batch_size=8, verbose=0)
+  loss_after = model.evaluate(x, labels, batch_size=32, verbose=0)
+  assert loss_after < 0.5 * loss_before, (loss_before, loss_after)
   # Every weight of the reloaded encoder itself was tuned (not a copy of it).
   moved = [np.abs(v.numpy() - b).max() for v, b in zip(reloaded, before)]
   assert min(moved) > 0, moved
@@ -373,7 +375,7 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
   tmp = tiny_export["tmp"]
   base = [f"--bert_config_file={tmp}/bert_config.json",
           f"--vocab_file={tiny_export['vocab_file']}",
-          f"--init_checkpoint={tmp}/bert_model.ckpt"]
+          f"--init_checkpoint={tmp}/bert_model.ckpt", f"--seq_length={SEQ_LENGTH}"]
   full_vocab = shared_path("vocab", "cased_vocab.txt")
   not_a_checkpoint = tmp_path / "weights.bin"
   not_a_checkpoint.write_bytes(b"\x00" * 64)
@@ -384,7 +386,8 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
       base + [f"--export_dir={occupied}"],
       [a if not a.startswith("--vocab_file") else f"--vocab_file={full_vocab}"
        for a in base] + [f"--export_dir={tmp_path}/a"],
-      base[:2] + [f"--init_checkpoint={not_a_checkpoint}", f"--export_dir={tmp_path}/b"],
+      base[:2] + base[3:] + [f"--init_checkpoint={not_a_checkpoint}",
+                             f"--export_dir={tmp_path}/b"],
       base + [f"--export_dir={tmp_path}/c", "--seq_length=41"],
   ]
   script = tmp_path / "driver.py"
@@ -396,7 +399,7 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
   expected = ["exists and is not empty", "vocab_size=", "not a checkpoint",
               "max_position_embeddings=40"]
   for (code, stderr), words in zip(results, expected):
-    lines = [line for line in stderr.splitlines() if "export_encoder.py: error:" in line]
+    lines = [line for line in stderr.splitlines() if ": error: " in line]
     assert code == 2, stderr
     assert len(lines) == 1 and words in lines[0], stderr
     assert "Traceback" not in stderr
