@@ -28,6 +28,7 @@ F1 (MRPC, QQP), Pearson and Spearman with average ranks for ties (STS-B), accura
 
 import csv
 import dataclasses
+import io
 import os
 import sys
 from typing import Optional
@@ -123,7 +124,10 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   if quoting == csv.QUOTE_NONE:
     kwargs["quotechar"] = None
   csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-  reader = csv.reader(text.splitlines(keepends=True), **kwargs)
+  # Rows end at \n, \r\n or \r only, as when the original iterated over the file;
+  # str.splitlines() would also end a row inside a sentence at \x0b, \x0c, \x1c-\x1e,
+  # \x85, U+2028 or U+2029 (tests/test_fuzz_readers.py).
+  reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
   rows = []
   try:
     for fields in reader:

@@ -69,12 +69,6 @@ def expect_user_error(path, call):
 GLUE_FIELD = text_without({"\t", "\n", "\r"})
 
 
-# KNOWN FAILURE (kept out of the default run, listed for the lead): classifier_data.
-# read_delimited splits rows with str.splitlines(), which also ends a row at \x0b, \x0c,
-# \x1c-\x1e, \x85, U+2028 and U+2029; the original's file iteration ends rows at \n (and
-# \r) only, so a sentence holding one of them becomes a short row (error) or two rows.
-# Fix: csv.reader(io.StringIO(text, newline="")) instead of text.splitlines(keepends=True).
-@pytest.mark.slow
 @FUZZ
 @given(rows=st.lists(st.lists(st.one_of(st.sampled_from(["0", "1"]), GLUE_FIELD),
                               min_size=3, max_size=6), max_size=6),
