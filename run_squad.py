@@ -251,7 +251,7 @@ def _run():
   checkpoints.check_max_seq_length(FLAGS.max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config)
+  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config, FLAGS.vocab_file)
   fast_tokenizer = None
   if FLAGS.fast_tokenization:
     fast_tokenizer = tokenization.FastTokenizer(FLAGS.vocab_file,

@@ -415,14 +415,6 @@ def output_is_a_directory(ws):
   return dict(argv=_cpd(ws, path, out), expect=[out])
 
 
-@case("create_pretraining_data.py")
-def max_predictions_over_seq_length(ws):
-  path = ws.write("cpd-ok.txt", CORPUS)
-  out = ws.path("cpd-o10.tfrecord")
-  argv = _cpd(ws, path, out) + ["--max_predictions_per_seq=40"]
-  return dict(argv=argv, expect=["max_predictions_per_seq"], absent=[out])
-
-
 # ---- run_pretraining.py
 
 
@@ -694,6 +686,14 @@ def max_seq_length_over_positions(ws):
 
 
 @case("run_ner.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("ner-vocab2001.json", vocab_size=2001)
+  d = _conll(ws, "ner-vm", train="good")
+  return dict(argv=_ner(ws, d, ws.path("ner-o11"), "--do_train", config=config),
+              expect=[ws.vocab, "2001"])
+
+
+@case("run_ner.py")
 def unwritable_output_dir(ws):
   d = _conll(ws, "ner-unw", train="good")
   out = ws.unwritable("ner-o9")
@@ -766,6 +766,14 @@ def max_seq_length_over_positions(ws):
   d = _swag(ws, "swag-seq", train="good")
   argv = _swag_args(ws, d, ws.path("swag-o7"), "--do_train") + ["--max_seq_length=128"]
   return dict(argv=argv, expect=["max_seq_length=128", "64"])
+
+
+@case("run_swag.py")
+def vocab_config_mismatch(ws):
+  config = ws.write_config("swag-vocab2001.json", vocab_size=2001)
+  d = _swag(ws, "swag-vm", train="good")
+  return dict(argv=_swag_args(ws, d, ws.path("swag-o10"), "--do_train", config=config),
+              expect=[ws.vocab, "2001"])
 
 
 @case("run_swag.py")
