@@ -12,7 +12,9 @@ from conftest import ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import create_pretraining_data as cpd  # noqa: E402
+from conftest import import_script  # noqa: E402
+
+cpd = import_script("create_pretraining_data")
 import pretraining_data_reference as reference  # noqa: E402
 import script_utils  # noqa: E402
 

@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 
 import input_pipeline
-import run_pretraining
+from conftest import import_script
+
+run_pretraining = import_script("run_pretraining")
 import script_utils
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -189,9 +191,25 @@ def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
     time.sleep(0.2)
   process.send_signal(signal.SIGKILL)
   process.wait()
+  # Resume, then a preemption notice (SIGTERM) past the next checkpoint: the run saves
+  # where it stands (not at a multiple of 5) and exits with 143.
+  log = open(tmp_path / "resumed.log", "w")  # noqa: SIM115
+  process = subprocess.Popen([sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+                              *args], env=ENV, stdout=subprocess.DEVNULL, stderr=log)
+  while not os.path.exists(tmp_path / "killed" / "ckpt-20.index"):
+    assert time.time() < deadline and process.poll() is None
+    time.sleep(0.05)
+  process.send_signal(signal.SIGTERM)
+  assert process.wait(timeout=300) == 143
+  log.close()
+  text = (tmp_path / "resumed.log").read_text()
+  assert "Resumed from" in text and "Stopped by SIGTERM" in text
+  stopped = int(text.split("Stopped by SIGTERM at step ")[1].split(";")[0])
+  assert 20 <= stopped < 40
+  assert os.path.exists(tmp_path / "killed" / f"ckpt-{stopped}.index")
   resumed = _run(args)
   assert resumed.returncode == 0, resumed.stderr[-2000:]
-  assert "Resumed from" in resumed.stderr
+  assert f"at step {stopped}" in resumed.stderr
   a = tf.train.load_checkpoint(str(tmp_path / "full" / "pretrained" / "bert_model.ckpt"))
   b = tf.train.load_checkpoint(str(tmp_path / "killed" / "pretrained" / "bert_model.ckpt"))
   assert int(b.get_tensor("global_step")) == 40
