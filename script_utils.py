@@ -52,12 +52,12 @@ def _gfile():
 def _user_facing_exceptions():
   types = [UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
            PermissionError, UnicodeDecodeError, json.JSONDecodeError]
-  try:
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # Only when TensorFlow is already loaded: a TF error cannot have happened otherwise,
+  # and importing it here would make every early one-line error cost seconds.
+  tf = sys.modules.get("tensorflow")
+  if tf is not None and hasattr(tf, "errors"):
     types += [tf.errors.NotFoundError, tf.errors.DataLossError,
               tf.errors.PermissionDeniedError, tf.errors.InvalidArgumentError]
-  except ImportError:  # pragma: no cover - tensorflow is a hard dependency
-    pass
   return tuple(types)
 
 
@@ -211,22 +211,25 @@ def check_tfrecord_framing(path, flag_name="input_file"):
     return None
   size = os.path.getsize(path)
   offset = index = 0
+  good_headers = set()  # records of one file mostly share a few lengths: check each once
   with open(path, "rb") as handle:
     while offset < size:
       header = handle.read(12)
       if len(header) < 12:
         raise UserError(
-            f"--{flag_name}: {path}: record {index} at byte {offset} is cut short (the file "
+            f"--{flag_name}: {path} record {index} at byte {offset} is cut short (the file "
             f"ends inside its header): the file is truncated; recreate it")
       length, length_crc = struct.unpack("<QI", header)
-      if _masked_crc32c(header[:8]) != length_crc:
-        raise UserError(
-            f"--{flag_name}: {path}: not a TFRecord file (bad record header {index} at byte "
-            f"{offset}); pass TFRecords written by this project's scripts")
+      if header not in good_headers:
+        if _masked_crc32c(header[:8]) != length_crc:
+          raise UserError(
+              f"--{flag_name}: {path} is not a TFRecord file (bad record header {index} at "
+              f"byte {offset}); pass TFRecords written by this project's scripts")
+        good_headers.add(header)
       end = offset + 12 + length + 4
       if end > size:
         raise UserError(
-            f"--{flag_name}: {path}: record {index} at byte {offset} needs {end - offset} "
+            f"--{flag_name}: {path} record {index} at byte {offset} needs {end - offset} "
             f"bytes but the file ends after {size - offset}: the file is truncated (an "
             "interrupted copy or write?); recreate it")
       offset = end
