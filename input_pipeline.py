@@ -118,6 +118,9 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
   flag_of = {"max_seq_length": "--max_seq_length",
              "max_predictions_per_seq": "--max_predictions_per_seq"}
   for path in list(files)[:max_files]:
+    # A file cut short (an interrupted copy) would otherwise fail hours into training,
+    # inside a step, without its name; the header walk reads 12 bytes a record.
+    script_utils.check_tfrecord_framing(path, flag_name)
     try:
       records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:

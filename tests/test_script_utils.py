@@ -39,7 +39,7 @@ def test_framing_names_the_truncated_record(tmp_path, cut, record, message):
   with pytest.raises(script_utils.UserError) as info:
     script_utils.check_tfrecord_framing(path, "input_file")
   text = str(info.value)
-  assert text.startswith(f"--input_file: {path}: record {record} at byte ")
+  assert text.startswith(f"--input_file: {path} record {record} at byte ")
   assert message.replace("cut short", "is cut short") in text
   assert "truncated" in text and "recreate it" in text
 
@@ -54,7 +54,7 @@ def test_a_cut_between_records_is_a_shorter_valid_file(tmp_path):
 def test_framing_rejects_a_text_file(tmp_path):
   path = tmp_path / "corpus.txt"
   path.write_text("the cat sat on the mat .\n" * 10, encoding="utf-8")
-  with pytest.raises(script_utils.UserError, match="not a TFRecord file .bad record header 0 "
+  with pytest.raises(script_utils.UserError, match="corpus.txt is not a TFRecord file .bad record header 0 "
                                                    "at byte 0"):
     script_utils.check_tfrecord_framing(str(path))
 
