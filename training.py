@@ -198,7 +198,9 @@ def _metric_names(model, loss_fn, dataset_fn, global_batch_size, accumulation):
 
   def probe():
     features = tf.nest.map_structure(
-        lambda s: tf.zeros([d if d is not None else 1 for d in s.shape], s.dtype), spec)
+        # 2, not 1, for unknown sizes: a length-1 sequence makes Keras warn on stderr
+        # about a softmax over an axis of size 1 in every run.
+        lambda s: tf.zeros([d if d is not None else 2 for d in s.shape], s.dtype), spec)
     return loss_fn(features, model(_model_inputs(model, features), training=False))[1]
 
   del global_batch_size, accumulation
