@@ -209,6 +209,12 @@ def run():
     config_path = os.path.join(os.path.dirname(os.path.abspath(FLAGS.output_file)),
                                "bert_config.json")
 
+  if FLAGS.bert_config_template:
+    # Read now: a typo in the template must not cost a whole learning run (and leave a
+    # vocab.txt without its bert_config.json).
+    script_utils.check_input_file(FLAGS.bert_config_template, "bert_config_template")
+    modeling.BertConfig.from_json_file(FLAGS.bert_config_template)
+
   start = time.time()
   counter = WordCounter(FLAGS.do_lower_case, FLAGS.max_input_chars_per_word)
   num_lines, held_out = _read_corpus(files, counter, FLAGS.holdout_every,

@@ -109,7 +109,7 @@ def _run():
   checkpoints.check_max_seq_length(FLAGS.max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case, FLAGS.init_checkpoint)
   tokenizer = tokenization.FullTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
-  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config)
+  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config, FLAGS.vocab_file)
   script_utils.ensure_output_dir(FLAGS.output_dir)
 
   def load_split(split, require_label):

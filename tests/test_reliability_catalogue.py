@@ -32,11 +32,8 @@ SWAG_HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,end
               "ending2,ending3,label\n"
 # absl's Python log lines, and the C++ ones TensorFlow 2.21 prints at import even with
 # TF_CPP_MIN_LOG_LEVEL=3 (oneDNN notice, "Could not find cuda drivers").
-# Python warnings (file:line: XWarning: ..., then the source line) are tolerated here and
-# reported separately: the training loop's shape probe triggers a Keras softmax warning.
 LOG_LINE = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages "
-                      r"before absl::InitializeLog\(\) is called are written to STDERR$|"
-                      r"\S+\.py:\d+: \w*Warning: |  warnings\.warn\($)")
+                      r"before absl::InitializeLog\(\) is called are written to STDERR$)")
 
 
 # --------------------------------------------------------------------------- workspace
