@@ -139,11 +139,37 @@ def _load_split(name, tokenizer, label_list, ner_data):
   return Split(name, path, examples, features, scheme, ner_data)
 
 
-def _trim_to_longest(features):
-  """Cuts the padding no row of the batch uses: every [B, S, ...] array -> [B, S_batch, ...]."""
+# Batches are cut to their longest row rounded up to a multiple of this: short CoNLL
+# sentences cost little, and prediction's tf.function sees only a few distinct shapes
+# (every new shape would be a new trace of the whole model).
+LENGTH_BUCKET = 32
+
+
+def _bucket_length(length, full_length):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  length = tf.maximum(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1)), 1)
+  rounded = (tf.maximum(length, 1) + LENGTH_BUCKET - 1) // LENGTH_BUCKET * LENGTH_BUCKET
+  return tf.minimum(rounded, full_length)
+
+
+def _trim_to_longest(features):
+  """Cuts the padding no row of the batch uses: every [B, S, ...] array -> [B, S_batch, ...]
+  with S_batch the longest row rounded up to LENGTH_BUCKET."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  length = _bucket_length(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1)),
+                          tf.shape(features["input_mask"])[1])
   return {k: (v[:, :length] if len(v.shape) >= 2 else v) for k, v in features.items()}
+
+
+def _pad_to_bucket(batch):
+  """Pads a padded_batch of cached features [B, S, ...] to S rounded up to LENGTH_BUCKET."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  length = tf.shape(batch["input_mask"])[1]
+  extra = _bucket_length(length, length + LENGTH_BUCKET) - length
+  padded = dict(batch)
+  padded["features"] = tf.pad(batch["features"], [[0, 0], [0, extra], [0, 0]])
+  padded["input_mask"] = tf.pad(batch["input_mask"], [[0, 0], [0, extra]])
+  padded["label_ids"] = tf.pad(batch["label_ids"], [[0, 0], [0, extra]], constant_values=-1)
+  return padded
 
 
 def _array_dataset(arrays, batch_size, training, seed):
@@ -182,7 +208,8 @@ def _collect_predictions(training, model, dataset, num_features, max_seq_length)
   for batch in training.predict(model, dataset):
     logits = batch["logits"].astype(np.float64)
     index = batch["feature_index"]
-    predicted[index, :logits.shape[1]] = np.argmax(logits, axis=-1)
+    width = min(logits.shape[1], max_seq_length)  # cached batches may be padded wider
+    predicted[index, :width] = np.argmax(logits[:, :width], axis=-1)
     labels = batch["label_ids"]
     mask = labels >= 0
     if mask.any():
@@ -344,7 +371,7 @@ def _feature_dataset(path, dim, batch_size, training, seed):
       batch_size, padding_values={"features": 0.0, "input_mask": 0, "label_ids": -1,
                                   "feature_index": 0},
       drop_remainder=training)
-  return dataset.prefetch(2)
+  return dataset.map(_pad_to_bucket).prefetch(2)
 
 
 def build_bilstm_tagger(feature_dim, num_labels, lstm_units):

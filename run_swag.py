@@ -48,8 +48,9 @@ flags.mark_flag_as_required("data_dir")
 def _trim_to_longest(features):
   """Cuts the padding that no pair of the batch uses: [B, C, S] -> [B, C, S_batch]."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  length = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1))
-  length = tf.maximum(length, 1)
+  # Rounded up to a multiple of 32 so that prediction's tf.function sees few shapes.
+  length = tf.maximum(tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1)), 1)
+  length = tf.minimum((length + 31) // 32 * 32, tf.shape(features["input_mask"])[-1])
   trimmed = dict(features)
   for key in ("input_ids", "input_mask", "segment_ids"):
     trimmed[key] = features[key][:, :, :length]
