@@ -31,9 +31,9 @@ import script_utils
 
 flags.DEFINE_string("output_dir", "out/quickstart", "Where every output of the run goes.")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
-flags.DEFINE_integer("pretrain_steps", 400, "Pretraining steps.")
+flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
-flags.DEFINE_float("finetune_epochs", 4.0, "Fine-tuning epochs on data/quickstart.")
+flags.DEFINE_float("finetune_epochs", 6.0, "Fine-tuning epochs on data/quickstart.")
 flags_common.define_runtime_flags()
 FLAGS = flags.FLAGS
 
@@ -149,7 +149,7 @@ def main(_):
         f"--bert_config_file={paths['bert_config.json']}", "--train_batch_size=32",
         f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
         f"--num_train_steps={FLAGS.pretrain_steps}",
-        f"--num_warmup_steps={FLAGS.pretrain_steps // 10}", "--learning_rate=1e-3",
+        f"--num_warmup_steps={FLAGS.pretrain_steps // 10}", "--learning_rate=3e-4",
         "--max_eval_steps=20", "--save_checkpoints_steps=200", "--log_every_steps=50"], log)
 
     run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
@@ -157,9 +157,9 @@ def main(_):
         "--has_header=True", "--text_a_column=sentence", "--label_column=label",
         f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
         f"--bert_config_file={paths['bert_config.json']}",
-        f"--init_checkpoint={os.path.join(paths['pretrain'], 'bert_model.ckpt')}",
+        f"--init_checkpoint={os.path.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
         "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
-        "--train_batch_size=32", "--learning_rate=2e-4",
+        "--train_batch_size=32", "--learning_rate=3e-4",
         f"--num_train_epochs={FLAGS.finetune_epochs}", f"--output_dir={paths['classifier']}",
         f"--export_dir={paths['export']}"], log)
 
@@ -188,7 +188,7 @@ def main(_):
       print(f"  {key} = {value}")
     print(f"\nOutputs under {out}:\n"
           f"  vocab.txt, bert_config.json, pretraining.tfrecord\n"
-          f"  pretrain/    checkpoints, bert_model.ckpt (Google layout), eval_results.txt\n"
+          f"  pretrain/    checkpoints, pretrained/bert_model.ckpt (Google layout), eval_results.txt\n"
           f"  classifier/  checkpoints, eval_results.txt\n"
           f"  export/      SavedModel (signatures serving_default, serve_text)\n"
           f"TensorBoard:  tensorboard --logdir {out}")
