@@ -152,3 +152,25 @@ def define_runtime_flags():
 def steps_per_loop(flag_values):
   """The effective loop length from --steps_per_loop / --iterations_per_loop."""
   return flag_values.steps_per_loop or flag_values.iterations_per_loop
+
+
+def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=True):
+  """Flags the fine-tuning scripts share: data_dir, ltr, example limits.
+
+  data_dir_help: what the task's data folder holds (None: the script has no data_dir).
+  """
+  if not _once("finetuning"):
+    return
+  if data_dir_help:
+    flags.DEFINE_string("data_dir", None, data_dir_help)
+    flags.mark_flag_as_required("data_dir")
+  flags.DEFINE_bool(
+      "ltr", False,
+      "Left-to-right (causal) attention mask, for a model pretrained with "
+      "run_pretraining.py --ltr (the paper's Table 5 LTR ablation).")
+  if train_limit:
+    flags.DEFINE_integer("max_train_examples", 0,
+                         "Use only the first N training examples (0: all).")
+  if eval_limit:
+    flags.DEFINE_integer("max_eval_examples", 0,
+                         "Evaluate/predict only the first N examples of dev/test (0: all).")

@@ -648,10 +648,10 @@ def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
                      name="bert_classifier"), encoder
 
 
-def build_squad_model(config):
+def build_squad_model(config, causal=False):
   """Encoder + SQuAD span head. Outputs: start_logits, end_logits float32 [batch, seq]."""
   config = _as_config(config)
-  encoder = BertModel(config)
+  encoder = BertModel(config, causal=causal)
   inputs = _encoder_inputs()
   start_logits, end_logits = SquadHead(config, name="cls_squad")(
       encoder(inputs)["sequence_output"])

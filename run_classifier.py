@@ -36,9 +36,9 @@ flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, predict_ba
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string(
-    "data_dir", None,
-    "The input data dir. Should contain the .tsv files (or other data files) for the task.")
+flags_common.define_finetuning_flags(
+    data_dir_help="The input data dir. Should contain the .tsv files (or other data files) "
+    "for the task.", train_limit=False, eval_limit=False)
 flags.DEFINE_string("task_name", None,
                     "The name of the task to train: cola, sst2, mrpc, stsb, qqp, mnli, qnli, "
                     "rte, wnli, xnli, or tsv/csv for your own files.")
@@ -71,7 +71,6 @@ flags.DEFINE_bool("regression", False,
                   "tsv/csv task: the label is a number; one output trained with mean "
                   "squared error, evaluated with Pearson/Spearman.")
 
-flags.mark_flag_as_required("data_dir")
 flags.mark_flag_as_required("task_name")
 
 # Predictions log their progress about this often (batches).
@@ -131,25 +130,17 @@ def _loss_fn(regression):
 def _predict_logits(model, dataset, num_examples, what):
   """Logits float32 [num_examples, outputs] in example order, with progress logs.
 
-  Not training.predict: its tf.function retraces for every new sequence length, which
-  per-batch padding makes frequent (seconds per trace); reduce_retracing traces a
-  length-generic graph after the second shape instead.
+  The dataset is sorted by length within windows (per-batch padding), so each batch
+  carries `example_index` to put its rows back in file order.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  names = [t.name for t in model.inputs]
-
-  @tf.function(reduce_retracing=True)
-  def forward(features):
-    return tf.cast(model({n: features[n] for n in names}, training=False)["logits"],
-                   tf.float32)
-
+  import training  # pylint: disable=g-import-not-at-top
   logits = None
   done, start = 0, time.time()
-  for index, batch in enumerate(dataset, start=1):
-    values = forward(batch).numpy()
+  for index, batch in enumerate(training.predict(model, dataset), start=1):
+    values = batch["logits"].astype(np.float32)
     if logits is None:
       logits = np.zeros((num_examples, values.shape[-1]), np.float32)
-    positions = batch["example_index"].numpy()
+    positions = batch["example_index"]
     logits[positions] = values
     done += len(positions)
     if index % _PREDICT_LOG_EVERY == 0:
@@ -258,7 +249,8 @@ def run():
     num_warmup_steps = int(num_train_steps * FLAGS.warmup_proportion)
 
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(config, processor.num_outputs)
+    model, encoder = modeling.build_classifier_model(config, processor.num_outputs,
+                                                     causal=FLAGS.ltr)
     optimizer = None
     if FLAGS.do_train:
       optimizer = optimization.create_optimizer(FLAGS.learning_rate, num_train_steps,

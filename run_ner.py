@@ -42,7 +42,6 @@ flags_common.define_runtime_flags()
 LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
                  "concat_last_four", "sum_all")
 
-flags.DEFINE_string("data_dir", None, "Folder with the CoNLL-2003 files.")
 flags.DEFINE_string("train_file", None,
                     "Training file (default: train.txt or eng.train in --data_dir).")
 flags.DEFINE_string("dev_file", None,
@@ -76,16 +75,9 @@ flags.DEFINE_string("feature_cache_dir", None,
                     "settings can share one.")
 flags.DEFINE_integer("feature_batch_size", 32,
                      "--mode=feature: batch size of the frozen encoder pass.")
-flags.DEFINE_bool("ltr", False,
-                  "Left-to-right attention mask, for a model pretrained with --ltr "
-                  "(the paper's LTR ablation).")
 flags.DEFINE_float("dropout_rate", 0.1,
                    "--mode=finetune: dropout before the token classifier.")
-flags.DEFINE_integer("max_train_examples", 0,
-                     "Use only the first N training sentences (0: all).")
-flags.DEFINE_integer("max_eval_examples", 0,
-                     "Evaluate/predict only the first N sentences of dev/test (0: all).")
-flags.mark_flag_as_required("data_dir")
+flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 files.")
 
 _DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
                   "dev": ("valid.txt", "dev.txt", "eng.testa"),

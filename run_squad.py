@@ -75,8 +75,7 @@ flags.DEFINE_bool(
     "Tokenize the SQuAD words and questions in batches with tokenization.FastTokenizer "
     "(tensorflow-text; the same tokens as the Python tokenizer, about 3x faster). "
     "--nofast_tokenization uses the original's pure-Python tokenizer only.")
-flags.DEFINE_integer("max_train_examples", 0,
-                     "Train on only the first N questions of --train_file (0: all).")
+flags_common.define_finetuning_flags(eval_limit=False)
 flags.DEFINE_integer("max_predict_examples", 0,
                      "Predict only the first N questions of --predict_file (0: all).")
 flags.DEFINE_string(
@@ -284,7 +283,7 @@ def _run():
     del train_features
 
   with strategy.scope():
-    model, encoder = modeling.build_squad_model(config)
+    model, encoder = modeling.build_squad_model(config, causal=FLAGS.ltr)
     optimizer = optimization.create_optimizer(
         FLAGS.learning_rate, num_train_steps, int(num_train_steps * FLAGS.warmup_proportion),
         optimizer_type=FLAGS.optimizer)

@@ -33,16 +33,8 @@ flags_common.define_run_flags(train_batch_size=16, learning_rate=2e-5, num_train
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string("data_dir", None,
-                    "Folder with SWAG's train.csv, val.csv and test.csv.")
-flags.DEFINE_bool("ltr", False,
-                  "Left-to-right attention mask, for a model pretrained with --ltr "
-                  "(the paper's LTR ablation).")
-flags.DEFINE_integer("max_train_examples", 0,
-                     "Use only the first N training examples (0: all).")
-flags.DEFINE_integer("max_eval_examples", 0,
-                     "Evaluate/predict only the first N examples (0: all).")
-flags.mark_flag_as_required("data_dir")
+flags_common.define_finetuning_flags(
+    data_dir_help="Folder with SWAG's train.csv, val.csv and test.csv.")
 
 
 def _trim_to_longest(features):

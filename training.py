@@ -535,7 +535,9 @@ def evaluate(strategy, model, loss_fn, dataset_fn, global_batch_size=None, steps
                       tf.cast(tf.shape(per_example_loss)[0], tf.float32))
     return result
 
-  @tf.function
+  # reduce_retracing: per-batch padding gives many sequence lengths; after the second
+  # one, a single length-generic graph serves them all instead of a trace per length.
+  @tf.function(reduce_retracing=True)
   def eval_step(features):
     out = strategy.run(replica_eval, args=(features,))
     return tf.nest.map_structure(
@@ -564,7 +566,7 @@ def predict(model, dataset):
   """
   names = [t.name for t in model.inputs]
 
-  @tf.function
+  @tf.function(reduce_retracing=True)  # many batch lengths: see evaluate()
   def forward(features):
     return model(_model_inputs(model, features), training=False)
 
