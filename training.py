@@ -557,21 +557,38 @@ def evaluate(strategy, model, loss_fn, dataset_fn, global_batch_size=None, steps
   return result
 
 
+# The traced forward pass of the model that predict() last ran, kept for its next call:
+# scripts predict several sets with one model (run_classifier: dev, then test) and a
+# tf.function made anew per call traced the model again each time, about a second per
+# batch shape it generalises over, longer than the whole pass on a small set. One entry,
+# so a model that is no longer used is not kept alive by more than this.
+_PREDICT_FORWARD = {}
+
+
+def _predict_forward(model):
+  if _PREDICT_FORWARD.get("model") is not model:
+    @tf.function(reduce_retracing=True)  # many batch lengths: see evaluate()
+    def forward(inputs):
+      return model(inputs, training=False)
+
+    _PREDICT_FORWARD.clear()
+    _PREDICT_FORWARD.update(model=model, forward=forward)
+  return _PREDICT_FORWARD["forward"]
+
+
 def predict(model, dataset):
   """Yields one dict of NumPy arrays per batch: the model outputs + the other features.
 
   Runs on the current device, batch by batch in order (no strategy: predictions must come
   back in input order). Features that are not model inputs (unique ids, example indices)
-  are passed through unchanged, so outputs can be matched to examples.
+  are passed through unchanged, so outputs can be matched to examples. Only the model
+  inputs enter the traced function, so datasets that differ in the other features (eval
+  and test sets) share its traces.
   """
   names = [t.name for t in model.inputs]
-
-  @tf.function(reduce_retracing=True)  # many batch lengths: see evaluate()
-  def forward(features):
-    return model(_model_inputs(model, features), training=False)
-
+  forward = _predict_forward(model)
   for features in dataset:
-    outputs = forward(features)
+    outputs = forward(_model_inputs(model, features))
     batch = {k: v.numpy() for k, v in features.items() if k not in names}
     batch.update({k: v.numpy() for k, v in outputs.items()} if isinstance(outputs, dict)
                  else {"outputs": outputs.numpy()})

@@ -11,13 +11,24 @@ in the same process:
     tracing is not timed);
   * training examples/s (batch 32, forward + backward + AdamWeightDecay update, after
     warm-up steps).
-Hugging Face transformers is compared only when it is installed with a backend (it is
-not part of this project's requirements); otherwise the row says so.
---quick: 256 sentences and fewer training steps.
+Then, where the Hugging Face side is installed (`make bench-hf-setup`: a venv of its own,
+never this project's dependency; else one row says how to get it), the same work with
+transformers' BertForSequenceClassification (PyTorch, CPU, as many threads as TF uses),
+each in its own process, both from the shared MiniLM weights:
+  * prediction: the same SST-2 dev texts to logits, batch 32, per-batch padding on both
+    sides (theirs DataCollatorWithPadding under torch.inference_mode), same classifier
+    head, so the logits are compared too; a warm-up pass is untimed on both sides;
+  * fine-tuning: the same random SST-2 train subset, same steps, batch, learning rate,
+    warm-up and clipping; examples/s over the second half of the steps (the first half
+    traces / warms up), then each side's dev accuracy.
+--quick: 256 sentences and fewer training steps. --hf_only: only the comparisons.
 """
 
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,8 +85,194 @@ def _train_rate(tf, model, optimizer, dataset, steps, warmup):
   return steps * BATCH / (time.perf_counter() - started)
 
 
-def run(quick=False):
-  """Returns [{name, value, unit, note}]."""
+# --------------------------------------------------------------------------- Hugging Face
+
+HF_SIDE = os.path.join(ROOT, "benchmarks", "hf_side.py")
+HF_HINT = ("Hugging Face side not installed: `make bench-hf-setup` (or set BERT_HF_PYTHON "
+           "to a Python with torch + transformers)")
+# Fine-tuning comparison: a fixed random subset of SST-2 train, the same for both sides.
+FINETUNE_EXAMPLES = {False: 4000, True: 1000}
+FINETUNE_TIMED_STEPS = {False: 100, True: 15}  # after as many untimed steps
+FINETUNE_LEARNING_RATE = 5e-5
+
+
+def hf_python():
+  """The interpreter with torch + transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
+  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
+  return path if os.path.exists(path) else None
+
+
+def run_hf(mode, request, workdir, timeout=3600):
+  """Runs hf_side.py MODE in its own process; (result dict, None) or (None, why)."""
+  path = os.path.join(workdir, f"{mode}-request.json")
+  with open(path, "w", encoding="utf-8") as handle:
+    json.dump(request, handle)
+  proc = subprocess.run([hf_python(), HF_SIDE, mode, path], capture_output=True, text=True,
+                        timeout=timeout)
+  if proc.returncode != 0:
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return None, f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}"
+  return json.loads(proc.stdout.strip().splitlines()[-1]), None
+
+
+def _load():
+  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _threads():
+  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def _our_predict(classifier_data, run_classifier, model, tokenizer, examples):
+  """(logits float32 [n, 2] in example order, seconds): run_classifier's predict path,
+  from the texts (make_dataset tokenizes in tf.data) to the logits."""
+  started = time.perf_counter()
+  dataset = classifier_data.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
+                                         is_training=False)
+  logits = run_classifier._predict_logits(model, dataset, len(examples), "bench")  # pylint: disable=protected-access
+  return logits, time.perf_counter() - started
+
+
+def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
+  """Prediction on the same texts with the same weights, ours against transformers'."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import run_classifier  # pylint: disable=g-import-not-at-top
+
+  tf.keras.utils.set_random_seed(2)
+  model, _ = modeling.build_classifier_model(config, 2)
+  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
+  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
+          if k.startswith("output_")}
+  np.savez(os.path.join(workdir, "head.npz"), **head)
+  texts = [e.text_a for e in examples]
+  with open(os.path.join(workdir, "texts.json"), "w", encoding="utf-8") as handle:
+    json.dump(texts, handle)
+
+  _, first_seconds = _our_predict(classifier_data, run_classifier, model, tokenizer,
+                                  examples)  # warm-up: traces
+  ours, seconds = _our_predict(classifier_data, run_classifier, model, tokenizer, examples)
+  load = _load()
+  hf, why = run_hf("predict", {
+      "threads": _threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
+      "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
+      "max_seq_length": SEQ, "logits_file": os.path.join(workdir, "hf_logits.npy")}, workdir)
+  n = len(examples)
+  rows = [{"name": "classifier_predict_ours", "value": round(n / seconds, 1),
+           "unit": "examples/s",
+           "note": f"run_classifier path (make_dataset + training.predict), texts to logits, "
+                   f"after a warm-up pass; first pass {n / first_seconds:.1f}/s; {load}"}]
+  if hf is None:
+    return rows + [{"name": "classifier_predict_hf", "value": "failed", "unit": "",
+                    "note": why}]
+  theirs = np.load(os.path.join(workdir, "hf_logits.npy"))
+  diff = float(np.max(np.abs(theirs - ours)))
+  agree = float(np.mean(theirs.argmax(1) == ours.argmax(1)))
+  hf_rate = n / hf["seconds"]
+  return rows + [
+      {"name": "classifier_predict_hf", "value": round(hf_rate, 1), "unit": "examples/s",
+       "note": f"BertForSequenceClassification, DataCollatorWithPadding, inference_mode, "
+               f"{hf['threads']} threads, texts to logits, after a warm-up pass; first pass "
+               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {_load()}"},
+      {"name": "classifier_predict_ours_vs_hf", "value": round((n / seconds) / hf_rate, 2),
+       "unit": "x", "note": f"same weights (max |logit diff| {diff:.1e}, same class on "
+                            f"{agree:.1%}), batch {BATCH}; target >= 2x (issue 8)"}]
+
+
+def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
+  """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
+  training path (make_dataset, training.run_training) from the shared MiniLM."""
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import optimization  # pylint: disable=g-import-not-at-top
+  import run_classifier  # pylint: disable=g-import-not-at-top
+  import training  # pylint: disable=g-import-not-at-top
+
+  tf.keras.utils.set_random_seed(3)
+  strategy = training.create_strategy("one_device")
+  with strategy.scope():
+    model, encoder = modeling.build_classifier_model(config, 2)
+    optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
+  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
+
+  def dataset_fn(context):
+    return classifier_data.make_dataset(
+        train, ["0", "1"], tokenizer, SEQ, context.get_per_replica_batch_size(BATCH),
+        is_training=True, seed=1, input_context=context)
+
+  # Two loop calls: steps - timed_steps (traces; untimed), then timed_steps, whose rate
+  # run_training reports.
+  result = training.run_training(
+      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
+      loss_fn=run_classifier._loss_fn(False), dataset_fn=dataset_fn,  # pylint: disable=protected-access
+      global_batch_size=BATCH, num_train_steps=steps,
+      output_dir=os.path.join(workdir, "ours-finetune"), steps_per_loop=steps - timed_steps,
+      log_every_steps=steps, save_checkpoints_steps=10**9)
+  logits, _ = _our_predict(classifier_data, run_classifier, model, tokenizer, dev)
+  accuracy = classifier_data.accuracy(logits.argmax(1), [int(e.label) for e in dev])
+  return result["examples_per_second"], accuracy, result["loss"]
+
+
+def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
+  """Fine-tuning the MiniLM on the same SST-2 train subset, same steps, batch, lr."""
+  import random  # pylint: disable=g-import-not-at-top
+
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  processor = classifier_data.Sst2Processor()
+  train = random.Random(0).sample(processor.get_train_examples(SST2), FINETUNE_EXAMPLES[quick])
+  dev = processor.get_dev_examples(SST2)
+  timed = FINETUNE_TIMED_STEPS[quick]
+  steps = 2 * timed
+  scope = (f"{len(train)} SST-2 train sentences, {steps} steps of {BATCH}, lr "
+           f"{FINETUNE_LEARNING_RATE:g} (warm-up {steps // 10}, linear decay), clip 1.0; "
+           f"rate over the last {timed} steps")
+  rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
+                                       workdir)
+  rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
+           "note": f"run_training + make_dataset (length buckets), AdamWeightDecay; dev "
+                   f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
+                   f"{_load()}"}]
+  with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
+    json.dump({"train_texts": [e.text_a for e in train],
+               "train_labels": [int(e.label) for e in train],
+               "dev_texts": [e.text_a for e in dev],
+               "dev_labels": [int(e.label) for e in dev]}, handle)
+  hf, why = run_hf("finetune", {
+      "threads": _threads(), "vocab_file": VOCAB, "seed": 3,
+      "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
+      "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
+      "learning_rate": FINETUNE_LEARNING_RATE, "max_seq_length": SEQ}, workdir)
+  if hf is None:
+    return rows + [{"name": "classifier_finetune_hf", "value": "failed", "unit": "",
+                    "note": why}]
+  return rows + [
+      {"name": "classifier_finetune_hf", "value": round(hf["examples_per_second"], 1),
+       "unit": "examples/s",
+       "note": f"BertForSequenceClassification, torch AdamW, DataCollatorWithPadding on "
+               f"shuffled batches, {hf['threads']} threads; dev accuracy "
+               f"{hf['accuracy']:.4f}, loss {hf['final_loss']:.3f}; {hf['versions']}; "
+               f"{_load()}"},
+      {"name": "classifier_finetune_ours_vs_hf",
+       "value": round(rate / hf["examples_per_second"], 2), "unit": "x",
+       "note": f"dev accuracy ours {accuracy:.4f} vs HF {hf['accuracy']:.4f}; "
+               "target >= 1.3x at matching accuracy (issue 8)"}]
+
+
+def _hf_rows(tf, config, tokenizer, examples, quick):
+  if hf_python() is None:
+    return [{"name": "classifier_hf_comparison", "value": "skipped", "unit": "",
+             "note": HF_HINT}]
+  with tempfile.TemporaryDirectory(prefix="bench-classifier-hf-") as workdir:
+    return (_hf_predict_rows(tf, config, tokenizer, examples, workdir)
+            + _hf_finetune_rows(tf, config, tokenizer, quick, workdir))
+
+
+def run(quick=False, hf_only=False):
+  """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   import checkpoints  # pylint: disable=g-import-not-at-top
@@ -96,7 +293,7 @@ def run(quick=False):
            f" tokens), L{config.num_hidden_layers} H{config.hidden_size}, batch {BATCH}")
   rows = []
   rates = {}
-  for fixed in (False, True):
+  for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
     model, _ = modeling.build_classifier_model(config, 2)
     dataset = classifier_data.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
@@ -113,21 +310,14 @@ def run(quick=False):
       rows.append({"name": f"classifier_{mode}_{label}",
                    "value": round(rates[(mode, fixed)], 1), "unit": "examples/s",
                    "note": scope})
-  for mode in ("predict", "train"):
+  for mode in (() if hf_only else ("predict", "train")):
     rows.append({"name": f"classifier_{mode}_speedup_per_batch_vs_fixed128",
                  "value": round(rates[(mode, False)] / rates[(mode, True)], 2), "unit": "x",
                  "note": "same run, same model; target >= 2x for prediction"})
-  try:
-    import transformers  # pylint: disable=g-import-not-at-top,unused-import
-    note = ("transformers is installed, but its TensorFlow models are gone (v5) and this "
-            "project has no torch: not compared")
-  except ImportError:
-    note = "transformers not installed: not compared"
-  rows.append({"name": "classifier_hf_comparison", "value": "skipped", "unit": "",
-               "note": note})
+  rows += _hf_rows(tf, config, tokenizer, examples, quick)
   return rows
 
 
 if __name__ == "__main__":
-  for row in run(quick="--quick" in sys.argv):
+  for row in run(quick="--quick" in sys.argv, hf_only="--hf_only" in sys.argv):
     print(f"{row['name']:50s} {row['value']!s:>10} {row['unit']:12s} {row['note']}")

@@ -13,6 +13,12 @@ Training FLOPs per example are counted as 3x the forward matmul FLOPs:
 (attention projections and FFN, attention scores and context, the masked-LM head over
 P predictions). Peak is measured in the same run: a 4096x4096 tf.matmul, float32 and
 bfloat16, best of a few runs. `run(quick=False)` returns [{name, value, unit, note}].
+
+Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), each
+configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
+as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
+same way (the same number of steps after as many warm-up steps), by benchmarks/hf_side.py
+in its own process; a ratio row compares our float32 XLA-off rate with it.
 """
 
 import json
@@ -116,6 +122,7 @@ def run(quick=False):
     results.append(dict(name=f"matmul peak {d} ({device})", value=round(value / 1e9, 1),
                         unit="GFLOP/s", note="4096x4096 tf.matmul, best of 3"))
   names = ["small"] if quick else ["small", "base"]
+  ours = {}
   for name in names:
     batch = (32 if on_gpu else 8) if name == "base" else 16
     steps = 2 if (name == "base" and not on_gpu) else (4 if quick else 10)
@@ -139,7 +146,60 @@ def run(quick=False):
                             unit="GFLOP/s",
                             note=f"{100 * flops / peak:.1f}% of the measured {dtype} "
                                  "matmul peak"))
+        if dtype == "float32" and not xla:
+          ours[name] = rate
+    results += _hf_rows(name, batch, steps, ours.get(name))
   return results
+
+
+# --------------------------------------------------------------------------- Hugging Face
+
+HF_SIDE = os.path.join(HERE, "hf_side.py")
+
+
+def hf_python():
+  """The interpreter with torch + transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
+  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
+  return path if os.path.exists(path) else None
+
+
+def _load():
+  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _hf_rows(name, batch, steps, ours):
+  """transformers' BertForPreTraining on the same config, batch and synthetic data, run by
+  hf_side.py in the Hugging Face venv; `ours` is our float32 XLA-off rate."""
+  label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} float32"
+  if hf_python() is None:
+    return [dict(name=label, value="skipped", unit="",
+                 note="Hugging Face side not installed: `make bench-hf-setup` (or set "
+                      "BERT_HF_PYTHON to a Python with torch + transformers)")]
+  threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+  with tempfile.TemporaryDirectory(prefix="bench-pretrain-hf-") as workdir:
+    path = os.path.join(workdir, "request.json")
+    with open(path, "w", encoding="utf-8") as handle:
+      json.dump({"threads": threads, "config": CONFIGS[name], "seq": SEQ,
+                 "predictions": PREDICTIONS, "vocab_size": VOCAB, "batch_size": batch,
+                 "steps": steps}, handle)
+    proc = subprocess.run([hf_python(), HF_SIDE, "pretrain", path], capture_output=True,
+                          text=True, timeout=1800)
+  if proc.returncode != 0:
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return [dict(name=label, value=float("nan"), unit="examples/s",
+                 note=f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}")]
+  hf = json.loads(proc.stdout.strip().splitlines()[-1])
+  rows = [dict(name=label, value=round(hf["examples_per_second"], 2), unit="examples/s",
+               note=f"masked LM (logits at all {SEQ} positions, loss at the {PREDICTIONS} "
+                    f"labelled) + NSP, torch AdamW, clip 1.0, {hf['threads']} threads, "
+                    f"{steps} timed steps after {steps} warm-up steps; {hf['versions']}; "
+                    f"{_load()}")]
+  if ours:
+    rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",
+                     value=round(ours / hf["examples_per_second"], 2), unit="x",
+                     note="same config, batch and data, same run; target >= 1x for base "
+                          "(issue 8)"))
+  return rows
 
 
 def main():

@@ -2,9 +2,12 @@
 
 A few MB of real text from ../shared/data (Reuters corpus, SQuAD contexts and questions,
 GLUE sentences; a generated corpus when that folder is missing), the uncased vocabulary
-lower-cased. Both paths must give identical ids on every line, checked here. When the
-Hugging Face `tokenizers` package is importable, its BertWordPieceTokenizer in batch mode
-is timed too (never a dependency: skipped with a message otherwise).
+lower-cased. Both paths must give identical ids on every line, checked here. Where the
+Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), transformers'
+BertTokenizerFast (Rust) batch call is timed on the same lines in that interpreter
+(benchmarks/hf_side.py) and its ids are checked against ours; else the `tokenizers`
+package's BertWordPieceTokenizer when importable here; else a row says how to enable it.
+Neither is ever a dependency of this project.
 
   python benchmarks/bench_tokenization.py           # about 3.5 MB; ~2 minutes
   python benchmarks/bench_tokenization.py --quick   # about 0.4 MB
@@ -98,6 +101,84 @@ def _time(function, repeats=1):
   return result, best
 
 
+HF_SIDE = os.path.join(HERE, "hf_side.py")
+
+
+def hf_python():
+  """The interpreter with transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
+  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
+  return path if os.path.exists(path) else None
+
+
+def _load():
+  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _transformers_batch(lines, vocab_file):
+  """(ids per line, seconds, versions) of transformers' BertTokenizerFast batch call, run
+  by hf_side.py in the Hugging Face venv; (None, why, None) when that fails."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import tempfile  # pylint: disable=g-import-not-at-top
+  with tempfile.TemporaryDirectory(prefix="bench-tok-hf-") as workdir:
+    request = {"vocab_file": vocab_file, "repeats": 2,
+               "lines_file": os.path.join(workdir, "lines.json"),
+               "ids_file": os.path.join(workdir, "ids.npz")}
+    with open(request["lines_file"], "w", encoding="utf-8") as handle:
+      json.dump(lines, handle)
+    with open(os.path.join(workdir, "request.json"), "w", encoding="utf-8") as handle:
+      json.dump(request, handle)
+    proc = subprocess.run([hf_python(), HF_SIDE, "tokenize",
+                           os.path.join(workdir, "request.json")],
+                          capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+      last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+      return None, f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}", None
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    arrays = np.load(request["ids_file"])
+    flat = arrays["flat"].tolist()
+    ends = np.cumsum(arrays["lengths"]).tolist()
+    ids = [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
+  return ids, result["seconds"], result["versions"]
+
+
+def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
+  """transformers' BertTokenizerFast (Rust) in batch mode on the same lines, where the
+  Hugging Face venv exists; else the `tokenizers` package in this process, if any."""
+  if hf_python() is not None:
+    ids, seconds, versions = _transformers_batch(lines, vocab_file)
+    if ids is None:
+      return [{"name": "HF BertTokenizerFast batch", "value": "failed", "unit": "",
+               "note": seconds}]
+    label, note = "HF transformers BertTokenizerFast batch call", (
+        f"tokenizer(lines, add_special_tokens=False), best of 2, its own threads; "
+        f"{versions}")
+  else:
+    try:
+      from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+    except ImportError:
+      return [{"name": "HF tokenizer comparison", "value": "skipped", "unit": "",
+               "note": "Hugging Face side not installed: `make bench-hf-setup` (or set "
+                       "BERT_HF_PYTHON to a Python with transformers)"}]
+    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
+                                clean_text=True, handle_chinese_chars=True)
+    hf.encode_batch(lines[:100], add_special_tokens=False)
+    encodings, seconds = _time(lambda: hf.encode_batch(lines, add_special_tokens=False),
+                               repeats=2)
+    ids = [e.ids for e in encodings]
+    label, note = ("HF tokenizers BertWordPieceTokenizer.encode_batch",
+                   "best of 2, its own threads")
+  same = sum(a == b for a, b in zip(ids, slow_ids)) / len(lines)
+  return [
+      {"name": f"{label} tokens/s", "value": num_tokens / seconds, "unit": "tokens/s",
+       "note": f"{note}; identical ids on {same:.2%} of lines; {_load()}"},
+      {"name": "FastTokenizer (in-graph) / HF batch", "value": seconds / graph_s,
+       "unit": "x", "note": "target >= 5x (issue 8)"},
+      {"name": "FastTokenizer (lists) / HF batch", "value": seconds / lists_s,
+       "unit": "x", "note": "both give Python lists of ids"},
+  ]
+
+
 def run(quick=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   num_bytes = 400_000 if quick else 3_500_000
@@ -140,27 +221,7 @@ def run(quick=False):
        "note": "must be 0"},
   ]
 
-  try:
-    from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    print("Hugging Face `tokenizers` is not installed: its row is skipped "
-          "(pip install tokenizers to compare).", file=sys.stderr)
-  else:
-    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
-                                clean_text=True, handle_chinese_chars=True)
-    hf.encode_batch(lines[:100], add_special_tokens=False)
-    encodings, hf_s = _time(lambda: hf.encode_batch(lines, add_special_tokens=False),
-                            repeats=2)
-    hf_same = sum(e.ids == ids for e, ids in zip(encodings, slow_ids))
-    rows += [
-        {"name": "HF tokenizers BertWordPieceTokenizer.encode_batch tokens/s",
-         "value": num_tokens / hf_s, "unit": "tokens/s",
-         "note": f"identical ids on {hf_same / len(lines):.2%} of lines; its own threads"},
-        {"name": "FastTokenizer (in-graph) / HF tokenizers batch", "value": hf_s / graph_s,
-         "unit": "x", "note": "target >= 5x (issue 8)"},
-        {"name": "FastTokenizer (lists) / HF tokenizers batch", "value": hf_s / lists_s,
-         "unit": "x", "note": ""},
-    ]
+  rows += _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s)
   return rows
 
 
@@ -174,7 +235,10 @@ def main():
   print(f"|{'-' * (width + 2)}|---:|---|---|")
   for r in rows:
     value = r["value"]
-    text = f"{value:,.1f}" if isinstance(value, float) and value < 100 else f"{value:,.0f}"
+    if not isinstance(value, (int, float)):
+      text = str(value)
+    else:
+      text = f"{value:,.1f}" if isinstance(value, float) and value < 100 else f"{value:,.0f}"
     print(f"| {r['name'].ljust(width)} | {text} | {r['unit']} | {r['note']} |")
 
 

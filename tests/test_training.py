@@ -130,3 +130,41 @@ def test_gradient_accumulation_equals_the_big_batch(tmp_path):
   for a, b in zip(fresh.trainable_weights, model_big.trainable_weights):
     moved += not np.allclose(a.numpy(), b.numpy(), atol=1e-6)
   assert moved > 10
+
+
+def test_predict_reuses_traces_across_calls_in_order():
+  """A second predict() with the same model (another set: other non-input features) runs
+  the traces of the first, with the same outputs in the same order; another model gets
+  its own function."""
+  tf.keras.utils.set_random_seed(4)
+  model, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
+  data = _data(n=11, seq=9)
+  # Batches of several lengths, as per-batch padding makes them.
+  batches = [{k: tf.constant(v[start:start + 4, :length] if v.ndim == 2 else
+                             v[start:start + 4]) for k, v in data.items()}
+             for start, length in ((0, 5), (4, 9), (8, 7))]
+  inputs = ("input_ids", "input_mask", "segment_ids")
+  expected = np.concatenate([np.asarray(model({k: b[k] for k in inputs})["logits"])
+                             for b in batches])
+
+  first = list(training.predict(model, batches))
+  forward = training._predict_forward(model)  # pylint: disable=protected-access
+  traces = forward.experimental_get_tracing_count()
+  with_ids = [{**b, "uid": tf.range(s, s + len(b["label_ids"]))}
+              for b, s in zip(batches, (0, 4, 8))]
+  second = list(training.predict(model, with_ids))
+  assert forward.experimental_get_tracing_count() == traces
+  assert training._predict_forward(model) is forward  # pylint: disable=protected-access
+  for run in (first, second):
+    np.testing.assert_allclose(np.concatenate([b["logits"] for b in run]), expected,
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.concatenate([b["label_ids"] for b in run]),
+                                  data["label_ids"])
+  np.testing.assert_array_equal(np.concatenate([b["uid"] for b in second]), np.arange(11))
+
+  other, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
+  theirs = np.concatenate([b["logits"] for b in training.predict(other, batches)])
+  assert training._predict_forward(other) is not forward  # pylint: disable=protected-access
+  np.testing.assert_allclose(theirs, np.concatenate(
+      [np.asarray(other({k: b[k] for k in inputs})["logits"]) for b in batches]),
+      rtol=1e-5, atol=1e-6)

