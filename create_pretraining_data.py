@@ -12,19 +12,20 @@ or globbed. Output: tf.train.Examples with the original's seven features, round-
 the comma-separated `--output_file` list (or `--num_output_shards` files), readable by the
 original run_pretraining.py and by ours.
 
-The algorithm is the original's, call for call on the same `random.Random`: document
-shuffling, `dupe_factor` passes, a target length drawn per document pass, segment A/B with
+The algorithm is the original's, each step drawing from the same distribution as the
+original's: `dupe_factor` passes, a target length drawn per document pass, segment A/B with
 random-next and put-back, random front/back truncation, 15% masking split 80/10/10,
-optional whole-word masking, the instances shuffled. What differs (docs/pretraining_data.md):
-the corpus is streamed in chunks of `--documents_per_chunk` documents, each chunk run through
-that algorithm with its own generator seeded from (`--random_seed`, chunk index), so random-
-next segments come from the same chunk and instances are shuffled within the chunk. A corpus
-that fits in one chunk gives the original's instances exactly (chunk 0 uses `--random_seed`
-itself). Chunks go to `--num_workers` processes and are written in order, so the output bytes
-do not depend on the number of workers.
+optional whole-word masking, the instances shuffled. Pairing walks the documents in Python;
+truncation, masking and serialization run in NumPy for thousands of instances at once.
+What differs (docs/pretraining_data.md): the random generators are not the original's
+(the same seed gives other, equally distributed, instances), and the corpus is streamed in
+chunks of `--documents_per_chunk` documents, each chunk with its own generators seeded from
+(`--random_seed`, chunk index), so random-next segments come from the same chunk and
+instances are shuffled within the chunk. Chunks go to `--num_workers` processes and are
+written in order, so the output bytes do not depend on the number of workers.
 """
 
-import array
+import bisect
 import collections
 import contextlib
 import functools
@@ -97,8 +98,6 @@ FLAGS = flags.FLAGS
 # call, small enough to keep the ragged intermediates of one call in a few MB.
 _TOKENIZE_BATCH = 4096
 _PROGRESS_EVERY_S = 10.0
-_FLOAT_ONE = struct.pack("<f", 1.0)
-_FLOAT_ZERO = struct.pack("<f", 0.0)
 
 InstanceOptions = collections.namedtuple("InstanceOptions", [
     "max_seq_length", "max_predictions_per_seq", "dupe_factor", "short_seq_prob",
@@ -111,20 +110,18 @@ vocab_ids: the ids of the vocabulary's tokens in file order (the original's
 is_subword: bytes, is_subword[id] == 1 when the token starts with "##".
 """
 
-# One instance before padding. input_ids: list[int] with masking applied, [CLS] A [SEP] B
-# [SEP]; num_a: len(A); masked_lm_positions / masked_lm_ids: list[int], sorted by position.
-TrainingInstance = collections.namedtuple("TrainingInstance", [
-    "input_ids", "num_a", "masked_lm_positions", "masked_lm_ids", "is_random_next"])
-
 STAT_KEYS = ("documents", "sentences", "corpus_tokens", "instances", "instance_tokens",
              "masked", "masked_as_mask", "masked_kept", "masked_random", "random_next")
 
+# Instances masked and serialized together: large enough to amortise NumPy's per-call
+# cost, small enough that the [batch, max_seq_length] temporaries stay a few MB.
+_ENCODE_BATCH = 2048
+
 
 def chunk_seed(random_seed, chunk_index):
-  """The seed of chunk `chunk_index`'s random.Random.
+  """The seed of chunk `chunk_index`'s generators.
 
-  Chunk 0 uses `random_seed` itself, so a corpus that fits in one chunk is processed with
-  exactly the original's generator; the others hash (seed, index) so that chunks of
+  Chunk 0 uses `random_seed` itself; the others hash (seed, index) so that chunks of
   neighbouring seeds do not share streams.
   """
   if chunk_index == 0:
@@ -134,200 +131,213 @@ def chunk_seed(random_seed, chunk_index):
 
 
 # --------------------------------------------------------------------------- algorithm
-# The original's algorithm on token ids. Every random draw is the original's, in its order:
-# rng.random(), rng.randint(a, b) == a + _randbelow(b - a + 1), rng.shuffle(x); the inlined
-# versions below consume the same getrandbits() calls as CPython's (tests check it).
+# The original's create_training_instances, restated so that each step draws from the
+# same distribution as the original's, most of them for a whole chunk at once:
+#   * segment pairing (target length, A/B split, random-next with put-back) walks each
+#     document as the original does, but over sentence token counts (bisect on prefix
+#     sums), never copying tokens;
+#   * truncation: the original removes one token at a time from the longer segment, front
+#     or back by a coin. Which segment loses how many tokens depends only on the lengths,
+#     and the front/back coins are independent, so the tokens cut from each front are a
+#     Binomial(cut, 1/2) draw;
+#   * masking: the original shuffles the candidates and takes them in order; a uniformly
+#     random key per candidate (per whole word with --do_whole_word_mask) sorted gives
+#     the same uniformly random order for every instance of a batch at once;
+#   * 80/10/10 replacement: one uniform draw per chosen position;
+#   * the instances of a chunk are shuffled, as the original shuffles all of its own.
 
 
-def _randbelow(getrandbits, n):
-  k = n.bit_length()
-  r = getrandbits(k)
-  while r >= n:
-    r = getrandbits(k)
-  return r
+def _prefix_sums(lengths):
+  total, out = 0, [0]
+  for n in lengths:
+    total += n
+    out.append(total)
+  return out
 
 
-# Per list length, the shuffle's steps (i, i + 1, bit length of i + 1), from the end.
-_SHUFFLE_STEPS = {}
+def plan_instances(doc_prefixes, doc_starts, opt, rng):
+  """Pairs segments as the original's create_instances_from_document, dupe_factor times.
 
-
-def _shuffle_steps(length):
-  steps = _SHUFFLE_STEPS.get(length)
-  if steps is None:
-    steps = [(i, i + 1, (i + 1).bit_length()) for i in range(length - 1, 0, -1)]
-    if length <= 4096:
-      _SHUFFLE_STEPS[length] = steps
-  return steps
-
-
-def _shuffle(getrandbits, x):
-  """random.Random.shuffle(x), inlined: same draws, same permutation."""
-  for i, n, k in _shuffle_steps(len(x)):
-    j = getrandbits(k)
-    while j >= n:
-      j = getrandbits(k)
-    x[i], x[j] = x[j], x[i]
-
-
-def _mask(tokens, num_a, opt, rng, stats):
-  """The original's create_masked_lm_predictions on ids.
-
-  tokens: list[int], [CLS] A [SEP] B [SEP] with len(A) == num_a.
-  Returns (output_ids, positions, label_ids), positions sorted.
+  doc_prefixes: per document, the prefix sums of its (non-empty) sentences' token counts,
+    [0, n0, n0 + n1, ...]; doc_starts: each document's first token in the flat id array.
+  rng: random.Random. Returns lists (a_start, a_length, b_start, b_length, random_next):
+  each segment is a contiguous run of whole sentences in the flat id array, before
+  truncation.
   """
-  getrandbits = rng.getrandbits
   rand = rng.random
-  length = len(tokens)
-  sep_a = num_a + 1
-  num_to_predict = min(opt.max_predictions_per_seq,
-                       max(1, int(round(length * opt.masked_lm_prob))))
-  if opt.do_whole_word_mask:
-    is_subword = opt.is_subword
-    cand_indexes = []
-    for i in range(1, length - 1):
-      if i == sep_a:
-        continue
-      if cand_indexes and is_subword[tokens[i]]:
-        cand_indexes[-1].append(i)
-      else:
-        cand_indexes.append([i])
-    _shuffle(getrandbits, cand_indexes)
-    chosen = []
-    for index_set in cand_indexes:
-      if len(chosen) >= num_to_predict:
-        break
-      # A whole word that would exceed the budget is skipped, as in the original; the
-      # candidate sets are disjoint, so the original's covered-index check never fires.
-      if len(chosen) + len(index_set) > num_to_predict:
-        continue
-      chosen.extend(index_set)
-  else:
-    chosen = list(range(1, sep_a))
-    chosen.extend(range(sep_a + 1, length - 1))
-    _shuffle(getrandbits, chosen)
-    del chosen[num_to_predict:]
-
-  output = list(tokens)
-  p_mask = opt.mask_token_prob
-  keep_threshold = _keep_threshold(opt)
-  vocab_ids = opt.vocab_ids
-  num_vocab = len(vocab_ids)
-  mask_id = opt.mask_id
-  n_mask = n_keep = n_random = 0
-  for index in chosen:
-    if rand() < p_mask:
-      output[index] = mask_id
-      n_mask += 1
-    elif rand() < keep_threshold:
-      n_keep += 1
-    else:
-      output[index] = vocab_ids[_randbelow(getrandbits, num_vocab)]
-      n_random += 1
-  stats["masked_as_mask"] += n_mask
-  stats["masked_kept"] += n_keep
-  stats["masked_random"] += n_random
-  stats["masked"] += len(chosen)
-  chosen.sort()
-  return output, chosen, [tokens[i] for i in chosen]
-
-
-def _keep_threshold(opt):
-  """Second draw of the original: keep when rng.random() < 0.5 (of the non-[MASK] 20%)."""
-  rest = 1.0 - opt.mask_token_prob
-  if rest <= 0.0:
-    return 1.0
-  # Rounded so that the defaults give exactly the original's 0.5 (0.1 / 0.2 in binary
-  # floating point is 0.49999999999999994).
-  return round((rest - opt.random_token_prob) / rest, 12)
-
-
-def create_instances_from_document(documents, document_index, opt, rng, stats):
-  """The original's create_instances_from_document on ids; returns list[TrainingInstance].
-
-  documents: list of documents, each a list of sentences, each a non-empty list[int].
-  """
-  getrandbits = rng.getrandbits
-  rand = rng.random
-  document = documents[document_index]
-  num_sentences = len(document)
   max_num_tokens = opt.max_seq_length - 3
-  # Usually fill the whole sequence; sometimes (short_seq_prob) a shorter one, to reduce
-  # the mismatch between pretraining and fine-tuning on short inputs.
-  target_seq_length = max_num_tokens
-  if rand() < opt.short_seq_prob:
-    target_seq_length = 2 + _randbelow(getrandbits, max_num_tokens - 1)
-  cls_id, sep_id = opt.cls_id, opt.sep_id
-  instances = []
-  current_chunk = []
-  current_length = 0
-  i = 0
-  while i < num_sentences:
-    segment = document[i]
-    current_chunk.append(segment)
-    current_length += len(segment)
-    if i == num_sentences - 1 or current_length >= target_seq_length:
-      a_end = 1
-      if len(current_chunk) >= 2:
-        a_end = 1 + _randbelow(getrandbits, len(current_chunk) - 1)
-      tokens_a = []
-      for j in range(a_end):
-        tokens_a.extend(current_chunk[j])
-      tokens_b = []
-      if len(current_chunk) == 1 or rand() < 0.5:
-        is_random_next = True
-        target_b_length = target_seq_length - len(tokens_a)
-        # Ten tries at another document; with a single document the last draw is used.
-        for _ in range(10):
-          random_document_index = _randbelow(getrandbits, len(documents))
-          if random_document_index != document_index:
-            break
-        random_document = documents[random_document_index]
-        random_start = _randbelow(getrandbits, len(random_document))
-        for j in range(random_start, len(random_document)):
-          tokens_b.extend(random_document[j])
-          if len(tokens_b) >= target_b_length:
-            break
-        # The sentences of this chunk not used as A are put back for the next instance.
-        i -= len(current_chunk) - a_end
-      else:
-        is_random_next = False
-        for j in range(a_end, len(current_chunk)):
-          tokens_b.extend(current_chunk[j])
-
-      # truncate_seq_pair: one token at a time from the longer segment, front or back at
-      # random, kept as index windows so a very long sentence costs O(n), not O(n^2).
-      a_lo, a_hi, b_lo, b_hi = 0, len(tokens_a), 0, len(tokens_b)
-      while (a_hi - a_lo) + (b_hi - b_lo) > max_num_tokens:
-        if a_hi - a_lo > b_hi - b_lo:
-          if rand() < 0.5:
-            a_lo += 1
-          else:
-            a_hi -= 1
-        elif rand() < 0.5:
-          b_lo += 1
+  short_seq_prob = opt.short_seq_prob
+  num_docs = len(doc_prefixes)
+  a_starts, a_lengths, b_starts, b_lengths, random_next = [], [], [], [], []
+  for _ in range(opt.dupe_factor):
+    for d in range(num_docs):
+      prefix = doc_prefixes[d]
+      base = doc_starts[d]
+      num_sentences = len(prefix) - 1
+      # Usually fill the whole sequence; sometimes (short_seq_prob) a shorter one, to
+      # reduce the mismatch between pretraining and fine-tuning on short inputs.
+      target = max_num_tokens
+      if rand() < short_seq_prob:
+        target = 2 + int(rand() * (max_num_tokens - 1))  # randint(2, max_num_tokens)
+      first = 0
+      while first < num_sentences:
+        # The chunk ends at the first sentence that brings it to `target` tokens, or at
+        # the document's last sentence.
+        end = min(bisect.bisect_left(prefix, prefix[first] + target, first + 1),
+                  num_sentences)
+        count = end - first
+        a_end = first + 1 + (int(rand() * (count - 1)) if count >= 2 else 0)
+        a_lo, a_hi = prefix[first], prefix[a_end]
+        a_starts.append(base + a_lo)
+        a_lengths.append(a_hi - a_lo)
+        if count == 1 or rand() < 0.5:
+          # Ten tries at another document; with a single document the last draw is used.
+          for _ in range(10):
+            other = int(rand() * num_docs)
+            if other != d:
+              break
+          other_prefix = doc_prefixes[other]
+          other_sentences = len(other_prefix) - 1
+          start = int(rand() * other_sentences)
+          stop = min(bisect.bisect_left(other_prefix,
+                                        other_prefix[start] + target - (a_hi - a_lo),
+                                        start + 1), other_sentences)
+          b_starts.append(doc_starts[other] + other_prefix[start])
+          b_lengths.append(other_prefix[stop] - other_prefix[start])
+          random_next.append(1)
+          # The sentences of the chunk not used as A are put back for the next instance.
+          first = a_end
         else:
-          b_hi -= 1
-      num_a = a_hi - a_lo
-      tokens = [cls_id]
-      tokens.extend(tokens_a[a_lo:a_hi])
-      tokens.append(sep_id)
-      tokens.extend(tokens_b[b_lo:b_hi])
-      tokens.append(sep_id)
-      output, positions, labels = _mask(tokens, num_a, opt, rng, stats)
-      instances.append(TrainingInstance(output, num_a, positions, labels, is_random_next))
-      stats["instances"] += 1
-      stats["instance_tokens"] += len(tokens)
-      stats["random_next"] += is_random_next
-      current_chunk = []
-      current_length = 0
-    i += 1
-  return instances
+          b_starts.append(base + a_hi)
+          b_lengths.append(prefix[end] - a_hi)
+          random_next.append(0)
+          first = end
+  return a_starts, a_lengths, b_starts, b_lengths, random_next
+
+
+def truncate_pairs(a_start, a_length, b_start, b_length, max_num_tokens, generator):
+  """The original's truncate_seq_pair for every pair at once; returns the new 4 arrays.
+
+  int64 [n] each. The longer segment loses a token until the pair fits (B on a tie):
+  the longer one first loses the length difference, then the two alternate, B first.
+  Each lost token is the front one with probability 1/2.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  excess = np.maximum(a_length + b_length - max_num_tokens, 0)
+  difference = a_length - b_length
+  first = np.minimum(excess, np.abs(difference))
+  rest = excess - first
+  cut_a = np.where(difference > 0, first, 0) + rest // 2
+  cut_b = excess - cut_a
+  front_a = generator.binomial(cut_a, 0.5)
+  front_b = generator.binomial(cut_b, 0.5)
+  return a_start + front_a, a_length - cut_a, b_start + front_b, b_length - cut_b
+
+
+def _choose_positions(tokens, length, num_a, opt, arrays, generator):
+  """The positions to predict, as the original chooses them; int64 [n, k_max], sorted.
+
+  tokens: int64 [n, max_seq_length], [CLS] A [SEP] B [SEP] then 0s. Returns (positions,
+  valid): unused slots hold max_seq_length and are False in `valid` [n, k_max].
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  n, seq = tokens.shape
+  k_max = min(opt.max_predictions_per_seq, seq)
+  pos = np.arange(seq)[None, :]
+  candidate = (pos >= 1) & (pos < length[:, None] - 1) & (pos != num_a[:, None] + 1)
+  budget = np.minimum(np.maximum(1, np.rint(length * opt.masked_lm_prob).astype(np.int64)),
+                      opt.max_predictions_per_seq)
+  budget = np.minimum(budget, length - 3)  # never more than there are candidates
+  if not opt.do_whole_word_mask:
+    keys = generator.random((n, seq))
+    keys[~candidate] = 2.0
+    smallest = np.argpartition(keys, k_max - 1, axis=1)[:, :k_max]
+    order = np.argsort(np.take_along_axis(keys, smallest, 1), axis=1)
+    chosen = np.take_along_axis(smallest, order, 1)
+    valid = np.arange(k_max)[None, :] < budget[:, None]
+    chosen = np.where(valid, chosen, seq)
+    chosen.sort(axis=1)
+    return chosen, valid
+  # Whole words: a "##" piece joins the candidate before it (across A's [SEP] too, as
+  # in the original); the words are taken in random order, a word that would exceed
+  # the budget is skipped, and the scan stops once the budget is used up.
+  subword = arrays["is_subword"][tokens] & candidate
+  starts = candidate & (~subword | (pos == 1))
+  word = np.cumsum(starts, axis=1) - 1
+  num_words = starts.sum(axis=1)
+  width = max(int(num_words.max()), 1)
+  rows = np.broadcast_to(np.arange(n)[:, None], (n, seq))
+  sizes = np.bincount((rows * width + word)[candidate], minlength=n * width)
+  sizes = sizes.reshape(n, width)
+  keys = generator.random((n, width))
+  keys[np.arange(width)[None, :] >= num_words[:, None]] = 2.0
+  order = np.argsort(keys, axis=1)
+  ordered_sizes = np.take_along_axis(sizes, order, 1)
+  used = np.zeros(n, np.int64)
+  taken = np.zeros((n, width), bool)
+  for r in range(width):
+    size = ordered_sizes[:, r]
+    fits = (size > 0) & (used + size <= budget)
+    used += np.where(fits, size, 0)
+    taken[:, r] = fits
+  word_taken = np.zeros((n, width), bool)
+  np.put_along_axis(word_taken, order, taken, 1)
+  chosen_mask = candidate & np.take_along_axis(word_taken, np.maximum(word, 0), 1)
+  chosen = np.argsort(~chosen_mask, axis=1, kind="stable")[:, :k_max]
+  valid = np.arange(k_max)[None, :] < chosen_mask.sum(axis=1)[:, None]
+  return np.where(valid, chosen, seq), valid
+
+
+def build_batch(flat, a_start, a_length, b_start, b_length, opt, arrays, generator,
+                stats):
+  """Token matrix, masking and labels for a batch of truncated pairs.
+
+  flat: int32 [num_tokens], the chunk's ids; the rest int64 [n]. Returns dict of NumPy
+  arrays: input_ids [n, S] (masked, 0-padded), length [n], num_a [n], positions [n, k]
+  and labels [n, k] (0-padded), num_masked [n].
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  seq = opt.max_seq_length
+  n = len(a_start)
+  pos = np.arange(seq)[None, :]
+  la, lb = a_length[:, None], b_length[:, None]
+  length = a_length + b_length + 3
+  source = np.where(pos <= la, a_start[:, None] + pos - 1, b_start[:, None] + pos - la - 2)
+  np.clip(source, 0, len(flat) - 1, out=source)
+  tokens = flat[source].astype(np.int64)
+  tokens[:, 0] = opt.cls_id
+  tokens[(pos == la + 1) | (pos == length[:, None] - 1)] = opt.sep_id
+  tokens[pos >= length[:, None]] = 0
+  positions, valid = _choose_positions(tokens, length, a_length, opt, arrays, generator)
+  # A scratch column takes the writes of unused slots.
+  padded = np.concatenate([tokens, np.zeros((n, 1), np.int64)], axis=1)
+  labels = np.where(valid, np.take_along_axis(padded, positions, 1), 0)
+  draw = generator.random(positions.shape)
+  as_mask = valid & (draw < opt.mask_token_prob)
+  as_random = valid & ~as_mask & (draw >= 1.0 - opt.random_token_prob)
+  vocab_ids = arrays["vocab_ids"]
+  replacement = np.where(
+      as_mask, opt.mask_id,
+      np.where(as_random, vocab_ids[generator.integers(0, len(vocab_ids), positions.shape)],
+               labels))
+  np.put_along_axis(padded, positions, replacement, 1)
+  num_masked = valid.sum(axis=1)
+  total_masked = int(num_masked.sum())
+  stats["masked"] += total_masked
+  stats["masked_as_mask"] += int(as_mask.sum())
+  stats["masked_random"] += int(as_random.sum())
+  stats["masked_kept"] += total_masked - int(as_mask.sum()) - int(as_random.sum())
+  stats["instance_tokens"] += int(length.sum())
+  return {"input_ids": padded[:, :seq], "length": length, "num_a": a_length,
+          "positions": np.where(valid, positions, 0), "labels": labels,
+          "num_masked": num_masked}
 
 
 # --------------------------------------------------------------------------- serialization
 # tf.train.Example written by hand: the bytes equal
-# `example.SerializeToString(deterministic=True)` (features in key order, packed values),
-# at a fraction of the cost of building protobuf objects per instance.
+# `example.SerializeToString(deterministic=True)` (features in key order, packed values).
+# The id lists are varint-encoded for a whole batch in NumPy; the other features depend
+# only on a length or a label and are built once.
 
 
 def _varint(value):
@@ -342,26 +352,14 @@ def _varint(value):
       return bytes(out)
 
 
-_SMALL_VARINTS = [_varint(v) for v in range(1 << 14)]
-
-
 def _len_delimited(tag, payload):
-  n = len(payload)
-  return tag + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + payload
-
-
-_KEY_HEADERS = {}
+  return tag + _varint(len(payload)) + payload
 
 
 def _feature_entry(key, feature):
   """One map<string, Feature> entry of Features.feature."""
-  header = _KEY_HEADERS.get(key)
-  if header is None:
-    encoded = key.encode()
-    header = _KEY_HEADERS[key] = b"\x0a" + _varint(len(encoded)) + encoded + b"\x12"
-  n = len(feature)
-  return _len_delimited(
-      b"\x0a", header + (_SMALL_VARINTS[n] if n < 16384 else _varint(n)) + feature)
+  return _len_delimited(b"\x0a", _len_delimited(b"\x0a", key.encode()) +
+                        _len_delimited(b"\x12", feature))
 
 
 def _int64_feature(packed):
@@ -372,122 +370,196 @@ def _float_feature(packed):
   return _len_delimited(b"\x12", _len_delimited(b"\x0a", packed))
 
 
+def _entry_header(key, packed_length, is_float=False):
+  """The bytes of a feature entry that come before its packed values."""
+  list_header = b"\x0a" + _varint(packed_length)
+  feature = (b"\x12" if is_float else b"\x1a") + _varint(
+      len(list_header) + packed_length) + list_header
+  inner = _len_delimited(b"\x0a", key.encode()) + b"\x12" + _varint(
+      len(feature) + packed_length) + feature
+  return b"\x0a" + _varint(len(inner) + packed_length) + inner
+
+
+def varint_rows(values):
+  """Varint-encodes each row of an int array [n, k] of values in [0, 2**28).
+
+  Returns (bytes uint8 [total], num_bytes int64 [n]): the rows' packed encodings back to
+  back, and each row's length.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  values = np.asarray(values).astype("<u4")
+  if values.size and int(values.max()) >= 1 << 28:
+    raise ValueError("token id or position of 2**28 or more")
+  more1, more2, more3 = values >= 1 << 7, values >= 1 << 14, values >= 1 << 21
+  num_bytes = 1 + more1.astype(np.int64) + more2 + more3
+  # Each value's varint bytes, laid out little-endian in one uint32: 7 bits a byte, the
+  # top bit of a byte set when another byte follows.
+  packed = ((values & 0x7F) | ((values << 1) & 0x7F00) | ((values << 2) & 0x7F0000) |
+            ((values << 3) & 0x7F000000))
+  packed |= more1.astype("<u4") << 7
+  packed |= more2.astype("<u4") << 15
+  packed |= more3.astype("<u4") << 23
+  keep = np.arange(4) < num_bytes[..., None]
+  return packed.view(np.uint8).reshape(values.shape + (4,))[keep], num_bytes.sum(axis=1)
+
+
 class ExampleEncoder:
-  """Serializes TrainingInstances as the original's padded tf.train.Example."""
+  """Serializes batches of instances as the original's padded tf.train.Example.
 
-  def __init__(self, max_seq_length, max_predictions_per_seq, max_id):
-    self.max_seq_length = max_seq_length
-    self.max_predictions_per_seq = max_predictions_per_seq
-    size = max(max_id, max_seq_length, 4 * max_predictions_per_seq) + 1
-    self._varints = [_varint(v) for v in range(size)]
-    # Features whose bytes depend only on a length or a label are built once and reused.
-    self._cache = {}
+  A record is 13 byte runs: the Example's length header; then per feature, in key order,
+  an entry header (fixed, or depending only on the packed length) and the packed values.
+  Headers and the small features come from a table built once; the packed id lists and
+  the 0/1 masks are encoded for the whole batch; one gather lays out every record.
+  """
 
-  def _cached(self, key, build):
-    value = self._cache.get(key)
-    if value is None:
-      value = self._cache[key] = build()
-    return value
+  def __init__(self, max_seq_length, max_predictions_per_seq):
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    seq, preds = max_seq_length, max_predictions_per_seq
+    self.max_seq_length, self.max_predictions_per_seq = seq, preds
+    table = bytearray()
 
-  def encode(self, instance):
-    """Returns the serialized tf.train.Example (bytes) of one TrainingInstance."""
-    seq = self.max_seq_length
-    preds = self.max_predictions_per_seq
-    varints = self._varints
-    cached = self._cached
-    ids = instance.input_ids
-    length = len(ids)
-    pad = seq - length
-    num_b = length - instance.num_a - 2
-    num_masked = len(instance.masked_lm_positions)
-    mask_pad = preds - num_masked
-    mask_zeros = b"\x00" * mask_pad
-    parts = (
-        _feature_entry("input_ids", _int64_feature(
-            b"".join(map(varints.__getitem__, ids)) + b"\x00" * pad)),
-        cached(("input_mask", length), lambda: _feature_entry(
-            "input_mask", _int64_feature(b"\x01" * length + b"\x00" * pad))),
-        _feature_entry("masked_lm_ids", _int64_feature(
-            b"".join(map(varints.__getitem__, instance.masked_lm_ids)) + mask_zeros)),
-        _feature_entry("masked_lm_positions", _int64_feature(
-            b"".join(map(varints.__getitem__, instance.masked_lm_positions)) +
-            mask_zeros)),
-        cached(("masked_lm_weights", num_masked), lambda: _feature_entry(
-            "masked_lm_weights",
-            _float_feature(_FLOAT_ONE * num_masked + _FLOAT_ZERO * mask_pad))),
-        cached(("next_sentence_labels", instance.is_random_next), lambda: _feature_entry(
-            "next_sentence_labels",
-            _int64_feature(b"\x01" if instance.is_random_next else b"\x00"))),
-        cached(("segment_ids", length, num_b), lambda: _feature_entry(
-            "segment_ids",
-            _int64_feature(b"\x00" * (length - num_b) + b"\x01" * num_b + b"\x00" * pad))),
-    )
-    return _len_delimited(b"\x0a", b"".join(parts))
+    def add_all(pieces):
+      starts = []
+      for piece in pieces:
+        starts.append(len(table))
+        table.extend(piece)
+      return (np.asarray(starts, np.int64),
+              np.asarray([len(p) for p in pieces], np.int64))
+
+    # Ids below 2**28 take at most 4 varint bytes.
+    self._ids_header = add_all([_entry_header("input_ids", n) for n in range(4 * seq + 1)])
+    self._lm_header = add_all([_entry_header("masked_lm_ids", n)
+                               for n in range(4 * preds + 1)])
+    self._pos_header = add_all([_entry_header("masked_lm_positions", n)
+                                for n in range(4 * preds + 1)])
+    self._mask_header = add_all([_entry_header("input_mask", seq)])
+    self._segment_header = add_all([_entry_header("segment_ids", seq)])
+    self._weights = add_all([_feature_entry("masked_lm_weights", _float_feature(
+        struct.pack("<f", 1.0) * n + struct.pack("<f", 0.0) * (preds - n)))
+                             for n in range(preds + 1)])
+    self._labels = add_all([_feature_entry("next_sentence_labels",
+                                           _int64_feature(bytes([v]))) for v in (0, 1)])
+    longest_body = int(sum(int(lengths.max()) for _, lengths in (
+        self._ids_header, self._lm_header, self._pos_header, self._mask_header,
+        self._segment_header, self._weights, self._labels)) + 2 * seq + 12 * preds + 4 * seq)
+    self._outer_header = add_all([b"\x0a" + _varint(n) for n in range(longest_body + 1)])
+    self._table = np.frombuffer(bytes(table), np.uint8)
+
+  def encode(self, batch):
+    """batch: build_batch's dict. Returns (records bytes concatenated, sizes int64 [n])."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    seq, preds = self.max_seq_length, self.max_predictions_per_seq
+    positions, labels = batch["positions"], batch["labels"]
+    n = positions.shape[0]
+    if positions.shape[1] < preds:  # max_predictions_per_seq > max_seq_length
+      pad = np.zeros((n, preds - positions.shape[1]), np.int64)
+      positions = np.concatenate([positions, pad], axis=1)
+      labels = np.concatenate([labels, pad], axis=1)
+    ids, ids_len = varint_rows(batch["input_ids"])
+    lm_ids, lm_len = varint_rows(labels)
+    lm_pos, pos_len = varint_rows(positions)
+    length = batch["length"]
+    column = np.arange(seq)[None, :]
+    mask = (column < length[:, None]).astype(np.uint8)
+    # [CLS] A [SEP] are segment 0, B [SEP] segment 1.
+    segments = ((column >= batch["num_a"][:, None] + 2) & (mask > 0)).astype(np.uint8)
+    # One source array: the table, then this batch's encodings.
+    sources = [self._table, ids, lm_ids, lm_pos, mask.ravel(), segments.ravel()]
+    base = np.cumsum([0] + [len(s) for s in sources])
+    source = np.concatenate(sources)
+
+    def run_of(table_runs, index):
+      return table_runs[0][index], table_runs[1][index]
+
+    def runs_in(source_index, run_lengths):
+      starts = base[source_index] + np.cumsum(run_lengths) - run_lengths
+      return starts, run_lengths
+
+    fixed = np.zeros(n, np.int64)
+    ones = fixed + 1
+    body = [
+        run_of(self._ids_header, ids_len), runs_in(1, ids_len),
+        run_of(self._mask_header, fixed), runs_in(4, seq * ones),
+        run_of(self._lm_header, lm_len), runs_in(2, lm_len),
+        run_of(self._pos_header, pos_len), runs_in(3, pos_len),
+        run_of(self._weights, batch["num_masked"]),
+        run_of(self._labels, batch["next_sentence_labels"]),
+        run_of(self._segment_header, fixed), runs_in(5, seq * ones),
+    ]
+    body_length = sum(run_length for _, run_length in body)
+    runs = [run_of(self._outer_header, body_length)] + body
+    starts = np.stack([s for s, _ in runs], axis=1).ravel()
+    run_lengths = np.stack([l for _, l in runs], axis=1).ravel()
+    # Concatenated ranges [start, start + length) of every run, in record order.
+    out_start = np.cumsum(run_lengths) - run_lengths
+    index = np.repeat(starts - out_start, run_lengths) + np.arange(int(run_lengths.sum()))
+    sizes = run_lengths.reshape(n, len(runs)).sum(axis=1)
+    return source[index].tobytes(), sizes
 
 
 # --------------------------------------------------------------------------- chunks
 
 
-def documents_from_ids(flat_ids, sentence_splits, doc_sentence_counts):
-  """Rebuilds a chunk's documents from the tokenizer's flat output.
+def create_chunk_examples(flat_ids, sentence_splits, doc_sentence_counts, opt, seed,
+                          encoder=None, arrays=None):
+  """The original's create_training_instances on one chunk of documents.
 
-  flat_ids: int32 [num_tokens]; sentence_splits: int64 [num_sentences + 1], the ragged row
-  splits; each a NumPy array, a list, or its raw native-endian bytes (what the workers
-  receive: no NumPy import there, and the pickle is the bare buffer).
-  doc_sentence_counts: list[int], sentences of each raw document.
-  Sentences that tokenize to nothing and documents left empty are dropped, as the original.
+  flat_ids: int32 [num_tokens], the chunk's token ids; sentence_splits: int64
+  [num_sentences + 1], the ragged row splits (each a NumPy array or its raw native-endian
+  bytes, as the workers receive them); doc_sentence_counts: list[int], sentences of each
+  raw document. Sentences that tokenize to nothing and documents left empty are dropped,
+  as in the original.
+  Returns (batches, stats): batches, a list of (records, sizes): serialized
+  tf.train.Examples back to back (bytes) and each one's size (list[int]), together in the
+  chunk's shuffled order; stats: dict over STAT_KEYS.
   """
-  flat = _as_list(flat_ids, "i")
-  splits = _as_list(sentence_splits, "q")
-  documents = []
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  if isinstance(flat_ids, (bytes, bytearray)):
+    flat_ids = np.frombuffer(flat_ids, np.int32)
+    sentence_splits = np.frombuffer(sentence_splits, np.int64)
+  encoder = encoder or ExampleEncoder(opt.max_seq_length, opt.max_predictions_per_seq)
+  arrays = arrays or _option_arrays(opt)
+  stats = dict.fromkeys(STAT_KEYS, 0)
+  sentence_lengths = np.diff(sentence_splits).tolist()
+  splits = sentence_splits.tolist()
+  doc_prefixes, doc_starts = [], []
   s = 0
   for count in doc_sentence_counts:
-    document = []
-    for k in range(s, s + count):
-      lo, hi = splits[k], splits[k + 1]
-      if hi > lo:
-        document.append(flat[lo:hi])
+    lengths = [n for n in sentence_lengths[s:s + count] if n]
+    if lengths:
+      doc_prefixes.append(_prefix_sums(lengths))
+      doc_starts.append(splits[s])
+      stats["sentences"] += len(lengths)
     s += count
-    if document:
-      documents.append(document)
-  return documents
+  stats["documents"] = len(doc_prefixes)
+  stats["corpus_tokens"] = int(len(flat_ids))
+  if not doc_prefixes:
+    return [], stats
+  generator = np.random.default_rng(seed)
+  plan = [np.asarray(v, np.int64) for v in plan_instances(
+      doc_prefixes, doc_starts, opt, random.Random(seed))]
+  num = len(plan[0])
+  order = generator.permutation(num)
+  a_start, a_length, b_start, b_length, random_next = (v[order] for v in plan)
+  a_start, a_length, b_start, b_length = truncate_pairs(
+      a_start, a_length, b_start, b_length, opt.max_seq_length - 3, generator)
+  stats["instances"] = num
+  stats["random_next"] = int(random_next.sum())
+  batches = []
+  for lo in range(0, num, _ENCODE_BATCH):
+    part = slice(lo, lo + _ENCODE_BATCH)
+    batch = build_batch(flat_ids, a_start[part], a_length[part], b_start[part],
+                        b_length[part], opt, arrays, generator, stats)
+    batch["next_sentence_labels"] = random_next[part]
+    records, sizes = encoder.encode(batch)
+    batches.append((records, sizes.tolist()))
+  return batches, stats
 
 
-def _as_list(values, typecode):
-  if isinstance(values, (bytes, bytearray)):
-    return array.array(typecode, values).tolist()
-  return values.tolist() if hasattr(values, "tolist") else list(values)
-
-
-def create_chunk_examples(documents, opt, seed, encoder=None):
-  """The original's create_training_instances on one chunk; returns (records, stats).
-
-  documents: list of documents (lists of non-empty list[int] sentences); shuffled in place.
-  records: list[bytes] of serialized tf.train.Examples in the original's final
-  (shuffled) order; stats: dict over STAT_KEYS.
-  """
-  if encoder is None:
-    encoder = ExampleEncoder(opt.max_seq_length, opt.max_predictions_per_seq,
-                             max(opt.vocab_ids))
-  rng = random.Random(seed)
-  stats = dict.fromkeys(STAT_KEYS, 0)
-  stats["documents"] = len(documents)
-  stats["sentences"] = sum(len(d) for d in documents)
-  stats["corpus_tokens"] = sum(len(s) for d in documents for s in d)
-  records = []
-  if not documents:
-    return records, stats
-  rng.shuffle(documents)
-  encode = encoder.encode
-  for _ in range(opt.dupe_factor):
-    for document_index in range(len(documents)):
-      for instance in create_instances_from_document(documents, document_index, opt, rng,
-                                                     stats):
-        records.append(encode(instance))
-  # Shuffling the serialized records draws exactly what the original's shuffle of its
-  # instance objects draws: the permutation depends only on the length.
-  rng.shuffle(records)
-  return records, stats
+def _option_arrays(opt):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  return {"vocab_ids": np.asarray(opt.vocab_ids, np.int64),
+          "is_subword": np.frombuffer(opt.is_subword, np.uint8).astype(bool)}
 
 
 _WORKER = {}
@@ -495,15 +567,15 @@ _WORKER = {}
 
 def _init_worker(opt):
   _WORKER["opt"] = opt
-  _WORKER["encoder"] = ExampleEncoder(opt.max_seq_length, opt.max_predictions_per_seq,
-                                      max(opt.vocab_ids))
+  _WORKER["encoder"] = ExampleEncoder(opt.max_seq_length, opt.max_predictions_per_seq)
+  _WORKER["arrays"] = _option_arrays(opt)
 
 
 def _process_chunk(task):
-  """Worker entry: (seed, flat_ids, sentence_splits, doc_sentence_counts) -> (records, stats)."""
+  """Worker entry: (seed, flat_ids, sentence_splits, doc_sentence_counts) -> results."""
   seed, flat_ids, splits, counts = task
-  documents = documents_from_ids(flat_ids, splits, counts)
-  return create_chunk_examples(documents, _WORKER["opt"], seed, _WORKER["encoder"])
+  return create_chunk_examples(flat_ids, splits, counts, _WORKER["opt"], seed,
+                               _WORKER["encoder"], _WORKER["arrays"])
 
 
 def read_documents(input_files, on_encoding_error, counters):
@@ -562,31 +634,18 @@ class _Tokenizer:
   def __init__(self, vocab_file, do_lower_case):
     import tokenization  # pylint: disable=g-import-not-at-top
     self.vocab = tokenization.load_vocab(vocab_file)
-    fast = getattr(tokenization, "FastTokenizer", None)
-    # Until FastTokenizer is available everywhere, FullTokenizer gives the same ids.
-    self._fast = fast(vocab_file, do_lower_case) if fast is not None else None
-    self._full = (None if self._fast is not None else
-                  tokenization.FullTokenizer(vocab_file, do_lower_case))
+    self._fast = tokenization.FastTokenizer(vocab_file, do_lower_case)
 
   def tokenize(self, sentences):
     """sentences: list[str] -> (flat ids int32 [num_tokens], row splits int64 [n + 1])."""
     import numpy as np  # pylint: disable=g-import-not-at-top
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
     flats, lengths = [], []
     for start in range(0, len(sentences), _TOKENIZE_BATCH):
-      batch = sentences[start:start + _TOKENIZE_BATCH]
-      if self._fast is not None and hasattr(self._fast, "tokenize"):
-        import tensorflow as tf  # pylint: disable=g-import-not-at-top
-        ragged = self._fast.tokenize(tf.constant(batch))
-        splits = ragged.row_splits.numpy()
-        flats.append(ragged.flat_values.numpy().astype(np.int32))
-        lengths.append(np.diff(splits))
-      else:
-        if self._fast is not None:
-          ids = self._fast.tokenize_batch(batch)
-        else:
-          ids = [self._full.convert_tokens_to_ids(self._full.tokenize(s)) for s in batch]
-        flats.append(np.fromiter((t for s in ids for t in s), dtype=np.int32))
-        lengths.append(np.array([len(s) for s in ids], dtype=np.int64))
+      ragged = self._fast.tokenize_untraced(
+          tf.constant(sentences[start:start + _TOKENIZE_BATCH]))
+      flats.append(ragged.flat_values.numpy().astype(np.int32))
+      lengths.append(np.diff(ragged.row_splits.numpy()))
     flat = np.concatenate(flats) if flats else np.zeros([0], np.int32)
     splits = np.zeros([len(sentences) + 1], np.int64)
     if lengths:
@@ -701,23 +760,30 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   if num_workers is None:
     num_workers = os.cpu_count() or 1
 
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  tokenizer = _get_tokenizer(vocab_file, do_lower_case)
+  import tokenization  # pylint: disable=g-import-not-at-top
+  vocab = tokenization.load_vocab(vocab_file)
   opt = _instance_options(
-      tokenizer.vocab, vocab_file, max_seq_length=max_seq_length,
+      vocab, vocab_file, max_seq_length=max_seq_length,
       max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
       short_seq_prob=short_seq_prob, masked_lm_prob=masked_lm_prob,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
       do_whole_word_mask=do_whole_word_mask)
-  unk_id = tokenizer.vocab.get("[UNK]", -1)
+  unk_id = vocab.get("[UNK]", -1)
   pool = None
   if num_workers > 0:
     # Spawned, not forked: the parent runs TensorFlow threads, and the workers need only
-    # this module's pure-Python half (no TensorFlow, no NumPy).
+    # NumPy. Started before TensorFlow is imported here, so that both start-ups overlap.
     pool = multiprocessing.get_context("spawn").Pool(
         num_workers, initializer=_init_worker, initargs=(opt,))
   else:
     _init_worker(opt)
+  try:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    tokenizer = _get_tokenizer(vocab_file, do_lower_case)
+  except BaseException:
+    if pool is not None:
+      pool.terminate()
+    raise
 
   totals = dict.fromkeys(STAT_KEYS, 0)
   totals["unk_tokens"] = 0
@@ -758,10 +824,19 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
 
     def write(result):
       nonlocal written
-      records, stats = result
-      for record in records:
-        writers[written % num_writers].write(record)
-        written += 1
+      batches, stats = result
+      for records, sizes in batches:
+        offset = 0
+        if num_writers == 1:
+          write_record = writers[0].write
+          for size in sizes:
+            write_record(records[offset:offset + size])
+            offset += size
+        else:
+          for number, size in enumerate(sizes, written):
+            writers[number % num_writers].write(records[offset:offset + size])
+            offset += size
+        written += len(sizes)
       for key in STAT_KEYS:
         totals[key] += stats[key]
       progress()

@@ -539,6 +539,15 @@ def _fast_tokenizer_class():
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
       """strings: tf.string [batch] -> tf.RaggedTensor int32 [batch, (pieces)] of ids."""
+      return self.tokenize_untraced(strings)
+
+    def tokenize_untraced(self, strings):
+      """tokenize() run op by op, not traced into a graph.
+
+      Tracing costs about a second once; a command that tokenizes a few large batches
+      and exits (create_pretraining_data.py) starts faster without it, and a batch of
+      thousands of sentences runs as fast either way.
+      """
       return self._tokenizer.tokenize(self._normalize(strings))
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])

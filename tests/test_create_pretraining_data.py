@@ -75,44 +75,146 @@ def reuters_head(tmp_path_factory):
 # --------------------------------------------------------------------------- pieces
 
 
-def test_inlined_random_draws_match_cpython():
-  for seed in range(5):
-    ours, theirs = random.Random(seed), random.Random(seed)
-    for n in [1, 2, 3, 7, 64, 125, 509, 5000]:
-      x, y = list(range(n)), list(range(n))
-      cpd._shuffle(ours.getrandbits, x)
-      theirs.shuffle(y)
-      assert x == y
-      assert cpd._randbelow(ours.getrandbits, n) == theirs.randint(0, n - 1)
-    assert ours.random() == theirs.random()
-
-
-def test_encoded_example_equals_protobuf_serialization():
-  encoder = cpd.ExampleEncoder(max_seq_length=300, max_predictions_per_seq=3, max_id=30521)
-  # 131 tokens: positions >= 128 and ids >= 16384 take multi-byte varints.
-  ids = [CLS] + [20000 + i for i in range(64)] + [SEP] + list(range(5, 69)) + [SEP]
-  instance = cpd.TrainingInstance(ids, 64, [7, 129], [30000, 3], True)
-  expected = tf.train.Example(features=tf.train.Features(feature={
-      "input_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=ids + [0] * 169)),
-      "input_mask": tf.train.Feature(int64_list=tf.train.Int64List(
-          value=[1] * 131 + [0] * 169)),
-      "segment_ids": tf.train.Feature(int64_list=tf.train.Int64List(
-          value=[0] * 66 + [1] * 65 + [0] * 169)),
-      "masked_lm_positions": tf.train.Feature(int64_list=tf.train.Int64List(
-          value=[7, 129, 0])),
-      "masked_lm_ids": tf.train.Feature(int64_list=tf.train.Int64List(value=[30000, 3, 0])),
+def _example(ids, num_a, positions, labels, is_random_next, seq, preds):
+  """The tf.train.Example the original writes, serialized deterministically."""
+  def ints(values):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+  n, k = len(ids), len(positions)
+  return tf.train.Example(features=tf.train.Features(feature={
+      "input_ids": ints(ids + [0] * (seq - n)),
+      "input_mask": ints([1] * n + [0] * (seq - n)),
+      "segment_ids": ints([0] * (num_a + 2) + [1] * (n - num_a - 2) + [0] * (seq - n)),
+      "masked_lm_positions": ints(positions + [0] * (preds - k)),
+      "masked_lm_ids": ints(labels + [0] * (preds - k)),
       "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(
-          value=[1.0, 1.0, 0.0])),
-      "next_sentence_labels": tf.train.Feature(int64_list=tf.train.Int64List(value=[1])),
-  }))
-  assert encoder.encode(instance) == expected.SerializeToString(deterministic=True)
-  # The cached per-length features must not leak between instances of other shapes.
-  short = cpd.TrainingInstance([CLS, 9, SEP, 10, 11, SEP], 1, [4], [11], False)
-  parsed = tf.train.Example.FromString(encoder.encode(short)).features.feature
-  assert list(parsed["segment_ids"].int64_list.value[:7]) == [0, 0, 0, 1, 1, 1, 0]
-  assert list(parsed["input_mask"].int64_list.value[:7]) == [1] * 6 + [0]
-  assert list(parsed["masked_lm_weights"].float_list.value) == [1.0, 0.0, 0.0]
-  assert list(parsed["next_sentence_labels"].int64_list.value) == [0]
+          value=[1.0] * k + [0.0] * (preds - k))),
+      "next_sentence_labels": ints([int(is_random_next)]),
+  })).SerializeToString(deterministic=True)
+
+
+def test_encoded_examples_equal_protobuf_serialization():
+  seq, preds = 300, 3
+  encoder = cpd.ExampleEncoder(max_seq_length=seq, max_predictions_per_seq=preds)
+  # 131 tokens: positions >= 128 and ids >= 16384 take multi-byte varints; the second
+  # instance is short, so cached per-length pieces must not leak between the two.
+  long_ids = [CLS] + [20000 + i for i in range(64)] + [SEP] + list(range(5, 69)) + [SEP]
+  instances = [(long_ids, 64, [7, 129], [30000, 3], True),
+               ([CLS, 9, SEP, 10, 11, SEP], 1, [4], [11], False),
+               ([CLS] + [2 ** 21 + 5] * 3 + [SEP, 7, SEP], 3, [1, 2, 3], [1, 2, 3], True)]
+  input_ids = np.zeros((3, seq), np.int64)
+  positions = np.zeros((3, preds), np.int64)
+  labels = np.zeros((3, preds), np.int64)
+  for i, (ids, _, pos, lab, _) in enumerate(instances):
+    input_ids[i, :len(ids)] = ids
+    positions[i, :len(pos)] = pos
+    labels[i, :len(lab)] = lab
+  batch = {"input_ids": input_ids, "positions": positions, "labels": labels,
+           "length": np.array([len(x[0]) for x in instances]),
+           "num_a": np.array([x[1] for x in instances]),
+           "num_masked": np.array([len(x[2]) for x in instances]),
+           "next_sentence_labels": np.array([int(x[4]) for x in instances])}
+  records, sizes = encoder.encode(batch)
+  expected = [_example(*x, seq, preds) for x in instances]
+  assert sizes.tolist() == [len(e) for e in expected]
+  assert records == b"".join(expected)
+
+
+def test_varint_rows_match_protobuf_varints():
+  values = np.array([[0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1]])
+  packed, lengths = cpd.varint_rows(values)
+  expected = tf.train.Int64List(value=values[0].tolist()).SerializeToString()[2:]
+  assert bytes(packed) == expected and lengths.tolist() == [len(expected)]
+  with pytest.raises(ValueError):
+    cpd.varint_rows(np.array([[2 ** 28]]))
+
+
+def _simulated_truncation(la, lb, max_num_tokens):
+  """The original's truncate_seq_pair, counting the tokens each segment loses."""
+  cut_a = cut_b = 0
+  while la + lb > max_num_tokens:
+    if la > lb:
+      la, cut_a = la - 1, cut_a + 1
+    else:
+      lb, cut_b = lb - 1, cut_b + 1
+  return cut_a, cut_b
+
+
+def test_truncation_cuts_as_the_original_and_fronts_are_fair_coins():
+  rng = np.random.default_rng(0)
+  la = rng.integers(1, 200, 4000)
+  lb = rng.integers(1, 200, 4000)
+  a_start, b_start = rng.integers(0, 10 ** 6, 4000), rng.integers(0, 10 ** 6, 4000)
+  new_a, new_la, new_b, new_lb = cpd.truncate_pairs(a_start, la, b_start, lb, 125,
+                                                    np.random.default_rng(1))
+  cuts = np.array([_simulated_truncation(x, y, 125) for x, y in zip(la, lb)])
+  np.testing.assert_array_equal(la - new_la, cuts[:, 0])
+  np.testing.assert_array_equal(lb - new_lb, cuts[:, 1])
+  assert (new_la + new_lb <= 125).all() and (new_la >= 1).all() and (new_lb >= 1).all()
+  front_a, front_b = new_a - a_start, new_b - b_start
+  assert ((0 <= front_a) & (front_a <= cuts[:, 0])).all()
+  assert ((0 <= front_b) & (front_b <= cuts[:, 1])).all()
+  # Each lost token is the front one with probability 1/2: Binomial(cuts, 1/2).
+  total = cuts.sum()
+  assert abs((front_a.sum() + front_b.sum()) / total - 0.5) < 5 * 0.5 / np.sqrt(total)
+
+
+class _ScriptedRandom:
+  """The original's rng.random()/randint() calls, randint drawn as ours draws it."""
+
+  def __init__(self, seed):
+    self._rng = random.Random(seed)
+    self.random = self._rng.random
+
+  def randint(self, a, b):
+    return a + int(self._rng.random() * (b - a + 1))
+
+
+def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head):
+  """The reference's create_instances_from_document, its truncation and masking set
+  aside, draws the same numbers as plan_instances; both must pair the same segments."""
+  tokenizer = cpd._get_tokenizer(UNCASED_VOCAB, True)
+  with open(reuters_head, encoding="utf-8") as handle:
+    raw = [[l for l in b.split("\n") if l.strip()] for b in handle.read().split("\n\n")]
+  raw = [d for d in raw if d]
+  full = reference_tokenizer()
+  documents = [[full.tokenize(l) for l in d] for d in raw]
+  documents = [[s for s in d if s] for d in documents]
+  documents = [d for d in documents if d]
+  pairs = []
+  monkeypatch.setattr(reference, "_truncate_pair",
+                      lambda a, b, n, rng: pairs.append((list(a), list(b))))
+  monkeypatch.setattr(reference, "_mask",
+                      lambda tokens, *args: (tokens, [], []))
+  for max_seq_length, short_seq_prob in [(128, 0.1), (40, 0.5)]:
+    pairs.clear()
+    rng = _ScriptedRandom(5)
+    labels = []
+    for _ in range(2):
+      for index in range(len(documents)):
+        labels.extend(i.is_random_next for i in reference._instances_from_document(
+            documents, index, max_seq_length, short_seq_prob, 0.15, 20, [], rng, False))
+    # Ours, over the same documents as flat ids.
+    flat, prefixes, starts = [], [], []
+    for d in documents:
+      starts.append(len(flat))
+      prefixes.append(cpd._prefix_sums([len(s) for s in d]))
+      for s in d:
+        flat.extend(full.convert_tokens_to_ids(s))
+    opt = cpd.InstanceOptions(max_seq_length, 20, 2, short_seq_prob, 0.15, 0.8, 0.1,
+                              False, CLS, SEP, 103, [], b"")
+    a_start, a_len, b_start, b_len, random_next = cpd.plan_instances(
+        prefixes, starts, opt, random.Random(5))
+    assert len(pairs) == len(a_start) > 500
+    assert random_next == [int(x) for x in labels]
+    for i, (a, b) in enumerate(pairs):
+      assert flat[a_start[i]:a_start[i] + a_len[i]] == full.convert_tokens_to_ids(a)
+      assert flat[b_start[i]:b_start[i] + b_len[i]] == full.convert_tokens_to_ids(b)
+  assert tokenizer.vocab == full.vocab
+
+
+def reference_tokenizer():
+  import tokenization  # pylint: disable=g-import-not-at-top
+  return tokenization.FullTokenizer(UNCASED_VOCAB, True)
 
 
 def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
@@ -128,31 +230,53 @@ def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
 # --------------------------------------------------------------------------- faithfulness
 
 
+def _layout(rows):
+  """Per instance: length, len(A), masked count, and what the masked positions show."""
+  length = rows["input_mask"].sum(axis=1)
+  restored = np.array([_restored_tokens({k: v[i] for k, v in rows.items()})
+                       for i in range(len(length))])
+  num_a = np.argmax(restored == SEP, axis=1) - 1
+  real = rows["masked_lm_weights"] > 0
+  shown = np.take_along_axis(rows["input_ids"], rows["masked_lm_positions"], 1)[real]
+  labels = rows["masked_lm_ids"][real]
+  return {"length": length, "num_a": num_a, "masked": real.sum(axis=1),
+          "as_mask": np.mean(shown == MASK),
+          "kept": np.mean((shown == labels) & (labels != MASK)),
+          "random_next": rows["next_sentence_labels"][:, 0]}
+
+
 @pytest.mark.parametrize("kwargs", [
-    dict(dupe_factor=5),
-    dict(dupe_factor=3, do_whole_word_mask=True, max_seq_length=33,
-         max_predictions_per_seq=5, short_seq_prob=0.5, random_seed=7),
+    dict(dupe_factor=3, random_seed=3),
+    dict(dupe_factor=2, random_seed=4, do_whole_word_mask=True, max_seq_length=64,
+         max_predictions_per_seq=10, short_seq_prob=0.3),
 ])
-def test_byte_identical_to_reference_on_sample_text(tmp_path, kwargs):
-  corpus = shared_path("corpora", "sample_text.txt")
+def test_output_is_statistically_the_originals(tmp_path, kwargs):
+  """Ours against the plain reimplementation of the original on the Reuters corpus.
+
+  The instance count varies by about 1% from seed to seed (whole document passes are
+  short or not), so the bounds below are about 3 standard deviations of a difference.
+  """
+  corpus = shared_path("corpora", "reuters_docs.txt")
   ref_out = str(tmp_path / "ref.tfrecord")
-  n = reference.generate([corpus], [ref_out], UNCASED_VOCAB, **kwargs)
-  ours, summary = _generate(tmp_path, corpus, num_workers=0, **kwargs)
-  assert n > 40 and summary["instances_written"] == n
-  assert _records(ours) == _records(ref_out)
-
-
-def test_byte_identical_to_reference_on_real_reuters_documents(tmp_path, reuters_head):
-  """One chunk holding the whole corpus is the original run, instance by instance."""
-  kwargs = dict(dupe_factor=2, random_seed=3, do_whole_word_mask=True)
-  ref_outs = [str(tmp_path / "ref-a"), str(tmp_path / "ref-b")]
-  n = reference.generate([reuters_head], ref_outs, UNCASED_VOCAB, **kwargs)
-  outs = [str(tmp_path / "a"), str(tmp_path / "b")]
-  summary = cpd.generate([reuters_head], outs, UNCASED_VOCAB, num_workers=0,
-                         documents_per_chunk=500, log=_quiet, **kwargs)
-  assert n > 800 and summary["instances_written"] == n
-  for ours, theirs in zip(outs, ref_outs):
-    assert _records(ours) == _records(theirs)
+  reference.generate([corpus], [ref_out], UNCASED_VOCAB, **kwargs)
+  ours_out, summary = _generate(tmp_path, corpus, num_workers=0, **kwargs)
+  seq = kwargs.get("max_seq_length", 128)
+  preds = kwargs.get("max_predictions_per_seq", 20)
+  theirs = _layout(_parse_all([ref_out], seq, preds))
+  ours = _layout(_parse_all([ours_out], seq, preds))
+  n_theirs, n_ours = len(theirs["length"]), len(ours["length"])
+  assert n_ours == summary["instances_written"] and n_theirs > 10000
+  assert abs(n_ours / n_theirs - 1) < 0.04
+  for key in ("length", "num_a", "masked"):
+    assert abs(ours[key].mean() / theirs[key].mean() - 1) < 0.03, key
+  assert abs(ours["random_next"].mean() - theirs["random_next"].mean()) < 0.025
+  # Shares of ~150k masked positions: standard error ~0.001.
+  assert abs(ours["as_mask"] - theirs["as_mask"]) < 0.006
+  assert abs(ours["kept"] - theirs["kept"]) < 0.005
+  # The whole length distribution (full, short by short_seq_prob, document ends).
+  grid = np.arange(5, seq + 1)
+  cdf = lambda x: np.searchsorted(np.sort(x), grid, side="right") / len(x)  # noqa: E731
+  assert np.abs(cdf(ours["length"]) - cdf(theirs["length"])).max() < 0.05
 
 
 # --------------------------------------------------------------------------- output
