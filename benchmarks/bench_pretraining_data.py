@@ -34,6 +34,9 @@ ROOT = os.path.dirname(HERE)
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
 VOCAB = os.path.join(SHARED, "vocab", "uncased_vocab.txt")
 DUPE_FACTOR = 5
+# The original google-research/bert generator on this machine kind, as issue #3 gives it
+# (it is not vendored here, so it cannot run in the same invocation).
+ORIGINAL_RATE = 17567 / 11.1
 
 
 def _shared_documents():
@@ -216,8 +219,12 @@ def run(quick=False):
                             "grows with the corpus"})
     results.append({"name": "pretraining_data_speedup_2_workers_vs_reference",
                     "value": round(ours[2] / reference_rate, 2), "unit": "x",
-                    "note": "instances/s incl. start-up; target >= 1,600 instances/s with "
-                            "2 workers (the issue's figure for the original)"})
+                    "note": "instances/s incl. start-up, both measured in this run"})
+    results.append({"name": "pretraining_data_2_workers_vs_original_release",
+                    "value": round(ours[2] / ORIGINAL_RATE, 2), "unit": "x",
+                    "note": f"against the original release's {ORIGINAL_RATE:,.0f} "
+                            "instances/s on this machine kind (issue #3: 17,567 instances "
+                            "from 1.1 MB in 11.1 s, not re-measured here); target >= 20x"})
   return results
 
 
