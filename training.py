@@ -587,8 +587,15 @@ def predict(model, dataset):
   """
   names = [t.name for t in model.inputs]
   forward = _predict_forward(model)
-  for features in dataset:
-    outputs = forward(_model_inputs(model, features))
+  for index, features in enumerate(dataset):
+    inputs = _model_inputs(model, features)
+    if index == 0:
+      # One trace serves every batch: traced for unknown dimensions before the first call
+      # (else the first batches' shapes are traced, then generalised: three traces).
+      forward.get_concrete_function({
+          k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
+          for k, v in inputs.items()})
+    outputs = forward(inputs)
     batch = {k: v.numpy() for k, v in features.items() if k not in names}
     batch.update({k: v.numpy() for k, v in outputs.items()} if isinstance(outputs, dict)
                  else {"outputs": outputs.numpy()})

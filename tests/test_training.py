@@ -133,9 +133,9 @@ def test_gradient_accumulation_equals_the_big_batch(tmp_path):
 
 
 def test_predict_reuses_traces_across_calls_in_order():
-  """A second predict() with the same model (another set: other non-input features) runs
-  the traces of the first, with the same outputs in the same order; another model gets
-  its own function."""
+  """predict() traces once for all batch lengths; a second call with the same model
+  (another set: other non-input features) runs that trace, with the same outputs in the
+  same order; another model gets its own function."""
   tf.keras.utils.set_random_seed(4)
   model, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
   data = _data(n=11, seq=9)
@@ -150,6 +150,7 @@ def test_predict_reuses_traces_across_calls_in_order():
   first = list(training.predict(model, batches))
   forward = training._predict_forward(model)  # pylint: disable=protected-access
   traces = forward.experimental_get_tracing_count()
+  assert traces == 1  # one graph for every batch length
   with_ids = [{**b, "uid": tf.range(s, s + len(b["label_ids"]))}
               for b, s in zip(batches, (0, 4, 8))]
   second = list(training.predict(model, with_ids))
