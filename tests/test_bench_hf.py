@@ -1,0 +1,46 @@
+"""The benchmarks' Hugging Face comparisons skip or report, never fail, without that side.
+
+torch and transformers are not this project's dependencies: the comparisons run them in
+another interpreter ($BERT_HF_PYTHON, else .venv-hf from `make bench-hf-setup`). Where
+it is missing, or is a Python without them, each benchmark gives a row that says so and
+the benchmark goes on. Nothing here times anything or builds a model.
+"""
+import os
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import bench_classifier  # noqa: E402  pylint: disable=g-import-not-at-top
+import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
+import bench_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
+
+
+def test_missing_interpreter_gives_skip_rows_with_the_setup_hint(monkeypatch):
+  monkeypatch.setenv("BERT_HF_PYTHON", os.path.join(ROOT, "no-such-python"))
+  rows = bench_classifier._hf_rows(None, None, None, [], quick=True)  # pylint: disable=protected-access
+  assert [r["value"] for r in rows] == ["skipped"]
+  rows += bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
+  try:
+    import tokenizers  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  except ImportError:
+    rows += bench_tokenization._hf_rows(["a b"], None, [[1, 2]], 2, 1.0, 1.0)  # pylint: disable=protected-access
+  assert all(r["value"] == "skipped" and "make bench-hf-setup" in r["note"] for r in rows)
+
+
+def test_interpreter_without_torch_gives_a_failed_row(monkeypatch, tmp_path):
+  # This project's own Python has neither torch nor transformers.
+  try:
+    import torch  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    pytest.skip("torch is importable here")
+  except ImportError:
+    pass
+  monkeypatch.setenv("BERT_HF_PYTHON", sys.executable)
+  rows = bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
+  assert len(rows) == 1 and "failed" in rows[0]["note"]
+  assert "torch" in rows[0]["note"]
+  result, why = bench_classifier.run_hf("predict", {"threads": 1}, str(tmp_path))
+  assert result is None and "failed" in why
