@@ -17,8 +17,10 @@ bfloat16, best of a few runs. `run(quick=False)` returns [{name, value, unit, no
 Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), each
 configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
 as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
-same way (the same number of steps after as many warm-up steps), by benchmarks/hf_side.py
-in its own process; a ratio row compares our float32 XLA-off rate with it.
+same way (the same number of timed steps, after at least as many warm-up steps), by
+benchmarks/hf_side.py in its own process; a ratio row compares our float32 XLA-off rate
+with it. Its masked-LM head computes logits at every position (the loss only counts the
+labelled ones), ours at the 20 predicted positions only, as the original does.
 """
 
 import json
@@ -192,7 +194,7 @@ def _hf_rows(name, batch, steps, ours):
   rows = [dict(name=label, value=round(hf["examples_per_second"], 2), unit="examples/s",
                note=f"masked LM (logits at all {SEQ} positions, loss at the {PREDICTIONS} "
                     f"labelled) + NSP, torch AdamW, clip 1.0, {hf['threads']} threads, "
-                    f"{steps} timed steps after {steps} warm-up steps; {hf['versions']}; "
+                    f"{steps} timed steps after {hf['warmup_steps']} warm-up steps; {hf['versions']}; "
                     f"{_load()}")]
   if ours:
     rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",

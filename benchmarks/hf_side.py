@@ -244,12 +244,15 @@ def pretrain(request):
       rows = slice((step % 4) * batch, (step % 4 + 1) * batch)
       _train_step(torch, model, optimizer, schedule, {k: v[rows] for k, v in data.items()})
 
-  run_steps(0, steps)  # warm-up, as our first (tracing) loop call
+  # Warm-up as our first (tracing) loop call; at least 3 steps, since PyTorch's first
+  # steps (allocator, optimizer state) are measurably slower than the following ones.
+  warmup = max(steps, 3)
+  run_steps(0, warmup)
   started = time.perf_counter()
-  run_steps(steps, steps)
+  run_steps(warmup, steps)
   seconds = time.perf_counter() - started
-  return {"examples_per_second": steps * batch / seconds, "threads": torch.get_num_threads(),
-          "versions": _versions(torch)}
+  return {"examples_per_second": steps * batch / seconds, "warmup_steps": warmup,
+          "threads": torch.get_num_threads(), "versions": _versions(torch)}
 
 
 def _versions(torch):
