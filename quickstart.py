@@ -73,15 +73,35 @@ def write_corpus(path):
   return documents
 
 
+_IMPORT_NOISE = re.compile(
+    r"I0000 00:00:\S+ +\d+ (port|cudart_stub|cuda_executor|cuda_diagnostics)\.cc:\d+\]"
+    r"|WARNING: All log messages before absl::InitializeLog\(\) is called")
+
+
+def run_filtered(command):
+  """Runs a command; returns its exit status.
+
+  Its progress goes to stderr: passed through as it comes, less the lines TensorFlow's C++
+  runtime prints at import whatever TF_CPP_MIN_LOG_LEVEL says (oneDNN, no CUDA driver).
+  """
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
+  with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True,
+                        errors="replace") as process:
+    for line in process.stderr:
+      if not _IMPORT_NOISE.match(line):
+        sys.stderr.write(line)
+        sys.stderr.flush()
+  return process.returncode
+
+
 def run_step(title, script, args, log):
   command = [sys.executable, os.path.join(HERE, script)] + args
   print(f"\n=== {title}\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
   start = time.time()
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
-  result = subprocess.run(command, env=env)
+  returncode = run_filtered(command)
   elapsed = time.time() - start
   log.append((title, elapsed))
-  if result.returncode != 0:
+  if returncode != 0:
     raise script_utils.UserError(f"step '{title}' failed (exit {result.returncode}); "
                                  "see its message above")
   print(f"--- {title}: {elapsed:.0f} s", flush=True)
@@ -166,11 +186,10 @@ def main(_):
     print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
           "(imports only tensorflow and tensorflow_text)")
     start = time.time()
-    result = subprocess.run([sys.executable, "-c", QUERY_PROGRAM, paths["export"],
-                             json.dumps(QUERIES)],
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    returncode = run_filtered([sys.executable, "-c", QUERY_PROGRAM, paths["export"],
+                               json.dumps(QUERIES)])
     log.append(("Query the SavedModel", time.time() - start))
-    if result.returncode != 0:
+    if returncode != 0:
       raise script_utils.UserError("querying the exported SavedModel failed; see above")
 
     pretrain = read_key_values(os.path.join(paths["pretrain"], "eval_results.txt"))
