@@ -38,6 +38,8 @@ CONFIGS = {
                  intermediate_size=3072),
     "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                   intermediate_size=1024),
+    "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                  intermediate_size=4096),
 }
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
 
@@ -50,8 +52,11 @@ def training_flops_per_example(hidden_size, num_hidden_layers, intermediate_size
   return 3 * forward
 
 
-def _child(name, dtype, xla, batch, steps):
-  """Runs in a subprocess: trains `steps` timed steps, prints a JSON line."""
+def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
+  """Runs in a subprocess: trains `steps` timed steps, prints a JSON line.
+
+  Also bench_memory.py's workload (other sequence lengths, BERT-Large).
+  """
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   sys.path.insert(0, ROOT)
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -68,11 +73,11 @@ def _child(name, dtype, xla, batch, steps):
   rng = np.random.default_rng(0)
   n = 4 * batch
   data = {
-      "input_ids": rng.integers(1000, VOCAB, (n, SEQ)).astype("int32"),
-      "input_mask": np.ones((n, SEQ), "int32"), "segment_ids": np.zeros((n, SEQ), "int32"),
-      "masked_lm_positions": rng.integers(1, SEQ, (n, PREDICTIONS)).astype("int32"),
-      "masked_lm_ids": rng.integers(1000, VOCAB, (n, PREDICTIONS)).astype("int32"),
-      "masked_lm_weights": np.ones((n, PREDICTIONS), "float32"),
+      "input_ids": rng.integers(1000, VOCAB, (n, seq)).astype("int32"),
+      "input_mask": np.ones((n, seq), "int32"), "segment_ids": np.zeros((n, seq), "int32"),
+      "masked_lm_positions": rng.integers(1, seq, (n, predictions)).astype("int32"),
+      "masked_lm_ids": rng.integers(1000, VOCAB, (n, predictions)).astype("int32"),
+      "masked_lm_weights": np.ones((n, predictions), "float32"),
       "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype("int32")}
 
   def dataset_fn(context):
@@ -206,8 +211,8 @@ def _hf_rows(name, batch, steps, ours):
 
 def main():
   if len(sys.argv) > 1 and sys.argv[1] == "--child":
-    _child(sys.argv[2], sys.argv[3], bool(int(sys.argv[4])), int(sys.argv[5]),
-           int(sys.argv[6]))
+    child(sys.argv[2], sys.argv[3], bool(int(sys.argv[4])), int(sys.argv[5]),
+          int(sys.argv[6]))
     return
   for row in run(quick="--quick" in sys.argv):
     print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
