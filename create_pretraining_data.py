@@ -300,7 +300,7 @@ def build_batch(flat, a_start, a_length, b_start, b_length, opt, arrays, generat
   seq = opt.max_seq_length
   n = len(a_start)
   pos = np.arange(seq)[None, :]
-  la, lb = a_length[:, None], b_length[:, None]
+  la = a_length[:, None]
   length = a_length + b_length + 3
   source = np.where(pos <= la, a_start[:, None] + pos - 1, b_start[:, None] + pos - la - 2)
   np.clip(source, 0, len(flat) - 1, out=source)

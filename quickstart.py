@@ -102,7 +102,7 @@ def run_step(title, script, args, log):
   elapsed = time.time() - start
   log.append((title, elapsed))
   if returncode != 0:
-    raise script_utils.UserError(f"step '{title}' failed (exit {result.returncode}); "
+    raise script_utils.UserError(f"step '{title}' failed (exit {returncode}); "
                                  "see its message above")
   print(f"--- {title}: {elapsed:.0f} s", flush=True)
 

@@ -51,3 +51,11 @@ def test_the_whole_pipeline_runs_and_answers_queries(tmp_path):
                "pretrain/eval_results.txt", "classifier/eval_results.txt",
                "export/saved_model.pb"):
     assert (out / name).exists(), name
+
+
+def test_a_failing_step_is_one_user_error_naming_it():
+  log = []
+  with pytest.raises(quickstart.script_utils.UserError,
+                     match=r"step 'Missing' failed \(exit 2\)"):
+    quickstart.run_step("Missing", "no_such_script.py", [], log)
+  assert [title for title, _ in log] == ["Missing"]
