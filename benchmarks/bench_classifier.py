@@ -30,14 +30,17 @@ comparisons.
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (ROOT, HERE):
+  if _path not in sys.path:
+    sys.path.insert(0, _path)
+
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -91,9 +94,6 @@ def _train_rate(tf, model, optimizer, dataset, steps, warmup):
 
 # --------------------------------------------------------------------------- Hugging Face
 
-HF_SIDE = os.path.join(ROOT, "benchmarks", "hf_side.py")
-HF_HINT = ("Hugging Face side not installed: `make bench-hf-setup` (or set BERT_HF_PYTHON "
-           "to a Python with torch + transformers)")
 # Fine-tuning comparison: a fixed random subset of SST-2 train, the same for both sides.
 FINETUNE_EXAMPLES = {False: 4000, True: 1000}
 FINETUNE_TIMED_STEPS = {False: 100, True: 15}  # after as many untimed steps
@@ -101,33 +101,6 @@ FINETUNE_LEARNING_RATE = 5e-5
 # Dev accuracies this close count as matching (872 sentences: one point is 9 of them).
 ACCURACY_MATCH = 0.02
 PREDICT_REPEATS = 3  # timed passes on each side, the best kept (the machine is shared)
-
-
-def hf_python():
-  """The interpreter with torch + transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
-  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
-  return path if os.path.exists(path) else None
-
-
-def run_hf(mode, request, workdir, timeout=3600):
-  """Runs hf_side.py MODE in its own process; (result dict, None) or (None, why)."""
-  path = os.path.join(workdir, f"{mode}-request.json")
-  with open(path, "w", encoding="utf-8") as handle:
-    json.dump(request, handle)
-  proc = subprocess.run([hf_python(), HF_SIDE, mode, path], capture_output=True, text=True,
-                        timeout=timeout)
-  if proc.returncode != 0:
-    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return None, f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}"
-  return json.loads(proc.stdout.strip().splitlines()[-1]), None
-
-
-def _load():
-  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _threads():
-  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
 def _our_predict(classifier_data, run_classifier, model, tokenizer, examples):
@@ -166,9 +139,9 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
     ours, elapsed = _our_predict(classifier_data, run_classifier, model, tokenizer,
                                  examples)
     seconds = min(seconds, elapsed)
-  load = _load()
-  hf, why = run_hf("predict", {
-      "threads": _threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
+  load = hf_bridge.load_average()
+  hf, why = hf_bridge.run_hf("predict", {
+      "threads": hf_bridge.threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
       "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
       "max_seq_length": SEQ, "logits_file": os.path.join(workdir, "hf_logits.npy"),
       "repeats": PREDICT_REPEATS}, workdir)
@@ -189,7 +162,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
       {"name": "classifier_predict_hf", "value": round(hf_rate, 1), "unit": "examples/s",
        "note": f"BertForSequenceClassification, DataCollatorWithPadding, inference_mode, "
                f"{hf['threads']} threads, texts to logits, {timing}; first pass "
-               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {_load()}"},
+               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {hf_bridge.load_average()}"},
       {"name": "classifier_predict_ours_vs_hf", "value": round((n / seconds) / hf_rate, 2),
        "unit": "x", "note": f"same weights (max |logit diff| {diff:.1e}, same class on "
                             f"{agree:.1%}), batch {BATCH}; target >= 2x (issue 8)"}]
@@ -248,7 +221,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
            "note": f"run_training + make_dataset (length buckets), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
-                   f"{_load()}"}]
+                   f"{hf_bridge.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
     json.dump({"train_texts": [e.text_a for e in train],
                "train_labels": [int(e.label) for e in train],
@@ -258,8 +231,8 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   # comparison; its length-grouped batches (Trainer's group_by_length, off by default) show
   # how much of the gap our length buckets make.
   for group, suffix in ((False, ""), (True, "_grouped")):
-    hf, why = run_hf("finetune", {
-        "threads": _threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
+    hf, why = hf_bridge.run_hf("finetune", {
+        "threads": hf_bridge.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
         "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
         "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
         "learning_rate": FINETUNE_LEARNING_RATE, "max_seq_length": SEQ}, workdir)
@@ -274,7 +247,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
          "value": round(hf["examples_per_second"], 1), "unit": "examples/s",
          "note": f"BertForSequenceClassification, torch AdamW, DataCollatorWithPadding on "
                  f"{batches}, {hf['threads']} threads; dev accuracy {hf['accuracy']:.4f}, "
-                 f"loss {hf['final_loss']:.3f}; {hf['versions']}; {_load()}"},
+                 f"loss {hf['final_loss']:.3f}; {hf['versions']}; {hf_bridge.load_average()}"},
         {"name": f"classifier_finetune_ours_vs_hf{suffix}",
          "value": round(rate / hf["examples_per_second"], 2), "unit": "x",
          "note": f"dev accuracy ours {accuracy:.4f} vs HF {hf['accuracy']:.4f} ("
@@ -286,9 +259,9 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
 
 
 def _hf_rows(tf, config, tokenizer, examples, quick):
-  if hf_python() is None:
+  if hf_bridge.hf_python() is None:
     return [{"name": "classifier_hf_comparison", "value": "skipped", "unit": "",
-             "note": HF_HINT}]
+             "note": hf_bridge.HF_HINT}]
   with tempfile.TemporaryDirectory(prefix="bench-classifier-hf-") as workdir:
     return (_hf_predict_rows(tf, config, tokenizer, examples, workdir)
             + _hf_finetune_rows(tf, config, tokenizer, quick, workdir))

@@ -1,7 +1,8 @@
 """Benchmark: training memory per sequence length, against the original's out-of-memory table.
 
   .venv/bin/python benchmarks/bench_memory.py           # BERT-Base and BERT-Large, seq 128/512
-  .venv/bin/python benchmarks/bench_memory.py --quick   # BERT-Base only (~10 min on 2 cores)
+  .venv/bin/python benchmarks/bench_memory.py --quick   # BERT-Base only (~4 min on 2 cores)
+  .venv/bin/python benchmarks/bench_memory.py --model=large
 
 The original README lists the largest batch that fits a 12 GB GPU when fine-tuning
 (BERT-Base: 32 at seq 128, 6 at seq 512; BERT-Large: 6 at 128, none at 512). Here each
@@ -54,15 +55,15 @@ def parameter_count(hidden_size, num_hidden_layers, intermediate_size, vocab_siz
 
 def _child(name, seq, batch):
   """Runs in a subprocess: the runtime's memory, then two training steps."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top,unused-import
+  import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   print(json.dumps({"baseline_mb": baseline_mb}), flush=True)
   bench_pretraining.child(name, "float32", False, batch, steps=1, seq=seq,
                           predictions=max(20, seq * 20 // 128))
 
 
-def run(quick=False):
-  names = ["base"] if quick else ["base", "large"]
+def run(quick=False, names=None):
+  names = names or (["base"] if quick else ["base", "large"])
   rows = []
   for name in names:
     params = parameter_count(**bench_pretraining.CONFIGS[name])
@@ -114,7 +115,8 @@ def main():
   if len(sys.argv) > 1 and sys.argv[1] == "--child":
     _child(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     return
-  for row in run(quick="--quick" in sys.argv):
+  models = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--model=")]
+  for row in run(quick="--quick" in sys.argv, names=models or None):
     print(f"{row['name']:<48} {row['value']!s:>8} {row['unit']:<10} {row['note']}")
 
 

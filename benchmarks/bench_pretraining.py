@@ -32,6 +32,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+if HERE not in sys.path:
+  sys.path.insert(0, HERE)
+
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 
 CONFIGS = {
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
@@ -161,46 +165,24 @@ def run(quick=False):
 
 # --------------------------------------------------------------------------- Hugging Face
 
-HF_SIDE = os.path.join(HERE, "hf_side.py")
-
-
-def hf_python():
-  """The interpreter with torch + transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
-  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
-  return path if os.path.exists(path) else None
-
-
-def _load():
-  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _hf_rows(name, batch, steps, ours):
   """transformers' BertForPreTraining on the same config, batch and synthetic data, run by
   hf_side.py in the Hugging Face venv; `ours` is our float32 XLA-off rate."""
   label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} float32"
-  if hf_python() is None:
-    return [dict(name=label, value="skipped", unit="",
-                 note="Hugging Face side not installed: `make bench-hf-setup` (or set "
-                      "BERT_HF_PYTHON to a Python with torch + transformers)")]
-  threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+  if hf_bridge.hf_python() is None:
+    return [dict(name=label, value="skipped", unit="", note=hf_bridge.HF_HINT)]
   with tempfile.TemporaryDirectory(prefix="bench-pretrain-hf-") as workdir:
-    path = os.path.join(workdir, "request.json")
-    with open(path, "w", encoding="utf-8") as handle:
-      json.dump({"threads": threads, "config": CONFIGS[name], "seq": SEQ,
-                 "predictions": PREDICTIONS, "vocab_size": VOCAB, "batch_size": batch,
-                 "steps": steps}, handle)
-    proc = subprocess.run([hf_python(), HF_SIDE, "pretrain", path], capture_output=True,
-                          text=True, timeout=1800)
-  if proc.returncode != 0:
-    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return [dict(name=label, value=float("nan"), unit="examples/s",
-                 note=f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}")]
-  hf = json.loads(proc.stdout.strip().splitlines()[-1])
+    hf, why = hf_bridge.run_hf("pretrain", {
+        "threads": hf_bridge.threads(), "config": CONFIGS[name], "seq": SEQ,
+        "predictions": PREDICTIONS, "vocab_size": VOCAB, "batch_size": batch,
+        "steps": steps}, workdir, timeout=1800)
+  if hf is None:
+    return [dict(name=label, value=float("nan"), unit="examples/s", note=why)]
   rows = [dict(name=label, value=round(hf["examples_per_second"], 2), unit="examples/s",
                note=f"masked LM (logits at all {SEQ} positions, loss at the {PREDICTIONS} "
                     f"labelled) + NSP, torch AdamW, clip 1.0, {hf['threads']} threads, "
                     f"{steps} timed steps after {hf['warmup_steps']} warm-up steps; {hf['versions']}; "
-                    f"{_load()}")]
+                    f"{hf_bridge.load_average()}")]
   if ours:
     rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",
                      value=round(ours / hf["examples_per_second"], 2), unit="x",

@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 import tokenization_reference  # noqa: E402  pylint: disable=g-import-not-at-top
 
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
@@ -103,24 +104,10 @@ def _time(function, repeats=1):
   return result, best
 
 
-HF_SIDE = os.path.join(HERE, "hf_side.py")
-
-
-def hf_python():
-  """The interpreter with transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
-  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
-  return path if os.path.exists(path) else None
-
-
-def _load():
-  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _transformers_batch(lines, vocab_file):
   """(ids per line, seconds, versions) of transformers' BertTokenizerFast batch call, run
   by hf_side.py in the Hugging Face venv; (None, why, None) when that fails."""
   import numpy as np  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
   import tempfile  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="bench-tok-hf-") as workdir:
     request = {"vocab_file": vocab_file, "repeats": 2,
@@ -128,15 +115,9 @@ def _transformers_batch(lines, vocab_file):
                "ids_file": os.path.join(workdir, "ids.npz")}
     with open(request["lines_file"], "w", encoding="utf-8") as handle:
       json.dump(lines, handle)
-    with open(os.path.join(workdir, "request.json"), "w", encoding="utf-8") as handle:
-      json.dump(request, handle)
-    proc = subprocess.run([hf_python(), HF_SIDE, "tokenize",
-                           os.path.join(workdir, "request.json")],
-                          capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-      last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-      return None, f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}", None
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result, why = hf_bridge.run_hf("tokenize", request, workdir, timeout=1800)
+    if result is None:
+      return None, why, None
     arrays = np.load(request["ids_file"])
     flat = arrays["flat"].tolist()
     ends = np.cumsum(arrays["lengths"]).tolist()
@@ -147,7 +128,7 @@ def _transformers_batch(lines, vocab_file):
 def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
   """transformers' BertTokenizerFast (Rust) in batch mode on the same lines, where the
   Hugging Face venv exists; else the `tokenizers` package in this process, if any."""
-  if hf_python() is not None:
+  if hf_bridge.hf_python() is not None:
     ids, seconds, versions = _transformers_batch(lines, vocab_file)
     if ids is None:
       return [{"name": "HF BertTokenizerFast batch", "value": "failed", "unit": "",
@@ -160,8 +141,7 @@ def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
       from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
     except ImportError:
       return [{"name": "HF tokenizer comparison", "value": "skipped", "unit": "",
-               "note": "Hugging Face side not installed: `make bench-hf-setup` (or set "
-                       "BERT_HF_PYTHON to a Python with transformers)"}]
+               "note": hf_bridge.HF_HINT}]
     hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
                                 clean_text=True, handle_chinese_chars=True)
     hf.encode_batch(lines[:100], add_special_tokens=False)
@@ -173,7 +153,7 @@ def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
   same = sum(a == b for a, b in zip(ids, slow_ids)) / len(lines)
   return [
       {"name": f"{label} tokens/s", "value": num_tokens / seconds, "unit": "tokens/s",
-       "note": f"{note}; identical ids on {same:.2%} of lines; {_load()}"},
+       "note": f"{note}; identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
       {"name": "FastTokenizer (in-graph) / HF batch", "value": seconds / graph_s,
        "unit": "x", "note": "target >= 5x (issue 8)"},
       {"name": "FastTokenizer (lists) / HF batch", "value": seconds / lists_s,

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_classifier  # noqa: E402  pylint: disable=g-import-not-at-top
 import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
 import bench_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
 def test_missing_interpreter_gives_skip_rows_with_the_setup_hint(monkeypatch):
@@ -42,5 +43,5 @@ def test_interpreter_without_torch_gives_a_failed_row(monkeypatch, tmp_path):
   rows = bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
   assert len(rows) == 1 and "failed" in rows[0]["note"]
   assert "torch" in rows[0]["note"]
-  result, why = bench_classifier.run_hf("predict", {"threads": 1}, str(tmp_path))
+  result, why = hf_bridge.run_hf("predict", {"threads": 1}, str(tmp_path))
   assert result is None and "failed" in why

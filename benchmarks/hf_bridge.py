@@ -1,0 +1,40 @@
+"""This project's side of benchmarks/hf_side.py: find the Hugging Face interpreter, run a
+mode there, read its one JSON line. Shared by the benchmarks that compare with it."""
+
+import json
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+HF_SIDE = os.path.join(HERE, "hf_side.py")
+HF_HINT = ("Hugging Face side not installed: `make bench-hf-setup` (or set BERT_HF_PYTHON "
+           "to a Python with torch + transformers)")
+
+
+def hf_python():
+  """The interpreter with torch + transformers ($BERT_HF_PYTHON, else .venv-hf's), or None."""
+  path = os.environ.get("BERT_HF_PYTHON") or os.path.join(ROOT, ".venv-hf", "bin", "python")
+  return path if os.path.exists(path) else None
+
+
+def run_hf(mode, request, workdir, timeout=3600):
+  """Runs hf_side.py MODE in its own process; (result dict, None) or (None, why)."""
+  path = os.path.join(workdir, f"{mode}-request.json")
+  with open(path, "w", encoding="utf-8") as handle:
+    json.dump(request, handle)
+  proc = subprocess.run([hf_python(), HF_SIDE, mode, path], capture_output=True, text=True,
+                        timeout=timeout)
+  if proc.returncode != 0:
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return None, f"Hugging Face side failed (exit {proc.returncode}): {last[:200]}"
+  return json.loads(proc.stdout.strip().splitlines()[-1]), None
+
+
+def load_average():
+  return "load avg " + "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def threads():
+  """CPU threads this process may use: what both sides are given."""
+  return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
