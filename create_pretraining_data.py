@@ -30,6 +30,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import itertools
 import multiprocessing
 import os
 import random
@@ -119,13 +120,8 @@ _ENCODE_BATCH = 2048
 
 
 def chunk_seed(random_seed, chunk_index):
-  """The seed of chunk `chunk_index`'s generators.
-
-  Chunk 0 uses `random_seed` itself; the others hash (seed, index) so that chunks of
-  neighbouring seeds do not share streams.
-  """
-  if chunk_index == 0:
-    return random_seed
+  """The seed of chunk `chunk_index`'s generators: a hash of (seed, index), so that chunks
+  of neighbouring seeds do not share streams."""
   digest = hashlib.sha256(f"{random_seed}:{chunk_index}".encode()).digest()
   return int.from_bytes(digest[:8], "little")
 
@@ -145,14 +141,6 @@ def chunk_seed(random_seed, chunk_index):
 #     the same uniformly random order for every instance of a batch at once;
 #   * 80/10/10 replacement: one uniform draw per chosen position;
 #   * the instances of a chunk are shuffled, as the original shuffles all of its own.
-
-
-def _prefix_sums(lengths):
-  total, out = 0, [0]
-  for n in lengths:
-    total += n
-    out.append(total)
-  return out
 
 
 def plan_instances(doc_prefixes, doc_starts, opt, rng):
@@ -439,9 +427,11 @@ class ExampleEncoder:
                              for n in range(preds + 1)])
     self._labels = add_all([_feature_entry("next_sentence_labels",
                                            _int64_feature(bytes([v]))) for v in (0, 1)])
+    # Headers and table features at their longest, plus the packed values: ids (4 bytes at
+    # most each), the 0/1 mask and segment ids (1 each), labels and positions (4 each).
     longest_body = int(sum(int(lengths.max()) for _, lengths in (
         self._ids_header, self._lm_header, self._pos_header, self._mask_header,
-        self._segment_header, self._weights, self._labels)) + 2 * seq + 12 * preds + 4 * seq)
+        self._segment_header, self._weights, self._labels)) + 6 * seq + 8 * preds)
     self._outer_header = add_all([b"\x0a" + _varint(n) for n in range(longest_body + 1)])
     self._table = np.frombuffer(bytes(table), np.uint8)
 
@@ -527,7 +517,7 @@ def create_chunk_examples(flat_ids, sentence_splits, doc_sentence_counts, opt, s
   for count in doc_sentence_counts:
     lengths = [n for n in sentence_lengths[s:s + count] if n]
     if lengths:
-      doc_prefixes.append(_prefix_sums(lengths))
+      doc_prefixes.append(list(itertools.accumulate(lengths, initial=0)))
       doc_starts.append(splits[s])
       stats["sentences"] += len(lengths)
     s += count
@@ -633,7 +623,6 @@ class _Tokenizer:
 
   def __init__(self, vocab_file, do_lower_case):
     import tokenization  # pylint: disable=g-import-not-at-top
-    self.vocab = tokenization.load_vocab(vocab_file)
     self._fast = tokenization.FastTokenizer(vocab_file, do_lower_case)
 
   def tokenize(self, sentences):

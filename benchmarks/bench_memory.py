@@ -83,6 +83,11 @@ def run(quick=False, names=None):
         continue
       (low, base_low), (high, _) = peaks[batches[0]], peaks[batches[-1]]
       per_sequence = (high - low) / (batches[-1] - batches[0])
+      if per_sequence <= 0:  # the activations drowned in the allocator's slack
+        rows.append({"name": f"memory {name} seq{seq}", "value": "unresolved", "unit": "",
+                     "note": f"peak {low:.0f} MB at batch {batches[0]}, {high:.0f} MB at "
+                             f"{batches[-1]}: use batches further apart"})
+        continue
       fixed = low - batches[0] * per_sequence - base_low
       fits = int((GPU_MB - fixed) // per_sequence) if fixed < GPU_MB else 0
       original = ORIGINAL_MAX_BATCH[name][seq]

@@ -186,7 +186,7 @@ def run(quick=False):
                      repeats=3)
   fast_ids, lists_s = _time(lambda: fast.tokenize_batch(lines, batch_size=FAST_BATCH),
                             repeats=2)
-  mismatches = sum(a != b or a != c for a, b, c in zip(slow_ids, fast_ids, plain_ids))
+  mismatches = sum(a != b or a != c for a, b, c in zip(slow_ids, fast_ids, plain_ids, strict=True))
   if mismatches:
     raise AssertionError(f"FastTokenizer differs from FullTokenizer on {mismatches} lines")
 

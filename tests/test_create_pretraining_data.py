@@ -1,5 +1,6 @@
 """create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
 determinism across worker counts, whole-word masking, bad input."""
+import itertools
 import os
 import random
 import subprocess
@@ -17,6 +18,7 @@ from conftest import import_script  # noqa: E402
 cpd = import_script("create_pretraining_data")
 import pretraining_data_reference as reference  # noqa: E402
 import script_utils  # noqa: E402
+import tokenization  # noqa: E402
 
 tf = pytest.importorskip("tensorflow")
 
@@ -146,7 +148,7 @@ def test_truncation_cuts_as_the_original_and_fronts_are_fair_coins():
   a_start, b_start = rng.integers(0, 10 ** 6, 4000), rng.integers(0, 10 ** 6, 4000)
   new_a, new_la, new_b, new_lb = cpd.truncate_pairs(a_start, la, b_start, lb, 125,
                                                     np.random.default_rng(1))
-  cuts = np.array([_simulated_truncation(x, y, 125) for x, y in zip(la, lb)])
+  cuts = np.array([_simulated_truncation(x, y, 125) for x, y in zip(la, lb, strict=True)])
   np.testing.assert_array_equal(la - new_la, cuts[:, 0])
   np.testing.assert_array_equal(lb - new_lb, cuts[:, 1])
   assert (new_la + new_lb <= 125).all() and (new_la >= 1).all() and (new_lb >= 1).all()
@@ -172,11 +174,10 @@ class _ScriptedRandom:
 def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head):
   """The reference's create_instances_from_document, its truncation and masking set
   aside, draws the same numbers as plan_instances; both must pair the same segments."""
-  tokenizer = cpd._get_tokenizer(UNCASED_VOCAB, True)
   with open(reuters_head, encoding="utf-8") as handle:
     raw = [[l for l in b.split("\n") if l.strip()] for b in handle.read().split("\n\n")]
   raw = [d for d in raw if d]
-  full = reference_tokenizer()
+  full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   documents = [[full.tokenize(l) for l in d] for d in raw]
   documents = [[s for s in d if s] for d in documents]
   documents = [d for d in documents if d]
@@ -197,7 +198,7 @@ def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head
     flat, prefixes, starts = [], [], []
     for d in documents:
       starts.append(len(flat))
-      prefixes.append(cpd._prefix_sums([len(s) for s in d]))
+      prefixes.append(list(itertools.accumulate((len(s) for s in d), initial=0)))
       for s in d:
         flat.extend(full.convert_tokens_to_ids(s))
     opt = cpd.InstanceOptions(max_seq_length, 20, 2, short_seq_prob, 0.15, 0.8, 0.1,
@@ -209,12 +210,6 @@ def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head
     for i, (a, b) in enumerate(pairs):
       assert flat[a_start[i]:a_start[i] + a_len[i]] == full.convert_tokens_to_ids(a)
       assert flat[b_start[i]:b_start[i] + b_len[i]] == full.convert_tokens_to_ids(b)
-  assert tokenizer.vocab == full.vocab
-
-
-def reference_tokenizer():
-  import tokenization  # pylint: disable=g-import-not-at-top
-  return tokenization.FullTokenizer(UNCASED_VOCAB, True)
 
 
 def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
@@ -224,7 +219,7 @@ def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
   chunks = list(cpd.chunk_documents(iter(docs[:9]), 4))
   assert [len(c) for c in chunks] == [4, 5]  # a last chunk of 1 joins the one before
   assert [d for c in chunks for d in c] == docs[:9]
-  assert cpd.chunk_seed(7, 0) == 7 and cpd.chunk_seed(7, 1) != cpd.chunk_seed(8, 1)
+  assert cpd.chunk_seed(7, 1) != cpd.chunk_seed(8, 1) != cpd.chunk_seed(8, 0)
 
 
 # --------------------------------------------------------------------------- faithfulness
@@ -389,7 +384,7 @@ def test_whole_word_masking_never_splits_a_word(tmp_path, reuters_head):
   out, _ = _generate(tmp_path, reuters_head, dupe_factor=2, do_whole_word_mask=True,
                      num_workers=0, documents_per_chunk=40, random_seed=5)
   rows = _parse_all([out], 128, 20)
-  vocab = list(cpd._get_tokenizer(UNCASED_VOCAB, True).vocab)
+  vocab = list(tokenization.load_vocab(UNCASED_VOCAB))
   subword = np.array([t.startswith("##") for t in vocab])
   multi_piece_words_masked = 0
   for i in range(len(rows["input_ids"])):

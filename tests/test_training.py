@@ -205,10 +205,10 @@ def test_mixed_precision_and_xla_train_like_float32(tmp_path, dtype, jit_compile
   loss32, start32, end32, scale32 = _train_precision(tmp_path / "f32", "float32", False)
   loss, start, end, scale = _train_precision(tmp_path / dtype, dtype, jit_compile)
   assert scale32 is None
-  for a, b in zip(start32, start):
+  for a, b in zip(start32, start, strict=True):
     np.testing.assert_array_equal(a, b)  # same seed, same initial weights
-  update32 = np.concatenate([(b - a).ravel() for a, b in zip(start32, end32)])
-  update = np.concatenate([(b - a).ravel() for a, b in zip(start, end)])
+  update32 = np.concatenate([(b - a).ravel() for a, b in zip(start32, end32, strict=True)])
+  update = np.concatenate([(b - a).ravel() for a, b in zip(start, end, strict=True)])
   assert all(np.isfinite(w).all() for w in end) and np.isfinite(loss)
   if dtype == "float32":  # XLA only fuses: the same numbers up to rounding
     np.testing.assert_allclose(update, update32, rtol=1e-3, atol=1e-6)
