@@ -6,16 +6,23 @@ all three formats:
 
   * Google TF1 name-based checkpoints (`.../bert_model.ckpt` prefix): read by name with
     `tf.train.load_checkpoint`, every shape checked;
-  * our TF2 object-based checkpoints (written by training.py as
-    `tf.train.Checkpoint(step=..., model=..., encoder=..., optimizer=...)`): the encoder is
-    restored (heads differ between tasks; a finished run also writes the Google layout);
+  * our TF2 object-based checkpoints, the layout of a run's output_dir, written and read
+    only here (`RunCheckpoint`): the whole model when the checkpoint holds this very
+    model (same weights and shapes, recorded as `model_signature`), else its BERT
+    encoder; saved with or without optimizer slots, by any of our scripts;
   * Hugging Face BERT checkpoints (`model.safetensors`, or a directory holding it with
     its `config.json`): torch `Linear.weight` [out, in] is transposed to a kernel [in, out].
 
 `save_google_checkpoint` writes a model back out in Google's layout (same names), so tools
 written for the original can read what we train.
+
+`start_weights` is the one answer to "what does this run start from", for every script:
+resume from output_dir if it holds a checkpoint of this model (of another model: a
+one-line error); else --init_checkpoint of any kind above; else random weights when
+training, and a one-line error when there is nothing trained to evaluate or predict with.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -103,10 +110,35 @@ def _safetensors_file(path):
   return path if path.endswith(".safetensors") else None
 
 
+_CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+
+
+def _strip_file_suffix(path):
+  """`.../bert_model.ckpt.index` (or .data-00000-of-00001, .meta) -> the prefix, noted."""
+  prefix = _CHECKPOINT_FILE_SUFFIX.sub("", path)
+  if prefix != path and not os.path.isdir(path):
+    logging.info("Checkpoint %s: using its prefix %s", path, prefix)
+    return prefix
+  return path
+
+
+@contextlib.contextmanager
+def _reading(prefix):
+  """Turns the errors of a truncated or corrupt checkpoint file into one line."""
+  try:
+    yield
+  except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
+          tf.errors.InternalError) as exc:
+    raise script_utils.UserError(
+        f"{prefix}: the checkpoint is truncated or corrupt ({' '.join(str(exc).split())[:160]}"
+        "); copy or download it again") from None
+
+
 def resolve_checkpoint(path):
   """(kind, path) for a checkpoint given as a prefix, a directory or a safetensors file."""
   if not path:
     raise ValueError("no checkpoint path given")
+  path = _strip_file_suffix(str(path))
   st = _safetensors_file(path)
   if st:
     if not os.path.isfile(st):
@@ -129,12 +161,35 @@ def resolve_checkpoint(path):
     names = dict(tf.train.list_variables(prefix))
   except (tf.errors.OpError, ValueError) as exc:
     raise ValueError(f"{prefix}: unreadable checkpoint ({exc})") from None
+  _check_data_files(prefix)
   if any(n.startswith("bert/") or n.startswith("cls/") for n in names):
     return GOOGLE, prefix
   if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
     return OURS, prefix
   raise ValueError(f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
                    "nor one of ours")
+
+
+def _check_data_files(prefix):
+  """Fails when a .data shard is missing or shorter than the index says (a cut copy)."""
+  with _reading(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+  needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
+               if dtypes[name] != tf.string)
+  directory = os.path.dirname(prefix) or "."
+  base = os.path.basename(prefix)
+  shards = [os.path.join(directory, n) for n in tf.io.gfile.listdir(directory)
+            if n.startswith(base + ".data-")]
+  if not shards:
+    raise script_utils.UserError(f"{prefix}: the checkpoint has no .data file beside its "
+                                 ".index; copy the whole checkpoint")
+  have = sum(tf.io.gfile.stat(f).length for f in shards)
+  if have < needed:
+    raise script_utils.UserError(
+        f"{prefix}: the checkpoint is truncated ({have} bytes of data, its index needs at "
+        f"least {needed}); copy or download it again")
 
 
 # --------------------------------------------------------------------------- loading
@@ -252,39 +307,303 @@ def load_checkpoint(model, path, strict_encoder=True):
   """Loads a checkpoint of any supported kind into `model` (encoder and present heads).
 
   Returns a report dict: format, path, loaded / missing / unused variable names (logged,
-  as the original did). ValueError with a clear message on any shape mismatch, or on an
-  encoder that does not fit the config (missing or extra layers).
+  as the original did), global_step (0 when the checkpoint holds none). ValueError with
+  a clear message on any shape mismatch, or on an encoder that does not fit the config
+  (missing or extra layers).
   """
   kind, resolved = resolve_checkpoint(path)
-  if kind == GOOGLE:
-    report = _assign_by_name(model, read_google_checkpoint(resolved), resolved,
-                             strict_encoder)
-  elif kind == HUGGING_FACE:
-    report = _assign_by_name(model, read_hugging_face_checkpoint(resolved), resolved,
-                             strict_encoder)
-  else:
-    report = _restore_ours(model, resolved)
+  with _reading(resolved):
+    if kind == GOOGLE:
+      tensors = read_google_checkpoint(resolved)
+      report = _assign_by_name(model, tensors, resolved, strict_encoder)
+      report["global_step"] = int(tensors.get("global_step", 0))
+    elif kind == HUGGING_FACE:
+      report = _assign_by_name(model, read_hugging_face_checkpoint(resolved), resolved,
+                               strict_encoder)
+      report["global_step"] = 0
+    else:
+      report = _restore_ours(model, resolved)
   report["format"] = kind
   _log_report(report)
   return report
 
 
-def _restore_ours(model, prefix):
-  encoder = modeling.find_encoder(model)
-  names = dict(tf.train.list_variables(prefix))
-  if not any(n.startswith("encoder/") for n in names):
-    raise ValueError(f"{prefix}: this TF2 checkpoint holds no 'encoder' object")
-  status = tf.train.Checkpoint(encoder=encoder).restore(prefix)
+# --------------------------------------------------------------------------- our layout
+#
+# A run's output_dir holds ckpt-N.index / ckpt-N.data-* and a `checkpoint` state file
+# (tf.train.CheckpointManager), each ckpt-N a tf.train.Checkpoint of:
+#   step             int64, the global step (optimizer updates)
+#   model            the whole keras.Model being trained (encoder and heads)
+#   encoder          its BERT encoder (absent for models without one, e.g. a BiLSTM)
+#   model_signature  string: JSON of the model's weight names and shapes (see below)
+#   optimizer        the optimizer and its slots (training runs only)
+#   rng_states       dropout seed-generator states (Keras 3 does not track them)
+#   loss_scale, good_steps   float16 dynamic loss scaling
+# Keras 3 optimizers track the model's variables too, so `tf.train.list_variables` may
+# list the weights under optimizer/_trainable_variables/N: what a checkpoint holds is read
+# from its object graph (by restoring into objects), never from key-name prefixes.
+
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+_SIGNATURE_KEY = "model_signature/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def model_signature(model):
+  """A JSON string naming `model`'s architecture: Google names and shapes of its weights.
+
+  Two models with equal signatures can restore each other's `model=` object. Weights
+  that have no Google name (a BiLSTM tagger) are listed by shape, in order.
+  """
   try:
-    status.assert_existing_objects_matched()
-  except AssertionError as exc:
-    raise ValueError(f"{prefix}: the checkpoint's encoder does not fit the BERT config "
-                     f"({str(exc).splitlines()[0][:200]})") from None
-  status.expect_partial()
+    named = modeling.google_variable_map(model)
+  except ValueError:  # no BERT encoder inside
+    named = {}
+  mapped = {id(v) for v in named.values()}
+  others = [list(v.shape) for v in model.weights
+            if id(v) not in mapped and "seed_generator" not in v.path]
+  return json.dumps({"weights": {n: list(v.shape) for n, v in sorted(named.items())},
+                     "other_weights": others}, sort_keys=True)
+
+
+def _signature_of(prefix):
+  names = dict(tf.train.list_variables(prefix))
+  if _SIGNATURE_KEY not in names:
+    return None
+  return tf.train.load_checkpoint(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
+
+
+def _step_of(prefix):
+  names = dict(tf.train.list_variables(prefix))
+  if _STEP_KEY not in names:
+    return 0
+  return int(tf.train.load_checkpoint(prefix).get_tensor(_STEP_KEY))
+
+
+def _describe_mismatch(saved, model):
+  """One phrase saying how a saved signature differs from `model`'s."""
+  try:
+    saved_weights = json.loads(saved)["weights"]
+  except (ValueError, KeyError, TypeError):
+    return "a different model"
+  ours = json.loads(model_signature(model))["weights"]
+  only_saved = sorted(set(saved_weights) - set(ours))
+  only_ours = sorted(set(ours) - set(saved_weights))
+  if only_saved or only_ours:
+    return ("a different model (" + (f"it has {only_saved[0]}" if only_saved else
+                                     f"it lacks {only_ours[0]}") + ")")
+  for name in sorted(ours):
+    if ours[name] != saved_weights[name]:
+      return f"a different model size ({name}: {saved_weights[name]} vs {ours[name]})"
+  return "a model with different non-BERT weights"
+
+
+def _restore_ours(model, prefix):
+  """Restores our TF2 checkpoint into `model`: the whole model when its signature matches,
+  else the BERT encoder alone (heads differ between tasks)."""
+  names = modeling.google_variable_map(model) if _has_encoder(model) else {}
+  if _signature_of(prefix) == model_signature(model):
+    _restore_objects(prefix, {"model": model}, f"{prefix}: the checkpoint's model")
+    return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
+            "unused": [], "global_step": _step_of(prefix), "whole_model": True}
+  if not _has_encoder(model):
+    raise ValueError(f"{prefix}: this checkpoint holds another model than this one; "
+                     "it cannot initialise it")
+  encoder = modeling.find_encoder(model)
+  _restore_objects(prefix, {"encoder": encoder},
+                   f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
+                       "it holds no BERT encoder (a model without one?)"))
   encoder_names = sorted(encoder.google_variables())
-  all_names = modeling.google_variable_map(model)
   return {"format": None, "path": prefix, "loaded": encoder_names,
-          "missing": sorted(set(all_names) - set(encoder_names)), "unused": []}
+          "missing": sorted(set(names) - set(encoder_names)), "unused": [],
+          "global_step": _step_of(prefix), "whole_model": False}
+
+
+def _has_encoder(model):
+  try:
+    modeling.find_encoder(model)
+  except ValueError:
+    return False
+  return True
+
+
+def _restore_objects(prefix, objects, what, missing_hint=None):
+  """Restores `objects` (name -> trackable) from prefix; every one of their variables must
+  be in the checkpoint with its shape, else ValueError naming `what`."""
+  try:
+    status = tf.train.Checkpoint(**objects).restore(prefix)
+    status.assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as exc:
+    detail = " ".join(str(exc).split())[:200]
+    if missing_hint and "Unresolved object" in detail and "root." in detail:
+      detail = missing_hint
+    raise ValueError(f"{what} does not fit the model built from --bert_config_file "
+                     f"({detail})") from None
+  status.expect_partial()
+  return status
+
+
+def is_chief(strategy):
+  """True on the worker that writes outputs (every single-host strategy is chief)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not getattr(resolver, "task_type", None):
+    return True
+  if resolver.task_type == "chief":
+    return True
+  has_chief = "chief" in resolver.cluster_spec().as_dict()
+  return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+class RunCheckpoint:
+  """A run's state in output_dir, in our TF2 layout (see above): save, find, restore.
+
+  Built inside nothing; variables it creates go under `strategy`'s scope. Optimizer
+  slots are created at once (optimizer.build), so a restore fills them immediately.
+  On a multi-worker run only the chief writes to output_dir; the others write their
+  share to a temporary folder that `cleanup` removes.
+  """
+
+  def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
+               loss_scaling=False):
+    self.output_dir, self.model, self.keep = output_dir, model, keep
+    self.chief = strategy is None or is_chief(strategy)
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+    with scope:
+      if optimizer is not None:
+        optimizer.build(model.trainable_variables)
+      self.step = _replica_variable(0, tf.int64, "global_step")
+      self.loss_scale = _replica_variable(2.0 ** 15, tf.float32, "loss_scale")
+      self.good_steps = _replica_variable(0, tf.int64, "good_steps")
+    tracked = dict(step=self.step, model=model,
+                   model_signature=tf.Variable(model_signature(model), trainable=False))
+    if _has_encoder(model):
+      tracked["encoder"] = modeling.find_encoder(model)
+    if optimizer is not None:
+      tracked["optimizer"] = optimizer
+    # Keras 3 seed generators (dropout) are not trackable: save their states explicitly
+    # so that a resumed run draws the same dropout masks.
+    rng_states = [v.value for v in model.non_trainable_variables
+                  if "seed_generator" in getattr(v, "path", v.name)]
+    if rng_states and optimizer is not None:
+      tracked["rng_states"] = rng_states
+    if loss_scaling:
+      tracked.update(loss_scale=self.loss_scale, good_steps=self.good_steps)
+    self._tracked = tracked
+    self._checkpoint = tf.train.Checkpoint(**tracked)
+    self._manager = None
+    self.write_dir = output_dir if self.chief else os.path.join(
+        output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
+
+  def latest(self):
+    """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
+    names missing files is an error, not a fresh start."""
+    latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
+    state_file = os.path.join(self.output_dir or "", "checkpoint")
+    if latest is None and self.output_dir and tf.io.gfile.exists(state_file):
+      state = tf.train.get_checkpoint_state(self.output_dir)
+      named = state.model_checkpoint_path if state else "?"
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
+          "does not exist; restore the files or delete the 'checkpoint' file")
+    return latest
+
+  def restore(self, prefix, whole_state=True):
+    """Restores the model (and, if whole_state, optimizer, step, RNG) from prefix."""
+    saved = _signature_of(prefix)
+    if saved is not None and saved != model_signature(self.model):
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir} holds a checkpoint ({os.path.basename(prefix)})"
+          f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
+          " the old checkpoints")
+    objects = {k: v for k, v in self._tracked.items() if k != "model_signature"}
+    if not whole_state:
+      objects = {"model": self.model, "step": self.step}
+    with _reading(prefix):
+      try:
+        _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
+                         f"checkpoint {os.path.basename(prefix)}")
+      except ValueError as exc:
+        raise script_utils.UserError(f"{exc}; use a new --output_dir, or delete the old "
+                                     "checkpoints") from None
+    logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
+                 prefix, int(self.step.numpy()))
+    return int(self.step.numpy())
+
+  def save(self):
+    """Writes ckpt-<step> (keeping the newest `keep`); returns its prefix."""
+    if self._manager is None:
+      self._manager = tf.train.CheckpointManager(
+          self._checkpoint, self.write_dir, max_to_keep=self.keep, checkpoint_name="ckpt")
+    step = int(self.step.numpy())
+    try:
+      return self._manager.save(checkpoint_number=step)
+    except (OSError, tf.errors.ResourceExhaustedError, tf.errors.UnknownError,
+            tf.errors.FailedPreconditionError) as exc:
+      self._remove_partial(step)
+      previous = self.latest_saved()
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir}: could not save ckpt-{step} "
+          f"({' '.join(str(exc).split())[:120]}); "
+          + (f"the last good checkpoint {os.path.basename(previous)} is kept: "
+             "free space and rerun to resume" if previous else "nothing was saved")) from None
+
+  def latest_saved(self):
+    try:
+      return tf.train.latest_checkpoint(self.write_dir)
+    except (OSError, tf.errors.OpError):
+      return None
+
+  def _remove_partial(self, step):
+    for name in tf.io.gfile.listdir(self.write_dir):
+      if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
+                                             or name.startswith(f"ckpt-{step}.")):
+        path = os.path.join(self.write_dir, name)
+        if tf.io.gfile.isdir(path):
+          tf.io.gfile.rmtree(path)
+        else:
+          tf.io.gfile.remove(path)
+
+  def cleanup(self):
+    if not self.chief:
+      shutil.rmtree(self.write_dir, ignore_errors=True)
+
+
+def _replica_variable(value, dtype, name):
+  return tf.Variable(value, dtype=dtype, trainable=False, name=name,
+                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
+def start_weights(state, init_checkpoint, for_training):
+  """What a run starts from; the one policy every script follows. Returns the global step.
+
+  1. output_dir holds a checkpoint: resume from it (training: weights, optimizer, step,
+     RNG; eval/predict: the trained weights). A checkpoint of another model there is a
+     one-line error.
+  2. else --init_checkpoint, of any kind load_checkpoint reads. For eval/predict without
+     training it must hold every weight of the model (a fine-tuned head, not only a
+     pretrained encoder), else nothing trained would be evaluated.
+  3. else: training starts from random weights (said in the log); eval/predict is a
+     one-line error naming the flags to pass.
+  """
+  latest = state.latest()
+  if latest:
+    logging.info("--output_dir holds %s: %s", os.path.basename(latest),
+                 "training resumes from it" if for_training else "evaluating it")
+    return state.restore(latest, whole_state=for_training)
+  if init_checkpoint:
+    report = load_checkpoint(state.model, init_checkpoint)
+    if not for_training and report["missing"]:
+      raise script_utils.UserError(
+          f"--init_checkpoint={init_checkpoint} holds no trained weights for "
+          f"{report['missing'][0]} ({len(report['missing'])} missing): evaluating it would "
+          "score random weights; pass a trained run's --output_dir or ckpt-N, or "
+          "--do_train")
+    return report["global_step"] if not for_training else 0
+  if for_training:
+    logging.warning("No --init_checkpoint: the model starts from random weights")
+    return 0
+  raise script_utils.UserError(
+      f"nothing trained to evaluate: --output_dir={state.output_dir} holds no checkpoint "
+      "and no --init_checkpoint was given; pass --do_train, or --output_dir (or "
+      "--init_checkpoint) of a trained run")
 
 
 # --------------------------------------------------------------------------- saving

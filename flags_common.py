@@ -6,6 +6,9 @@ command from the original README runs unchanged; a script passes its own default
 the original's script differed (run_squad's max_seq_length is 384, for example).
 """
 
+import dataclasses
+import math
+
 from absl import flags
 
 _DEFINED = set()
@@ -51,7 +54,8 @@ def define_model_flags(max_seq_length=128, require_vocab=True, require_config=Tr
 
 
 def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-                     learning_rate=5e-5, num_train_epochs=3.0, do_predict=True):
+                     learning_rate=5e-5, num_train_epochs=3.0, do_predict=True,
+                     num_train_steps=None, num_warmup_steps=None):
   """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving."""
   if not _once("run"):
     return
@@ -72,6 +76,15 @@ def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=
   flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
   flags.DEFINE_float("num_train_epochs", num_train_epochs,
                      "Total number of training epochs to perform.")
+  flags.DEFINE_integer(
+      "num_train_steps", num_train_steps,
+      "Number of training steps (optimizer updates)."
+      + ("" if num_train_steps else " Overrides --num_train_epochs when set."))
+  flags.DEFINE_integer(
+      "num_warmup_steps", num_warmup_steps,
+      "Number of linear learning-rate warmup steps."
+      + ("" if num_warmup_steps is not None else
+         " Overrides --warmup_proportion when set."))
   flags.DEFINE_float(
       "warmup_proportion", 0.1,
       "Proportion of training to perform linear learning rate warmup for. "
@@ -102,10 +115,13 @@ def define_tpu_flags():
       "gcp_project", None,
       "[Optional] Project name for the Cloud TPU-enabled project. If not specified, we "
       "will attempt to automatically detect the GCE project from metadata.")
-  flags.DEFINE_string("master", None, "[Optional] TensorFlow master URL.")
+  flags.DEFINE_string("master", None,
+                      "[Optional] TensorFlow master URL; with --use_tpu, used as the TPU "
+                      "address when --tpu_name is not given.")
   flags.DEFINE_integer(
       "num_tpu_cores", 8,
-      "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+      "Only used if `use_tpu` is True. Total number of TPU cores to use; the run "
+      "stops if the TPU has a different number of cores.")
 
 
 def define_distribution_flags():
@@ -142,11 +158,16 @@ def define_distribution_flags():
 
 
 def define_runtime_flags():
-  """verbose: show tracebacks; the default is a one-line message for user errors."""
+  """verbose: show tracebacks; runtime_log: TensorFlow's own C++ log lines."""
   if not _once("runtime"):
     return
   flags.DEFINE_bool("verbose", False,
                     "Show full Python tracebacks and detailed logs on errors.")
+  flags.DEFINE_bool(
+      "runtime_log", False,
+      "Show TensorFlow's runtime log (C++ lines such as cuInit, cpu_feature_guard, "
+      "oneDNN), which is filtered out by default; for debugging the runtime itself. "
+      "Read before flag parsing (see runtime_log.py); BERT_RUNTIME_LOG=1 does the same.")
 
 
 def steps_per_loop(flag_values):
@@ -174,3 +195,113 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if eval_limit:
     flags.DEFINE_integer("max_eval_examples", 0,
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
+
+
+# --------------------------------------------------------------------------- options
+
+
+class FlagError(ValueError):
+  """A flag value that cannot work; the message names the flag and its value."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """Every setting the shared driver (finetune.py) and training loop read, built once.
+
+  A script's main() calls `run_options(FLAGS)` once and passes the result down; no
+  library reads absl FLAGS. Task-specific settings (SQuAD's doc_stride, a GLUE task
+  name, ...) are not here: each script hands them to its Task's constructor.
+  """
+  output_dir: str
+  bert_config_file: str = None
+  vocab_file: str = None
+  init_checkpoint: str = None
+  do_lower_case: bool = True
+  max_seq_length: int = 128
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  export_dir: str = None
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  predict_batch_size: int = 8
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  num_train_steps: int = None      # None: from num_train_epochs
+  num_warmup_steps: int = None     # None: from warmup_proportion
+  warmup_proportion: float = 0.1
+  optimizer: str = "adamw"
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 3
+  seed: int = 12345
+  distribution_strategy: str = "one_device"  # "tpu" when --use_tpu
+  tpu_name: str = None
+  tpu_zone: str = None
+  gcp_project: str = None
+  num_gpus: int = None
+  num_tpu_cores: int = None
+  dtype: str = "float32"
+  enable_xla: bool = False
+  gradient_accumulation_steps: int = 1
+  steps_per_loop: int = 1000
+  log_every_steps: int = 10
+  deterministic: bool = None
+  ltr: bool = False
+  max_train_examples: int = 0
+  max_eval_examples: int = 0
+  verbose: bool = False
+
+  def __post_init__(self):
+    _check_options(self)
+
+
+def _check_positive(options, names):
+  for name in names:
+    value = getattr(options, name)
+    if value is not None and value < 1:
+      raise FlagError(f"--{name}={value}: must be at least 1")
+
+
+def _check_options(options):
+  """Fails on flag values that cannot work, naming the flag (exit status 2 in scripts)."""
+  lr = options.learning_rate
+  if not (math.isfinite(lr) and lr > 0):
+    raise FlagError(f"--learning_rate={lr}: must be a positive finite number (a negative "
+                    "rate trains by gradient ascent)")
+  epochs = options.num_train_epochs
+  if not math.isfinite(epochs) or (options.do_train and options.num_train_steps is None
+                                   and epochs <= 0):
+    raise FlagError(f"--num_train_epochs={epochs}: must be a positive finite number")
+  if not (0.0 <= options.warmup_proportion <= 1.0):
+    raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
+  if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
+    raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
+  _check_positive(options, (
+      "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
+      "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
+      "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
+  if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
+    raise FlagError(f"--max_seq_length={options.max_seq_length}: must be between 3 and "
+                    f"{MAX_SEQ_LENGTH_BOUND}")
+  if options.max_train_examples < 0 or options.max_eval_examples < 0:
+    raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
+
+
+# No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
+MAX_SEQ_LENGTH_BOUND = 8192
+
+
+def run_options(flag_values, **overrides):
+  """RunOptions from parsed absl flags (the ones this script defines), plus overrides."""
+  names = {f.name for f in dataclasses.fields(RunOptions)}
+  values = {n: flag_values[n].value for n in names if n in flag_values}
+  # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
+  if "use_tpu" in flag_values and flag_values.use_tpu:
+    values["distribution_strategy"] = "tpu"
+    values["tpu_name"] = values.get("tpu_name") or flag_values.master
+  else:
+    values["num_tpu_cores"] = None
+  if "iterations_per_loop" in flag_values:
+    values["steps_per_loop"] = steps_per_loop(flag_values)
+  values.update(overrides)
+  return RunOptions(**values)

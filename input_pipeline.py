@@ -39,6 +39,30 @@ NUM_PARALLEL_FILES = 4
 RECORD_SHUFFLE_BUFFER = 100
 
 
+# --------------------------------------------------------------------------- padding
+
+
+def trim_to_longest(features, keys, multiple=1, mask_key="input_mask"):
+  """Cuts the padding no row of a batch uses (per-batch dynamic padding).
+
+  The sequence axis is the last axis of `features[mask_key]` (1 on real tokens, 0 on
+  padding), e.g. int32 [B, S] for sentences, [B, C, S] for multiple choice. Every tensor
+  named in `keys` is cut on that axis (a [B, S, D] feature tensor keeps its D) to the
+  longest real row of the batch, rounded up to a multiple of `multiple` (few distinct
+  lengths, so a tf.function traces few shapes), at least 1, at most the padded length.
+  Other entries pass through unchanged. Returns a new dict.
+  """
+  mask = features[mask_key]
+  axis = len(mask.shape) - 1
+  padded = tf.shape(mask)[axis]
+  length = tf.maximum(tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1)), 1)
+  if multiple > 1:
+    length = (length + multiple - 1) // multiple * multiple
+  length = tf.minimum(length, padded)
+  index = (slice(None),) * axis + (slice(0, length),)
+  return {k: (v[index] if k in keys else v) for k, v in features.items()}
+
+
 # --------------------------------------------------------------------------- generic
 
 

@@ -11,9 +11,8 @@ import pytest
 import tensorflow as tf
 
 import input_pipeline
-from conftest import import_script
-
-run_pretraining = import_script("run_pretraining")
+import modeling
+import pretraining_task
 import script_utils
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,9 +32,10 @@ def test_losses_and_metrics_match_hand_computation():
   weights = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], "float32")
   ns_logits = np.array([[2.0, -1.0], [0.5, 0.7]], "float32")
   ns_labels = np.array([[0], [0]], "int32")
-  per_example, metrics = run_pretraining.pretraining_loss_fn(True)(
+  per_example, metrics = modeling.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": ns_labels},
-      {"masked_lm_logits": mlm_logits, "next_sentence_logits": ns_logits})
+      {"masked_lm_logits": mlm_logits, "next_sentence_logits": ns_logits},
+      use_next_sentence=True)
   nll = -np.take_along_axis(_log_softmax(mlm_logits), ids[..., None], -1)[..., 0]
   mlm_loss = (weights * nll).sum() / (weights.sum() + 1e-5)
   ns_nll = -_log_softmax(ns_logits)[[0, 1], [0, 0]]
@@ -48,9 +48,9 @@ def test_losses_and_metrics_match_hand_computation():
   assert got["masked_lm_loss"] == pytest.approx((weights * nll).sum() / 5, rel=1e-5)
   assert got["next_sentence_accuracy"] == 0.5  # row 0 right (2 > -1), row 1 wrong
   assert got["next_sentence_loss"] == pytest.approx(ns_nll.mean(), rel=1e-5)
-  no_nsp, metrics = run_pretraining.pretraining_loss_fn(False)(
+  no_nsp, metrics = modeling.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights},
-      {"masked_lm_logits": mlm_logits})
+      {"masked_lm_logits": mlm_logits}, use_next_sentence=False)
   assert float(tf.reduce_mean(no_nsp)) == pytest.approx(mlm_loss, rel=1e-5)
   assert sorted(metrics) == ["masked_lm_accuracy", "masked_lm_loss"]
 
@@ -64,7 +64,7 @@ def test_ltr_features_put_the_masked_tokens_back_and_shift():
       "masked_lm_ids": tf.constant([[5, 9, 0]]),
       "masked_lm_weights": tf.constant([[1.0, 1.0, 0.0]]),
   }
-  out = run_pretraining.to_next_token_features(features)
+  out = pretraining_task.to_next_token_features(features)
   assert out["input_ids"].numpy().tolist() == [[101, 5, 7, 9, 102, 0]]
   assert out["masked_lm_positions"].numpy().tolist() == [[0, 1, 2, 3, 4]]
   assert out["masked_lm_ids"].numpy().tolist() == [[5, 7, 9, 102, 0]]

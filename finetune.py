@@ -1,0 +1,238 @@
+"""The task layer: one small `Task` class per task, and one driver that runs any of them.
+
+Middle floor. Every run_* script is its flag definitions plus a short main():
+
+    def main(_):
+      with script_utils.report_user_errors(FLAGS.verbose):
+        options = flags_common.run_options(FLAGS)
+        import classifier_task  # the one deferred import: --help stays fast
+        classifier_task.ClassifierTask(options, processor, FLAGS.data_dir).run()
+
+The driver (`run`) does what every task shares, in this order, so that a flag like
+--use_tpu or --init_checkpoint means the same in every script:
+  1. checks: the BERT config, the vocabulary (size and case), max_seq_length;
+  2. `task.read_data()`: every split this run needs is read and checked before any
+     model is built, so a bad file fails in seconds, not after hours of training;
+  3. the tf.distribute strategy, precision and determinism;
+  4. the model (`task.build_model`) and, when training, the optimizer;
+  5. the starting weights, decided in one place (`checkpoints.start_weights`): resume
+     from output_dir, else --init_checkpoint of any supported kind, else random (train)
+     or a one-line error (eval/predict with nothing trained to load);
+  6. training (`training.train`, with `task.loss` and `task.train_dataset`), then
+     `task.after_training`;
+  7. `task.evaluate` -> output_dir/eval_results.txt and TensorBoard scalars in
+     output_dir/eval at the global step; `task.predict`; `task.export`.
+
+A Task subclass supplies (see each method's docstring): read_data, num_train_examples,
+build_model, loss, train_dataset, evaluate, predict, and optionally export and
+after_training. It keeps its own task-specific settings (constructor arguments).
+"""
+
+import os
+
+from absl import logging
+
+import checkpoints
+import optimization
+import script_utils
+import tokenization
+import training
+
+
+class Task:
+  """What a task supplies to the driver. Subclass it; the defaults say what is optional.
+
+  Attributes a subclass may set:
+    name: a short label for logs ("MRPC", "SQuAD").
+    loads_init_checkpoint: False when --init_checkpoint is not loaded into the trained
+      model by the driver (feature-based NER loads it into its frozen encoder itself).
+    needs_vocab: False for tasks that read no text (pretraining reads TFRecords).
+  """
+
+  name = "task"
+  loads_init_checkpoint = True
+  needs_vocab = True
+
+  def __init__(self, options):
+    self.options = options
+
+  def run(self):
+    """Runs this task with the driver (`finetune.run(task, task.options)`)."""
+    run(self, self.options)
+
+  # ------------------------------------------------------------------ data
+
+  def read_data(self, config):
+    """Reads and checks every split this run needs (options.do_train/do_eval/do_predict).
+
+    Called once, before any model is built. `config` is the modeling.BertConfig. Raise
+    script_utils.UserError (one line naming the file and line) on bad input.
+    """
+    raise NotImplementedError
+
+  def num_train_examples(self):
+    """Training examples (windows, features) per epoch: num_train_epochs -> steps."""
+    raise NotImplementedError
+
+  def train_dataset(self, input_context, batch_size):
+    """tf.data.Dataset of training batches for one input pipeline, repeated forever.
+
+    input_context: tf.distribute.InputContext (shard by input_pipeline_id when
+    num_input_pipelines > 1). batch_size: the per-replica batch size; drop_remainder.
+    Each element is a dict holding the model's inputs by name and what `loss` needs.
+    """
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------ model
+
+  def build_model(self, config):
+    """The keras.Model to train (called inside the strategy's scope)."""
+    raise NotImplementedError
+
+  def loss(self, features, outputs):
+    """(per_example_loss float32 [B], {metric: (numerator, denominator)}) of one batch.
+
+    The loop minimises sum(per_example_loss) / global_batch_size; metric pairs are
+    float32 scalars summed over the batch (see training.py).
+    """
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------ outputs
+
+  def evaluate(self, model, strategy):
+    """Evaluates the dev set(s); returns {name: float} for eval_results.txt.
+
+    Most tasks predict batch by batch with training.predict (one device, input order);
+    strategy is there for tasks that evaluate with training.evaluate (pretraining).
+    """
+    raise NotImplementedError
+
+  def predict(self, model):
+    """Writes the test-set predictions into options.output_dir."""
+    raise NotImplementedError
+
+  def export(self, model, export_dir):
+    """Writes a SavedModel for serving into export_dir."""
+    raise script_utils.UserError(f"{self.name}: --export_dir is not supported")
+
+  def after_training(self, model, global_step):
+    """Called once training has reached its last step (on the chief only)."""
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def run(task, options):
+  """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
+  _check_requested(options)
+  config = checkpoints.load_bert_config(options.bert_config_file)
+  checkpoints.check_max_seq_length(options.max_seq_length, config)
+  if task.needs_vocab:
+    check_vocab(options, config)
+  script_utils.ensure_output_dir(options.output_dir)
+  # Multi-worker strategies must start before any TensorFlow op runs.
+  strategy = training.create_strategy(
+      options.distribution_strategy, options.tpu_name, options.tpu_zone,
+      options.gcp_project, options.num_gpus, options.num_tpu_cores)
+  if options.init_checkpoint:
+    # Fail on a bad path before reading data or building anything.
+    checkpoints.resolve_checkpoint(options.init_checkpoint)
+  task.read_data(config)
+  training.setup_precision(options.dtype)
+  training.setup_determinism(options.seed, options.deterministic)
+
+  num_train_steps, num_warmup_steps = train_steps(task, options)
+  with strategy.scope():
+    model = task.build_model(config)
+    optimizer = None
+    if options.do_train:
+      optimizer = optimization.create_optimizer(options.learning_rate, num_train_steps,
+                                                num_warmup_steps, options.optimizer)
+  state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
+                                    keep=options.keep_checkpoint_max,
+                                    loss_scaling=options.dtype == "float16")
+  global_step = checkpoints.start_weights(
+      state, options.init_checkpoint if task.loads_init_checkpoint else None,
+      for_training=options.do_train)
+
+  chief = checkpoints.is_chief(strategy)
+  if options.do_train:
+    logging.info("***** Running training: %s *****", task.name)
+    logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
+                 num_warmup_steps, options.train_batch_size)
+    result = training.train(strategy, model, optimizer, task.loss, task.train_dataset,
+                            state, training_config(options, num_train_steps))
+    global_step = result["global_step"]
+    if chief:
+      task.after_training(model, global_step)
+  if options.do_eval:
+    logging.info("***** Running evaluation: %s *****", task.name)
+    metrics = task.evaluate(model, strategy)
+    if chief:
+      write_eval_results(options.output_dir, metrics, global_step)
+  if options.do_predict:
+    logging.info("***** Running prediction: %s *****", task.name)
+    task.predict(model)
+  if options.export_dir:
+    task.export(model, options.export_dir)
+    logging.info("Exported a SavedModel to %s", options.export_dir)
+
+
+def _check_requested(options):
+  if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+    raise script_utils.UserError("At least one of --do_train, --do_eval, --do_predict "
+                                 "(or --export_dir) must be True.")
+
+
+def check_vocab(options, config):
+  """vocab_file exists, fits the config's vocab_size, and fits --do_lower_case."""
+  script_utils.check_input_file(options.vocab_file, "vocab_file")
+  tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+                                                options.init_checkpoint)
+  vocab = tokenization.load_vocab(options.vocab_file)
+  checkpoints.check_vocab_matches_config(len(vocab), config, options.vocab_file)
+  warning = getattr(tokenization, "vocab_case_warning", None)
+  message = warning(vocab, options.do_lower_case) if warning else None
+  if message:
+    logging.warning("%s: %s", options.vocab_file, message)
+
+
+def train_steps(task, options):
+  """(num_train_steps, num_warmup_steps): --num_train_steps, else epochs over the data."""
+  if not options.do_train:
+    return 0, 0
+  steps = options.num_train_steps
+  if steps is None:
+    examples = task.num_train_examples()
+    steps = int(examples / options.train_batch_size * options.num_train_epochs)
+    if steps < 1:
+      raise script_utils.UserError(
+          f"{examples} training examples at --train_batch_size={options.train_batch_size} "
+          f"and --num_train_epochs={options.num_train_epochs} make no training step; "
+          "lower the batch size, raise the epochs or set --num_train_steps")
+  warmup = options.num_warmup_steps
+  if warmup is None:
+    warmup = int(steps * options.warmup_proportion)
+  return steps, warmup
+
+
+def training_config(options, num_train_steps):
+  return training.TrainConfig(
+      global_batch_size=options.train_batch_size, num_train_steps=num_train_steps,
+      steps_per_loop=options.steps_per_loop,
+      gradient_accumulation_steps=options.gradient_accumulation_steps,
+      save_checkpoints_steps=options.save_checkpoints_steps,
+      log_every_steps=options.log_every_steps, jit_compile=options.enable_xla,
+      loss_scaling=options.dtype == "float16")
+
+
+def write_eval_results(output_dir, metrics, global_step):
+  """eval_results.txt (the original's `key = value` lines) and TensorBoard scalars in
+  output_dir/eval at `global_step`, so eval curves overlay the training curves."""
+  values = dict(metrics)
+  values["global_step"] = global_step
+  logging.info("***** Eval results *****")
+  script_utils.write_key_values(os.path.join(output_dir, "eval_results.txt"), values,
+                                log=lambda line: logging.info("  %s", line))
+  scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+  training.write_scalars(os.path.join(output_dir, "eval"), scalars, global_step)

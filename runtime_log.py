@@ -1,0 +1,116 @@
+"""Quiet TensorFlow: its C++ runtime talk filtered out of stderr, unless asked for.
+
+Ground floor: imports nothing of ours, and nothing of TensorFlow. Every script calls
+`runtime_log.quiet()` as its first statement, before TensorFlow is imported, because
+TensorFlow 2.21 writes some lines before any Python setting can reach it ("All log
+messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard, and on a
+machine without a GPU `E0000 ... failed call to cuInit ... UNKNOWN ERROR (303)`: the word
+ERROR on every healthy run teaches users to ignore errors).
+
+What it does:
+  * sets TF_CPP_MIN_LOG_LEVEL=2 (C++ INFO and WARNING off; errors still shown) unless the
+    user set it, and quiets TensorFlow's Python logger to errors;
+  * puts a filter between file descriptor 2 and the terminal: a thread forwards every
+    line except C++ log lines of severity I and W, the known-harmless E lines
+    (_HARMLESS_ERRORS) and the other known runtime notices (_NOISE). A C++ error line
+    that is not known to be harmless, and every fatal (F) line, still gets through.
+`--runtime_log` (or BERT_RUNTIME_LOG=1) leaves everything as TensorFlow prints it; the
+flag is read from sys.argv here, since absl parses flags only after TensorFlow loaded.
+"""
+
+import atexit
+import logging
+import os
+import re
+import sys
+import threading
+
+# glog-style lines of TensorFlow's C++ code: "I0000 00:00:1795382927.808695    5192
+# cudart_stub.cc:31] ...". absl's Python logging uses the same layout with a .py file:
+# those are ours (or TensorFlow's Python) and are never taken for runtime lines.
+_CPP_LINE = re.compile(
+    rb"^([IWEF])\d{4} [\d:.]+\s+\d+ [\w/-]+\.(?:cc|cpp|c|h):\d+\] ?(.*)")
+_HARMLESS_ERRORS = (
+    re.compile(rb"failed call to cuInit"),
+    re.compile(rb"Unable to register cu(DNN|FFT|BLAS) factory"),
+    re.compile(rb"computation placer already registered"),
+)
+_NOISE = (
+    re.compile(rb"^WARNING: All log messages before absl::InitializeLog\(\) is called"),
+    re.compile(rb"^To enable the following instructions: .* rebuild TensorFlow"),
+    re.compile(rb"oneDNN custom operations are on"),
+    re.compile(rb"^Memory patch applied"),
+    re.compile(rb"Sharding callback duration"),
+)
+
+_STATE = {}
+
+
+def requested(argv=None):
+  """True when the user asked for the full runtime log (--runtime_log, BERT_RUNTIME_LOG)."""
+  argv = sys.argv if argv is None else argv
+  if os.environ.get("BERT_RUNTIME_LOG", "") not in ("", "0"):
+    return True
+  return any(a in ("--runtime_log", "--runtime_log=true", "--runtime_log=True")
+             for a in argv)
+
+
+def is_noise(line):
+  """True for a runtime line (bytes, no newline) that the filter drops."""
+  match = _CPP_LINE.match(line)
+  if match:
+    severity, text = match.groups()
+    if severity in (b"I", b"W"):
+      return True
+    return severity == b"E" and any(p.search(text) for p in _HARMLESS_ERRORS)
+  return any(p.search(line) for p in _NOISE)
+
+
+def quiet(argv=None):
+  """Installs the filter (once per process) unless the full runtime log was asked for."""
+  if _STATE or requested(argv):
+    return
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
+  try:
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+  except OSError:  # no usable stderr (closed, a strange host): leave it alone
+    return
+  thread = threading.Thread(target=_forward, args=(read_end, terminal), daemon=True,
+                            name="runtime-log-filter")
+  _STATE.update(terminal=terminal, thread=thread)
+  thread.start()
+  atexit.register(_restore)
+
+
+def _forward(read_end, terminal):
+  with os.fdopen(read_end, "rb", buffering=0) as pipe:
+    pending = b""
+    while True:
+      chunk = pipe.read(65536)
+      if not chunk:
+        break
+      pending += chunk
+      *lines, pending = pending.split(b"\n")
+      out = b"".join(line + b"\n" for line in lines if not is_noise(line))
+      if out:
+        os.write(terminal, out)
+    if pending and not is_noise(pending):
+      os.write(terminal, pending)
+
+
+def _restore():
+  """At exit: the real stderr back, and every line still in the pipe delivered."""
+  terminal = _STATE.get("terminal")
+  if terminal is None:
+    return
+  try:
+    sys.stderr.flush()
+  except (OSError, ValueError):
+    pass
+  os.dup2(terminal, 2)  # closes the pipe's last write end: the thread sees end of file
+  _STATE["thread"].join(timeout=5)
