@@ -154,14 +154,6 @@ def setup_determinism(seed, deterministic=None):
   return bool(deterministic)
 
 
-def cross_replica_sum(value):
-  """Sums a tensor over the replicas when called inside `strategy.run`; else returns it."""
-  context = tf.distribute.get_replica_context()
-  if context is None or context.num_replicas_in_sync == 1:
-    return value
-  return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
-
-
 # --------------------------------------------------------------------------- helpers
 
 

@@ -20,9 +20,9 @@ if len(sys.argv) > 3:  # must happen before any op touches the CPU
 
 import numpy as np  # noqa: E402
 
+import checkpoints  # noqa: E402
 import modeling  # noqa: E402
 import optimization  # noqa: E402
-import run_pretraining  # noqa: E402
 import training  # noqa: E402
 
 GLOBAL_BATCH, SEQ, PRED, VOCAB = 8, 12, 3, 29
@@ -44,11 +44,10 @@ def records(n=64):
           "next_sentence_labels": rng.integers(0, 2, size=(n, 1)).astype("int32")}
 
 
-def dataset_fn(context):
+def dataset_fn(context, per_replica):
   ds = tf.data.Dataset.from_tensor_slices(records()).repeat()
   # In order, record-sharded over input pipelines (hosts): every step's global batch is
   # the same 8 records whatever the number of replicas and workers.
-  per_replica = context.get_per_replica_batch_size(GLOBAL_BATCH)
   if context.num_input_pipelines > 1:
     ds = ds.batch(GLOBAL_BATCH // context.num_input_pipelines, drop_remainder=True)
     ds = ds.shard(context.num_input_pipelines, context.input_pipeline_id).unbatch()
@@ -70,13 +69,14 @@ def main(mode, out):
   for v in model.trainable_variables:
     v.assign(rng.normal(scale=0.05, size=v.shape).astype("float32"))
   workdir = os.path.dirname(out)
-  result = training.run_training(
-      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
-      loss_fn=run_pretraining.pretraining_loss_fn(True), dataset_fn=dataset_fn,
-      global_batch_size=GLOBAL_BATCH, num_train_steps=4,
-      output_dir=os.path.join(workdir, f"ckpt-{mode}"), steps_per_loop=2,
-      save_checkpoints_steps=4, log_every_steps=2)
-  if training.is_chief(strategy):
+  del encoder
+  state = checkpoints.RunCheckpoint(os.path.join(workdir, f"ckpt-{mode}"), model, optimizer,
+                                    strategy)
+  result = training.train(
+      strategy, model, optimizer, modeling.pretraining_loss, dataset_fn, state,
+      training.TrainConfig(global_batch_size=GLOBAL_BATCH, num_train_steps=4,
+                           steps_per_loop=2, save_checkpoints_steps=4, log_every_steps=2))
+  if checkpoints.is_chief(strategy):
     np.savez(out, loss=result["loss"], **{v.path: v.numpy() for v in model.trainable_variables})
 
 

@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import checkpoints
 import modeling
 import optimization
+import script_utils
 import training
 
 VOCAB = 41
@@ -30,13 +32,23 @@ def _data(n=64, seq=11):
           "label_ids": labels}
 
 
-def _dataset_fn(batch_size, shuffle=True):
-  def fn(context):
+def _dataset_fn(shuffle=True):
+  def fn(context, batch_size):
+    del context
     ds = tf.data.Dataset.from_tensor_slices(_data()).repeat()
     if shuffle:
       ds = ds.shuffle(32, seed=3)
-    return ds.batch(context.get_per_replica_batch_size(batch_size), drop_remainder=True)
+    return ds.batch(batch_size, drop_remainder=True)
   return fn
+
+
+def _run_training(strategy, model, optimizer, output_dir, config, shuffle=True):
+  """What finetune.run does around training.train: a RunCheckpoint, resume, train."""
+  state = checkpoints.RunCheckpoint(str(output_dir), model, optimizer, strategy,
+                                    loss_scaling=config.loss_scaling)
+  checkpoints.start_weights(state, None, for_training=True)
+  return training.train(strategy, model, optimizer, loss_fn, _dataset_fn(shuffle), state,
+                        config)
 
 
 def loss_fn(features, outputs):
@@ -57,12 +69,11 @@ def _train(output_dir, steps, batch_size=8, accumulation=1, dropout=0.1, seed=5,
     model, encoder = modeling.build_classifier_model(_config(dropout), 2,
                                                      dropout_rate=dropout)
     optimizer = optimization.create_optimizer(lr, total_steps, 4)
-  result = training.run_training(
-      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
-      loss_fn=loss_fn, dataset_fn=_dataset_fn(batch_size, shuffle),
-      global_batch_size=batch_size, num_train_steps=steps, output_dir=str(output_dir),
-      steps_per_loop=7, save_checkpoints_steps=10, log_every_steps=5,
-      gradient_accumulation_steps=accumulation)
+  del encoder
+  result = _run_training(strategy, model, optimizer, output_dir, training.TrainConfig(
+      global_batch_size=batch_size, num_train_steps=steps, steps_per_loop=7,
+      save_checkpoints_steps=10, log_every_steps=5,
+      gradient_accumulation_steps=accumulation), shuffle)
   return result, model, optimizer, strategy
 
 
@@ -71,7 +82,7 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   assert full["global_step"] == 20
   assert sorted(f for f in os.listdir(tmp_path / "full") if f.endswith(".index")) == [
       "ckpt-10.index", "ckpt-20.index"]
-  assert training.latest_step(str(tmp_path / "full")) == 20
+  assert tf.train.latest_checkpoint(str(tmp_path / "full")).endswith("ckpt-20")
   assert os.listdir(tmp_path / "full" / "train")  # TensorBoard event file
 
   # Stop at 10, then a fresh process-like start (new model, new optimizer) resumes.
@@ -107,11 +118,10 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   with strategy.scope():
     model, encoder = modeling.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
-  with pytest.raises(training.script_utils.UserError, match="different model"):
-    training.run_training(strategy=strategy, model=model, encoder=encoder,
-                          optimizer=optimizer, loss_fn=loss_fn, dataset_fn=_dataset_fn(8),
-                          global_batch_size=8, num_train_steps=30,
-                          output_dir=str(tmp_path / "full"))
+  with pytest.raises(script_utils.UserError, match="different model size") as error:
+    _run_training(strategy, model, optimizer, tmp_path / "full",
+                  training.TrainConfig(global_batch_size=8, num_train_steps=30))
+  assert "(bert/embeddings/LayerNorm/beta: [32] vs [48])" in str(error.value)
 
 
 def test_gradient_accumulation_equals_the_big_batch(tmp_path):
@@ -182,12 +192,11 @@ def _train_precision(output_dir, dtype, jit_compile, steps=6):
       model, encoder = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
       optimizer = optimization.create_optimizer(1e-3, 40, 2)
     before = [v.numpy().copy() for v in model.trainable_variables]
-    result = training.run_training(
-        strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
-        loss_fn=loss_fn, dataset_fn=_dataset_fn(8, shuffle=False), global_batch_size=8,
-        num_train_steps=steps, output_dir=str(output_dir), steps_per_loop=3,
+    del encoder
+    result = _run_training(strategy, model, optimizer, output_dir, training.TrainConfig(
+        global_batch_size=8, num_train_steps=steps, steps_per_loop=3,
         save_checkpoints_steps=steps, log_every_steps=3, jit_compile=jit_compile,
-        dtype=dtype)
+        loss_scaling=dtype == "float16"), shuffle=False)
     after = [v.numpy().copy() for v in model.trainable_variables]
     reader = tf.train.load_checkpoint(str(output_dir))
     scale_keys = [k for k in reader.get_variable_to_shape_map() if "loss_scale" in k]
