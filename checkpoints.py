@@ -499,7 +499,7 @@ class RunCheckpoint:
     state_file = os.path.join(self.output_dir or "", "checkpoint")
     if latest is None and self.output_dir and tf.io.gfile.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
-      named = state.model_checkpoint_path if state else "?"
+      named = os.path.basename(state.model_checkpoint_path) if state else "?"
       raise script_utils.UserError(
           f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
           "does not exist; restore the files or delete the 'checkpoint' file")

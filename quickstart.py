@@ -17,9 +17,6 @@ quickstart doubles as a worked example of every script. Under 10 minutes on 2 CP
 
 import json
 import os
-import re
-import shlex
-import subprocess
 import sys
 import time
 
@@ -27,6 +24,8 @@ from absl import app
 from absl import flags
 
 import flags_common
+from quickstart_steps import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
+                              run_filtered, run_step, write_corpus)
 import script_utils
 
 flags.DEFINE_string("output_dir", "out/quickstart", "Where every output of the run goes.")
@@ -37,99 +36,12 @@ flags.DEFINE_float("finetune_epochs", 6.0, "Fine-tuning epochs on data/quickstar
 flags_common.define_runtime_flags()
 FLAGS = flags.FLAGS
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-QUERIES = [
-    "Return the absolute path of the file, following symbolic links.",
-    "Return the square root of x as a floating point number.",
-    "Open a connection to the server on the given port.",
-]
-
 # A small BERT (Table 6's small end): trains a few hundred steps in about a minute on
 # 2 CPU cores. type_vocab_size 2 and the other keys as in Google's bert_config.json.
 SMALL_CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
                 "intermediate_size": 512, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
                 "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 128,
                 "type_vocab_size": 2, "initializer_range": 0.02}
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
-
-
-def write_corpus(path):
-  """pydoc_data's help topics as documents: one sentence a line, blank line between."""
-  from pydoc_data import topics  # pylint: disable=g-import-not-at-top
-  documents = 0
-  with script_utils.atomic_open(path) as out:
-    for _, text in sorted(topics.topics.items()):
-      lines = []
-      for paragraph in re.split(r"\n\s*\n", text):
-        flat = " ".join(paragraph.split())
-        # Grammar productions and tables are not prose; keep sentences only.
-        if not flat or "::=" in flat or flat.startswith(("+", "*", "=")):
-          continue
-        lines += [s for s in _SENTENCE_END.split(flat) if len(s.split()) >= 3]
-      if len(lines) >= 2:
-        out.write("\n".join(lines) + "\n\n")
-        documents += 1
-  return documents
-
-
-_IMPORT_NOISE = re.compile(
-    r"I0000 00:00:\S+ +\d+ (port|cudart_stub|cuda_executor|cuda_diagnostics)\.cc:\d+\]"
-    r"|WARNING: All log messages before absl::InitializeLog\(\) is called")
-
-
-def run_filtered(command):
-  """Runs a command; returns its exit status.
-
-  Its progress goes to stderr: passed through as it comes, less the lines TensorFlow's C++
-  runtime prints at import whatever TF_CPP_MIN_LOG_LEVEL says (oneDNN, no CUDA driver).
-  """
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3"))
-  with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True,
-                        errors="replace") as process:
-    for line in process.stderr:
-      if not _IMPORT_NOISE.match(line):
-        sys.stderr.write(line)
-        sys.stderr.flush()
-  return process.returncode
-
-
-def run_step(title, script, args, log):
-  command = [sys.executable, os.path.join(HERE, script)] + args
-  print(f"\n=== {title}\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
-  start = time.time()
-  returncode = run_filtered(command)
-  elapsed = time.time() - start
-  log.append((title, elapsed))
-  if returncode != 0:
-    raise script_utils.UserError(f"step '{title}' failed (exit {returncode}); "
-                                 "see its message above")
-  print(f"--- {title}: {elapsed:.0f} s", flush=True)
-
-
-def read_key_values(path):
-  values = {}
-  with open(path, encoding="utf-8") as f:
-    for line in f:
-      key, _, value = line.partition(" = ")
-      values[key.strip()] = value.strip()
-  return values
-
-
-QUERY_PROGRAM = r"""
-import sys, json
-import tensorflow as tf
-import tensorflow_text  # registers the tokenizer ops the SavedModel uses
-model = tf.saved_model.load(sys.argv[1])
-serve = model.signatures["serve_text"]
-queries = json.loads(sys.argv[2])
-out = serve(text_a=tf.constant(queries))
-labels = [x.decode() for x in out["label"].numpy()]
-probs = out["probabilities"].numpy().max(axis=-1)
-for q, l, p in zip(queries, labels, probs):
-  print(f"  {l:8s} {p:.2f}  {q}")
-"""
-
 
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
