@@ -61,6 +61,25 @@ def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   return processor
 
 
+def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_size,
+                   fixed_padding=False, what="predict"):
+  """Logits float32 [len(examples), outputs] in example order, with progress logs.
+
+  Batches are sorted by length within windows (per-batch padding); each carries
+  `example_index` to put its rows back in file order.
+  """
+  dataset = classifier_features.make_dataset(
+      examples, labels, tokenizer, max_seq_length, batch_size, is_training=False,
+      fixed_padding=fixed_padding)
+  logits = None
+  for batch in training.predict(model, dataset, total=len(examples), what=what):
+    values = batch["logits"].astype(np.float32)
+    if logits is None:
+      logits = np.zeros((len(examples), values.shape[-1]), np.float32)
+    logits[batch["example_index"]] = values
+  return logits
+
+
 class ClassifierTask(finetune.Task):
   """One classification or regression task, read by a classifier_data.DataProcessor."""
 
@@ -146,21 +165,8 @@ class ClassifierTask(finetune.Task):
                              num_texts=self.processor.num_texts)
 
   def _logits(self, model, examples, batch_size, what):
-    """Logits float32 [len(examples), outputs] in example order.
-
-    Batches are sorted by length within windows (per-batch padding); each carries
-    `example_index` to put its rows back in file order.
-    """
-    dataset = classifier_features.make_dataset(
-        examples, self.labels, self.tokenizer, self.options.max_seq_length, batch_size,
-        is_training=False, fixed_padding=self.fixed_padding)
-    logits = None
-    for batch in training.predict(model, dataset, total=len(examples), what=what):
-      values = batch["logits"].astype(np.float32)
-      if logits is None:
-        logits = np.zeros((len(examples), values.shape[-1]), np.float32)
-      logits[batch["example_index"]] = values
-    return logits
+    return predict_logits(model, examples, self.labels, self.tokenizer,
+                          self.options.max_seq_length, batch_size, self.fixed_padding, what)
 
   def _eval_values(self, logits, examples):
     """The GLUE metrics and the mean loss of one eval set, from its logits."""

@@ -105,10 +105,14 @@ class Task:
     Most tasks predict batch by batch with training.predict (one device, input order);
     strategy is there for tasks that evaluate with training.evaluate (pretraining).
     """
-    raise NotImplementedError
+    raise script_utils.UserError(f"{self.name}: --do_eval is not supported")
 
   def predict(self, model):
-    """Writes the test-set predictions into options.output_dir."""
+    """Writes the test-set predictions into options.output_dir.
+
+    May return {name: float} scores (SQuAD scores a predict file that has answers, as
+    the original did): the driver writes them like evaluate's.
+    """
     raise NotImplementedError
 
   def export(self, model, export_dir):
@@ -172,7 +176,9 @@ def run(task, options):
       write_eval_results(options.output_dir, metrics, global_step)
   if options.do_predict:
     logging.info("***** Running prediction: %s *****", task.name)
-    task.predict(model)
+    scores = task.predict(model)
+    if scores and chief:  # a predict file with answers (SQuAD) is scored too
+      write_eval_results(options.output_dir, scores, global_step)
   if options.export_dir:
     task.export(model, options.export_dir)
     logging.info("Exported a SavedModel to %s", options.export_dir)

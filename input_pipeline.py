@@ -74,26 +74,33 @@ def float_feature(values):
   return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
 
 
-def make_example(features):
-  """{name: list of int or float} -> tf.train.Example (float lists become FloatList)."""
+def make_example(features, float_features=None):
+  """{name: list of int or float} -> tf.train.Example.
+
+  float_features: the names written as FloatList (the others as Int64List); None: every
+  list holding a Python float (slower: each value is looked at).
+  """
   feature = {}
   for name, values in features.items():
     values = list(values)
-    is_float = any(isinstance(v, float) for v in values)
+    if float_features is None:
+      is_float = any(isinstance(v, float) for v in values)
+    else:
+      is_float = name in float_features
     feature[name] = float_feature(values) if is_float else int64_feature(values)
   return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
-def write_examples(path, feature_dicts):
+def write_examples(path, feature_dicts, float_features=None):
   """Writes an iterable of {name: list} dicts as one TFRecord file, atomically.
 
-  Returns the number of records written.
+  float_features: as for make_example. Returns the number of records written.
   """
   count = 0
   with script_utils.atomic_path(path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       for features in feature_dicts:
-        writer.write(make_example(features).SerializeToString())
+        writer.write(make_example(features, float_features).SerializeToString())
         count += 1
   return count
 

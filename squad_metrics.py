@@ -1,13 +1,16 @@
 """The official SQuAD scoring definitions (v1.1 and v2.0), written here so no download is needed.
 
-Middle floor: pure Python, imports nothing of ours and no TensorFlow. `squad_evaluate.py`
-(the command) and `run_squad.py` (which scores its own predictions when the predict file
-has answers) both call into this module.
+Middle floor: pure Python, no TensorFlow; imports only script_utils of ours.
+`squad_evaluate.py` (the command) and `squad_task.py` (run_squad scores its own
+predictions when the predict file has answers) both call into this module.
 
 The two official scripts differ in small ways that change the last digits, so each is
 reproduced separately rather than merged:
   * v1.1 counts a question without a prediction as 0 and keeps it in the total; v2.0
-    leaves it out of the total ("Missing prediction").
+    leaves it out of the total ("Missing prediction"). The official v2.0 script then
+    crashes (HasAns/NoAns) or, with a no-answer file, reports best_exact/best_f1 over
+    inconsistent sets (above 100); here every v2.0 number covers the same set, the
+    predicted questions: the official script's numbers on the data file cut down to them.
   * v1.1 F1 of an empty prediction is 0; v2.0 gives 1 when both the gold answer and the
     prediction normalise to nothing (that is how an unanswerable question is scored).
   * v2.0 drops gold answers that normalise to the empty string before taking the max.
@@ -16,8 +19,11 @@ predictions in ../shared/data/squad (see tests/test_squad_metrics.py).
 """
 
 import collections
+import json
 import re
 import string
+
+import script_utils
 
 _PUNCTUATION = frozenset(string.punctuation)
 # \b is Unicode-aware for str patterns in Python 3, as re.UNICODE asks in the v2.0 script.
@@ -182,9 +188,12 @@ def find_best_thresh(preds, scores, na_probs, qid_to_has_ans):
   """Sweeps the no-answer threshold over the sorted na_probs; returns (best %, threshold).
 
   Starts from "answer nothing" (every unanswerable question right) and, question by
-  question in increasing no-answer probability, switches to the model's answer.
+  question in increasing no-answer probability, switches to the model's answer. Only
+  the questions in `scores` (those with a prediction) count, in the numerator as in the
+  denominator; the official script counts every unanswerable question of the dataset in
+  the start score, which exceeds 100% when predictions are missing.
   """
-  num_no_ans = sum(1 for k in qid_to_has_ans if not qid_to_has_ans[k])
+  num_no_ans = sum(1 for k in scores if not qid_to_has_ans[k])
   cur_score = num_no_ans
   best_score = cur_score
   best_thresh = 0.0
@@ -221,7 +230,8 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
     na_probs: {question id: no-answer score} (run_squad's null_odds.json) or None. With
       None every score is 0.0 and no threshold search is reported, as the official script.
     na_prob_thresh: questions whose na_prob is above it are scored as "no answer".
-    warn: called with one message per question without a prediction.
+    warn: called with one message per question without a prediction (the official
+      "Missing prediction for ID"), then once with their count.
   Returns:
     An OrderedDict in the official script's key order.
   """
@@ -237,6 +247,10 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
                      "null_odds.json written with these predictions")
   # Questions without a prediction are left out of every total, like the official
   # "Missing prediction" path (which crashes on the HasAns/NoAns split instead).
+  missing = len(qid_to_has_ans) - len(exact_raw)
+  if missing and warn is not None:
+    warn(f"{missing} of {len(qid_to_has_ans)} questions have no prediction; every score "
+         f"covers the {len(exact_raw)} predicted questions only")
   has_ans_qids = [k for k, v in qid_to_has_ans.items() if v and k in exact_raw]
   no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v and k in exact_raw]
   exact_thresh = apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh)
@@ -251,6 +265,34 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
   if have_na_probs:
     find_all_best_thresh(out_eval, preds, exact_raw, f1_raw, na_probs, qid_to_has_ans)
   return out_eval
+
+
+def score_predicted(dataset, predictions, na_probs=None, version_2_with_negative=False,
+                    path="predict_file"):
+  """The official scores of the questions of `dataset` that have a prediction.
+
+  run_squad predicts a slice of a file (--predict_articles, --max_predict_examples); the
+  file is cut down to the predicted questions and scored with evaluate_v1 (v1.1 keys
+  exact_match, f1) or evaluate_v2 (with na_probs: run_squad's null_odds.json).
+  Returns a dict, or None when no predicted question has a gold answer (a test file).
+  """
+  subset = []
+  answered = 0
+  for article in dataset:
+    paragraphs = []
+    for paragraph in article["paragraphs"]:
+      qas = [qa for qa in paragraph["qas"] if qa["id"] in predictions]
+      answered += sum(1 for qa in qas if qa.get("answers"))
+      if qas:
+        paragraphs.append({"context": paragraph["context"], "qas": qas})
+    if paragraphs:
+      subset.append({"paragraphs": paragraphs})
+  if not answered:
+    return None
+  subset = check_dataset({"data": subset}, path)
+  if version_2_with_negative:
+    return dict(evaluate_v2(subset, predictions, na_probs=na_probs))
+  return evaluate_v1(subset, predictions)
 
 
 def dataset_version(dataset_json):
@@ -270,10 +312,23 @@ def dataset_version(dataset_json):
 # ----------------------------------------------------------------------------- files
 
 
+class _DuplicateKey(Exception):
+  pass
+
+
+def _unique_keys(pairs):
+  result = {}
+  for key, value in pairs:
+    if key in result:
+      raise _DuplicateKey(key)
+    result[key] = value
+  return result
+
+
 def load_json(path, what="JSON file"):
-  """json.load with a one-line UserError naming the file, line and column when malformed."""
-  import json  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  """json.load with a one-line UserError naming the file, line and column when malformed,
+  or when an object repeats a key (json.load would silently keep the last value: a
+  predictions file with a question twice, a data file with two "answers")."""
   try:
     with open(path, "rb") as handle:
       raw = handle.read()
@@ -282,7 +337,11 @@ def load_json(path, what="JSON file"):
   except IsADirectoryError:
     raise script_utils.UserError(f"{path}: is a directory, expected a {what}") from None
   try:
-    return json.loads(raw.decode("utf-8-sig"))
+    return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
+  except _DuplicateKey as exc:
+    raise script_utils.UserError(
+        f"{path}: the key {exc.args[0]!r} appears twice in one JSON object; each {what} "
+        "entry must be unique") from None
   except UnicodeDecodeError as exc:
     raise script_utils.UserError(
         f"{path}: not valid UTF-8 (byte {exc.start}); convert the {what} to UTF-8") from None
@@ -293,7 +352,6 @@ def load_json(path, what="JSON file"):
 
 def check_answer_map(obj, path, what):
   """Checks a predictions / null-odds file: a JSON object {question id: value}."""
-  import script_utils  # pylint: disable=g-import-not-at-top
   if not isinstance(obj, dict):
     raise script_utils.UserError(
         f"{path}: a {what} must be a JSON object {{question id: ...}}, "
@@ -311,8 +369,12 @@ def check_answer_map(obj, path, what):
 
 
 def check_dataset(obj, path):
-  """Checks the outline of a SQuAD file; returns its "data" list."""
-  import script_utils  # pylint: disable=g-import-not-at-top
+  """Checks the outline of a SQuAD file; returns its "data" list.
+
+  Question ids must be unique: a repeated id would be scored twice with one prediction
+  (v1.1) or collapse into one question (v2.0).
+  """
+  seen = {}
   if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
     raise script_utils.UserError(
         f"{path}: not a SQuAD file (expected a JSON object with a \"data\" list of articles)")
@@ -326,9 +388,18 @@ def check_dataset(obj, path):
         raise script_utils.UserError(
             f"{path}: article {a} paragraph {p} has no \"qas\" list")
       for q, qa in enumerate(qas):
+        where = f"article {a} paragraph {p} question {q}"
         if not isinstance(qa, dict) or "id" not in qa:
+          raise script_utils.UserError(f"{path}: {where} has no \"id\"")
+        if not isinstance(qa["id"], str):
           raise script_utils.UserError(
-              f"{path}: article {a} paragraph {p} question {q} has no \"id\"")
+              f"{path}: {where}: the question id {qa['id']!r} is a "
+              f"{type(qa['id']).__name__}, not a string (predictions are keyed by strings)")
+        if qa["id"] in seen:
+          raise script_utils.UserError(
+              f"{path}: {where}: duplicate question id {qa['id']!r} (first at "
+              f"{seen[qa['id']]}); ids must be unique to be scored")
+        seen[qa["id"]] = where
         if not isinstance(qa.get("answers", []), list):
           raise script_utils.UserError(
               f"{path}: question {qa['id']} has an \"answers\" field that is not a list")

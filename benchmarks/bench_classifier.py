@@ -103,13 +103,13 @@ ACCURACY_MATCH = 0.02
 PREDICT_REPEATS = 3  # timed passes on each side, the best kept (the machine is shared)
 
 
-def _our_predict(classifier_data, run_classifier, model, tokenizer, examples):
+def _our_predict(model, tokenizer, examples):
   """(logits float32 [n, 2] in example order, seconds): run_classifier's predict path,
   from the texts (make_dataset tokenizes in tf.data) to the logits."""
+  import classifier_task  # pylint: disable=g-import-not-at-top
   started = time.perf_counter()
-  dataset = classifier_data.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
-                                         is_training=False)
-  logits = run_classifier._predict_logits(model, dataset, len(examples), "bench")  # pylint: disable=protected-access
+  logits = classifier_task.predict_logits(model, examples, ["0", "1"], tokenizer, SEQ,
+                                          BATCH, what="bench")
   return logits, time.perf_counter() - started
 
 
@@ -170,36 +170,37 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
   """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
-  training path (make_dataset, training.run_training) from the shared MiniLM."""
+  training path (make_dataset, training.train) from the shared MiniLM."""
   import checkpoints  # pylint: disable=g-import-not-at-top
-  import classifier_data  # pylint: disable=g-import-not-at-top
+  import classifier_features  # pylint: disable=g-import-not-at-top
+  import metrics  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   import optimization  # pylint: disable=g-import-not-at-top
-  import run_classifier  # pylint: disable=g-import-not-at-top
   import training  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
   strategy = training.create_strategy("one_device")
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(config, 2)
+    model, _ = modeling.build_classifier_model(config, 2)
     optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
 
-  def dataset_fn(context):
-    return classifier_data.make_dataset(
-        train, ["0", "1"], tokenizer, SEQ, context.get_per_replica_batch_size(BATCH),
-        is_training=True, seed=1, input_context=context)
+  def dataset_fn(context, batch_size):
+    return classifier_features.make_dataset(
+        train, ["0", "1"], tokenizer, SEQ, batch_size, is_training=True, seed=1,
+        input_context=context)
 
   # Two loop calls: steps - timed_steps (traces; untimed), then timed_steps, whose rate
-  # run_training reports.
-  result = training.run_training(
-      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
-      loss_fn=run_classifier._loss_fn(False), dataset_fn=dataset_fn,  # pylint: disable=protected-access
-      global_batch_size=BATCH, num_train_steps=steps,
-      output_dir=os.path.join(workdir, "ours-finetune"), steps_per_loop=steps - timed_steps,
-      log_every_steps=steps, save_checkpoints_steps=10**9)
-  logits, _ = _our_predict(classifier_data, run_classifier, model, tokenizer, dev)
-  accuracy = classifier_data.accuracy(logits.argmax(1), [int(e.label) for e in dev])
+  # train() reports.
+  state = checkpoints.RunCheckpoint(os.path.join(workdir, "ours-finetune"), model,
+                                    optimizer, strategy)
+  result = training.train(
+      strategy, model, optimizer, modeling.classifier_loss, dataset_fn, state,
+      training.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
+                           steps_per_loop=steps - timed_steps, log_every_steps=steps,
+                           save_checkpoints_steps=10**9))
+  logits, _ = _our_predict(model, tokenizer, dev)
+  accuracy = metrics.accuracy(logits.argmax(1), [int(e.label) for e in dev])
   return result["examples_per_second"], accuracy, result["loss"]
 
 
@@ -219,7 +220,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
                                        workdir)
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
-           "note": f"run_training + make_dataset (length buckets), AdamWeightDecay; dev "
+           "note": f"training.train + make_dataset (length buckets), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
                    f"{hf_bridge.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:

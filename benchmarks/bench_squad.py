@@ -28,6 +28,8 @@ VOCAB = os.path.join(DATA, "vocab", "uncased_vocab.txt")
 def run(quick=False):
   """Returns [{name, value, unit, note}]."""
   import squad_data  # pylint: disable=g-import-not-at-top
+  import squad_decoding  # pylint: disable=g-import-not-at-top
+  import squad_features  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
 
   tokenizer = tokenization.FullTokenizer(VOCAB, do_lower_case=True)
@@ -39,20 +41,20 @@ def run(quick=False):
   scope = f"{len(examples)} dev-v1.1 questions"
 
   started = time.perf_counter()
-  features = squad_data.convert_examples_to_features(examples, tokenizer, 384, 128, 64,
+  features = squad_features.convert_examples_to_features(examples, tokenizer, 384, 128, 64,
                                                      is_training=False)
   convert_s = time.perf_counter() - started
 
   with tempfile.TemporaryDirectory() as tmp:
     started = time.perf_counter()
-    squad_data.write_tf_record(os.path.join(tmp, "eval.tf_record"), features, False)
+    squad_features.write_tf_record(os.path.join(tmp, "eval.tf_record"), features, False)
     write_s = time.perf_counter() - started
 
   rng = np.random.RandomState(0)
-  results = [squad_data.RawResult(f.unique_id, rng.randn(384).astype(np.float32),
+  results = [squad_decoding.RawResult(f.unique_id, rng.randn(384).astype(np.float32),
                                   rng.randn(384).astype(np.float32)) for f in features]
   started = time.perf_counter()
-  squad_data.compute_predictions(examples, features, results, 20, 30, True)
+  squad_decoding.compute_predictions(examples, features, results, 20, 30, True)
   post_s = time.perf_counter() - started
 
   return [

@@ -1,4 +1,5 @@
-"""SQuAD data: reading, windows, max-context, answer alignment, n-best post-processing."""
+"""SQuAD: reading (squad_data), windows and max-context (squad_features), answer
+alignment and n-best post-processing (squad_decoding)."""
 import collections
 import json
 import math
@@ -8,13 +9,30 @@ import pytest
 
 import script_utils
 import squad_data
+import squad_decoding
+import squad_features
 import tokenization
-from conftest import UNCASED_VOCAB, shared_path
+from conftest import shared_path
+
+# Every WordPiece the hand-made examples of the reading tests need (uncased).
+SMALL_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "born", "in", "zurich", "(", "1895",
+               "\u2013", "1943", ")", ",", "he", "moved", "to", "bern", ".", "when", "where",
+               "what", "?", "a", "b", "q"]
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
   return tokenization.FullTokenizer(shared_path("vocab", "uncased_vocab.txt"), True)
+
+
+@pytest.fixture(params=["small", "real"])
+def any_tokenizer(request, tmp_path):
+  """A vocabulary the test writes itself, and the real uncased one where it exists."""
+  if request.param == "real":
+    return tokenization.FullTokenizer(shared_path("vocab", "uncased_vocab.txt"), True)
+  path = tmp_path / "vocab.txt"
+  path.write_text("\n".join(SMALL_VOCAB) + "\n", encoding="utf-8")
+  return tokenization.FullTokenizer(str(path), True)
 
 
 # --------------------------------------------------------------------------- reading
@@ -34,7 +52,7 @@ def _write_squad(tmp_path, paragraphs, name="data.json"):
   return str(path)
 
 
-def test_read_training_answers_skip_mismatched_offsets(tmp_path):
+def test_read_training_answers_skip_mismatched_offsets(tmp_path, any_tokenizer):
   context = "Born in Z\u00fcrich (1895\u20131943), he\tmoved to Bern."
   qas = [
       {"id": "good", "question": "When?", "answers": [
@@ -58,8 +76,8 @@ def test_read_training_answers_skip_mismatched_offsets(tmp_path):
   assert (good.start_position, good.end_position, good.orig_answer_text) == (3, 3, "1895")
   assert (moved.start_position, moved.end_position) == (5, 5)
   # The word "(1895–1943)," is tightened to the WordPiece "1895" of the answer.
-  features = squad_data.convert_examples_to_features(examples, tokenization.FullTokenizer(
-      UNCASED_VOCAB, True), 32, 8, 8, is_training=True)
+  features = squad_features.convert_examples_to_features(examples, any_tokenizer, 32, 8, 8,
+                                                         is_training=True)
   first = features[0]
   assert first.tokens[first.start_position:first.end_position + 1] == ["1895"]
   assert first.tokens[first.start_position - 1] == "("
@@ -67,7 +85,7 @@ def test_read_training_answers_skip_mismatched_offsets(tmp_path):
   assert second.tokens[second.start_position:second.end_position + 1] == ["moved"]
 
 
-def test_read_errors_are_one_line_user_errors(tmp_path):
+def test_read_errors_are_one_line_user_errors(tmp_path, any_tokenizer):
   bad = tmp_path / "bad.json"
   bad.write_text('{"data": [\n  {"paragraphs": [}\n]}')
   with pytest.raises(script_utils.UserError, match=r"bad\.json:2:19: malformed JSON"):
@@ -87,40 +105,118 @@ def test_read_errors_are_one_line_user_errors(tmp_path):
   examples = squad_data.read_squad_examples(v2, is_training=True,
                                             version_2_with_negative=True)
   assert (examples[0].is_impossible, examples[0].start_position) == (True, -1)
-  features = squad_data.convert_examples_to_features(
-      examples, tokenization.FullTokenizer(UNCASED_VOCAB, True), 16, 4, 4, is_training=True)
+  features = squad_features.convert_examples_to_features(examples, any_tokenizer, 16, 4, 4,
+                                                         is_training=True)
   assert (features[0].start_position, features[0].end_position) == (0, 0)
+
+
+def _qa(qid, question="q?", **extra):
+  return dict({"id": qid, "question": question}, **extra)
+
+
+def test_duplicate_question_ids_are_refused_for_prediction(tmp_path):
+  paragraphs = [{"context": "a b", "qas": [_qa("x1"), _qa("dup")]},
+                {"context": "a c", "qas": [_qa("dup")]}]
+  path = _write_squad(tmp_path, paragraphs, "dup.json")
+  with pytest.raises(script_utils.UserError) as caught:
+    squad_data.read_squad_examples(path, is_training=False)
+  assert str(caught.value) == (
+      f"{path}: article 0 paragraph 1 question 0: duplicate question id 'dup' (first at "
+      "article 0 paragraph 0 question 1); ids must be unique, or one question's prediction "
+      "overwrites the other's")
+  # Training keys nothing by the id: the same file trains on all three questions.
+  answers = [{"text": "a", "answer_start": 0}]
+  for paragraph in paragraphs:
+    for qa in paragraph["qas"]:
+      qa["answers"] = answers
+  path = _write_squad(tmp_path, paragraphs, "dup_train.json")
+  assert len(squad_data.read_squad_examples(path, is_training=True)) == 3
+  # An id that is not a string would be written to predictions.json as one ("1"), where
+  # it can collide with a real "1" and never match the data file's id.
+  path = _write_squad(tmp_path, [{"context": "a b", "qas": [_qa(1)]}], "int.json")
+  with pytest.raises(script_utils.UserError,
+                     match=r"question 0: the question id 1 is a int, not a string"):
+    squad_data.read_squad_examples(path, is_training=False)
+  # compute_predictions refuses duplicates built by hand, rather than losing one.
+  example = squad_data.SquadExample("same", "q", ["a"])
+  with pytest.raises(ValueError, match="two questions have the id same"):
+    squad_decoding.compute_predictions([example, example], [], [], 20, 30, True)
+
+
+@pytest.mark.parametrize("is_training", [False, True])
+def test_v2_questions_need_version_2_with_negative(tmp_path, is_training):
+  answers = [{"text": "a", "answer_start": 0}]
+  path = _write_squad(tmp_path, [{"context": "a b", "qas": [
+      _qa("ok", answers=answers), _qa("imp", answers=[], is_impossible=True)]}], "v2.json")
+  with pytest.raises(script_utils.UserError) as caught:
+    squad_data.read_squad_examples(path, is_training=is_training)
+  assert str(caught.value) == (
+      f"{path}: article 0 paragraph 0 question 1 (id imp): \"is_impossible\" is true, so "
+      "this is a SQuAD 2.0 file; pass --version_2_with_negative (without it no question can "
+      "get the null answer)")
+  examples = squad_data.read_squad_examples(path, is_training=is_training,
+                                            version_2_with_negative=True)
+  assert [(e.qas_id, e.is_impossible) for e in examples] == [
+      ("ok", False), ("imp", is_training)]
+  # "is_impossible": false is a v2.0 file's answerable question, fine without the flag.
+  path = _write_squad(tmp_path, [{"context": "a b", "qas": [
+      _qa("ok", answers=answers, is_impossible=False)]}], "v2_answerable.json")
+  assert len(squad_data.read_squad_examples(path, is_training=is_training)) == 1
+
+
+def test_article_slice(tmp_path):
+  path = tmp_path / "three.json"
+  path.write_text(json.dumps({"data": [
+      {"paragraphs": [{"context": f"w{i}", "qas": [_qa(f"q{i}")]}]} for i in range(3)]}))
+  examples = squad_data.read_squad_examples(str(path), False, articles=slice(1, None))
+  assert [e.qas_id for e in examples] == ["q1", "q2"]
 
 
 # --------------------------------------------------------------------------- windows
 
 
+def _check_is_max_context(doc_spans, cur_span_index, position):
+  """The original's per-token max-context rule, literally (the reference for the NumPy
+  version): score = min(left, right context) + 0.01 * window length; first best wins."""
+  best_score = None
+  best_span_index = None
+  for span_index, doc_span in enumerate(doc_spans):
+    end = doc_span.start + doc_span.length - 1
+    if position < doc_span.start or position > end:
+      continue
+    score = min(position - doc_span.start, end - position) + 0.01 * doc_span.length
+    if best_score is None or score > best_score:
+      best_score = score
+      best_span_index = span_index
+  return cur_span_index == best_span_index
+
+
 def test_doc_spans_and_max_context_hand_made():
-  spans = squad_data.make_doc_spans(10, 4, 3)
+  spans = squad_features.make_doc_spans(10, 4, 3)
   assert spans == [(0, 4), (3, 4), (6, 4)]
   # Token 3 has score 0.04 in both windows 0 and 1: the first window wins the tie.
-  flags = squad_data.max_context_flags(spans)
+  flags = squad_features.max_context_flags(spans)
   assert flags == [[True, True, True, True], [False, True, True, True],
                    [False, True, True, True]]
-  spans = squad_data.make_doc_spans(7, 5, 2)
+  spans = squad_features.make_doc_spans(7, 5, 2)
   assert spans == [(0, 5), (2, 5)]
   # Token 2: 2.05 in window 0 vs 0.05; token 3: 1.05 vs 1.05 (tie, window 0);
   # token 4: 0.05 vs 2.05.
-  assert squad_data.max_context_flags(spans) == [[True, True, True, True, False],
+  assert squad_features.max_context_flags(spans) == [[True, True, True, True, False],
                                                  [False, False, True, True, True]]
   # A shorter last window loses a tie through the 0.01 * length bonus.
-  spans = squad_data.make_doc_spans(6, 4, 2)
+  spans = squad_features.make_doc_spans(6, 4, 2)
   assert spans == [(0, 4), (2, 4)]
-  spans = squad_data.make_doc_spans(7, 4, 3)
+  spans = squad_features.make_doc_spans(7, 4, 3)
   assert spans == [(0, 4), (3, 4)]
-  for doc_spans in ([(0, 5), (3, 3)], squad_data.make_doc_spans(50, 12, 5)):
-    doc_spans = [squad_data.DocSpan(*s) for s in doc_spans]
-    flags = squad_data.max_context_flags(doc_spans)
+  for doc_spans in ([(0, 5), (3, 3)], squad_features.make_doc_spans(50, 12, 5)):
+    doc_spans = [squad_features.DocSpan(*s) for s in doc_spans]
+    flags = squad_features.max_context_flags(doc_spans)
     for i, span in enumerate(doc_spans):
-      assert flags[i] == [squad_data._check_is_max_context(doc_spans, i, span.start + k)
+      assert flags[i] == [_check_is_max_context(doc_spans, i, span.start + k)
                           for k in range(span.length)]
   with pytest.raises(script_utils.UserError, match="raise --max_seq_length"):
-    squad_data.make_doc_spans(10, 0, 3)
+    squad_features.make_doc_spans(10, 0, 3)
 
 
 NORMANS = ("The Normans (Norman: Nourmands; French: Normands) gave their name to Normandy, "
@@ -138,7 +234,7 @@ def _normans_example(training=True):
 
 def test_windows_hand_made(tokenizer):
   # 27 document tokens; 24 - 5 (question, truncated) - 3 = 16 per window, stride 6.
-  features = squad_data.convert_examples_to_features(
+  features = squad_features.convert_examples_to_features(
       [_normans_example()], tokenizer, max_seq_length=24, doc_stride=6, max_query_length=5,
       is_training=True)
   assert [f.unique_id for f in features] == [1000000000, 1000000001, 1000000002]
@@ -186,13 +282,13 @@ def _reference_convert(examples, tokenizer, max_seq_length, doc_stride, max_quer
         tok_end = orig_to_tok_index[example.end_position + 1] - 1
       else:
         tok_end = len(all_doc_tokens) - 1
-      tok_start, tok_end = squad_data._improve_answer_span(
+      tok_start, tok_end = squad_features._improve_answer_span(
           all_doc_tokens, tok_start, tok_end, tokenizer, example.orig_answer_text)
     max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
     doc_spans, start_offset = [], 0
     while start_offset < len(all_doc_tokens):
       length = min(len(all_doc_tokens) - start_offset, max_tokens_for_doc)
-      doc_spans.append(squad_data.DocSpan(start_offset, length))
+      doc_spans.append(squad_features.DocSpan(start_offset, length))
       if start_offset + length == len(all_doc_tokens):
         break
       start_offset += min(length, doc_stride)
@@ -202,7 +298,7 @@ def _reference_convert(examples, tokenizer, max_seq_length, doc_stride, max_quer
       for i in range(span.length):
         split = span.start + i
         to_orig[len(tokens)] = tok_to_orig_index[split]
-        max_context[len(tokens)] = squad_data._check_is_max_context(doc_spans, index, split)
+        max_context[len(tokens)] = _check_is_max_context(doc_spans, index, split)
         tokens.append(all_doc_tokens[split])
       tokens.append("[SEP]")
       ids = tokenizer.convert_tokens_to_ids(tokens)
@@ -222,7 +318,7 @@ def test_conversion_matches_the_original_algorithm_on_real_dev(tokenizer):
   examples = squad_data.read_squad_examples(shared_path("squad", "dev-v1.1.json"),
                                             is_training=True)[:45]
   for args in ((64, 20, 16), (40, 7, 9)):
-    features = squad_data.convert_examples_to_features(examples, tokenizer, *args,
+    features = squad_features.convert_examples_to_features(examples, tokenizer, *args,
                                                        is_training=True)
     reference = _reference_convert(examples, tokenizer, *args, is_training=True)
     assert len(features) == len(reference) > len(examples)
@@ -249,15 +345,15 @@ def test_conversion_matches_the_original_algorithm_on_real_dev(tokenizer):
     ("new york", "in New York,", True, "New York"),
 ])
 def test_get_final_text(pred, orig, lower, expected):
-  assert squad_data.get_final_text(pred, orig, lower) == expected
+  assert squad_decoding.get_final_text(pred, orig, lower) == expected
 
 
 def test_detokenize_and_softmax():
-  assert squad_data.detokenize_wordpieces(["norman", "##ds", ")", "gave"]) == "normands ) gave"
-  probs = squad_data.compute_softmax([9.0, 8.0, 3.0])
+  assert squad_decoding.detokenize_wordpieces(["norman", "##ds", ")", "gave"]) == "normands ) gave"
+  probs = squad_decoding.compute_softmax([9.0, 8.0, 3.0])
   z = 1 + math.exp(-1) + math.exp(-6)
   assert probs == pytest.approx([1 / z, math.exp(-1) / z, math.exp(-6) / z], rel=1e-12)
-  assert squad_data.get_best_indexes([1.0, 3.0, 3.0, 2.0], 3) == [1, 2, 3]
+  assert squad_decoding.get_best_indexes([1.0, 3.0, 3.0, 2.0], 3) == [1, 2, 3]
 
 
 def _normans_logits(features):
@@ -272,15 +368,15 @@ def _normans_logits(features):
   start[2, 12] = 6.0                       # "their": long spans
   start[2, 20], end[2, 20], end[2, 21] = 5.0, 4.0, 3.0   # "france", "france ."
   start[2, 0], end[2, 0] = 4.5, 2.5        # null score 7
-  return [squad_data.RawResult(f.unique_id, start[i], end[i])
+  return [squad_decoding.RawResult(f.unique_id, start[i], end[i])
           for i, f in enumerate(features)]
 
 
 def test_predictions_v1_and_v2_hand_made(tokenizer, tmp_path):
   example = _normans_example(training=False)
-  features = squad_data.convert_examples_to_features([example], tokenizer, 24, 6, 5, False)
+  features = squad_features.convert_examples_to_features([example], tokenizer, 24, 6, 5, False)
   results = _normans_logits(features)
-  preds, nbest, diffs = squad_data.compute_predictions(
+  preds, nbest, diffs = squad_decoding.compute_predictions(
       [example], features, results, n_best_size=2, max_answer_length=5, do_lower_case=True)
   # (20, 20) 9 -> "France", (20, 21) 8 -> "France."; spans from "their" are too long.
   assert preds == {"q": "France"}
@@ -288,25 +384,25 @@ def test_predictions_v1_and_v2_hand_made(tokenizer, tmp_path):
       ("France", 5.0, 4.0), ("France.", 5.0, 3.0)]
   assert nbest["q"][0]["probability"] == pytest.approx(1 / (1 + math.exp(-1)), rel=1e-12)
   assert diffs == {}
-  long_preds, _, _ = squad_data.compute_predictions(
+  long_preds, _, _ = squad_decoding.compute_predictions(
       [example], features, results, n_best_size=2, max_answer_length=30, do_lower_case=True)
   assert long_preds == {"q": "their name to Normandy, a region in France"}
 
-  preds, nbest, diffs = squad_data.compute_predictions(
+  preds, nbest, diffs = squad_decoding.compute_predictions(
       [example], features, results, 2, 5, True, version_2_with_negative=True)
   # The null entry (window 1's 1 + 2) ranks below n_best_size but is always added.
   assert [(e["text"], e["start_logit"], e["end_logit"]) for e in nbest["q"]] == [
       ("France", 5.0, 4.0), ("France.", 5.0, 3.0), ("", 1.0, 2.0)]
   assert diffs == {"q": 3.0 - 9.0}
   assert preds == {"q": "France"}
-  preds, _, _ = squad_data.compute_predictions(
+  preds, _, _ = squad_decoding.compute_predictions(
       [example], features, results, 2, 5, True, version_2_with_negative=True,
       null_score_diff_threshold=-7.0)
   assert preds == {"q": ""}
 
   # Files: the original's json.dumps(indent=4) + newline, ASCII-escaped.
   out = tmp_path / "predictions.json"
-  squad_data.write_predictions([example], features, results, 2, 5, True, str(out),
+  squad_decoding.write_predictions([example], features, results, 2, 5, True, str(out),
                                str(tmp_path / "nbest.json"), str(tmp_path / "null.json"),
                                version_2_with_negative=True)
   assert out.read_text() == '{\n    "q": "France"\n}\n'
@@ -317,23 +413,23 @@ def test_predictions_v1_and_v2_hand_made(tokenizer, tmp_path):
 
 
 def test_answer_from_logits_helper(tokenizer):
-  example, features = squad_data.features_for_question(
+  example, features = squad_features.features_for_question(
       "In what country is Normandy located?", NORMANS, tokenizer, max_seq_length=24,
       doc_stride=6, max_query_length=5)
   results = _normans_logits(features)
-  text, nbest, diff = squad_data.answer_from_logits(
+  text, nbest, diff = squad_decoding.answer_from_logits(
       example, features, [r.start_logits for r in results], [r.end_logits for r in results],
       n_best_size=2, max_answer_length=5)
   assert (text, len(nbest), diff) == ("France", 2, None)
   with pytest.raises(ValueError, match="expected logits for 3 windows"):
-    squad_data.answer_from_logits(example, features, np.zeros((2, 24)), np.zeros((2, 24)))
+    squad_decoding.answer_from_logits(example, features, np.zeros((2, 24)), np.zeros((2, 24)))
 
 
 def test_cached_tokenizations_equal_the_plain_ones(tokenizer):
   # Per-word BasicTokenizer output joined == tokenizing the joined text (what
   # compute_predictions relies on), including odd characters.
   basic = tokenization.BasicTokenizer(do_lower_case=True)
-  cache = squad_data._BasicTokenCache(basic)
+  cache = squad_decoding._BasicTokenCache(basic)
   words = ["Z\u00fcrich's", "\u4e2d\u6587abc", "a\u00a0b", "x\u200by", "\x00", "(1895\u20131943).",
            "Caf\u00e9", "\ufffdok"]
   assert cache.tok_text(words) == " ".join(basic.tokenize(" ".join(words)))
@@ -350,9 +446,9 @@ def test_cached_tokenizations_equal_the_plain_ones(tokenizer):
       pieces = [p for w in words for p in tokenizer.tokenize(w)]
       if len(pieces) < 2:
         continue
-      pred = squad_data.detokenize_wordpieces(pieces[1:])  # drop a piece: a real sub-span
+      pred = squad_decoding.detokenize_wordpieces(pieces[1:])  # drop a piece: a real sub-span
       orig = " ".join(words)
-      assert (squad_data.get_final_text(pred, orig, True, tok_text=cache.tok_text(words)) ==
-              squad_data.get_final_text(pred, orig, True))
+      assert (squad_decoding.get_final_text(pred, orig, True, tok_text=cache.tok_text(words)) ==
+              squad_decoding.get_final_text(pred, orig, True))
       checked += 1
   assert checked > 100

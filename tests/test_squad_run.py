@@ -12,8 +12,13 @@ import sys
 import numpy as np
 import pytest
 
+import flags_common
+import script_utils
 import squad_data
+import squad_decoding
+import squad_features
 import squad_metrics
+import squad_task
 import tokenization
 from conftest import ROOT, shared_path
 
@@ -56,16 +61,18 @@ def squad_run(tmp_path_factory):
 
 
 def test_run_squad_v2_outputs_match_recomputation(squad_run):
-  data_file, out, export_dir, log = squad_run
+  data_file, out, export_dir, _ = squad_run
   for name in ("train.tf_record", "eval.tf_record", "predictions.json",
                "nbest_predictions.json", "null_odds.json", "eval_results.txt"):
     assert (out / name).is_file(), name
-  assert "Num steps = 2" in log
+  # 16 questions / batch 8 * 1 epoch = 2 steps (the original counts questions, not windows).
+  assert (out / "ckpt-2.index").is_file() and not (out / "ckpt-3.index").exists()
   assert not [p for p in os.listdir(out) if p.startswith(".")]  # no temporaries left
 
-  examples = squad_data.read_squad_examples(data_file, is_training=False)[:NUM_PREDICT]
+  examples = squad_data.read_squad_examples(data_file, is_training=False,
+                                            version_2_with_negative=True)[:NUM_PREDICT]
   tokenizer = tokenization.FullTokenizer(shared_path("vocab", "uncased_vocab.txt"), True)
-  features = squad_data.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY,
+  features = squad_features.convert_examples_to_features(examples, tokenizer, SEQ, STRIDE, QUERY,
                                                      is_training=False)
   predictions = json.loads((out / "predictions.json").read_text())
   nbest = json.loads((out / "nbest_predictions.json").read_text())
@@ -79,7 +86,7 @@ def test_run_squad_v2_outputs_match_recomputation(squad_run):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # eval.tf_record holds the features the pure-Python tokenizer gives (the script used
   # the batched FastTokenizer).
-  records = list(squad_data.record_dataset(str(out / "eval.tf_record"), SEQ, False,
+  records = list(squad_features.record_dataset(str(out / "eval.tf_record"), SEQ, False,
                                            batch_size=100, drop_remainder=False))[0]
   np.testing.assert_array_equal(records["input_ids"], [f.input_ids for f in features])
   np.testing.assert_array_equal(records["unique_ids"], [f.unique_id for f in features])
@@ -88,9 +95,9 @@ def test_run_squad_v2_outputs_match_recomputation(squad_run):
   serving = tf.saved_model.load(str(export_dir)).signatures["serving_default"]
   outputs = serving(**{k: tf.constant([getattr(f, k) for f in features], tf.int32)
                        for k in ("input_ids", "input_mask", "segment_ids")})
-  results = [squad_data.RawResult(f.unique_id, s, e) for f, s, e in
+  results = [squad_decoding.RawResult(f.unique_id, s, e) for f, s, e in
              zip(features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy())]
-  again, _, again_odds = squad_data.compute_predictions(
+  again, _, again_odds = squad_decoding.compute_predictions(
       examples, features, results, 20, 30, True, version_2_with_negative=True)
   assert dict(again) == predictions
   assert list(again_odds.values()) == pytest.approx(list(null_odds.values()), abs=1e-4)
@@ -110,22 +117,81 @@ def test_run_squad_v2_outputs_match_recomputation(squad_run):
     assert scores[key] == pytest.approx(value), key
 
 
-def test_run_squad_bad_input_one_line(tmp_path):
-  bad = tmp_path / "bad.json"
-  bad.write_text(json.dumps({"data": [{"paragraphs": [
-      {"context": "Paris is in France.", "qas": [{"question": "Where is Paris?"}]}]}]}))
+SMALL_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "paris", "is", "in", "france", ".",
+               "where", "?"]
+
+
+def _run_predict(tmp_path, data, *extra):
+  """run_squad.py --do_predict on `data` with a tiny vocabulary and config written here."""
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(SMALL_VOCAB) + "\n")
   config = tmp_path / "bert_config.json"
-  config.write_text(json.dumps(TINY_CONFIG))
+  config.write_text(json.dumps(dict(TINY_CONFIG, vocab_size=len(SMALL_VOCAB))))
+  bad = tmp_path / "bad.json"
+  bad.write_text(json.dumps(data))
+  out = tmp_path / "out"
   proc = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "run_squad.py"),
-       f"--vocab_file={shared_path('vocab', 'uncased_vocab.txt')}",
+      [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--vocab_file={vocab}",
        f"--bert_config_file={config}", "--do_predict", f"--predict_file={bad}",
-       f"--max_seq_length={SEQ}", f"--max_query_length={QUERY}",
-       f"--output_dir={tmp_path / 'out'}"],
+       f"--max_seq_length={SEQ}", f"--max_query_length={QUERY}", f"--output_dir={out}",
+       *extra],
       capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  assert proc.returncode == 2
-  last = proc.stderr.strip().splitlines()[-1]
-  assert last == (f"run_squad.py: error: {bad}: article 0 paragraph 0 question 0: the "
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr
+  assert not (out / "predictions.json").exists()
+  return str(bad), proc.stderr.strip().splitlines()[-1]
+
+
+def _squad_file(*questions, context="Paris is in France."):
+  return {"version": "1.1", "data": [{"paragraphs": [{"context": context,
+                                                      "qas": list(questions)}]}]}
+
+
+def test_run_squad_bad_input_one_line(tmp_path):
+  path, last = _run_predict(tmp_path, _squad_file({"question": "Where is Paris?"}))
+  assert last == (f"run_squad.py: error: {path}: article 0 paragraph 0 question 0: the "
                   "question has no \"id\"; every question needs a unique id (predictions "
                   "are keyed by it)")
-  assert "Traceback" not in proc.stderr
+
+
+def test_run_squad_refuses_duplicate_ids(tmp_path):
+  question = {"id": "q1", "question": "Where is Paris?"}
+  path, last = _run_predict(tmp_path, _squad_file(question, dict(question)))
+  assert last == (f"run_squad.py: error: {path}: article 0 paragraph 0 question 1: "
+                  "duplicate question id 'q1' (first at article 0 paragraph 0 question 0); "
+                  "ids must be unique, or one question's prediction overwrites the other's")
+
+
+def test_run_squad_refuses_v2_file_without_the_flag(tmp_path):
+  path, last = _run_predict(tmp_path, _squad_file(
+      {"id": "a", "question": "Where is Paris?", "answers": [
+          {"text": "France", "answer_start": 12}], "is_impossible": False},
+      {"id": "b", "question": "Where is Paris?", "answers": [], "is_impossible": True}))
+  assert last == (f"run_squad.py: error: {path}: article 0 paragraph 0 question 1 (id b): "
+                  "\"is_impossible\" is true, so this is a SQuAD 2.0 file; pass "
+                  "--version_2_with_negative (without it no question can get the null "
+                  "answer)")
+
+
+def test_squad_task_flag_checks(tmp_path):
+  """The original's flag checks, before anything is read or built."""
+  def task(**settings):
+    options = flags_common.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
+                                      do_eval=True)
+    return squad_task.SquadTask(options, squad_task.SquadSettings(**settings))
+
+  with pytest.raises(script_utils.UserError, match="^If `do_predict` is True, then "
+                     "`predict_file` must be specified.$"):
+    task()
+  with pytest.raises(script_utils.UserError, match=r"^The max_seq_length \(128\) must be "
+                     r"greater than max_query_length \(125\) \+ 3$"):
+    task(predict_file="p.json", max_query_length=125)
+  with pytest.raises(script_utils.UserError, match="^--doc_stride=0: must be at least 1$"):
+    task(predict_file="p.json", doc_stride=0)
+  with pytest.raises(script_utils.UserError, match="^--predict_articles=3: expected "
+                     "START:END article indices, e.g. 0:40$"):
+    task(predict_file="p.json", predict_articles="3")
+  assert task(predict_file="p.json", max_query_length=124).predicting
+  assert squad_task.article_slice("40:", "x") == slice(40, None)
+  assert squad_task.article_slice(":8", "x") == slice(None, 8)
+  assert squad_task.article_slice(None, "x") == slice(None)
