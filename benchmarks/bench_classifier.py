@@ -4,7 +4,7 @@
 
 Builds run_classifier's model for the shared MiniLM config (6 layers, hidden 384; the
 weights do not matter for speed, so they stay random) and feeds it SST-2 dev sentences
-(872, median about 25 WordPieces) through classifier_data.make_dataset, once with
+(872, median about 25 WordPieces) through classifier_features.make_dataset, once with
 per-batch padding (the default) and once with --fixed_padding (every batch 128 long),
 in the same process:
   * prediction examples/s (batch 32; the whole dev set, after one warm-up pass so that
@@ -118,9 +118,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   import numpy as np  # pylint: disable=g-import-not-at-top
 
   import checkpoints  # pylint: disable=g-import-not-at-top
-  import classifier_data  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  import run_classifier  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(2)
   model, _ = modeling.build_classifier_model(config, 2)
@@ -132,12 +130,10 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   with open(os.path.join(workdir, "texts.json"), "w", encoding="utf-8") as handle:
     json.dump(texts, handle)
 
-  _, first_seconds = _our_predict(classifier_data, run_classifier, model, tokenizer,
-                                  examples)  # warm-up: traces
+  _, first_seconds = _our_predict(model, tokenizer, examples)  # warm-up: traces
   seconds = float("inf")
   for _ in range(PREDICT_REPEATS):
-    ours, elapsed = _our_predict(classifier_data, run_classifier, model, tokenizer,
-                                 examples)
+    ours, elapsed = _our_predict(model, tokenizer, examples)
     seconds = min(seconds, elapsed)
   load = hf_bridge.load_average()
   hf, why = hf_bridge.run_hf("predict", {
@@ -274,6 +270,7 @@ def run(quick=False, hf_only=False):
 
   import checkpoints  # pylint: disable=g-import-not-at-top
   import classifier_data  # pylint: disable=g-import-not-at-top
+  import classifier_features  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   import optimization  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
@@ -293,14 +290,14 @@ def run(quick=False, hf_only=False):
   for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
     model, _ = modeling.build_classifier_model(config, 2)
-    dataset = classifier_data.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
-                                           is_training=False, fixed_padding=fixed)
+    dataset = classifier_features.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
+                                               is_training=False, fixed_padding=fixed)
     rates[("predict", fixed)] = _predict_rate(tf, model, dataset, len(examples))
     steps = 4 if quick else 12
     optimizer = optimization.create_optimizer(2e-5, 1000, 100)
-    train_dataset = classifier_data.make_dataset(examples, ["0", "1"], tokenizer, SEQ,
-                                                 BATCH, is_training=True,
-                                                 fixed_padding=fixed, seed=1)
+    train_dataset = classifier_features.make_dataset(examples, ["0", "1"], tokenizer, SEQ,
+                                                     BATCH, is_training=True,
+                                                     fixed_padding=fixed, seed=1)
     rates[("train", fixed)] = _train_rate(tf, model, optimizer, train_dataset, steps,
                                           warmup=3)
     for mode in ("predict", "train"):

@@ -7,7 +7,7 @@
 The original README lists the largest batch that fits a 12 GB GPU when fine-tuning
 (BERT-Base: 32 at seq 128, 6 at seq 512; BERT-Large: 6 at 128, none at 512). Here each
 (model, seq, batch) trains two steps through the real training loop (bench_pretraining's
-child: training.run_training, AdamWeightDecay, the masked-LM + NSP heads, float32) in its
+child: training.train, AdamWeightDecay, the masked-LM + NSP heads, float32) in its
 own process, and its peak resident memory is read from the kernel (wait4's ru_maxrss).
 Two batch sizes per sequence length give, by difference, the memory one more sequence
 costs (activations kept for the backward pass) and the fixed part (weights, gradients,

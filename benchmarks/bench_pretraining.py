@@ -4,7 +4,7 @@
   .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
-the real training loop (training.run_training: strategy.run, AdamWeightDecay, clipping)
+the real training loop (training.train: strategy.run, AdamWeightDecay, clipping)
 on synthetic pretraining batches (seq 128, 20 predictions, vocab 30,522). The timed loop
 call comes after a first call that traces and compiles, so tracing is excluded.
 
@@ -65,6 +65,7 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   sys.path.insert(0, ROOT)
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import checkpoints  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   import optimization  # pylint: disable=g-import-not-at-top
   import training  # pylint: disable=g-import-not-at-top
@@ -84,9 +85,10 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
       "masked_lm_weights": np.ones((n, predictions), "float32"),
       "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype("int32")}
 
-  def dataset_fn(context):
+  def dataset_fn(context, per_replica):
+    del context
     ds = tf.data.Dataset.from_tensor_slices(data).repeat()
-    return ds.batch(context.get_per_replica_batch_size(batch), drop_remainder=True).prefetch(2)
+    return ds.batch(per_replica, drop_remainder=True).prefetch(2)
 
   def loss_fn(features, outputs):
     nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
@@ -96,14 +98,15 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
     return tf.reduce_mean(nll, 1) + ns, {}
 
   with strategy.scope():
-    model, encoder = modeling.build_pretraining_model(config)
+    model, _ = modeling.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-4, 1000, 10)
-  result = training.run_training(
-      strategy=strategy, model=model, encoder=encoder, optimizer=optimizer,
-      loss_fn=loss_fn, dataset_fn=dataset_fn, global_batch_size=batch,
-      num_train_steps=2 * steps, output_dir=tempfile.mkdtemp(prefix="bench-pretrain-"),
-      steps_per_loop=steps, log_every_steps=steps, save_checkpoints_steps=10**9,
-      jit_compile=xla, dtype=dtype)
+  state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="bench-pretrain-"), model,
+                                    optimizer, strategy, loss_scaling=dtype == "float16")
+  result = training.train(
+      strategy, model, optimizer, loss_fn, dataset_fn, state, training.TrainConfig(
+          global_batch_size=batch, num_train_steps=2 * steps, steps_per_loop=steps,
+          log_every_steps=steps, save_checkpoints_steps=10**9, jit_compile=xla,
+          loss_scaling=dtype == "float16"))
   # Two loop calls of `steps` steps: the first traces, the second is the one timed.
   print(json.dumps({"examples_per_second": result["examples_per_second"]}))
 

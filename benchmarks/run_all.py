@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "squad",
-              "serving", "memory", "startup"]
+              "serving", "memory", "startup", "accelerator"]
 
 
 def _format(value):
