@@ -23,6 +23,7 @@ training, and a one-line error when there is nothing trained to evaluate or pred
 """
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -508,7 +509,10 @@ class RunCheckpoint:
   def restore(self, prefix, whole_state=True):
     """Restores the model (and, if whole_state, optimizer, step, RNG) from prefix."""
     saved = _signature_of(prefix)
-    if saved is not None and saved != model_signature(self.model):
+    if saved is None:
+      logging.warning("%s was written before checkpoints recorded their model; it cannot "
+                      "be checked to be this task's model", prefix)
+    elif saved != model_signature(self.model):
       raise script_utils.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint ({os.path.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
@@ -541,7 +545,7 @@ class RunCheckpoint:
       previous = self.latest_saved()
       raise script_utils.UserError(
           f"--output_dir={self.output_dir}: could not save ckpt-{step} "
-          f"({' '.join(str(exc).split())[:120]}); "
+          f"({_save_failure(exc)}); "
           + (f"the last good checkpoint {os.path.basename(previous)} is kept: "
              "free space and rerun to resume" if previous else "nothing was saved")) from None
 
@@ -564,6 +568,14 @@ class RunCheckpoint:
   def cleanup(self):
     if not self.chief:
       shutil.rmtree(self.write_dir, ignore_errors=True)
+
+
+def _save_failure(exc):
+  """What went wrong in a save, in a few words (TensorFlow's message is a graph dump)."""
+  text = " ".join(str(exc).split())
+  if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in text:
+    return "the disk is full: No space left on device"
+  return re.split(r" \[\[| \{\{|; \[Op", text)[0][:160]
 
 
 def _replica_variable(value, dtype, name):

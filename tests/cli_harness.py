@@ -19,9 +19,12 @@ Setup actions (run in this process before the case, with TensorFlow available):
       N identical tf.train.Examples; "truncate_by": B cuts the last B bytes off.
   {"google_checkpoint": PREFIX, "bert_config": PATH}
       a randomly initialised encoder saved in Google's TF1 layout.
+  {"truncate": PATH, "by": B}
+      cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
   {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K}
-      a training-loop style checkpoint (step, model, encoder) of a classifier built from
-      another config, as a previous run with a different model would leave in output_dir.
+      a training-loop style checkpoint (step, model, encoder, model_signature) of a
+      classifier built from that config, as a previous run with a different model (another
+      size, or another task) would leave in output_dir.
 """
 
 import json
@@ -61,10 +64,16 @@ def _setup(action):
     config = checkpoints.load_bert_config(action["bert_config"])
     model, encoder = modeling.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
+    signature = tf.Variable(checkpoints.model_signature(model))
     manager = tf.train.CheckpointManager(
-        tf.train.Checkpoint(step=step, model=model, encoder=encoder),
+        tf.train.Checkpoint(step=step, model=model, encoder=encoder,
+                            model_signature=signature),
         action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
     manager.save(checkpoint_number=7)
+  elif "truncate" in action:
+    size = os.path.getsize(action["truncate"])
+    with open(action["truncate"], "r+b") as handle:
+      handle.truncate(size - int(action["by"]))
   else:
     raise ValueError(f"unknown setup action {action}")
 
@@ -96,6 +105,9 @@ def main():
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   sys.path.insert(0, root)
   os.chdir(root)
+  # The scripts filter TensorFlow's runtime log through a pipe to the stderr they start
+  # with (runtime_log.py); here every case redirects fd 2 itself, so keep it unfiltered.
+  os.environ["BERT_RUNTIME_LOG"] = "1"
 
   from absl import app  # pylint: disable=g-import-not-at-top
   captured = {}

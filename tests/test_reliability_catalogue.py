@@ -288,6 +288,98 @@ def eval_only_output_dir_holds_other_model(ws):
               absent=[os.path.join(out, "eval_results.txt")])
 
 
+# Issue 16: flags that would train to a plausible wrong model; issue 15: nothing trained.
+
+
+@case("run_classifier.py", default=True)
+def negative_learning_rate(ws):
+  d = _mrpc(ws, "cls-lr", train="good")
+  out = ws.path("cls-o20")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--learning_rate=-2e-5"),
+              expect=["--learning_rate=-2e-05", "gradient ascent"], absent=[out])
+
+
+@case("run_classifier.py")
+def nan_learning_rate(ws):
+  d = _mrpc(ws, "cls-lr2", train="good")
+  out = ws.path("cls-o21")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--learning_rate=nan"),
+              expect=["--learning_rate=nan"], absent=[out])
+
+
+@case("run_classifier.py")
+def infinite_learning_rate(ws):
+  d = _mrpc(ws, "cls-lr3", train="good")
+  out = ws.path("cls-o22")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--learning_rate=inf"),
+              expect=["--learning_rate=inf"], absent=[out])
+
+
+@case("run_classifier.py")
+def nan_epochs(ws):
+  d = _mrpc(ws, "cls-ep", train="good")
+  out = ws.path("cls-o23")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--num_train_epochs=nan"),
+              expect=["--num_train_epochs=nan"], absent=[out])
+
+
+@case("run_classifier.py")
+def absurd_max_seq_length(ws):
+  d = _mrpc(ws, "cls-len", train="good")
+  out = ws.path("cls-o24")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--max_seq_length=1000000000"),
+              expect=["--max_seq_length=1000000000", "8192"], absent=[out])
+
+
+@case("run_classifier.py")
+def zero_train_steps(ws):
+  d = _mrpc(ws, "cls-steps", train="good")
+  out = ws.path("cls-o25")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--num_train_steps=0"),
+              expect=["--num_train_steps=0"], absent=[out])
+
+
+@case("run_classifier.py", default=True)
+def eval_only_with_nothing_trained(ws):
+  d = _mrpc(ws, "cls-untrained", dev="good")
+  out = ws.path("cls-o26")
+  return dict(argv=_classifier(ws, d, out, "--do_eval"),
+              expect=["nothing trained to evaluate", f"--output_dir={out}", "--do_train"],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py")
+def eval_only_from_a_pretrained_encoder(ws):
+  d = _mrpc(ws, "cls-untrained2", dev="good")
+  out = ws.path("cls-o27")
+  prefix = ws.path("cls-google", "bert_model.ckpt")
+  return dict(argv=_classifier(ws, d, out, "--do_eval", f"--init_checkpoint={prefix}"),
+              expect=[prefix, "no trained weights for output_bias"],
+              setup=[{"google_checkpoint": prefix, "bert_config": ws.config}],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py", default=True)
+def truncated_init_checkpoint(ws):
+  d = _mrpc(ws, "cls-trunc", train="good")
+  out = ws.path("cls-o28")
+  prefix = ws.path("cls-trunc-ckpt", "bert_model.ckpt")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--init_checkpoint={prefix}"),
+              expect=[prefix, "truncated"],
+              setup=[{"google_checkpoint": prefix, "bert_config": ws.config},
+                     {"truncate": prefix + ".data-00000-of-00001", "by": 4096}],
+              absent=[os.path.join(out, "ckpt-1.index")])
+
+
+@case("run_classifier.py")
+def config_missing_a_key(ws):
+  d = _mrpc(ws, "cls-key", train="good")
+  config = ws.write("cls-nokey.json", json.dumps(
+      {k: v for k, v in TINY_CONFIG.items() if k != "num_attention_heads"}))
+  return dict(argv=_classifier(ws, d, ws.path("cls-o29"), "--do_train", config=config),
+              expect=[config, "num_attention_heads"])
+
+
 @case("run_classifier.py")
 def init_checkpoint_of_other_size(ws):
   d = _mrpc(ws, "cls-init", train="good")
@@ -614,8 +706,21 @@ def unwritable_output_dir(ws):
 def output_dir_holds_other_model(ws):
   path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
   out = ws.path("sq-o12")
-  return dict(argv=_squad(ws, out, "--do_train", f"--train_file={path}"), expect=[out],
+  return dict(argv=_squad(ws, out, "--do_train", f"--train_file={path}",
+                          "--num_train_steps=1"), expect=[out],
               setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}])
+
+
+@case("run_squad.py", default=True)
+def predict_into_a_classifier_output_dir(ws):
+  # Issue 15: the classifier's checkpoint (same BERT size) must not be scored as SQuAD.
+  path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
+  out = ws.path("sq-o13")
+  return dict(argv=_squad(ws, out, "--do_predict", f"--predict_file={path}"),
+              expect=[f"--output_dir={out}", "different model"],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.config}],
+              absent=[os.path.join(out, "predictions.json"),
+                      os.path.join(out, "eval_results.txt")])
 
 
 # ---- run_ner.py
