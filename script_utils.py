@@ -19,7 +19,6 @@ import re
 import shutil
 import struct
 import sys
-import tempfile
 import traceback
 import uuid
 
@@ -341,13 +340,3 @@ def write_key_values(path, values, log=None):
       handle.write(line + "\n")
       if log is not None:
         log(line)
-
-
-def write_json(path, obj, indent=4):
-  with atomic_open(path) as handle:
-    json.dump(obj, handle, indent=indent, ensure_ascii=False)
-    handle.write("\n")
-
-
-def make_temp_dir(prefix="bert-"):
-  return tempfile.mkdtemp(prefix=prefix)

@@ -479,16 +479,21 @@ def _stop_on_bad_loss(loss, step, state):
 
 
 def write_scalars(writer_or_dir, scalars, step):
-  """Writes {name: float} as TensorBoard scalars (tf.summary.scalar) at `step`.
+  """Writes {name: float} as TensorBoard scalars at `step`.
 
-  writer_or_dir: a summary writer, or a folder to open one in (output_dir/eval).
+  As classic scalar summaries (simple_value), the kind TensorBoard, its
+  EventAccumulator (Tags()["scalars"]), tensorboard-reducer and notebooks all read, as the
+  original's Estimator wrote them. writer_or_dir: a summary writer, or a folder to open
+  one in (output_dir/eval).
   """
   writer = writer_or_dir
   if isinstance(writer_or_dir, str):
     writer = tf.summary.create_file_writer(writer_or_dir)
+  summary = tf.compat.v1.Summary(value=[
+      tf.compat.v1.Summary.Value(tag=name, simple_value=float(value))
+      for name, value in scalars.items()])
   with writer.as_default(step=int(step)):
-    for name, value in scalars.items():
-      tf.summary.scalar(name, float(value))
+    tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=int(step))
   writer.flush()
   if writer is not writer_or_dir:
     writer.close()

@@ -58,9 +58,10 @@ def pretrained(tmp_path_factory):
   out = root / "pretrain"
   _run("run_pretraining.py", [
       f"--input_file={root / 'data.tfrecord'}", f"--bert_config_file={root / 'bert_config.json'}",
-      f"--output_dir={out}", "--do_train", f"--max_seq_length={SEQ}",
-      f"--max_predictions_per_seq={PRED}", "--train_batch_size=4", "--num_train_steps=4",
-      "--num_warmup_steps=1", "--learning_rate=1e-2"])
+      f"--output_dir={out}", "--do_train", "--do_eval", "--max_eval_steps=2",
+      f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}", "--train_batch_size=4",
+      "--num_train_steps=4", "--num_warmup_steps=1", "--learning_rate=1e-2",
+      "--log_every_steps=2"])
   names = [n for n, _ in tf.train.list_variables(str(out / "ckpt-4"))]
   assert any(n.startswith("optimizer/") for n in names)  # saved with its slots
   data = root / "tsv"
@@ -99,6 +100,42 @@ def test_classifier_from_a_pretraining_run_equals_its_google_twin(pretrained, tm
   # The same weights loaded three ways, the same seed: the same fine-tuning, to the byte.
   assert _eval_results(tmp_path / "from_dir") == google
   assert _eval_results(tmp_path / "from_ckpt") == google
+
+
+def _scalars(folder):
+  """{tag: [(step, value)]} of the classic scalar summaries in one TensorBoard folder."""
+  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+  accumulator = event_accumulator.EventAccumulator(str(folder))
+  accumulator.Reload()
+  return {tag: [(e.step, e.value) for e in accumulator.Scalars(tag)]
+          for tag in accumulator.Tags()["scalars"]}
+
+
+def test_tensorboard_shows_train_and_eval_curves(pretrained, tmp_path):
+  """Issue 17: scalars (not tensors) in output_dir/train and output_dir/eval, the eval
+  ones at the step they were measured, for run_pretraining and run_classifier; and the
+  `tensorboard` command installed beside this Python."""
+  train = _scalars(pretrained / "pretrain" / "train")
+  assert {"loss", "learning_rate", "examples_per_second", "global_norm",
+          "masked_lm_accuracy", "next_sentence_accuracy"} <= set(train)
+  assert [step for step, _ in train["loss"]] == [2, 4]
+  evaluation = _scalars(pretrained / "pretrain" / "eval")
+  assert sorted(evaluation) == ["loss", "masked_lm_accuracy", "masked_lm_loss",
+                                "next_sentence_accuracy", "next_sentence_loss"]
+  results = dict(line.split(" = ") for line in
+                 (pretrained / "pretrain" / "eval_results.txt").read_text().splitlines())
+  assert evaluation["masked_lm_accuracy"] == [
+      (4, pytest.approx(float(results["masked_lm_accuracy"]), rel=1e-6))]
+  out = tmp_path / "classifier"
+  _classify(pretrained, out, pretrained / "pretrain")
+  assert {"loss", "accuracy", "learning_rate"} <= set(_scalars(out / "train"))
+  evaluation = _scalars(out / "eval")
+  assert {"eval_accuracy", "eval_loss", "loss"} <= set(evaluation)
+  assert [step for step, _ in evaluation["eval_accuracy"]] == [3]
+  tensorboard = os.path.join(os.path.dirname(sys.executable), "tensorboard")
+  version = subprocess.run([tensorboard, "--version"], capture_output=True, text=True,
+                           timeout=120)
+  assert version.returncode == 0 and version.stdout.strip()[0].isdigit(), version.stderr
 
 
 def _encode(root, prefix_or_dir, text):

@@ -2,9 +2,11 @@
 
   python tools/gen_flag_docs.py > docs/FLAGS.md
 
-The docs never drift from the code: tests/test_docs.py regenerates this and compares.
-Scripts are imported (not run) one after another in this process; each one's flags are
-removed again before the next is imported, since several scripts define the same name.
+The docs never drift from the code: tests/test_docs.py runs this and compares. Scripts
+are imported (not run) one after another in this process; each one's flags are removed
+again before the next is imported, since several scripts define the same name. Only flags
+defined by this project's own modules are listed (a script that imports TensorFlow at the
+top also brings TensorFlow's and absl's flags, which are not ours to document).
 """
 
 import importlib
@@ -29,11 +31,19 @@ def _cell(text):
   return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _ours(module_name):
+  """True for a flag defined by a module of this repository (a script or flags_common)."""
+  module = sys.modules.get(module_name or "")
+  path = getattr(module, "__file__", None) or ""
+  return os.path.dirname(os.path.abspath(path)) == ROOT if path else module_name in SCRIPTS
+
+
 def describe(script):
   import flags_common  # pylint: disable=g-import-not-at-top
   before = set(flags.FLAGS)
   module = importlib.import_module(script)
-  defined = [name for name in flags.FLAGS if name not in before]
+  new = [name for name in flags.FLAGS if name not in before]
+  defined = [name for name in new if _ours(flags.FLAGS.find_module_defining_flag(name))]
   out = io.StringIO()
   doc = (module.__doc__ or "").strip().splitlines()
   out.write(f"## {script}.py\n\n{doc[0] if doc else ''}\n\n")
@@ -49,7 +59,7 @@ def describe(script):
       out.write(f"| `--{name}` | {default} | {'yes' if name in required else ''} | "
                 f"{_cell(flag.help)} |\n")
     out.write("\n")
-  for name in defined:
+  for name in new:
     delattr(flags.FLAGS, name)
   flags_common._DEFINED.clear()  # pylint: disable=protected-access
   sys.modules.pop(script, None)
