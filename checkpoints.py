@@ -612,8 +612,18 @@ def start_weights(state, init_checkpoint, for_training):
   if for_training:
     logging.warning("No --init_checkpoint: the model starts from random weights")
     return 0
+  check_trained_weights_exist(state.output_dir, None)
+  return 0
+
+
+def check_trained_weights_exist(output_dir, init_checkpoint):
+  """For eval/predict without training: fails in one line when neither output_dir nor
+  --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
+  if init_checkpoint or (output_dir and tf.io.gfile.exists(
+      os.path.join(output_dir, "checkpoint"))):
+    return
   raise script_utils.UserError(
-      f"nothing trained to evaluate: --output_dir={state.output_dir} holds no checkpoint "
+      f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "
       "and no --init_checkpoint was given; pass --do_train, or --output_dir (or "
       "--init_checkpoint) of a trained run")
 

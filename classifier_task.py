@@ -83,6 +83,8 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
 class ClassifierTask(finetune.Task):
   """One classification or regression task, read by a classifier_data.DataProcessor."""
 
+  exports = True
+
   def __init__(self, options, processor, data_dir, fixed_padding=False):
     super().__init__(options)
     self.processor, self.data_dir = processor, data_dir
@@ -138,7 +140,8 @@ class ClassifierTask(finetune.Task):
     values["loss"] = values["eval_loss"]
     return values
 
-  def predict(self, model):
+  def predict(self, model, global_step):
+    del global_step
     for predict_set in self.predict_sets:
       logits = self._logits(model, predict_set.examples, self.options.predict_batch_size,
                             predict_set.name)

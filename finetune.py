@@ -47,11 +47,13 @@ class Task:
     loads_init_checkpoint: False when --init_checkpoint is not loaded into the trained
       model by the driver (feature-based NER loads it into its frozen encoder itself).
     needs_vocab: False for tasks that read no text (pretraining reads TFRecords).
+    exports: True when the task writes a SavedModel for --export_dir.
   """
 
   name = "task"
   loads_init_checkpoint = True
   needs_vocab = True
+  exports = False  # True where the script has --export_dir
 
   def __init__(self, options):
     self.options = options
@@ -107,8 +109,9 @@ class Task:
     """
     raise script_utils.UserError(f"{self.name}: --do_eval is not supported")
 
-  def predict(self, model):
-    """Writes the test-set predictions into options.output_dir.
+  def predict(self, model, global_step):
+    """Writes the test-set predictions into options.output_dir (global_step: the step of
+    the weights predicting, for files that record it).
 
     May return {name: float} scores (SQuAD scores a predict file that has answers, as
     the original did): the driver writes them like evaluate's.
@@ -128,7 +131,7 @@ class Task:
 
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
-  _check_requested(options)
+  _check_requested(task, options)
   config = checkpoints.load_bert_config(options.bert_config_file)
   checkpoints.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
@@ -141,6 +144,9 @@ def run(task, options):
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
     checkpoints.resolve_checkpoint(options.init_checkpoint)
+  if not options.do_train:  # before reading data: that can take minutes (NER features)
+    checkpoints.check_trained_weights_exist(
+        options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
   task.read_data(config)
   training.setup_precision(options.dtype)
   training.setup_determinism(options.seed, options.deterministic)
@@ -176,7 +182,7 @@ def run(task, options):
       write_eval_results(options.output_dir, metrics, global_step)
   if options.do_predict:
     logging.info("***** Running prediction: %s *****", task.name)
-    scores = task.predict(model)
+    scores = task.predict(model, global_step)
     if scores and chief:  # a predict file with answers (SQuAD) is scored too
       write_eval_results(options.output_dir, scores, global_step)
   if options.export_dir:
@@ -184,10 +190,11 @@ def run(task, options):
     logging.info("Exported a SavedModel to %s", options.export_dir)
 
 
-def _check_requested(options):
+def _check_requested(task, options):
   if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
-    raise script_utils.UserError("At least one of --do_train, --do_eval, --do_predict "
-                                 "(or --export_dir) must be True.")
+    raise script_utils.UserError(
+        "At least one of --do_train, --do_eval or --do_predict"
+        + (" (or --export_dir)" if task.exports else "") + " must be True.")
 
 
 def check_vocab(options, config):

@@ -63,6 +63,25 @@ def trim_to_longest(features, keys, multiple=1, mask_key="input_mask"):
   return {k: (v[index] if k in keys else v) for k, v in features.items()}
 
 
+def array_dataset(arrays, batch_size, is_training, trim_keys, multiple=1, seed=0,
+                  input_context=None):
+  """Batches of in-memory feature arrays ({name: np.ndarray [N, ...]}), trimmed per batch.
+
+  Training: sharded by input pipeline, shuffled (seeded, reshuffled each epoch), repeated,
+  full batches only. Otherwise one pass in order, the last batch possibly short. Every
+  batch goes through trim_to_longest(batch, trim_keys, multiple).
+  """
+  dataset = tf.data.Dataset.from_tensor_slices(arrays)
+  if is_training:
+    if input_context is not None and input_context.num_input_pipelines > 1:
+      dataset = dataset.shard(input_context.num_input_pipelines,
+                              input_context.input_pipeline_id)
+    count = len(next(iter(arrays.values())))
+    dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True).repeat()
+  dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  return dataset.map(lambda batch: trim_to_longest(batch, trim_keys, multiple)).prefetch(2)
+
+
 # --------------------------------------------------------------------------- generic
 
 

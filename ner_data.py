@@ -1,6 +1,6 @@
 """CoNLL-2003 named-entity recognition: reading, WordPiece features, decoding and scoring.
 
-Middle floor: used by run_ner.py; reads no absl FLAGS.
+Middle floor: used by ner_task.py; reads no absl FLAGS.
 
 What the paper does (Section 5.3, Table 7), and what this module implements:
   * each sentence is tokenized word by word; the FIRST WordPiece of a word carries the
@@ -40,7 +40,6 @@ CONLL2003_ENTITY_TYPES = ("PER", "ORG", "LOC", "MISC")
 
 IOB1 = "iob1"
 IOB2 = "iob2"
-LABEL_SCHEMES = ("auto", IOB1, IOB2)
 
 
 def make_label_list(entity_types=CONLL2003_ENTITY_TYPES):

@@ -88,13 +88,15 @@ def _check_settings(options, settings, predicting):
 class SquadTask(finetune.Task):
   """Fine-tunes a span head on SQuAD and/or predicts (and scores) answers.
 
-  The predict file is predicted when options.do_eval or options.do_predict is set: the
-  driver's eval step (`evaluate`) writes eval_results.txt with the global step, its
-  predict step (`predict`) only the prediction files. run_squad.py hands its
-  --do_predict to the driver as do_eval (see its main).
+  As the original, --do_predict predicts the predict file, writes the prediction files
+  and, when the file has answers, returns their official scores, which the driver writes
+  to eval_results.txt with the global step. --do_eval does the same (the original has no
+  --do_eval; the file is predicted once either way).
   """
 
   name = "SQuAD"
+
+  exports = True
 
   def __init__(self, options, settings):
     """options: flags_common.RunOptions; settings: SquadSettings. Checks the flags."""
@@ -191,9 +193,10 @@ class SquadTask(finetune.Task):
     returns the official scores of the predicted questions ({} for a file without
     answers), which the driver writes to eval_results.txt with the global step."""
     del strategy
-    return self.predict(model) or {}
+    return self.predict(model, None) or {}
 
-  def predict(self, model):
+  def predict(self, model, global_step=None):
+    del global_step
     """Writes predictions.json, nbest_predictions.json, null_odds.json (v2.0) and
     eval.tf_record; returns the official scores, or None when no question has answers."""
     if self.predicted:

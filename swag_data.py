@@ -1,6 +1,6 @@
 """SWAG (Situations With Adversarial Generations): reading the CSV, multiple-choice features.
 
-Middle floor: used by run_swag.py; reads no absl FLAGS.
+Middle floor: used by swag_task.py; reads no absl FLAGS.
 
 The paper (Section 4.4) builds, for every example, four input sequences, "each
 containing the concatenation of the given sentence (sentence A) and a possible
@@ -26,6 +26,7 @@ from typing import List, Optional
 
 import numpy as np
 
+import metrics
 import script_utils
 import tokenization
 
@@ -182,24 +183,11 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer):
   }
 
 
-def softmax(logits):
-  """Softmax over the last axis of float logits [..., NUM_CHOICES], in float64."""
-  logits = np.asarray(logits, np.float64)
-  shifted = logits - logits.max(axis=-1, keepdims=True)
-  exp = np.exp(shifted)
-  return exp / exp.sum(axis=-1, keepdims=True)
-
-
-def accuracy(logits, labels):
-  """Fraction of examples whose highest-scoring choice is the labelled one."""
-  predictions = np.argmax(np.asarray(logits), axis=-1)
-  return float(np.mean(predictions == np.asarray(labels)))
-
-
 def write_predictions(path, examples, logits):
   """predictions.csv: id, predicted ending, the four probabilities (and the gold label
-  when the input had one)."""
-  probabilities = softmax(logits)
+  when the input had one). logits: float [len(examples), NUM_CHOICES]; probabilities
+  are computed in float64."""
+  probabilities = metrics.softmax(np.asarray(logits, np.float64))
   with script_utils.atomic_open(path) as handle:
     writer = csv.writer(handle, lineterminator="\n")
     has_label = any(e.label is not None for e in examples)

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
+import metrics
 import ner_data
-import swag_data
 import tokenization
 from conftest import ROOT, shared_path
 
@@ -183,7 +183,8 @@ def test_run_swag_sample_rows(tiny_model, tmp_path):
   np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-5)
   labels = [int(r["label"]) for r in rows]
   assert labels == [2, 2, 2, 2]
-  assert results["eval_accuracy"] == pytest.approx(swag_data.accuracy(probs, labels))
+  assert results["eval_accuracy"] == pytest.approx(metrics.accuracy(np.argmax(probs, 1),
+                                                                    labels))
   assert [int(r["prediction"]) for r in rows] == list(np.argmax(probs, 1))
   assert results["eval_loss"] == pytest.approx(-np.mean(np.log(probs[:, 2])), abs=1e-4)
   test_rows = list(csv.DictReader(open(os.path.join(out, "test_predictions.csv"),
@@ -200,3 +201,17 @@ def test_user_errors_are_one_line(tiny_model, tmp_path):
   assert proc.stderr.strip().splitlines()[-1] == (
       f"run_swag.py: error: {tmp_path}/val.csv:2: label '9' is not one of 0..3")
   assert "Traceback" not in proc.stderr
+
+
+def test_run_ner_eval_with_nothing_trained_is_an_error(tiny_model, conll_dir, tmp_path):
+  """--do_eval alone on an empty output_dir must not score a random head."""
+  out = tmp_path / "empty"
+  proc = run_script("run_ner.py", f"--data_dir={conll_dir}", *model_flags(tiny_model),
+                    "--do_eval", "--max_seq_length=16", "--doc_stride=5",
+                    f"--output_dir={out}", expect=2)
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("run_ner.py: error: nothing trained to evaluate: "
+                         f"--output_dir={out} holds no checkpoint"), last
+  assert "Traceback" not in proc.stderr
+  assert not (out / "eval_results.txt").exists()
+  assert not (out / "dev_predictions.txt").exists()
