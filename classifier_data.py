@@ -1,6 +1,7 @@
-"""GLUE / XNLI / user TSV classification data: examples, processors, features, metrics.
+"""GLUE / XNLI / user TSV classification data: examples, processors, output files.
 
-Middle floor. Imports tokenization (ground) and script_utils; never reads absl FLAGS.
+Middle floor. Imports script_utils; never reads absl FLAGS. Token ids are made in
+classifier_features.py, metrics in metrics.py.
 
 The original's pattern is kept: a task is a `DataProcessor` subclass with
 `get_train_examples`, `get_dev_examples`, `get_test_examples` and `get_labels`, and
@@ -11,32 +12,27 @@ numbers; adding a task is a class of a few lines (see `RteProcessor`).
 Files are read exactly as GLUE distributes them: tab-separated, csv quoting off (MRPC's
 sentences hold unbalanced double quotes that a quoting reader would swallow across lines),
 a UTF-8 byte-order mark tolerated at the start (MRPC train/dev), a header line except in
-CoLA train/dev. Every problem a user can fix (missing file, short row, unknown label,
-empty split) is a `script_utils.UserError` naming the file and line.
-
-Features come two ways, with identical token ids:
-  * `make_dataset(...)`: the fast path. Texts go into tf.data, `tokenization.FastTokenizer`
-    and `tokenization.pack_inputs` run in the graph, and each batch is padded only to its
-    own longest row (bucketing by length while training, sorting inside a window for
-    eval/predict) unless `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
-  * `convert_single_example(...)`: the original's Python conversion with FullTokenizer,
-    kept as the reference the fast path is tested against.
-
-Metrics are the ones GLUE reports, in NumPy: Matthews correlation (CoLA), accuracy and
-F1 (MRPC, QQP), Pearson and Spearman with average ranks for ties (STS-B), accuracy elsewhere.
+CoLA train/dev. Every row must have as many columns as the header (or, without one, as
+the task's layout or the first row): with quoting off, a tab inside a sentence would
+otherwise shift text_a/text_b/label silently. Every problem a user can fix (missing
+file, short or long row, unknown label, a regression label that is not a finite number,
+empty split, an unparsable CSV quote) is a `script_utils.UserError` naming the file and
+line.
 """
 
 import csv
 import dataclasses
 import io
+import math
 import os
+import re
 import sys
 from typing import Optional
 
 import numpy as np
+import tensorflow as tf
 
 import script_utils
-import tokenization
 
 UserError = script_utils.UserError
 
@@ -56,16 +52,6 @@ class InputExample:
   text_a: str
   text_b: Optional[str] = None
   label: Optional[object] = None
-
-
-@dataclasses.dataclass
-class InputFeatures:
-  """A single set of features of data (the original's names)."""
-  input_ids: list
-  input_mask: list
-  segment_ids: list
-  label_id: object
-  is_real_example: bool = True
 
 
 @dataclasses.dataclass
@@ -94,26 +80,31 @@ def _is_remote(path):
   return "://" in str(path)
 
 
+def _read_bytes(path):
+  if _is_remote(path):
+    if not tf.io.gfile.exists(path):
+      raise UserError(f"{path}: no such file; check --data_dir")
+    with tf.io.gfile.GFile(path, "rb") as handle:
+      return handle.read()
+  if not os.path.exists(path):
+    raise UserError(f"{path}: no such file; check --data_dir")
+  if os.path.isdir(path):
+    raise UserError(f"{path}: is a directory, expected a file")
+  with open(path, "rb") as handle:
+    return handle.read()
+
+
 def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   """Returns [(line_number, fields)] of a delimited UTF-8 file; line numbers start at 1.
 
   Quoting is off by default (GLUE's files need it off); `quoting=csv.QUOTE_MINIMAL`
-  reads ordinary CSV with "..." fields. A leading UTF-8 byte-order mark is dropped.
-  Blank lines are skipped (they carry no row).
+  reads ordinary CSV with "..." fields, strictly: a quote that is never closed (it would
+  swallow every later row into one field) or text after a closing quote is an error
+  naming the line where the row starts. A leading UTF-8 byte-order mark is dropped.
+  Blank lines are skipped (they carry no row). The line number of a row is the line
+  where it ends (a quoted CSV field may span lines).
   """
-  if _is_remote(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    if not tf.io.gfile.exists(path):
-      raise UserError(f"{path}: no such file; check --data_dir")
-    with tf.io.gfile.GFile(path, "rb") as handle:
-      data = handle.read()
-  else:
-    if not os.path.exists(path):
-      raise UserError(f"{path}: no such file; check --data_dir")
-    if os.path.isdir(path):
-      raise UserError(f"{path}: is a directory, expected a file")
-    with open(path, "rb") as handle:
-      data = handle.read()
+  data = _read_bytes(path)
   try:
     text = data.decode("utf-8-sig")
   except UnicodeDecodeError as exc:
@@ -123,18 +114,24 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   kwargs = {"delimiter": delimiter, "quoting": quoting}
   if quoting == csv.QUOTE_NONE:
     kwargs["quotechar"] = None
+  else:
+    kwargs["strict"] = True
   csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
   # Rows end at \n, \r\n or \r only, as when the original iterated over the file;
   # str.splitlines() would also end a row inside a sentence at \x0b, \x0c, \x1c-\x1e,
   # \x85, U+2028 or U+2029 (tests/test_fuzz_readers.py).
   reader = csv.reader(io.StringIO(text, newline=""), **kwargs)
   rows = []
+  start = 1
   try:
     for fields in reader:
       if fields:
         rows.append((reader.line_num, fields))
+      start = reader.line_num + 1
   except csv.Error as exc:
-    raise UserError(f"{path}:{reader.line_num}: cannot parse the row ({exc})") from None
+    raise UserError(f"{path}:{start}: cannot parse the row ({exc}); a field that starts "
+                    "with a quote must end with one (write a quote inside a quoted field "
+                    'as "")') from None
   return rows
 
 
@@ -145,6 +142,37 @@ def _field(path, number, fields, column, what):
         f"{column if column >= 0 else len(fields) + column} (0-based) but the row has "
         f"{len(fields)}; check the delimiter and that each row is on one line")
   return fields[column]
+
+
+def data_rows(path, rows, header, width=None, delimiter="\t"):
+  """Yields the data rows of `rows` (read_delimited's), each checked to have the file's
+  width as it is reached (so the first bad row of the file is the one reported).
+
+  header: whether rows[0] is a header line (skipped). The width every row must have is
+  the header's number of fields, else `width`, else the first row's. A row with more
+  columns than that is how a tab inside a sentence shows up (GLUE files are read
+  without quoting, so it would shift text_b and the label); a row with fewer is cut
+  short. Either is a UserError naming the file, line and both counts.
+  """
+  if not rows:
+    return
+  if header:
+    (header_line, header_fields), rows = rows[0], rows[1:]
+    width, source = len(header_fields), f"the header (line {header_line}) has"
+  elif width is not None:
+    source = "this task's rows have"
+  else:
+    width, source = len(rows[0][1]), f"the first row (line {rows[0][0]}) has"
+  for number, fields in rows:
+    if len(fields) != width:
+      more = len(fields) > width
+      name = "tab" if delimiter == "\t" else repr(delimiter)
+      hint = (f"a {name} inside a text shifts the columns: remove it"
+              + ("" if delimiter == "\t" else " or quote the text")) if more else (
+                  "check the delimiter and that each row is on one line")
+      raise UserError(f"{path}:{number}: too {'many' if more else 'few'} columns: the "
+                      f"row has {len(fields)}, {source} {width}; {hint}")
+    yield number, fields
 
 
 # --------------------------------------------------------------------------- processors
@@ -212,6 +240,8 @@ class Columns:
   label: Optional[int] = None
   index: Optional[int] = None
   header: bool = True
+  # The number of fields of every row of a file without a header (None: the first row's).
+  width: Optional[int] = None
 
 
 class GlueTsvProcessor(DataProcessor):
@@ -249,10 +279,10 @@ class GlueTsvProcessor(DataProcessor):
 
   def read_split(self, path, set_type, columns, labelled=True, delimiter="\t",
                  quoting=csv.QUOTE_NONE):
-    """Reads one split; fails on a short row, an unknown label or an empty file."""
-    rows = read_delimited(path, delimiter=delimiter, quoting=quoting)
-    if columns.header and rows:
-      rows = rows[1:]
+    """Reads one split; fails on a row of the wrong width, an unknown label or an empty
+    file."""
+    rows = data_rows(path, read_delimited(path, delimiter=delimiter, quoting=quoting),
+                     columns.header, columns.width, delimiter)
     label_set = None if self.is_regression else set(self.get_labels())
     examples = []
     for i, (number, fields) in enumerate(rows, start=1 if columns.header else 0):
@@ -276,10 +306,13 @@ class GlueTsvProcessor(DataProcessor):
   def _check_label(self, path, number, label, label_set):
     if self.is_regression:
       try:
-        return float(label)
+        value = float(label)
       except ValueError:
-        raise UserError(f"{path}:{number}: label {label!r} is not a number "
-                        "(this is a regression task)") from None
+        value = math.nan
+      if not math.isfinite(value):
+        raise UserError(f"{path}:{number}: label {label!r} is not a finite number "
+                        "(this is a regression task)")
+      return value
     if label not in label_set:
       raise UserError(f"{path}:{number}: unknown label {label!r}; this task's labels are "
                       f"{', '.join(self.get_labels())}")
@@ -290,7 +323,7 @@ class ColaProcessor(GlueTsvProcessor):
   """CoLA: train/dev have no header, label in column 1, sentence in 3; test: index, sentence."""
   metric = "matthews"
   submission_file = "CoLA.tsv"
-  train_columns = Columns(text_a=3, label=1, header=False)
+  train_columns = Columns(text_a=3, label=1, header=False, width=4)
   test_columns = Columns(text_a=1, index=0)
 
 
@@ -443,7 +476,7 @@ class XnliProcessor(DataProcessor):
   def get_train_examples(self, data_dir):
     name = f"multinli.train.{self.language}.tsv"
     path = self._find(data_dir, [("multinli", name), ("XNLI-MT-1.0", "multinli", name)])
-    rows = read_delimited(path)[1:]
+    rows = data_rows(path, read_delimited(path), header=True)
     examples = []
     for i, (number, fields) in enumerate(rows, start=1):
       text_a = _field(path, number, fields, 0, "premise")
@@ -458,7 +491,7 @@ class XnliProcessor(DataProcessor):
   def _read_xnli(self, data_dir, split):
     name = f"xnli.{split}.tsv"
     path = self._find(data_dir, [(name,), ("XNLI-1.0", name)])
-    rows = read_delimited(path)[1:]
+    rows = data_rows(path, read_delimited(path), header=True)
     examples = []
     for i, (number, fields) in enumerate(rows, start=1):
       if _field(path, number, fields, 0, "language") != self.language:
@@ -487,6 +520,19 @@ class XnliProcessor(DataProcessor):
     return examples
 
 
+def _check_label_list(labels):
+  """--label_list as a tuple; a label given twice or an empty one would give two ids to
+  one class or train a class no row has, so either is a UserError."""
+  labels = tuple(str(label) for label in labels)
+  for label in labels:
+    if not label.strip():
+      raise UserError(f"--label_list={','.join(labels)}: holds an empty label")
+    if labels.count(label) > 1:
+      raise UserError(f"--label_list={','.join(labels)}: {label!r} is given "
+                      f"{labels.count(label)} times; each label once, in label-id order")
+  return labels
+
+
 class DelimitedFileProcessor(GlueTsvProcessor):
   """Users' own data (--task_name=tsv or csv): <data_dir>/{train,dev,test}.<ext>.
 
@@ -505,7 +551,7 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     self.test_spec = dict(text_a=test_text_a_column or text_a_column,
                           text_b=test_text_b_column if test_text_b_column is not None
                           else text_b_column, label=None)
-    self.labels = tuple(labels) if labels else None
+    self.labels = _check_label_list(labels) if labels else None
     self.has_header = has_header
     self.is_regression = is_regression
     self.metric = "pearson_spearman" if is_regression else "accuracy"
@@ -515,28 +561,38 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     self._data_dir = None
 
   def _columns(self, path, spec):
-    header = None
+    """The Columns of `path` for spec {role: number or header name}; fails when a name
+    is missing from the header or appears in it twice, or two roles share a column."""
+    header, header_line = None, 1
     if self.has_header:
       rows = read_delimited(path, self.delimiter, self.quoting)
-      header = rows[0][1] if rows else []
+      header_line, header = rows[0] if rows else (1, [])
 
     def resolve(value, role):
       if value is None or value == "":
         return None
       value = str(value).strip()
-      if value.lstrip("-").isdigit():
+      if re.fullmatch(r"-?[0-9]+", value):
         return int(value)
       if header is None:
         raise UserError(f"{path}: the {role} column {value!r} is a name, but the file "
                         "has no header (pass --has_header, or use a 0-based column number)")
       if value not in header:
-        raise UserError(f"{path}:1: no column named {value!r} in the header "
+        raise UserError(f"{path}:{header_line}: no column named {value!r} in the header "
                         f"({', '.join(header)})")
+      if header.count(value) > 1:
+        raise UserError(f"{path}:{header_line}: the header names {value!r} "
+                        f"{header.count(value)} times; use a 0-based column number")
       return header.index(value)
 
-    return Columns(text_a=resolve(spec["text_a"], "text_a"),
-                   text_b=resolve(spec["text_b"], "text_b"),
-                   label=resolve(spec["label"], "label"), header=self.has_header)
+    resolved = {role: resolve(value, role) for role, value in spec.items()}
+    used = {}
+    for role, column in resolved.items():
+      if column is not None and column in used:
+        raise UserError(f"{path}: the {used[column]} and {role} columns are both column "
+                        f"{column}; give each its own column")
+      used.setdefault(column, role)
+    return Columns(**resolved, header=self.has_header)
 
   def _read(self, path, set_type, labelled):
     spec = self.spec if labelled else self.test_spec
@@ -563,9 +619,17 @@ class DelimitedFileProcessor(GlueTsvProcessor):
       path = os.path.join(self._data_dir, name)
       if os.path.exists(path):
         columns = self._columns(path, self.spec)
-        rows = read_delimited(path, self.delimiter, self.quoting)[1 if columns.header else 0:]
-        found = sorted({_field(path, n, f, columns.label, "label") for n, f in rows})
+        rows = data_rows(path, read_delimited(path, self.delimiter, self.quoting),
+                         columns.header, delimiter=self.delimiter)
+        found = set()
+        for number, fields in rows:
+          label = _field(path, number, fields, columns.label, "label")
+          if not label.strip():
+            raise UserError(f"{path}:{number}: the label is empty; every labelled row "
+                            "needs one (or pass --label_list)")
+          found.add(label)
         if found:
+          found = sorted(found)
           self.labels = tuple(found)
           return list(self.labels)
     raise UserError(f"--label_list is required: neither {self.train_file} nor "
@@ -616,7 +680,7 @@ def get_processor(task_name, xnli_language="zh", **generic_options):
   return PROCESSORS[name]()
 
 
-# --------------------------------------------------------------------------- features
+# --------------------------------------------------------------------------- labels
 
 
 def label_to_id(label, label_list):
@@ -627,268 +691,6 @@ def label_to_id(label, label_list):
     return 0
   return label_list.index(label)
 
-
-def convert_single_example(example, label_list, max_seq_length, tokenizer):
-  """The original's conversion of one `InputExample` into `InputFeatures` (FullTokenizer).
-
-  [CLS] a [SEP] (b [SEP]); segment 0 for [CLS], a and the first [SEP], 1 for b and
-  its [SEP]; zero padding to max_seq_length. A pair loses tokens from the end of its
-  longer text first (tokenization.truncate_seq_pair), a single text its tail. As in the
-  original, an empty text_b counts as no text_b.
-  """
-  tokens_a = tokenizer.tokenize(example.text_a)
-  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  if tokens_b is not None:
-    tokenization.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  elif len(tokens_a) > max_seq_length - 2:
-    tokens_a = tokens_a[0:(max_seq_length - 2)]
-  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + ["[SEP]"]
-    segment_ids += [1] * (len(tokens_b) + 1)
-  input_ids = tokenizer.convert_tokens_to_ids(tokens)
-  input_mask = [1] * len(input_ids)
-  padding = max_seq_length - len(input_ids)
-  input_ids += [0] * padding
-  input_mask += [0] * padding
-  segment_ids += [0] * padding
-  return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
-                       label_id=label_to_id(example.label, label_list))
-
-
-# --------------------------------------------------------------------------- tf.data
-
-FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
-
-
-def pack_texts(tokenizer, text_a, text_b, seq_length, empty_b_is_single=True):
-  """In-graph conversion of a batch of texts, the original's rules.
-
-  tokenizer: tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
-  [batch] or None. With empty_b_is_single, rows whose text_b is "" are packed as single
-  texts, as the original treats an empty text_b (pass False when no row has one: it
-  saves a second packing). Returns int32 [batch, seq_length] input_ids, input_mask,
-  segment_ids, plus "length" int32 [batch] (real tokens per row).
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  ids_a = tokenizer.tokenize(text_a)
-  if text_b is None:
-    packed = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id,
-                                      tokenizer.sep_id)
-  else:
-    packed = tokenization.pack_inputs([ids_a, tokenizer.tokenize(text_b)], seq_length,
-                                      tokenizer.cls_id, tokenizer.sep_id)
-    if empty_b_is_single:
-      single = tokenization.pack_inputs([ids_a], seq_length, tokenizer.cls_id,
-                                        tokenizer.sep_id)
-      use_pair = tf.expand_dims(tf.strings.length(text_b) > 0, 1)
-      packed = {k: tf.where(use_pair, packed[k], single[k]) for k in FEATURE_NAMES}
-  packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
-  packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
-  return packed
-
-
-# (id(tokenizer), seq_length, pair, empty_b_is_single) -> (tokenizer, tf.function). Tracing
-# the tokenizer and packing takes seconds; every dataset of a run (train, eval, predict)
-# calls the same traced function instead of tracing its own copy.
-_PACKERS = {}
-
-
-def _packer(tokenizer, seq_length, pair, empty_b_is_single):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  key = (id(tokenizer), int(seq_length), bool(pair), bool(empty_b_is_single))
-  if key not in _PACKERS or _PACKERS[key][0] is not tokenizer:
-    spec = tf.TensorSpec([None], tf.string)
-    if pair:
-      fn = tf.function(lambda a, b: pack_texts(tokenizer, a, b, seq_length,
-                                               empty_b_is_single),
-                       input_signature=[spec, spec], autograph=False)
-    else:
-      fn = tf.function(lambda a: pack_texts(tokenizer, a, None, seq_length),
-                       input_signature=[spec], autograph=False)
-    _PACKERS[key] = (tokenizer, fn)
-  return _PACKERS[key][1]
-
-
-def _round_up(length, multiple):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return (length + multiple - 1) // multiple * multiple if multiple > 1 else tf.identity(length)
-
-
-def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                 is_training, fixed_padding=False, seed=12345, window_batches=32,
-                 pad_to_multiple_of=8, input_context=None):
-  """A tf.data pipeline of batches for training, eval or prediction.
-
-  examples: list of InputExample. label_list: label strings, or None for regression.
-  tokenizer: tokenization.FastTokenizer (runs in the graph; ids equal FullTokenizer's).
-
-  Each element is a dict: input_ids, input_mask, segment_ids int32 [batch, seq];
-  label_ids int32 [batch] (float32 for regression); example_index int32 [batch], the
-  position in `examples` (eval/predict batches are reordered by length, this puts the
-  results back in order).
-
-  Padding: with fixed_padding every batch is max_seq_length long (static shapes, for
-  TPUs). Otherwise a batch is only as long as its longest row, rounded up to a multiple
-  of `pad_to_multiple_of` (which bounds the number of distinct shapes each tf.function
-  traces): training buckets rows of similar length (tf.data bucket_by_sequence_length),
-  eval/predict sort each window of `window_batches` batches by length.
-
-  Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if not examples:
-    raise UserError("no examples to feed")
-  regression = label_list is None
-  has_b = any(e.text_b is not None for e in examples)
-  columns = {
-      "text_a": [e.text_a for e in examples],
-      "label_ids": np.array([label_to_id(e.label, label_list) for e in examples],
-                            np.float32 if regression else np.int32),
-      "example_index": np.arange(len(examples), dtype=np.int32),
-  }
-  if has_b:
-    columns["text_b"] = [e.text_b or "" for e in examples]
-  dataset = tf.data.Dataset.from_tensor_slices(columns)
-  if input_context is not None and input_context.num_input_pipelines > 1:
-    dataset = dataset.shard(input_context.num_input_pipelines,
-                            input_context.input_pipeline_id)
-  if is_training:
-    dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.repeat()
-  window = batch_size * max(int(window_batches), 1)
-  sort_windows = not is_training and not fixed_padding
-
-  if has_b:
-    packer = _packer(tokenizer, max_seq_length, True,
-                     any(not e.text_b for e in examples))
-  else:
-    packer = _packer(tokenizer, max_seq_length, False, False)
-
-  def convert(batch):
-    packed = (packer(batch["text_a"], batch["text_b"]) if has_b else
-              packer(batch["text_a"]))
-    features = {k: packed[k] for k in FEATURE_NAMES}
-    features["length"] = packed["length"]
-    features["label_ids"] = batch["label_ids"]
-    features["example_index"] = batch["example_index"]
-    if sort_windows:
-      order = tf.argsort(packed["length"], stable=True)
-      features = {k: tf.gather(v, order) for k, v in features.items()}
-    return features
-
-  dataset = dataset.batch(window).map(convert, num_parallel_calls=tf.data.AUTOTUNE,
-                                      deterministic=True).unbatch()
-  if fixed_padding:
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
-  elif is_training:
-    step = max(int(pad_to_multiple_of), 1)
-    boundaries = list(range(step + 1, max_seq_length + 1, step))
-    dataset = dataset.bucket_by_sequence_length(
-        lambda features: features["length"], bucket_boundaries=boundaries,
-        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1), drop_remainder=True)
-  else:
-    dataset = dataset.batch(batch_size)
-
-  def finish(features):
-    features = dict(features)
-    length = features.pop("length")
-    if not fixed_padding:
-      longest = _round_up(tf.maximum(tf.reduce_max(length), 1), pad_to_multiple_of)
-      longest = tf.minimum(longest, max_seq_length)
-      for name in FEATURE_NAMES:
-        features[name] = features[name][:, :longest]
-    return features
-
-  return dataset.map(finish, num_parallel_calls=tf.data.AUTOTUNE,
-                     deterministic=True).prefetch(tf.data.AUTOTUNE)
-
-
-# --------------------------------------------------------------------------- metrics
-
-
-def accuracy(predictions, labels):
-  predictions, labels = np.asarray(predictions), np.asarray(labels)
-  return float(np.mean(predictions == labels)) if labels.size else 0.0
-
-
-def f1_score(predictions, labels, positive=1):
-  """Binary F1 of the positive class (GLUE's F1 for MRPC and QQP: class 1)."""
-  predictions, labels = np.asarray(predictions), np.asarray(labels)
-  tp = float(np.sum((predictions == positive) & (labels == positive)))
-  fp = float(np.sum((predictions == positive) & (labels != positive)))
-  fn = float(np.sum((predictions != positive) & (labels == positive)))
-  return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def matthews_corrcoef(predictions, labels):
-  """Matthews correlation (multi-class form, equal to the binary one for 2 classes).
-
-  0.0 when a marginal is constant (the undefined case, as scikit-learn reports it).
-  """
-  predictions, labels = np.asarray(predictions), np.asarray(labels)
-  classes = np.union1d(predictions, labels)
-  index = {c: i for i, c in enumerate(classes)}
-  confusion = np.zeros((len(classes), len(classes)), dtype=np.float64)
-  for t, p in zip(labels, predictions):
-    confusion[index[t], index[p]] += 1
-  t_sum, p_sum = confusion.sum(axis=1), confusion.sum(axis=0)
-  correct, total = np.trace(confusion), confusion.sum()
-  cov_ytyp = correct * total - np.dot(t_sum, p_sum)
-  cov_ypyp = total ** 2 - np.dot(p_sum, p_sum)
-  cov_ytyt = total ** 2 - np.dot(t_sum, t_sum)
-  if cov_ypyp * cov_ytyt == 0:
-    return 0.0
-  return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
-
-
-def pearson_corrcoef(x, y):
-  x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
-  xm, ym = x - x.mean(), y - y.mean()
-  denominator = np.sqrt(np.sum(xm * xm) * np.sum(ym * ym))
-  return 0.0 if denominator == 0 else float(np.sum(xm * ym) / denominator)
-
-
-def rankdata_average(values):
-  """1-based ranks; tied values share the average of their ranks."""
-  values = np.asarray(values, np.float64)
-  order = np.argsort(values, kind="mergesort")
-  ranks = np.empty(len(values), np.float64)
-  sorted_values = values[order]
-  start = 0
-  while start < len(values):
-    end = start
-    while end + 1 < len(values) and sorted_values[end + 1] == sorted_values[start]:
-      end += 1
-    ranks[order[start:end + 1]] = (start + end) / 2.0 + 1.0
-    start = end + 1
-  return ranks
-
-
-def spearman_corrcoef(x, y):
-  return pearson_corrcoef(rankdata_average(x), rankdata_average(y))
-
-
-def compute_metrics(metric, predictions, labels):
-  """GLUE's metrics for one eval set, as a dict of names to floats.
-
-  predictions, labels: label ids (int) or, for "pearson_spearman", float scores.
-  Classification tasks always include "accuracy" (the original's eval_accuracy).
-  """
-  if metric == "pearson_spearman":
-    pearson = pearson_corrcoef(predictions, labels)
-    spearman = spearman_corrcoef(predictions, labels)
-    return {"pearson": pearson, "spearman": spearman, "corr": (pearson + spearman) / 2}
-  result = {"accuracy": accuracy(predictions, labels)}
-  if metric == "accuracy_f1":
-    result["f1"] = f1_score(predictions, labels)
-    result["acc_and_f1"] = (result["accuracy"] + result["f1"]) / 2
-  elif metric == "matthews":
-    result["matthews_corrcoef"] = matthews_corrcoef(predictions, labels)
-  elif metric != "accuracy":
-    raise ValueError(f"unknown metric {metric!r}")
-  return result
 
 
 # --------------------------------------------------------------------------- outputs
@@ -905,7 +707,7 @@ def write_submission(path, processor, examples, predictions):
   """GLUE server format: header "index\\tprediction", one line per test row, in order."""
   with script_utils.atomic_open(path) as handle:
     handle.write("index\tprediction\n")
-    for position, (example, value) in enumerate(zip(examples, predictions)):
+    for position, (example, value) in enumerate(zip(examples, predictions, strict=True)):
       handle.write(f"{submission_index(example, position)}\t"
                    f"{processor.format_prediction(value)}\n")
 

@@ -1,6 +1,7 @@
 """SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
 
-Middle floor. Imports tokenization (ground) and script_utils; never reads absl FLAGS.
+Middle floor. Imports tokenization (ground), input_pipeline and script_utils; never reads
+absl FLAGS.
 
 Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
 Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
@@ -17,7 +18,8 @@ API (generic pieces first, then the classifier's export built from them):
   * `text_specs(num_texts)`: tf.string [batch] specs named text_a (and text_b).
   * `TextPacker(tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True)`: raw text
     -> the model's input dict, in the graph (tokenization.FastTokenizer +
-    tokenization.pack_inputs, the original's truncation); reusable by every task.
+    tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
+    for the per-batch length); reusable by every task.
   * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
     one also as `serving_default` when none is named so, atomically (a temporary
     directory renamed into place, so a failed export never leaves a half-written one).
@@ -28,15 +30,15 @@ API (generic pieces first, then the classifier's export built from them):
 import dataclasses
 from typing import Callable, Sequence
 
+import keras
+import tensorflow as tf
+
+import input_pipeline
 import script_utils
+import tokenization
 
 TEXT_NAMES = ("text_a", "text_b")
 TOKEN_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
-
-
-def _tf():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf
 
 
 @dataclasses.dataclass
@@ -53,14 +55,12 @@ def token_id_specs(batch_shape=(None,), seq_length=None):
   seq_length None accepts any length up to max_position_embeddings, so clients may pad
   a batch only to its own longest row.
   """
-  tf = _tf()
   shape = list(batch_shape) + [seq_length]
   return [tf.TensorSpec(shape, tf.int32, name=name) for name in TOKEN_ID_NAMES]
 
 
 def text_specs(num_texts):
   """tf.string [batch] specs named text_a (and text_b for pair tasks)."""
-  tf = _tf()
   if num_texts not in (1, 2):
     raise ValueError(f"num_texts must be 1 or 2, got {num_texts}")
   return [tf.TensorSpec([None], tf.string, name=name) for name in TEXT_NAMES[:num_texts]]
@@ -84,34 +84,14 @@ class TextPacker:
     self.trim_to_longest = trim_to_longest
 
   def __call__(self, text_a, text_b=None):
-    import tokenization  # pylint: disable=g-import-not-at-top
-    tf = _tf()
     segments = [self.tokenizer.tokenize(text_a)]
     if text_b is not None:
       segments.append(self.tokenizer.tokenize(text_b))
     packed = tokenization.pack_inputs(segments, self.seq_length, self.cls_id, self.sep_id)
     packed = {name: tf.cast(packed[name], tf.int32) for name in TOKEN_ID_NAMES}
     if self.trim_to_longest:
-      packed = trim_batch(packed)
+      packed = input_pipeline.trim_to_longest(packed, TOKEN_ID_NAMES)
     return packed
-
-
-def trim_batch(features, mask_key="input_mask"):
-  """Cuts every [batch, seq] tensor of `features` to the batch's longest real row.
-
-  features: dict of int32 [batch, seq] tensors, `mask_key` 1 on real tokens, 0 on padding.
-  Keeps at least one column so an all-empty batch still has a valid shape.
-  """
-  tf = _tf()
-  mask = features[mask_key]
-  length = tf.maximum(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), 1)
-  trimmed = {}
-  for name, value in features.items():
-    if value.shape.rank is not None and value.shape.rank >= 2 and name in TOKEN_ID_NAMES:
-      trimmed[name] = value[..., :length]
-    else:
-      trimmed[name] = value
-  return trimmed
 
 
 def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
@@ -123,7 +103,6 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
   resources the endpoints use (the model, a tokenizer holding lookup tables).
   Returns export_dir.
   """
-  import keras  # pylint: disable=g-import-not-at-top
   archive = keras.export.ExportArchive()
   for resource in track:
     archive.track(resource)
@@ -155,7 +134,6 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
   * "serve_text" (when a packer is given): text_a (and text_b for pair tasks) tf.string
     [batch] -> the same outputs plus label tf.string [batch] (classification).
   """
-  tf = _tf()
   regression = label_list is None
 
   def head(features):
@@ -193,7 +171,6 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
     packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)
   endpoints = classifier_endpoints(model, label_list, packer, num_texts)
   track = [model]
-  tf = _tf()
   if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
     track.append(tokenizer)
   return write_saved_model(export_dir, endpoints, track=track)

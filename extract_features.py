@@ -55,7 +55,9 @@ _PAIR_RE = re.compile(r"^(.*) \|\|\| (.*)$")
 
 
 def read_examples(input_file):
-  """One InputExample per line, as the original (which strips each line)."""
+  """One InputExample per line, as the original (which strips each line; a blank line is
+  an example of no text). A file without any line is a UserError: there is nothing to
+  extract, and an empty output under the final name would look like a finished run."""
   examples = []
   for number, line in script_utils.read_text_lines(input_file):
     line = line.strip()
@@ -64,6 +66,10 @@ def read_examples(input_file):
       examples.append(InputExample(number - 1, line, None))
     else:
       examples.append(InputExample(number - 1, match.group(1), match.group(2)))
+  if not examples:
+    raise script_utils.UserError(
+        f"--input_file={input_file}: the file is empty; give one example a line "
+        "('text_a' or 'text_a ||| text_b')")
   return examples
 
 

@@ -1,12 +1,15 @@
-"""classifier_data: every processor on the real GLUE files, errors, metrics, output files."""
+"""classifier_data: every processor on the real GLUE files, errors, output files."""
+import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import classifier_data as cd
 import script_utils
-from conftest import shared_path
+from conftest import ROOT, shared_path
 
 
 def _glue(task):
@@ -202,7 +205,7 @@ def test_unknown_label_empty_split_missing_file(tmp_path):
   (tmp_path / "train.tsv").write_text("index\tg\tf\ty\to\ts1\ts2\ta\tb\tscore\n"
                                       "0\tg\tf\ty\to\ts\ts\tA.\tB.\thigh\n")
   message = _error(lambda: cd.StsbProcessor().get_train_examples(str(tmp_path)))
-  assert message.startswith(f"{tmp_path / 'train.tsv'}:2: label 'high' is not a number")
+  assert message.startswith(f"{tmp_path / 'train.tsv'}:2: label 'high' is not a finite number")
   assert "unknown task" in _error(lambda: cd.get_processor("glue"))
 
 
@@ -212,18 +215,146 @@ def test_invalid_utf8_names_line(tmp_path):
   assert message.startswith(f"{tmp_path / 'dev.tsv'}:3: not valid UTF-8")
 
 
+# One file per processor and split in the task's real layout (header fields, or None for
+# CoLA's headerless train/dev), a good row, and one text column of the row: a tab put
+# inside that sentence must be refused, not read as shifted columns.
+LAYOUTS = {
+    "cola": ("train.tsv", None, ["gj04", "1", "", "The cat sat."], 3),
+    "cola-test": ("test.tsv", ["index", "sentence"], ["0", "The cat sat."], 1),
+    "sst2": ("train.tsv", ["sentence", "label"], ["a fine film", "1"], 0),
+    "mrpc": ("train.tsv", ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+             ["1", "11", "12", "The cat sat.", "A cat sat."], 3),
+    "stsb": ("dev.tsv", ["index", "genre", "filename", "year", "old_index", "source1",
+                         "source2", "sentence1", "sentence2", "score"],
+             ["0", "g", "f", "2012", "1", "s", "s", "A man.", "A woman.", "2.500"], 7),
+    "qqp": ("train.tsv", ["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+            ["0", "1", "2", "Why?", "Why not?", "0"], 3),
+    "qqp-test": ("test.tsv", ["id", "question1", "question2"], ["0", "Why?", "How?"], 1),
+    "qnli": ("dev.tsv", ["index", "question", "sentence", "label"],
+             ["0", "Who?", "Him.", "entailment"], 1),
+    "rte": ("train.tsv", ["index", "sentence1", "sentence2", "label"],
+            ["0", "A b.", "C d.", "not_entailment"], 1),
+    "wnli": ("train.tsv", ["index", "sentence1", "sentence2", "label"],
+             ["0", "A b.", "C d.", "1"], 2),
+    "mnli": ("train.tsv", ["index", "promptID", "pairID", "genre", "s1bp", "s2bp", "s1p",
+                           "s2p", "sentence1", "sentence2", "label1", "gold_label"],
+             ["0", "1", "1n", "fiction", "(", "(", "(", "(", "A b.", "C d.", "neutral",
+              "neutral"], 8),
+    "mnli-dev": ("dev_matched.tsv", ["index", "promptID", "pairID", "genre", "s1bp",
+                                     "s2bp", "s1p", "s2p", "sentence1", "sentence2",
+                                     "label1", "label2", "label3", "label4", "label5",
+                                     "gold_label"],
+                 ["0", "1", "1n", "fiction", "(", "(", "(", "(", "A b.", "C d.", "neutral",
+                  "neutral", "neutral", "neutral", "neutral", "neutral"], 9),
+    "mnli-test": ("test_mismatched.tsv", ["index", "promptID", "pairID", "genre", "s1bp",
+                                          "s2bp", "s1p", "s2p", "sentence1", "sentence2"],
+                  ["0", "1", "1n", "fiction", "(", "(", "(", "(", "A b.", "C d."], 8),
+    "mnli-ax": ("ax.tsv", ["index", "sentence1", "sentence2"], ["0", "A b.", "C d."], 1),
+    "xnli": ("multinli/multinli.train.zh.tsv", ["premise", "hypo", "label"],
+             ["A b.", "C d.", "contradictory"], 0),
+    "xnli-dev": ("xnli.dev.tsv", ["language", "gold_label"] + [f"c{i}" for i in range(17)],
+                 ["zh", "neutral", "(", "(", "(", "(", "A b.", "C d."] + ["x"] * 11, 6),
+    "tsv": ("train.tsv", None, ["a fine film", "pos"], 0),
+}
+
+
+def _read_layout(name, directory):
+  task = name.split("-")[0]
+  processor = cd.get_processor(task, **({"labels": ["pos", "neg"]} if task == "tsv" else {}))
+  split = name.split("-")[1] if "-" in name else "train"
+  file_name = LAYOUTS[name][0]
+  if split == "ax":
+    return processor.get_ax_examples(directory)
+  if split == "test":
+    if file_name == "test_mismatched.tsv":
+      return processor.get_test_mismatched_examples(directory)
+    return processor.get_test_examples(directory)
+  if split == "dev" or file_name == "dev.tsv":
+    return processor.get_dev_examples(directory)
+  return processor.get_train_examples(directory)
+
+
+def _write_layout(directory, name, rows):
+  file_name, header, _, _ = LAYOUTS[name]
+  path = os.path.join(directory, file_name)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  lines = ([header] if header else []) + rows
+  with open(path, "w", encoding="utf-8") as handle:
+    handle.write("".join("\t".join(fields) + "\n" for fields in lines))
+  return path
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_every_reader_refuses_a_tab_inside_a_sentence(tmp_path, name):
+  _, header, good, text_column = LAYOUTS[name]
+  directory = str(tmp_path)
+  _write_layout(directory, name, [good, good])
+  examples = _read_layout(name, directory)
+  assert len(examples) == 2
+  assert good[text_column] in (examples[0].text_a, examples[0].text_b)
+  # The same rows, the second one's text holding a tab: one field more.
+  shifted = list(good)
+  shifted[text_column] = "The cat\tsat."
+  path = _write_layout(directory, name, [good, shifted])
+  line = 3 if header else 2
+  width = len(header or good)
+  source = "the header (line 1) has" if header else (
+      "this task's rows have" if name == "cola" else "the first row (line 1) has")
+  message = _error(lambda: _read_layout(name, directory))
+  assert message.startswith(f"{path}:{line}: too many columns: the row has {width + 1}, "
+                            f"{source} {width}; a tab inside a text shifts the columns")
+
+
+def test_a_short_row_cannot_take_its_label_from_another_column(tmp_path):
+  """MNLI's label is the last column: a dev row one column short would read label5."""
+  name = "mnli-dev"
+  good = LAYOUTS[name][2]
+  short = good[:-1]
+  short[-1] = "contradiction"
+  path = _write_layout(str(tmp_path), name, [good, short])
+  message = _error(lambda: _read_layout(name, str(tmp_path)))
+  assert message.startswith(f"{path}:3: too few columns: the row has 15, the header "
+                            "(line 1) has 16; check the delimiter")
+
+
+def test_cola_file_of_five_columns_is_not_cola(tmp_path):
+  (tmp_path / "train.tsv").write_text("gj04\t1\t\tThe cat sat.\textra\n")
+  message = _error(lambda: cd.ColaProcessor().get_train_examples(str(tmp_path)))
+  assert message.startswith(f"{tmp_path / 'train.tsv'}:1: too many columns: the row has 5, "
+                            "this task's rows have 4")
+
+
+def test_regression_labels_must_be_finite(tmp_path):
+  header = "\t".join(LAYOUTS["stsb"][1])
+  for label in ("nan", "inf", "-Infinity", "1e999"):
+    (tmp_path / "dev.tsv").write_text(f"{header}\n0\tg\tf\ty\to\ts\ts\tA.\tB.\t{label}\n")
+    message = _error(lambda: cd.StsbProcessor().get_dev_examples(str(tmp_path)))
+    assert message == (f"{tmp_path / 'dev.tsv'}:2: label {label!r} is not a finite number "
+                       "(this is a regression task)")
+  (tmp_path / "dev.tsv").write_text(f"{header}\n0\tg\tf\ty\to\ts\ts\tA.\tB.\t 4.5 \n")
+  assert cd.StsbProcessor().get_dev_examples(str(tmp_path))[0].label == 4.5
+
+
+def test_submission_refuses_a_prediction_count_that_differs(tmp_path):
+  examples = [cd.InputExample("test-0", "a", "b"), cd.InputExample("test-1", "c", "d")]
+  with pytest.raises(ValueError):
+    cd.write_submission(str(tmp_path / "RTE.tsv"), cd.RteProcessor(), examples,
+                        np.array([1, 0, 1]))
+  assert os.listdir(tmp_path) == []
+
+
 # --------------------------------------------------------------------------- tsv / csv task
 
 
 def test_generic_tsv_by_number_with_inferred_labels(tmp_path):
-  (tmp_path / "train.tsv").write_text("b\tthe movie\tyes\na\tan \"odd\ttitle\tno\n")
+  (tmp_path / "train.tsv").write_text("b\tthe movie\tyes\na\tan \"odd title\tno\n")
   (tmp_path / "test.tsv").write_text("x\ty\n")
   p = cd.get_processor("tsv", text_a_column="1", text_b_column="2", label_column="0")
   p.set_data_dir(str(tmp_path))
   assert p.get_labels() == ["a", "b"] and p.num_texts == 2
   train = p.get_train_examples(str(tmp_path))
   assert [(e.text_a, e.text_b, e.label) for e in train] == [
-      ("the movie", "yes", "b"), ('an "odd', "title", "a")]
+      ("the movie", "yes", "b"), ('an "odd title', "no", "a")]
   test = cd.get_processor("tsv", text_a_column="0", text_b_column="1",
                           labels=["a", "b"]).get_test_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.text_b, e.label) for e in test] == [("test-0", "x", "y", None)]
@@ -243,42 +374,66 @@ def test_generic_csv_with_header_names_and_quotes(tmp_path):
   assert "no column named 'text'" in _error(lambda: bad.get_train_examples(str(tmp_path)))
 
 
-# --------------------------------------------------------------------------- metrics
+def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
+  (tmp_path / "train.tsv").write_text("the movie\tpos\nan odd\ttitle\tneg\n")
+  p = cd.get_processor("tsv")
+  p.set_data_dir(str(tmp_path))
+  # Label inference reads the same rows: it must not take "title" as a label.
+  message = _error(p.get_labels)
+  assert message.startswith(f"{tmp_path / 'train.tsv'}:2: too many columns: the row has 3, "
+                            "the first row (line 1) has 2")
+  (tmp_path / "train.csv").write_text("review,stars\nfine,pos\ntoo,many,neg\nshort\n")
+  p = cd.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
+                       labels=["neg", "pos"])
+  message = _error(lambda: p.get_train_examples(str(tmp_path)))
+  assert message.startswith(f"{tmp_path / 'train.csv'}:3: too many columns: the row has 3, "
+                            "the header (line 1) has 2; a ',' inside a text shifts the "
+                            "columns: remove it or quote the text")
 
 
-def test_accuracy_f1_by_hand():
-  predictions = [1, 1, 0, 1, 0, 0, 1, 1]
-  labels = [1, 0, 0, 1, 1, 0, 1, 0]
-  # tp=3 fp=2 fn=1 tn=2: accuracy 5/8, F1 = 6/9.
-  result = cd.compute_metrics("accuracy_f1", predictions, labels)
-  assert result["accuracy"] == pytest.approx(0.625)
-  assert result["f1"] == pytest.approx(2 / 3)
-  assert result["acc_and_f1"] == pytest.approx((0.625 + 2 / 3) / 2)
-  assert cd.f1_score([0, 0], [1, 1]) == 0.0
+def test_generic_csv_refuses_unclosed_and_stray_quotes(tmp_path):
+  (tmp_path / "train.csv").write_text('fine,pos\n"never closed,neg\nlater,pos\nmore,neg\n')
+  p = cd.get_processor("csv", labels=["neg", "pos"])
+  message = _error(lambda: p.get_train_examples(str(tmp_path)))
+  # Without strict parsing the open quote swallowed every later row into one field.
+  assert message.startswith(f"{tmp_path / 'train.csv'}:2: cannot parse the row "
+                            "(unexpected end of data)")
+  (tmp_path / "train.csv").write_text('fine,pos\n"quoted" tail,neg\n')
+  message = _error(lambda: p.get_train_examples(str(tmp_path)))
+  assert message.startswith(f"{tmp_path / 'train.csv'}:2: cannot parse the row")
+  (tmp_path / "train.csv").write_text('He said "hi" there,pos\n"a ""b"", c",neg\n')
+  assert [e.text_a for e in p.get_train_examples(str(tmp_path))] == [
+      'He said "hi" there', 'a "b", c']
 
 
-def test_matthews_by_hand():
-  predictions = [1, 1, 0, 1, 0, 0, 1, 1]
-  labels = [1, 0, 0, 1, 1, 0, 1, 0]
-  # (tp*tn - fp*fn) / sqrt((tp+fp)(tp+fn)(tn+fp)(tn+fn)) = (6-2)/sqrt(5*4*4*3) = 4/sqrt(240)
-  assert cd.matthews_corrcoef(predictions, labels) == pytest.approx(4 / np.sqrt(240))
-  assert cd.compute_metrics("matthews", predictions, labels)["matthews_corrcoef"] == (
-      pytest.approx(0.2581988897))
-  assert cd.matthews_corrcoef([1, 1, 1], [0, 1, 1]) == 0.0  # constant prediction
-  assert cd.matthews_corrcoef([0, 1, 2], [0, 1, 2]) == pytest.approx(1.0)
+def test_generic_columns_must_be_unambiguous(tmp_path):
+  (tmp_path / "train.csv").write_text("text,text,label\na,b,pos\n")
+  p = cd.get_processor("csv", text_a_column="text", label_column="label", has_header=True)
+  assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
+      f"{tmp_path / 'train.csv'}:1: the header names 'text' 2 times; use a 0-based column "
+      "number")
+  p = cd.get_processor("csv", text_a_column="1", label_column="1", labels=["pos"])
+  assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
+      f"{tmp_path / 'train.csv'}: the text_a and label columns are both column 1; give "
+      "each its own column")
+  p = cd.get_processor("csv", text_a_column="--1", labels=["pos"])
+  assert "is a name, but the file has no header" in _error(
+      lambda: p.get_train_examples(str(tmp_path)))
 
 
-def test_pearson_spearman_with_ties_by_hand():
-  x = [1.0, 2.0, 2.0, 4.0]
-  y = [1.0, 3.0, 2.0, 5.0]
-  assert list(cd.rankdata_average(x)) == [1.0, 2.5, 2.5, 4.0]
-  assert list(cd.rankdata_average([3, 1, 3, 3])) == [3.0, 1.0, 3.0, 3.0]
-  # Pearson: mean x 2.25, mean y 2.75; sum dxdy = 6.25, sum dx2 = 4.75, sum dy2 = 8.75.
-  result = cd.compute_metrics("pearson_spearman", x, y)
-  assert result["pearson"] == pytest.approx(6.25 / np.sqrt(4.75 * 8.75))
-  # Spearman = Pearson of ranks [1, 2.5, 2.5, 4] and [1, 3, 2, 4]: 4.5 / sqrt(4.5 * 5).
-  assert result["spearman"] == pytest.approx(4.5 / np.sqrt(4.5 * 5.0))
-  assert result["corr"] == pytest.approx((result["pearson"] + result["spearman"]) / 2)
+def test_label_list_given_twice_or_empty_is_refused():
+  assert _error(lambda: cd.get_processor("tsv", labels=["a", "b", "a"])) == (
+      "--label_list=a,b,a: 'a' is given 2 times; each label once, in label-id order")
+  assert _error(lambda: cd.get_processor("csv", labels=["a", " "])) == (
+      "--label_list=a, : holds an empty label")
+  assert cd.get_processor("tsv", labels=["b", "a"]).get_labels() == ["b", "a"]
+
+
+def test_inferred_labels_refuse_an_empty_label(tmp_path):
+  (tmp_path / "train.tsv").write_text("good\tpos\nfine\t \n")
+  p = cd.get_processor("tsv")
+  p.set_data_dir(str(tmp_path))
+  assert _error(p.get_labels).startswith(f"{tmp_path / 'train.tsv'}:2: the label is empty")
 
 
 # --------------------------------------------------------------------------- outputs
@@ -300,23 +455,78 @@ def test_submission_and_probability_files(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["RTE.tsv", "STS-B.tsv", "test_results.tsv"]
 
 
-def test_convert_single_example_original_layout():
-  class Tok:  # splits on spaces; ids from a fixed table
-    vocab = {"[CLS]": 1, "[SEP]": 2, "a": 3, "b": 4, "c": 5, "d": 6, "e": 7}
+# --------------------------------------------------------------------------- command line
 
-    def tokenize(self, text):
-      return text.split()
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on",
+              "mat", ".", "a", "man", "went", "home"]
+TINY_CONFIG = {"vocab_size": len(TINY_VOCAB), "hidden_size": 32, "num_hidden_layers": 3,
+               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
+               "max_position_embeddings": 64, "type_vocab_size": 2,
+               "initializer_range": 0.02}
 
-    def convert_tokens_to_ids(self, tokens):
-      return [self.vocab[t] for t in tokens]
 
-  pair = cd.convert_single_example(cd.InputExample("x", "a b c d", "e", "1"), ["0", "1"], 7,
-                                   Tok())
-  # Budget 7 - 3 = 4: the longer text_a loses its tail.
-  assert pair.input_ids == [1, 3, 4, 5, 2, 7, 2]
-  assert pair.segment_ids == [0, 0, 0, 0, 0, 1, 1] and pair.label_id == 1
-  single = cd.convert_single_example(cd.InputExample("y", "a b c d e", "", None), ["0", "1"],
-                                     6, Tok())
-  # An empty text_b is no text_b (the original's `if example.text_b`).
-  assert single.input_ids == [1, 3, 4, 5, 6, 2] and single.input_mask == [1] * 6
-  assert single.label_id == 0
+def _cli_cases(root):
+  """{id: (argv, expected last line prefix, paths that must not exist)} of run_classifier
+  runs whose data has a row of the wrong width; each must stop before training."""
+  model = root / "model"
+  model.mkdir()
+  (model / "vocab.txt").write_text("".join(t + "\n" for t in TINY_VOCAB), encoding="utf-8")
+  (model / "bert_config.json").write_text(json.dumps(TINY_CONFIG))
+  common = [f"--vocab_file={model / 'vocab.txt'}",
+            f"--bert_config_file={model / 'bert_config.json'}", "--max_seq_length=16",
+            "--train_batch_size=2", "--num_train_epochs=1"]
+  mrpc = root / "mrpc"
+  mrpc.mkdir()
+  (mrpc / "train.tsv").write_text(
+      "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+      "1\t1\t2\tthe cat sat .\tthe cat sat on the mat .\n"
+      "0\t3\t4\ta man\twent home .\tthe mat .\n", encoding="utf-8")
+  generic = root / "generic"
+  generic.mkdir()
+  (generic / "train.tsv").write_text("the cat sat .\tyes\na man\twent home .\tno\n")
+  mnli = root / "mnli"
+  mnli.mkdir()
+  header = "\t".join(LAYOUTS["mnli-dev"][1])
+  good = LAYOUTS["mnli-dev"][2]
+  (mnli / "train.tsv").write_text("\t".join(LAYOUTS["mnli"][1]) + "\n" +
+                                  "\t".join(LAYOUTS["mnli"][2]) + "\n")
+  (mnli / "dev_matched.tsv").write_text(
+      header + "\n" + "\t".join(good) + "\n" + "\t".join(good[:8] + ["a\tb"] + good[9:]) +
+      "\n")
+  (mnli / "dev_mismatched.tsv").write_text(header + "\n" + "\t".join(good) + "\n")
+  cases = {}
+  for name, task, data, flags, line in (
+      ("mrpc", "MRPC", mrpc / "train.tsv", ["--do_train"], 3),
+      ("tsv", "tsv", generic / "train.tsv", ["--do_train"], 2),
+      ("mnli", "MNLI", mnli / "dev_matched.tsv", ["--do_train", "--do_eval"], 3)):
+    out = root / f"out-{name}"
+    argv = [f"--task_name={task}", f"--data_dir={data.parent}", f"--output_dir={out}",
+            *common, *flags]
+    cases[name] = (argv, f"run_classifier.py: error: {data}:{line}: too many columns: ",
+                   [out / "checkpoint", out / "eval_results.txt"])
+  return cases
+
+
+def test_run_classifier_refuses_rows_of_the_wrong_width(tmp_path):
+  """The real command line (tests/cli_harness.py: one process, every case through absl,
+  report_user_errors and SystemExit): exit 2, one error line naming file and line."""
+  cases = _cli_cases(tmp_path)
+  cases_file, results_file = tmp_path / "cases.json", tmp_path / "results.json"
+  cases_file.write_text(json.dumps([{"id": k, "argv": v[0]} for k, v in cases.items()]))
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "tests", "cli_harness.py"), "run_classifier.py",
+       str(cases_file), str(results_file)], capture_output=True, text=True, env=env,
+      cwd=ROOT, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  results = json.loads(results_file.read_text())
+  for name, (_, expected, absent) in cases.items():
+    result = results[name]
+    assert not result["crashed"] and result["exit"] == 2, (name, result["stderr"][-3000:])
+    assert "Traceback" not in result["stderr"], name
+    errors = [l for l in result["stderr"].splitlines() if "error:" in l]
+    assert len(errors) == 1 and errors[0].startswith(expected), (name, errors)
+    assert result["stderr"].strip().splitlines()[-1] == errors[0]
+    for path in absent:
+      assert not path.exists(), path

@@ -1,8 +1,9 @@
-"""classifier_data.make_dataset: in-graph token ids == the original conversion; padding."""
+"""classifier_features: in-graph token ids == the original conversion; padding."""
 import numpy as np
 import pytest
 
 import classifier_data as cd
+import classifier_features as cf
 import tokenization
 from conftest import UNCASED_VOCAB, shared_path
 
@@ -36,12 +37,12 @@ def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, c
   processor = cd.get_processor(task)
   examples = processor.get_dev_examples(shared_path("glue", folder))[:count]
   labels = processor.get_labels()
-  rows, widths = _collect(cd.make_dataset(examples, labels, fast, seq_length, 8,
+  rows, widths = _collect(cf.make_dataset(examples, labels, fast, seq_length, 8,
                                           is_training=False))
   assert sorted(rows) == list(range(count))
   truncated = 0
   for index, example in enumerate(examples):
-    expected = cd.convert_single_example(example, labels, seq_length, full)
+    expected = cf.convert_single_example(example, labels, seq_length, full)
     ids, mask, segments, label = rows[index]
     width = len(ids)
     assert list(ids) == expected.input_ids[:width], example.guid
@@ -58,9 +59,9 @@ def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, c
 def test_pair_rows_with_empty_text_b_are_single(tokenizers):
   fast, full = tokenizers
   examples = [cd.InputExample("a", "hello world", ""), cd.InputExample("b", "the cat", "sat")]
-  rows, _ = _collect(cd.make_dataset(examples, ["0", "1"], fast, 40, 2, is_training=False))
+  rows, _ = _collect(cf.make_dataset(examples, ["0", "1"], fast, 40, 2, is_training=False))
   for index, example in enumerate(examples):
-    expected = cd.convert_single_example(example, ["0", "1"], 40, full)
+    expected = cf.convert_single_example(example, ["0", "1"], 40, full)
     assert list(rows[index][0]) == expected.input_ids[:len(rows[index][0])]
   assert list(rows[0][0][:4]) == [101, 7592, 2088, 102]
 
@@ -68,7 +69,7 @@ def test_pair_rows_with_empty_text_b_are_single(tokenizers):
 def test_per_batch_padding_and_fixed_padding(tokenizers):
   fast, _ = tokenizers
   examples = cd.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:200]
-  dataset = cd.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
+  dataset = cf.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
                             window_batches=4)
   total_width = 0
   for batch in dataset:
@@ -78,7 +79,7 @@ def test_per_batch_padding_and_fixed_padding(tokenizers):
     assert width == -(-longest // 8) * 8
     total_width += width * len(batch["example_index"])
   assert total_width / len(examples) < 48  # SST-2 sentences are short
-  fixed = cd.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
+  fixed = cf.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
                           fixed_padding=True)
   widths = {int(b["input_ids"].shape[1]) for b in fixed}
   assert widths == {128}
@@ -95,7 +96,7 @@ def test_training_batches_full_bucketed_and_seeded(tokenizers):
     return [(b["example_index"].numpy(), b["input_ids"].numpy()) for b in dataset.take(12)]
 
   def build(seed):  # max_seq_length 40 shares the traced packer of the MRPC test above
-    return cd.make_dataset(examples, ["0", "1"], fast, 40, 8, is_training=True, seed=seed)
+    return cf.make_dataset(examples, ["0", "1"], fast, 40, 8, is_training=True, seed=seed)
 
   # Same seed, new pipeline (a rerun that resumes): the same batches.
   run1, run2, other = first_batches(build(7)), first_batches(build(7)), first_batches(build(8))
@@ -113,3 +114,91 @@ def test_training_batches_full_bucketed_and_seeded(tokenizers):
   # 12 batches of 8 from 50 examples: the repeat crossed an epoch boundary.
   seen = np.concatenate([index for index, _ in run1])
   assert set(seen) <= set(range(50)) and len(seen) == 96
+
+
+# --------------------------------------------------------------------------- no shared data
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on",
+              "mat", "a", "b", "c", "d", "e", "##s", "."]
+PAD, UNK, CLS, SEP = 0, 1, 2, 3
+# Second texts that yield no tokens: spaces, a tab, control characters (Cc), format
+# characters (Cf: zero-width space, zero-width joiner, BOM); NUL and U+FFFD are dropped.
+EMPTY_B = ["", " ", "\t \n", "\x00", "\x7f\x01", "\u200b", "\u200d \ufeff", "\ufffd"]
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizers(tmp_path_factory):
+  path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+  path.write_text("".join(t + "\n" for t in TINY_VOCAB), encoding="utf-8")
+  return (tokenization.FastTokenizer(str(path), True),
+          tokenization.FullTokenizer(str(path), True))
+
+
+def test_second_text_without_tokens_is_a_single_text_on_both_paths(tiny_tokenizers):
+  """The original's `if tokens_b:`: [CLS] a [SEP] with a's full budget, no second [SEP]."""
+  fast, full = tiny_tokenizers
+  seq = 6
+  # text_a of 5 tokens: a single text keeps seq-2 = 4, a pair only seq-3 = 3.
+  examples = [cd.InputExample(f"x{i}", "a b c d e", b, "1") for i, b in enumerate(EMPTY_B)]
+  examples.append(cd.InputExample("pair", "a b c d e", "the cat", "0"))
+  for example in examples[:-1]:
+    assert full.tokenize(example.text_b) == []
+    expected = cf.convert_single_example(example, ["0", "1"], seq, full)
+    assert expected.input_ids == [CLS, 10, 11, 12, 13, SEP], repr(example.text_b)
+    assert expected.segment_ids == [0] * 6 and expected.input_mask == [1] * 6
+  pair = cf.convert_single_example(examples[-1], ["0", "1"], seq, full)
+  assert pair.input_ids == [CLS, 10, 11, SEP, 5, SEP] and pair.segment_ids == [0] * 4 + [1] * 2
+  # The graph path, with pair and tokenless rows mixed in one batch, and a batch of pairs.
+  rows, _ = _collect(cf.make_dataset(examples, ["0", "1"], fast, seq, 4, is_training=False))
+  for index, example in enumerate(examples):
+    expected = cf.convert_single_example(example, ["0", "1"], seq, full)
+    ids, mask, segments, label = rows[index]
+    assert list(ids) == expected.input_ids, repr(example.text_b)
+    assert list(mask) == expected.input_mask and list(segments) == expected.segment_ids
+    assert label == expected.label_id
+  packed = cf.pack_texts(fast, tf_strings(["the cat", "a"]), tf_strings(["sat", "b"]), seq)
+  assert packed["input_ids"].numpy().tolist() == [[CLS, 5, 6, SEP, 7, SEP],
+                                                  [CLS, 10, SEP, 11, SEP, PAD]]
+  assert packed["length"].numpy().tolist() == [6, 5]
+
+
+def tf_strings(values):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.constant(values, tf.string)
+
+
+def test_batches_trimmed_to_longest_row_in_multiples(tiny_tokenizers):
+  fast, full = tiny_tokenizers
+  texts = ["the cat sat on the mat . " * 2, "a", "the cats", "b c d e a b c d e a"]
+  examples = [cd.InputExample(str(i), t, None, "0") for i, t in enumerate(texts)]
+  batches = list(cf.make_dataset(examples, ["0", "1"], fast, 20, 2, is_training=False,
+                                 window_batches=1, pad_to_multiple_of=4))
+  # Windows of 2 rows, sorted by length inside: rows (1, 0) then (2, 3).
+  assert [b["example_index"].numpy().tolist() for b in batches] == [[1, 0], [2, 3]]
+  # Row lengths ([CLS] and [SEP] included): 16, 3, 5 (the, cat, ##s), 12. Each batch is
+  # its longest row rounded up to a multiple of 4: 16 and 12, not 20.
+  assert [b["input_ids"].shape[1] for b in batches] == [16, 12]
+  for batch in batches:
+    for row, index in zip(batch["input_ids"].numpy(), batch["example_index"].numpy()):
+      expected = cf.convert_single_example(examples[index], ["0", "1"], 20, full)
+      assert list(row) == expected.input_ids[:len(row)]
+      assert sum(expected.input_mask) <= len(row)
+
+
+def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
+  """export.TextPacker (the serve_text signature's packing): the original's ids, each
+  batch cut to its longest row by input_pipeline.trim_to_longest (no rounding)."""
+  import export  # pylint: disable=g-import-not-at-top
+  fast, full = tiny_tokenizers
+  packer = export.TextPacker(fast, 12, fast.cls_id, fast.sep_id)
+  texts_a, texts_b = ["the cat sat", "a"], ["on the mat .", "b c"]
+  packed = packer(tf_strings(texts_a), tf_strings(texts_b))
+  assert packed["input_ids"].shape == (2, 10)  # 3 + 4 + 3 special tokens
+  for row, (a, b) in enumerate(zip(texts_a, texts_b)):
+    expected = cf.convert_single_example(cd.InputExample("x", a, b), ["0"], 12, full)
+    for name in cf.FEATURE_NAMES:
+      assert packed[name][row].numpy().tolist() == getattr(expected, name)[:10]
+  untrimmed = export.TextPacker(fast, 12, fast.cls_id, fast.sep_id, trim_to_longest=False)
+  assert untrimmed(tf_strings(["a"]))["input_ids"].numpy().tolist() == [
+      [CLS, 10, SEP] + [PAD] * 9]
+  assert packer(tf_strings([""]))["input_ids"].numpy().tolist() == [[CLS, SEP]]

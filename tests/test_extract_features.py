@@ -92,3 +92,29 @@ def test_extract_features_bad_inputs_fail_in_one_line(tmp_path):
   assert f"{src}:2: not valid UTF-8" in lines[-1]
   assert "Traceback" not in result.stderr
   assert not dst.exists()
+
+
+def test_empty_input_fails_in_one_line_and_writes_nothing(tmp_path):
+  """Needs no shared data: a tiny config and vocabulary written here."""
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                               "the", "cat"]), encoding="utf-8")
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps({
+      "vocab_size": 7, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
+      "intermediate_size": 37, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+      "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64,
+      "type_vocab_size": 2, "initializer_range": 0.02}))
+  src = tmp_path / "in.txt"
+  src.write_bytes(b"")
+  dst = tmp_path / "out.jsonl"
+  result = _run([f"--input_file={src}", f"--output_file={dst}", f"--vocab_file={vocab}",
+                 f"--bert_config_file={config}",
+                 f"--init_checkpoint={tmp_path / 'model' / 'bert_model.ckpt'}",
+                 "--max_seq_length=16", "--layers=-1,-3"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert "Traceback" not in result.stderr
+  assert result.stderr.strip().splitlines()[-1] == (
+      f"extract_features.py: error: --input_file={src}: the file is empty; give one "
+      "example a line ('text_a' or 'text_a ||| text_b')")
+  assert sorted(os.listdir(tmp_path)) == ["bert_config.json", "in.txt", "vocab.txt"]

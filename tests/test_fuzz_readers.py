@@ -75,9 +75,11 @@ GLUE_FIELD = text_without({"\t", "\n", "\r"})
        bom=st.booleans())
 @example(rows=[["0", "0", "0", "\x0c", "0"]], bom=False)  # the form feed found by hypothesis
 @example(rows=[["1", "a", "b", "one \u2028 sentence", "two"]], bom=True)
+@example(rows=[["1", "a", "b", "one", "two"], ["1", "a", "b", "one", "tw", "o"]], bom=False)
 def test_mrpc_reader_reads_every_valid_row_and_names_the_first_bad_one(rows, bom):
   """MRPC layout: header, label column 0, texts 3 and 4; rows split on newlines only,
-  as the original's file iteration did (a U+2028 inside a sentence is not a row end)."""
+  as the original's file iteration did (a U+2028 inside a sentence is not a row end);
+  a row of more or fewer than the header's 5 columns is refused (a tab in a sentence)."""
   with tempfile.TemporaryDirectory() as directory:
     header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
     body = "".join("\t".join(r) + "\n" for r in rows)
@@ -87,7 +89,7 @@ def test_mrpc_reader_reads_every_valid_row_and_names_the_first_bad_one(rows, bom
     for line, fields in enumerate(rows, start=2):
       if "\t".join(fields) == "":
         continue  # a blank line carries no row
-      if len(fields) < 5 or fields[0] not in ("0", "1"):
+      if len(fields) != 5 or fields[0] not in ("0", "1"):
         error_line = line
         break
       expected.append((fields[3], fields[4], fields[0]))

@@ -53,8 +53,10 @@ print(json.dumps({"text_probabilities": text["probabilities"].numpy().tolist(),
                   "text_labels": [x.decode() for x in text["label"].numpy()],
                   "ids_probabilities": by_ids["probabilities"].numpy().tolist(),
                   "modules": sorted(m.split(".")[0] for m in sys.modules
-                                    if m.split(".")[0] in ("classifier_data", "tokenization",
-                                                           "modeling", "export"))}))
+                                    if m.split(".")[0] in (
+                                        "classifier_data", "classifier_features", "metrics",
+                                        "input_pipeline", "tokenization", "modeling",
+                                        "export"))}))
 """
 
 
@@ -94,11 +96,13 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
 
   # The SavedModel in a process with only tensorflow + tensorflow_text: the raw-text
   # signature gives the probabilities the run wrote for the same test rows.
-  import classifier_data as cd  # pylint: disable=g-import-not-at-top
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import classifier_features  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
-  examples = cd.MrpcProcessor().get_test_examples(str(data))
+  examples = classifier_data.MrpcProcessor().get_test_examples(str(data))
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
-  features = [cd.convert_single_example(e, ["0", "1"], 48, full) for e in examples[:4]]
+  features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
+              for e in examples[:4]]
   ids = [[f.input_ids for f in features], [f.input_mask for f in features],
          [f.segment_ids for f in features]]
   payload = json.dumps([[e.text_a for e in examples], [e.text_b for e in examples], ids])
@@ -115,22 +119,28 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
 def test_bad_row_is_one_line_error_and_nothing_written(tmp_path):
   data = tmp_path / "rte"
   data.mkdir()
-  (data / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n"
-                                "0\tA dog runs.\tAn animal runs.\tentailment\n"
+  header = "index\tsentence1\tsentence2\tlabel\n"
+  (data / "train.tsv").write_text(header + "0\tA dog runs.\tAn animal runs.\tentailment\n")
+  (data / "dev.tsv").write_text(header + "0\tA dog runs.\tAn animal runs.\tentailment\n"
                                 "1\tA cat sleeps.\tnot_entailment\n")
+  # A vocabulary and config of its own: the test needs no ../shared.
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "dog",
+                              "runs", "an", "animal", "cat", "sleeps", "."]) + "\n")
   config = tmp_path / "bert_config.json"
-  config.write_text(json.dumps(TINY_CONFIG))
+  config.write_text(json.dumps(dict(TINY_CONFIG, vocab_size=13)))
   out = tmp_path / "out"
-  result = _run(["--task_name=rte", "--do_eval=true", f"--data_dir={data}",
-                 f"--vocab_file={UNCASED_VOCAB}", f"--bert_config_file={config}",
+  result = _run(["--task_name=rte", "--do_train=true", "--do_eval=true", f"--data_dir={data}",
+                 f"--vocab_file={vocab}", f"--bert_config_file={config}",
                  "--max_seq_length=48", f"--output_dir={out}"])
   assert result.returncode == 2
   errors = [line for line in result.stderr.splitlines() if "error:" in line]
   assert errors == [f"run_classifier.py: error: {data / 'dev.tsv'}:3: too few columns: the "
-                    "label is column 3 (0-based) but the row has 3; check the delimiter "
-                    "and that each row is on one line"]
+                    "row has 3, the header (line 1) has 4; check the delimiter and that each "
+                    "row is on one line"]
+  assert result.stderr.strip().splitlines()[-1] == errors[0]
   assert "Traceback" not in result.stderr
-  assert not (out / "eval_results.txt").exists()
+  assert not (out / "eval_results.txt").exists() and not (out / "ckpt-1.index").exists()
 
 
 # --------------------------------------------------------------------------- slow: real runs

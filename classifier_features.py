@@ -1,0 +1,208 @@
+"""Classifier features: `InputExample`s -> BERT's token ids, in Python and in tf.data.
+
+Middle floor. Imports tokenization (ground), input_pipeline, classifier_data and
+script_utils; never reads absl FLAGS.
+
+Features come two ways, with identical token ids:
+  * `make_dataset(...)`: the fast path. Texts go into tf.data, `tokenization.FastTokenizer`
+    and `tokenization.pack_inputs` run in the graph (`pack_texts`), and each batch is
+    padded only to its own longest row (`input_pipeline.trim_to_longest`; bucketing by
+    length while training, sorting inside a window for eval/predict) unless
+    `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
+  * `convert_single_example(...)`: the original's Python conversion with FullTokenizer,
+    kept as the reference the fast path is tested against.
+
+Both follow the original's `if tokens_b:`: a second text that yields no tokens (empty,
+or only spaces, control or zero-width characters) makes a single-segment example.
+"""
+
+import dataclasses
+
+import numpy as np
+import tensorflow as tf
+
+import classifier_data
+import input_pipeline
+import script_utils
+import tokenization
+
+FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass
+class InputFeatures:
+  """A single set of features of data (the original's names); lists of max_seq_length."""
+  input_ids: list
+  input_mask: list
+  segment_ids: list
+  label_id: object
+  is_real_example: bool = True
+
+
+# --------------------------------------------------------------------------- Python path
+
+
+def convert_single_example(example, label_list, max_seq_length, tokenizer):
+  """The original's conversion of one `InputExample` into `InputFeatures` (FullTokenizer).
+
+  [CLS] a [SEP] (b [SEP]); segment 0 for [CLS], a and the first [SEP], 1 for b and
+  its [SEP]; zero padding to max_seq_length. A pair loses tokens from the end of its
+  longer text first (tokenization.truncate_seq_pair), a single text its tail. As in the
+  original, a text_b that is empty or yields no tokens counts as no text_b.
+  """
+  tokens_a = tokenizer.tokenize(example.text_a)
+  tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
+  if tokens_b:
+    tokenization.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  elif len(tokens_a) > max_seq_length - 2:
+    tokens_a = tokens_a[0:(max_seq_length - 2)]
+  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + ["[SEP]"]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  input_ids = tokenizer.convert_tokens_to_ids(tokens)
+  input_mask = [1] * len(input_ids)
+  padding = max_seq_length - len(input_ids)
+  input_ids += [0] * padding
+  input_mask += [0] * padding
+  segment_ids += [0] * padding
+  return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
+                       label_id=classifier_data.label_to_id(example.label, label_list))
+
+
+# --------------------------------------------------------------------------- graph path
+
+
+def pack_texts(tokenizer, text_a, text_b, seq_length):
+  """In-graph conversion of a batch of texts, the original's rules.
+
+  tokenizer: tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
+  [batch] or None. tokenization.pack_inputs packs a row whose text_b yields no tokens
+  ("", spaces, control or zero-width characters) as a single text, as the original's
+  `if tokens_b:` does. Returns int32 [batch, seq_length] input_ids, input_mask,
+  segment_ids, plus "length" int32 [batch] (real tokens per row).
+  """
+  segments = [tokenizer.tokenize(text_a)]
+  if text_b is not None:
+    segments.append(tokenizer.tokenize(text_b))
+  packed = tokenization.pack_inputs(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id)
+  packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
+  packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
+  return packed
+
+
+# (id(tokenizer), seq_length, pair) -> (tokenizer, tf.function). Tracing the tokenizer and
+# packing takes seconds; every dataset of a run (train, eval, predict) calls the same
+# traced function instead of tracing its own copy.
+_PACKERS = {}
+
+
+def _packer(tokenizer, seq_length, pair):
+  key = (id(tokenizer), int(seq_length), bool(pair))
+  if key not in _PACKERS or _PACKERS[key][0] is not tokenizer:
+    spec = tf.TensorSpec([None], tf.string)
+    if pair:
+      fn = tf.function(lambda a, b: pack_texts(tokenizer, a, b, seq_length),
+                       input_signature=[spec, spec], autograph=False)
+    else:
+      fn = tf.function(lambda a: pack_texts(tokenizer, a, None, seq_length),
+                       input_signature=[spec], autograph=False)
+    _PACKERS[key] = (tokenizer, fn)
+  return _PACKERS[key][1]
+
+
+# --------------------------------------------------------------------------- tf.data
+
+
+def _text_columns(examples, label_list):
+  """The examples as from_tensor_slices columns; text_b only when some example has one."""
+  regression = label_list is None
+  columns = {
+      "text_a": [e.text_a for e in examples],
+      "label_ids": np.array([classifier_data.label_to_id(e.label, label_list)
+                             for e in examples], np.float32 if regression else np.int32),
+      "example_index": np.arange(len(examples), dtype=np.int32),
+  }
+  if any(e.text_b is not None for e in examples):
+    columns["text_b"] = [e.text_b or "" for e in examples]
+  return columns
+
+
+def _batch_rows(dataset, batch_size, max_seq_length, *, is_training, fixed_padding,
+                pad_to_multiple_of):
+  """Batches of packed rows: fixed, length-bucketed (training) or in order."""
+  if fixed_padding:
+    return dataset.batch(batch_size, drop_remainder=is_training)
+  if is_training:
+    step = max(int(pad_to_multiple_of), 1)
+    boundaries = list(range(step + 1, max_seq_length + 1, step))
+    return dataset.bucket_by_sequence_length(
+        lambda features: features["length"], bucket_boundaries=boundaries,
+        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1), drop_remainder=True)
+  return dataset.batch(batch_size)
+
+
+def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
+                 is_training, fixed_padding=False, seed=12345, window_batches=32,
+                 pad_to_multiple_of=8, input_context=None):
+  """A tf.data pipeline of batches for training, eval or prediction.
+
+  examples: list of classifier_data.InputExample. label_list: label strings, or None for
+  regression. tokenizer: tokenization.FastTokenizer (runs in the graph; ids equal
+  FullTokenizer's).
+
+  Each element is a dict: input_ids, input_mask, segment_ids int32 [batch, seq];
+  label_ids int32 [batch] (float32 for regression); example_index int32 [batch], the
+  position in `examples` (eval/predict batches are reordered by length, this puts the
+  results back in order).
+
+  Padding: with fixed_padding every batch is max_seq_length long (static shapes, for
+  TPUs). Otherwise a batch is only as long as its longest row, rounded up to a multiple
+  of `pad_to_multiple_of` (which bounds the number of distinct shapes each tf.function
+  traces): training buckets rows of similar length (tf.data bucket_by_sequence_length),
+  eval/predict sort each window of `window_batches` batches by length.
+
+  Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
+  """
+  if not examples:
+    raise script_utils.UserError("no examples to feed")
+  columns = _text_columns(examples, label_list)
+  has_b = "text_b" in columns
+  dataset = tf.data.Dataset.from_tensor_slices(columns)
+  if input_context is not None and input_context.num_input_pipelines > 1:
+    dataset = dataset.shard(input_context.num_input_pipelines,
+                            input_context.input_pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.repeat()
+  window = batch_size * max(int(window_batches), 1)
+  sort_windows = not is_training and not fixed_padding
+  packer = _packer(tokenizer, max_seq_length, has_b)
+
+  def convert(batch):
+    packed = (packer(batch["text_a"], batch["text_b"]) if has_b else
+              packer(batch["text_a"]))
+    features = {k: packed[k] for k in FEATURE_NAMES + ("length",)}
+    features["label_ids"] = batch["label_ids"]
+    features["example_index"] = batch["example_index"]
+    if sort_windows:
+      order = tf.argsort(packed["length"], stable=True)
+      features = {k: tf.gather(v, order) for k, v in features.items()}
+    return features
+
+  dataset = dataset.batch(window).map(convert, num_parallel_calls=tf.data.AUTOTUNE,
+                                      deterministic=True).unbatch()
+  dataset = _batch_rows(dataset, batch_size, max_seq_length, is_training=is_training,
+                        fixed_padding=fixed_padding, pad_to_multiple_of=pad_to_multiple_of)
+
+  def finish(features):
+    features = dict(features)
+    features.pop("length")
+    if fixed_padding:
+      return features
+    return input_pipeline.trim_to_longest(features, FEATURE_NAMES,
+                                          multiple=int(pad_to_multiple_of))
+
+  return dataset.map(finish, num_parallel_calls=tf.data.AUTOTUNE,
+                     deterministic=True).prefetch(tf.data.AUTOTUNE)
