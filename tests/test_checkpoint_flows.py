@@ -208,7 +208,12 @@ def test_runs_that_must_refuse(pretrained, tmp_path):
   (classifier / "eval_results.txt").unlink()
   _run("run_classifier.py", [*_common(root), "--task_name=tsv", f"--data_dir={root / 'tsv'}",
                              "--do_eval", f"--output_dir={classifier}"])
-  assert _eval_results(classifier) == before
+  again = dict(line.split(" = ") for line in _eval_results(classifier).splitlines())
+  first = dict(line.split(" = ") for line in before.splitlines())
+  assert again.keys() == first.keys() and again["global_step"] == first["global_step"] == "3"
+  assert again["eval_accuracy"] == first["eval_accuracy"]
+  # The same weights in another process: equal up to float32 rounding in the kernels.
+  assert float(again["eval_loss"]) == pytest.approx(float(first["eval_loss"]), rel=1e-6)
   # The classifier's output_dir given to run_pretraining (another model): one line.
   result = _run("run_pretraining.py", [
       f"--input_file={root / 'data.tfrecord'}", f"--bert_config_file={root / 'bert_config.json'}",
