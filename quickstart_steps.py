@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+from pydoc_data import topics
+
 import runtime_log
 import script_utils
 
@@ -26,7 +28,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 
 def write_corpus(path):
   """pydoc_data's help topics as documents: one sentence a line, blank line between."""
-  from pydoc_data import topics  # pylint: disable=g-import-not-at-top
   documents = 0
   with script_utils.atomic_open(path) as out:
     for _, text in sorted(topics.topics.items()):
