@@ -13,9 +13,16 @@ Weights are laid out exactly as in Google's TF1 checkpoints (query/key/value ker
 [H, H], dense kernels [in, out], head weights [num_outputs, H]), so a checkpoint loads by
 name with no reshaping; `google_variable_map(model)` gives that name for every weight.
 
+Each build_*_model function is followed by its task's loss (pretraining_loss,
+classifier_loss, squad_loss, token_classification_loss, multiple_choice_loss): each
+takes (features, outputs) and returns (per_example_loss float32 [B], metrics {name:
+(numerator, denominator)} float32 scalars summed over the batch), computed in float32.
+
 Mixed precision goes through Keras dtype policies: set the global policy (for example
-"mixed_bfloat16") before building a model. LayerNorm and the attention softmax always
-run in float32, and every head returns float32 logits.
+"mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
+while the embedding sums, every LayerNorm (input and output), the residual stream between
+layers, the attention softmax and the losses stay float32, and every head returns float32
+logits (tests/test_precision.py checks the traced graph).
 """
 
 import copy
@@ -24,6 +31,7 @@ import math
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 # --------------------------------------------------------------------------- config
 
@@ -32,6 +40,11 @@ _CONFIG_KEYS = (
     "intermediate_size", "hidden_act", "hidden_dropout_prob",
     "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
     "initializer_range")
+
+# The keys that fix a weight's shape: a bert_config.json without one of them is refused.
+REQUIRED_CONFIG_KEYS = (
+    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "intermediate_size", "max_position_embeddings", "type_vocab_size")
 
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
@@ -91,15 +104,23 @@ class BertConfig:
 
   @classmethod
   def from_dict(cls, json_object, source="bert config"):
-    """Builds a config from a dict with Google's keys; unknown or missing keys fail."""
+    """Builds a config from a dict with Google's keys.
+
+    Unknown keys fail, and so does a missing REQUIRED_CONFIG_KEYS key (the original
+    silently defaulted them, for example num_attention_heads to 12: a config that
+    describes another model than the checkpoint). Only the keys that fix no weight shape
+    (hidden_act, the dropout rates, initializer_range) take the original's defaults.
+    """
     if not isinstance(json_object, dict):
       raise ValueError(f"{source}: expected a JSON object, got {type(json_object).__name__}")
     unknown = sorted(set(json_object) - set(_CONFIG_KEYS))
     if unknown:
       raise ValueError(f"{source}: unknown key(s) {', '.join(unknown)}; "
                        f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
-    if "vocab_size" not in json_object:
-      raise ValueError(f"{source}: missing required key vocab_size")
+    missing = [key for key in REQUIRED_CONFIG_KEYS if key not in json_object]
+    if missing:
+      raise ValueError(f"{source}: missing required key(s) {', '.join(missing)}; "
+                       "every weight shape depends on them, so none has a default")
     config = cls.__new__(cls)
     defaults = cls(vocab_size=1).to_dict()
     defaults.update(json_object)
@@ -202,36 +223,78 @@ def attention_mask_bias(input_mask, causal=False, dtype="float32"):
   return (1.0 - mask) * -10000.0
 
 
+# --------------------------------------------------------------------------- loss helpers
+
+# Added once to the global sum of the masked-LM label weights (the original's 1e-5).
+MLM_DENOMINATOR_EPSILON = 1e-5
+
+
+def cross_replica_sum(value):
+  """Sums `value` over the replicas when called inside `strategy.run` with more than one
+  replica in sync; otherwise returns it unchanged."""
+  context = tf.distribute.get_replica_context()
+  if context is None or context.num_replicas_in_sync == 1:
+    return value
+  return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+def _correct(logits, labels):
+  """float32 [...]: 1 where argmax(logits) equals the label; logits [..., K], labels [...]."""
+  return tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), labels), tf.float32)
+
+
 # --------------------------------------------------------------------------- layers
 
 
-class BertEmbeddings(keras.layers.Layer):
-  """word + token-type + learned absolute position embeddings, LayerNorm, dropout."""
+class ConfigLayer(keras.layers.Layer):
+  """Base of the layers built from a BertConfig: holds it as `self.config` and stores it
+  in the Keras config as Google's dict, so `get_config`/`from_config` (and .keras files)
+  round-trip. Subclasses with more constructor arguments add them to `get_config`."""
 
   def __init__(self, config, **kwargs):
     super().__init__(**kwargs)
     self.config = config
+
+  def get_config(self):
+    return {**super().get_config(), "config": self.config.to_dict()}
+
+  @classmethod
+  def from_config(cls, config):
+    config = dict(config)
+    return cls(BertConfig.from_dict(config.pop("config")), **config)
+
+
+class BertEmbeddings(ConfigLayer):
+  """word + token-type + learned absolute position embeddings, LayerNorm, dropout."""
+
+  def __init__(self, config, **kwargs):
+    super().__init__(config, **kwargs)
     self.layer_norm = _layer_norm("LayerNorm")
-    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+    # float32 like the LayerNorm before it: the embedding output starts the float32
+    # residual stream that every TransformerLayer adds to (its output is float32 too).
+    self.dropout = keras.layers.Dropout(config.hidden_dropout_prob, dtype="float32")
 
   def build(self, input_shape=None):
     c = self.config
     init = _initializer(c)
+    # autocast=False: under a mixed policy the rows are summed and normalised in
+    # float32, not rounded to bfloat16/float16 first.
     self.word_embeddings = self.add_weight(
-        name="word_embeddings", shape=(c.vocab_size, c.hidden_size), initializer=init)
+        name="word_embeddings", shape=(c.vocab_size, c.hidden_size), initializer=init,
+        autocast=False)
     self.token_type_embeddings = self.add_weight(
         name="token_type_embeddings", shape=(c.type_vocab_size, c.hidden_size),
-        initializer=init)
+        initializer=init, autocast=False)
     # A weight, sliced in call(): a table built from ops.arange in a functional graph
     # would be frozen into a constant and missing from the checkpoint (PITFALLS.md).
     self.position_embeddings = self.add_weight(
         name="position_embeddings", shape=(c.max_position_embeddings, c.hidden_size),
-        initializer=init)
+        initializer=init, autocast=False)
     self.layer_norm.build((None, None, c.hidden_size))
     self.built = True
 
   def call(self, input_ids, segment_ids, training=None):
-    """input_ids, segment_ids: int32 [batch, seq] -> float [batch, seq, hidden]."""
+    """input_ids, segment_ids: int32 [batch, seq] -> float32 [batch, seq, hidden]."""
     seq_length = ops.shape(input_ids)[1]
     words = ops.take(self.word_embeddings, input_ids, axis=0)
     types = ops.take(self.token_type_embeddings, segment_ids, axis=0)
@@ -247,21 +310,12 @@ class BertEmbeddings(keras.layers.Layer):
     variables.update(_norm_vars(f"{prefix}/LayerNorm", self.layer_norm))
     return variables
 
-  def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
 
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
-
-
-class TransformerLayer(keras.layers.Layer):
+class TransformerLayer(ConfigLayer):
   """One post-LN encoder block: self-attention, add & norm, feed-forward, add & norm."""
 
   def __init__(self, config, **kwargs):
-    super().__init__(**kwargs)
-    self.config = config
+    super().__init__(config, **kwargs)
     h, init = config.hidden_size, _initializer(config)
     self.num_heads = config.num_attention_heads
     self.head_size = h // config.num_attention_heads
@@ -335,21 +389,12 @@ class TransformerLayer(keras.layers.Layer):
     variables.update(_norm_vars(f"{prefix}/output/LayerNorm", self.output_layer_norm))
     return variables
 
-  def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
 
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
-
-
-class BertPooler(keras.layers.Layer):
+class BertPooler(ConfigLayer):
   """dense + tanh on the first ([CLS]) token of the last layer."""
 
   def __init__(self, config, **kwargs):
-    super().__init__(**kwargs)
-    self.config = config
+    super().__init__(config, **kwargs)
     self.dense = keras.layers.Dense(config.hidden_size, activation="tanh",
                                     kernel_initializer=_initializer(config), name="dense")
 
@@ -363,14 +408,6 @@ class BertPooler(keras.layers.Layer):
 
   def google_variables(self, prefix="bert/pooler"):
     return _dense_vars(f"{prefix}/dense", self.dense)
-
-  def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
-
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
 
 
 class AttentionBias(keras.layers.Layer):
@@ -398,10 +435,12 @@ class BertModel(keras.Model):
   Inputs (dict): `input_ids`, `input_mask`, `segment_ids`, each int32 [batch, seq]
   (seq may vary between calls, up to max_position_embeddings).
   Outputs (dict):
-    `sequence_output`  float [batch, seq, hidden]: the last layer;
+    `sequence_output`  float32 [batch, seq, hidden]: the last layer;
     `pooled_output`    float [batch, hidden]: dense+tanh of the last layer's [CLS];
     `encoder_outputs`  list of num_hidden_layers float [batch, seq, hidden];
-    `embedding_output` float [batch, seq, hidden]: after embedding LayerNorm/dropout.
+    `embedding_output` float32 [batch, seq, hidden]: after embedding LayerNorm/dropout.
+  Under a mixed policy, sequence_output, encoder_outputs and embedding_output stay
+  float32 (the residual stream); pooled_output is in the compute dtype.
   `causal=True` restricts attention to the left context (the paper's LTR ablation).
   """
 
@@ -452,12 +491,11 @@ class BertModel(keras.Model):
 # --------------------------------------------------------------------------- heads
 
 
-class MaskedLMHead(keras.layers.Layer):
+class MaskedLMHead(ConfigLayer):
   """transform (dense + activation + LayerNorm), then logits against the tied embeddings."""
 
   def __init__(self, config, **kwargs):
-    super().__init__(**kwargs)
-    self.config = config
+    super().__init__(config, **kwargs)
     self.dense = keras.layers.Dense(
         config.hidden_size, activation=get_activation(config.hidden_act),
         kernel_initializer=_initializer(config), name="dense")
@@ -467,7 +505,7 @@ class MaskedLMHead(keras.layers.Layer):
     self.dense.build((None, None, self.config.hidden_size))
     self.layer_norm.build((None, None, self.config.hidden_size))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,),
-                                       initializer="zeros")
+                                       initializer="zeros", autocast=False)
     self.built = True
 
   def call(self, sequence_output, positions, embedding_table):
@@ -475,7 +513,9 @@ class MaskedLMHead(keras.layers.Layer):
     embedding_table: float [vocab, hidden] -> float32 logits [batch, P, vocab]."""
     gathered = ops.take_along_axis(
         sequence_output, ops.expand_dims(ops.cast(positions, "int32"), -1), axis=1)
-    transformed = self.layer_norm(self.dense(gathered))
+    # The LayerNorm gets float32 so that its output stays float32 (Keras casts a
+    # LayerNorm's output back to its input's dtype).
+    transformed = self.layer_norm(ops.cast(self.dense(gathered), "float32"))
     table = ops.cast(embedding_table, transformed.dtype)
     logits = ops.matmul(transformed, ops.transpose(table)) + self.output_bias
     return ops.cast(logits, "float32")
@@ -485,14 +525,6 @@ class MaskedLMHead(keras.layers.Layer):
     variables.update(_norm_vars(f"{prefix}/transform/LayerNorm", self.layer_norm))
     variables[f"{prefix}/output_bias"] = self.output_bias
     return variables
-
-  def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
-
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
 
 
 class EmbeddingTable(keras.layers.Layer):
@@ -511,7 +543,7 @@ class EmbeddingTable(keras.layers.Layer):
     return self._table_owner[0].word_embeddings
 
 
-class OutputProjection(keras.layers.Layer):
+class OutputProjection(ConfigLayer):
   """logits = x · Wᵀ + b with W [num_outputs, hidden], the original's root-scope layout.
 
   Used by the next-sentence (W [2, H]), classifier (W [num_labels, H]), token-tagging
@@ -520,8 +552,7 @@ class OutputProjection(keras.layers.Layer):
   """
 
   def __init__(self, config, num_outputs, dropout_rate=0.0, scope="", **kwargs):
-    super().__init__(**kwargs)
-    self.config = config
+    super().__init__(config, **kwargs)
     self.num_outputs = num_outputs
     self.dropout_rate = dropout_rate
     self.scope = scope
@@ -549,23 +580,16 @@ class OutputProjection(keras.layers.Layer):
             join("output_bias"): self.output_bias}
 
   def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict(),
-            "num_outputs": self.num_outputs, "dropout_rate": self.dropout_rate,
-            "scope": self.scope}
-
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
+    return {**super().get_config(), "num_outputs": self.num_outputs,
+            "dropout_rate": self.dropout_rate, "scope": self.scope}
 
 
-class SquadHead(keras.layers.Layer):
+class SquadHead(ConfigLayer):
   """The SQuAD span head exactly as the original: matmul with output_weights [2, H],
   bias, reshape [batch, seq, 2], transpose [2, batch, seq], unstack into start/end."""
 
   def __init__(self, config, **kwargs):
-    super().__init__(**kwargs)
-    self.config = config
+    super().__init__(config, **kwargs)
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(
@@ -589,16 +613,8 @@ class SquadHead(keras.layers.Layer):
     return {f"{prefix}/output_weights": self.output_weights,
             f"{prefix}/output_bias": self.output_bias}
 
-  def get_config(self):
-    return {**super().get_config(), "config": self.config.to_dict()}
 
-  @classmethod
-  def from_config(cls, config):
-    config = dict(config)
-    return cls(BertConfig.from_dict(config.pop("config")), **config)
-
-
-# --------------------------------------------------------------------------- models
+# --------------------------------------------------------------------------- models and losses
 
 
 def _as_config(config):
@@ -633,6 +649,48 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False):
   return model, encoder
 
 
+def pretraining_loss(features, outputs, use_next_sentence=True):
+  """The original's masked-LM (+ next-sentence) loss, as a training loss_fn.
+
+  Args:
+    features: masked_lm_ids int32 [B, P], masked_lm_weights float32 [B, P] (0 on padded
+      predictions), next_sentence_labels int32 [B, 1] (0 = actual next, 1 = random).
+    outputs: build_pretraining_model's masked_lm_logits float32 [B, P, vocab] and
+      next_sentence_logits float32 [B, 2].
+    use_next_sentence: add the next-sentence loss (False for --no_nsp / --ltr).
+  Returns:
+    per_example_loss float32 [B] whose global-batch mean is masked_lm_loss (+
+    next_sentence_loss). The masked-LM part is normalised by the label-weight sum of the
+    GLOBAL batch (cross_replica_sum; + MLM_DENOMINATOR_EPSILON once), so it does not
+    depend on the number of replicas. metrics {name: (numerator, denominator)} float32
+    scalars summed over this batch: masked_lm_accuracy, masked_lm_loss (over the label
+    weights), next_sentence_accuracy, next_sentence_loss (over the examples).
+  """
+  logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
+  label_ids = tf.cast(features["masked_lm_ids"], tf.int32)
+  weights = tf.cast(features["masked_lm_weights"], tf.float32)
+  nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=logits)
+  batch = tf.cast(tf.shape(label_ids)[0], tf.float32)
+  global_batch = cross_replica_sum(batch)
+  denominator = cross_replica_sum(tf.reduce_sum(weights)) + MLM_DENOMINATOR_EPSILON
+  per_example = tf.reduce_sum(weights * nll, axis=1) * global_batch / denominator
+  metrics = {
+      "masked_lm_accuracy": (tf.reduce_sum(weights * _correct(logits, label_ids)),
+                             tf.reduce_sum(weights)),
+      "masked_lm_loss": (tf.reduce_sum(weights * nll), tf.reduce_sum(weights)),
+  }
+  if use_next_sentence:
+    ns_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
+    ns_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    ns_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ns_labels,
+                                                            logits=ns_logits)
+    per_example += ns_nll
+    metrics["next_sentence_accuracy"] = (
+        tf.reduce_sum(_correct(ns_logits, ns_labels)), batch)
+    metrics["next_sentence_loss"] = (tf.reduce_sum(ns_nll), batch)
+  return per_example, metrics
+
+
 def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
 
@@ -648,6 +706,28 @@ def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
                      name="bert_classifier"), encoder
 
 
+def classifier_loss(features, outputs, regression=False):
+  """The classifier's loss: softmax cross-entropy, or squared error for regression.
+
+  Args:
+    features: label_ids [B], int32 class ids (float32 scores when regression).
+    outputs: build_classifier_model's logits float32 [B, num_labels] (num_labels 1 for
+      regression).
+  Returns:
+    per_example_loss float32 [B]; metrics {"accuracy": (correct, B)}, or for regression
+    {"mse": (sum of squared errors, B)}, float32 scalars summed over the batch.
+  """
+  logits = tf.cast(outputs["logits"], tf.float32)
+  count = tf.cast(tf.shape(logits)[0], tf.float32)
+  if regression:
+    # STS-B: one output, squared error against the 0-5 score.
+    per_example = tf.square(logits[:, 0] - tf.cast(features["label_ids"], tf.float32))
+    return per_example, {"mse": (tf.reduce_sum(per_example), count)}
+  labels = tf.cast(features["label_ids"], tf.int32)
+  per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return per_example, {"accuracy": (tf.reduce_sum(_correct(logits, labels)), count)}
+
+
 def build_squad_model(config, causal=False):
   """Encoder + SQuAD span head. Outputs: start_logits, end_logits float32 [batch, seq]."""
   config = _as_config(config)
@@ -660,6 +740,28 @@ def build_squad_model(config, causal=False):
                      name="bert_squad"), encoder
 
 
+def squad_loss(features, outputs):
+  """The original's SQuAD loss: the mean of the start and end cross-entropies.
+
+  Args:
+    features: start_positions, end_positions int32 [B] (token indices; 0 = [CLS], the
+      no-answer position of SQuAD 2.0).
+    outputs: build_squad_model's start_logits, end_logits float32 [B, S].
+  Returns:
+    per_example_loss float32 [B]; metrics start_accuracy, end_accuracy as
+    (correct, B) float32 scalars summed over the batch.
+  """
+  losses, metrics = [], {}
+  for name in ("start", "end"):
+    logits = tf.cast(outputs[f"{name}_logits"], tf.float32)
+    positions = tf.cast(features[f"{name}_positions"], tf.int32)
+    losses.append(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=positions,
+                                                                 logits=logits))
+    metrics[f"{name}_accuracy"] = (tf.reduce_sum(_correct(logits, positions)),
+                                   tf.cast(tf.size(positions), tf.float32))
+  return (losses[0] + losses[1]) / 2.0, metrics
+
+
 def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
   config = _as_config(config)
@@ -669,6 +771,29 @@ def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=
                             name="token_classifier")(encoder(inputs)["sequence_output"])
   return keras.Model(inputs=inputs, outputs={"logits": logits},
                      name="bert_token_classifier"), encoder
+
+
+def token_classification_loss(features, outputs):
+  """Each window's mean cross-entropy over its labelled positions (first WordPieces).
+
+  Args:
+    features: label_ids int32 [B, S], -1 where a position carries no label.
+    outputs: build_token_classifier_model's logits float32 [B, S, num_labels].
+  Returns:
+    per_example_loss float32 [B] (0 for a window without labels); metrics
+    {"token_accuracy": (correct labelled positions, labelled positions)} float32 scalars
+    summed over the batch.
+  """
+  logits = tf.cast(outputs["logits"], tf.float32)
+  labels = tf.cast(features["label_ids"], tf.int32)
+  weights = tf.cast(labels >= 0, tf.float32)
+  safe_labels = tf.maximum(labels, 0)
+  token_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=safe_labels,
+                                                              logits=logits)
+  count = tf.reduce_sum(weights, axis=-1)
+  per_example = tf.reduce_sum(token_loss * weights, axis=-1) / tf.maximum(count, 1.0)
+  correct = _correct(logits, safe_labels) * weights
+  return per_example, {"token_accuracy": (tf.reduce_sum(correct), tf.reduce_sum(weights))}
 
 
 class _FoldChoices(keras.layers.Layer):
@@ -708,6 +833,23 @@ def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=
   logits = _UnfoldChoices(num_choices, name="unfold_choices")(scores)
   return keras.Model(inputs=inputs, outputs={"logits": logits},
                      name="bert_multiple_choice"), encoder
+
+
+def multiple_choice_loss(features, outputs):
+  """Softmax cross-entropy over the choices (SWAG).
+
+  Args:
+    features: label_ids int32 [B], the index of the right choice.
+    outputs: build_multiple_choice_model's logits float32 [B, num_choices].
+  Returns:
+    per_example_loss float32 [B]; metrics {"accuracy": (correct, B)} float32 scalars
+    summed over the batch.
+  """
+  logits = tf.cast(outputs["logits"], tf.float32)
+  labels = tf.cast(features["label_ids"], tf.int32)
+  loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+  return loss, {"accuracy": (tf.reduce_sum(_correct(logits, labels)),
+                             tf.cast(tf.size(labels), tf.float32))}
 
 
 def find_encoder(model):

@@ -134,7 +134,7 @@ def device_info(quick=False):
   tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())
   if not gpus:
     size = 1024 if quick else 4096
-    peaks = {d: bench_pretraining._peak(getattr(tf, d), size=size) / 1e12  # pylint: disable=protected-access
+    peaks = {d: bench_pretraining.matmul_peak(getattr(tf, d), size=size) / 1e12
              for d in DTYPES}
     return {"kind": "CPU", "name": platform.processor() or platform.machine(),
             "count": 1, "peaks": peaks, "tf32": False,
@@ -277,12 +277,14 @@ def measure(strategy, spec, batch, steps, kind):
   spec: dict(model, model_config, task, seq, predictions, dtype, xla). Returns
   {examples_per_second, seconds, loss, peak_memory_bytes}.
   """
+  keras.backend.clear_session()  # the previous configuration's model and slots go first
   _reset_memory_peak(kind)
   with strategy.scope():
     model, loss_fn = build(spec["task"], spec["model_config"], spec["dtype"], spec["seq"])
     optimizer = optimization.create_optimizer(1e-4, 10000, 100)
     optimizer.build(model.trainable_variables)
-    loss_scale = (tf.Variable(INITIAL_LOSS_SCALE, trainable=False, dtype=tf.float32)
+    loss_scale = (tf.Variable(INITIAL_LOSS_SCALE, trainable=False, dtype=tf.float32,
+                              aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
                   if spec["dtype"] == "float16" else None)
   data = synthetic_batch(spec["task"], batch, spec["seq"], spec["predictions"],
                          spec["model_config"]["vocab_size"])
@@ -306,15 +308,18 @@ def measure(strategy, spec, batch, steps, kind):
 
 
 def largest_batch(strategy, spec, start, limit, kind):
-  """Doubles the global batch from `start` while one step still fits; (batch, note)."""
-  fits, batch = None, start
+  """Doubles the global batch from `start` (known to fit) while one step still runs;
+  returns (largest batch that ran, why the search stopped)."""
+  fits, batch = start, start * 2
   while batch <= limit:
     try:
       measure(strategy, spec, batch, 1, kind)
-    except (tf.errors.ResourceExhaustedError, MemoryError):
-      return fits, f"{batch} ran out of memory"
+    except (tf.errors.OpError, MemoryError) as exc:
+      # Out of memory shows as ResourceExhaustedError, or from XLA as an internal error
+      # saying RESOURCE_EXHAUSTED: the note keeps the error's type to tell them apart.
+      return fits, f"batch {batch} failed: {type(exc).__name__}"
     fits, batch = batch, batch * 2
-  return fits, f"stopped at the bound --max_batch={limit}"
+  return fits, f"batch {fits} ran; stopped at the bound --max_batch"
 
 
 # --------------------------------------------------------------------------- matrix

@@ -111,7 +111,7 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   print(json.dumps({"examples_per_second": result["examples_per_second"]}))
 
 
-def _peak(dtype, size=4096, repeats=3):
+def matmul_peak(dtype, size=4096, repeats=3):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   a = tf.random.normal((size, size), dtype=tf.float32)
   a = tf.cast(a, dtype)
@@ -131,7 +131,7 @@ def run(quick=False):
   on_gpu = bool(tf.config.list_physical_devices("GPU"))
   device = "GPU" if on_gpu else "CPU"
   results = []
-  peaks = {d: _peak(getattr(tf, d)) for d in ("float32", "bfloat16")}
+  peaks = {d: matmul_peak(getattr(tf, d)) for d in ("float32", "bfloat16")}
   for d, value in peaks.items():
     results.append(dict(name=f"matmul peak {d} ({device})", value=round(value / 1e9, 1),
                         unit="GFLOP/s", note="4096x4096 tf.matmul, best of 3"))

@@ -190,6 +190,30 @@ def test_config_rejects_impossible_values(tmp_path, change, words):
   assert words in str(info.value) and str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("key", modeling.REQUIRED_CONFIG_KEYS)
+def test_config_refuses_a_missing_shape_key(tmp_path, key):
+  # The original's from_dict silently took its defaults (num_attention_heads=12, ...):
+  # a model of another shape than the checkpoint's.
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps({k: v for k, v in TINY.items() if k != key}))
+  with pytest.raises(ValueError) as info:
+    modeling.BertConfig.from_json_file(path)
+  assert str(info.value).startswith(f"{path}: missing required key(s) {key};")
+
+
+def test_config_defaults_only_the_keys_that_fix_no_shape():
+  optional = ("hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob",
+              "initializer_range")
+  cfg = modeling.BertConfig.from_dict({k: v for k, v in TINY.items() if k not in optional})
+  assert (cfg.hidden_act, cfg.hidden_dropout_prob, cfg.attention_probs_dropout_prob,
+          cfg.initializer_range) == ("gelu", 0.1, 0.1, 0.02)
+  assert cfg.num_attention_heads == 4 and cfg.type_vocab_size == 2
+  with pytest.raises(ValueError, match=r"^bert config: missing required key\(s\) "
+                                       r"num_hidden_layers, type_vocab_size;"):
+    modeling.BertConfig.from_dict({k: v for k, v in TINY.items()
+                                   if k not in ("type_vocab_size", "num_hidden_layers")})
+
+
 def test_config_rejects_bad_json(tmp_path):
   path = tmp_path / "bert_config.json"
   path.write_text('{"vocab_size": 3,')
@@ -210,6 +234,47 @@ def test_layer_and_model_config_round_trip():
                 modeling.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x")):
     again = type(layer).from_config(layer.get_config())
     assert again.get_config() == layer.get_config()
+
+
+def test_config_layers_share_one_serialisation():
+  cfg = modeling.BertConfig.from_dict(TINY)
+  layers = [modeling.BertEmbeddings(cfg, name="e"), modeling.TransformerLayer(cfg),
+            modeling.BertPooler(cfg), modeling.MaskedLMHead(cfg),
+            modeling.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x"),
+            modeling.SquadHead(cfg, name="s")]
+  config_layers = {c for c in modeling.CUSTOM_OBJECTS.values()
+                   if issubclass(c, modeling.ConfigLayer)}
+  assert config_layers == {type(layer) for layer in layers}
+  for layer in layers:
+    assert "from_config" not in type(layer).__dict__  # the base class's, not a copy
+    config = layer.get_config()
+    assert config["config"] == TINY
+    again = type(layer).from_config(config)
+    assert again.config == cfg and again.name == layer.name
+    assert again.get_config() == config
+  clone = modeling.OutputProjection.from_config(layers[4].get_config())
+  assert (clone.num_outputs, clone.dropout_rate, clone.scope) == (3, 0.1, "cls/x")
+
+
+def test_keras_file_round_trip_of_span_and_choice_heads(tmp_path):
+  cfg = modeling.BertConfig.from_dict(TINY)
+  x = _inputs()
+  squad, _ = modeling.build_squad_model(cfg)
+  _randomize(squad, seed=8)
+  path = str(tmp_path / "squad.keras")
+  squad.save(path)
+  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+                                   safe_mode=True)
+  for key in ("start_logits", "end_logits"):
+    np.testing.assert_allclose(squad(x)[key].numpy(), loaded(x)[key].numpy(), atol=1e-6)
+  choice, _ = modeling.build_multiple_choice_model(cfg, 2)
+  path = str(tmp_path / "choice.keras")
+  choice.save(path)
+  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+                                   safe_mode=True)
+  pairs = {k: np.stack([v[:2], v[1:]], axis=1) for k, v in x.items()}  # [2, 2, seq]
+  np.testing.assert_allclose(choice(pairs)["logits"].numpy(),
+                             loaded(pairs)["logits"].numpy(), atol=1e-6)
 
 
 def test_keras_file_round_trip(tmp_path):
