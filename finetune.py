@@ -144,10 +144,10 @@ def run(task, options):
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
     checkpoints.resolve_checkpoint(options.init_checkpoint)
-  if not options.do_train:  # before reading data: that can take minutes (NER features)
+  task.read_data(config)
+  if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
-  task.read_data(config)
   training.setup_precision(options.dtype)
   training.setup_determinism(options.seed, options.deterministic)
 

@@ -26,25 +26,3 @@ def shared_path(*parts):
 @pytest.fixture
 def repo_root():
   return ROOT
-
-
-def import_script(name):
-  """Imports a top-level script for its functions, in a test process shared with others.
-
-  Several scripts define flags of the same name (input_file, vocab_file, ...), as the
-  original's scripts did; absl refuses a second definition. Only one script's flags can
-  be live at a time, so the flags of scripts imported earlier are forgotten first. Tests
-  call a script's functions this way, never its FLAGS-reading main() (that runs in a
-  subprocess, through the real command line).
-  """
-  import importlib  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  import flags_common  # pylint: disable=g-import-not-at-top
-  if name in sys.modules:
-    return sys.modules[name]
-  for flag_name in list(flags.FLAGS):
-    module = flags.FLAGS.find_module_defining_flag(flag_name) or ""
-    if not module.startswith("absl"):
-      delattr(flags.FLAGS, flag_name)
-  flags_common._DEFINED.clear()  # pylint: disable=protected-access
-  return importlib.import_module(name)
