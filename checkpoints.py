@@ -34,19 +34,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+import hugging_face
 import modeling
 import script_utils
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
-_HF_CONFIG_KEYS = {
-    "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-    "intermediate_size", "hidden_act", "hidden_dropout_prob",
-    "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
-    "initializer_range"}
-# Hugging Face's "gelu" is the exact erf form; its "gelu_new" is the original's tanh form.
-_HF_ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
-                   "gelu_fast": "gelu", "relu": "relu", "tanh": "tanh", "linear": "linear"}
 
 
 # --------------------------------------------------------------------------- configs
@@ -68,20 +61,8 @@ def load_bert_config(path):
   except UnicodeDecodeError:
     raise ValueError(f"{path}: not valid UTF-8") from None
   if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
-    return config_from_hugging_face(data, source=path)
+    return hugging_face.config_from_hugging_face(data, source=path)
   return modeling.BertConfig.from_dict(data, source=path)
-
-
-def config_from_hugging_face(data, source="config.json"):
-  model_type = data.get("model_type", "bert")
-  if model_type not in ("bert",):
-    raise ValueError(f"{source}: model_type {model_type!r} is not a BERT model")
-  act = data.get("hidden_act", "gelu")
-  if act not in _HF_ACTIVATIONS:
-    raise ValueError(f"{source}: unsupported hidden_act {act!r}")
-  values = {k: v for k, v in data.items() if k in _HF_CONFIG_KEYS}
-  values["hidden_act"] = _HF_ACTIVATIONS[act]
-  return modeling.BertConfig.from_dict(values, source=source)
 
 
 def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
@@ -254,56 +235,6 @@ def read_google_checkpoint(prefix):
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
-def hugging_face_to_google_name(name):
-  """Maps one Hugging Face BertModel/BertForPreTraining weight name to Google's, or None."""
-  name = re.sub(r"^(bert\.|model\.)", "", name)
-  if name.endswith(("position_ids", "token_type_ids")):
-    return None  # index buffers, not weights
-  direct = {
-      "embeddings.word_embeddings.weight": "bert/embeddings/word_embeddings",
-      "embeddings.position_embeddings.weight": "bert/embeddings/position_embeddings",
-      "embeddings.token_type_embeddings.weight": "bert/embeddings/token_type_embeddings",
-      "cls.predictions.bias": "cls/predictions/output_bias",
-      "cls.predictions.decoder.bias": "cls/predictions/output_bias",
-      "cls.seq_relationship.weight": "cls/seq_relationship/output_weights",
-      "cls.seq_relationship.bias": "cls/seq_relationship/output_bias",
-  }
-  if name in direct:
-    return direct[name]
-  name = name.replace("LayerNorm.weight", "LayerNorm.gamma").replace(
-      "LayerNorm.bias", "LayerNorm.beta")
-  name = re.sub(r"\.weight$", ".kernel", name)
-  name = re.sub(r"^encoder\.layer\.(\d+)\.", r"encoder.layer_\1.", name)
-  if name.startswith(("embeddings.", "encoder.", "pooler.")):
-    return "bert/" + name.replace(".", "/")
-  if name.startswith("cls.predictions.transform."):
-    return name.replace(".", "/")
-  return None
-
-
-def read_hugging_face_checkpoint(path):
-  """{google_name: np.ndarray} from a Hugging Face safetensors file."""
-  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
-  try:
-    raw = load_file(path)
-  except Exception as exc:  # safetensors raises its own error types for bad files
-    raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
-  tensors = {}
-  for hf_name, value in raw.items():
-    name = hugging_face_to_google_name(hf_name)
-    if name is None:
-      continue
-    # torch Linear stores [out, in]; Google's dense kernels are [in, out]. The
-    # [num_outputs, H] head weights already match Google's layout.
-    if name.endswith("/kernel"):
-      value = value.T
-    tensors[name] = np.ascontiguousarray(value)
-  if "cls/predictions/output_bias" not in tensors and any(
-      k.endswith("predictions.decoder.weight") for k in raw):
-    pass  # decoder weight is tied to the embeddings: nothing more to load
-  return tensors
-
-
 def load_checkpoint(model, path, strict_encoder=True):
   """Loads a checkpoint of any supported kind into `model` (encoder and present heads).
 
@@ -319,7 +250,7 @@ def load_checkpoint(model, path, strict_encoder=True):
       report = _assign_by_name(model, tensors, resolved, strict_encoder)
       report["global_step"] = int(tensors.get("global_step", 0))
     elif kind == HUGGING_FACE:
-      report = _assign_by_name(model, read_hugging_face_checkpoint(resolved), resolved,
+      report = _assign_by_name(model, hugging_face.read_hugging_face_checkpoint(resolved), resolved,
                                strict_encoder)
       report["global_step"] = 0
     else:

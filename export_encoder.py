@@ -1,6 +1,6 @@
-"""Exports a pretrained BERT as a TF-Hub-style encoder SavedModel and its preprocessor.
+"""Exports a pretrained BERT: TF-Hub-style SavedModels, or a Hugging Face model directory.
 
-Writes, side by side:
+--format=tfhub (the default) writes, side by side:
   <export_dir>/encoder       dict(input_word_ids, input_mask, input_type_ids) ->
                              dict(pooled_output, sequence_output, encoder_outputs,
                              default); fine-tunable (training=True: dropout on)
@@ -10,6 +10,11 @@ Writes, side by side:
 
 Both load with `tf.saved_model.load` in a process that imports only tensorflow and
 tensorflow_text (see docs/export_encoder.md and hub_export.py for the interface).
+
+--format=huggingface writes <export_dir>/model.safetensors, config.json, vocab.txt and
+tokenizer_config.json, for transformers' `BertModel.from_pretrained(export_dir)` and
+`BertTokenizer.from_pretrained(export_dir)`: the encoder with its pooler, and the
+masked-LM and next-sentence heads when the checkpoint holds them (hugging_face.py).
 
   python export_encoder.py \\
     --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \\
@@ -28,6 +33,7 @@ from absl import logging
 import checkpoints
 import flags_common
 import hub_export
+import hugging_face
 import modeling
 import script_utils
 import tokenization
@@ -35,10 +41,16 @@ import tokenization
 flags_common.define_model_flags(max_seq_length=hub_export.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
 flags_common.define_runtime_flags()
+flags.DEFINE_enum(
+    "format", "tfhub", ["tfhub", "huggingface"],
+    "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
+    "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
+    "transformers' BertModel / BertForPreTraining and BertTokenizer load.")
 flags.DEFINE_string(
     "export_dir", None,
-    "Directory to write the two SavedModels into, as <export_dir>/encoder and "
-    "<export_dir>/preprocessor. Must not exist or be empty, unless --overwrite.")
+    "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
+    "(--format=tfhub), or the Hugging Face files (--format=huggingface). Must not exist "
+    "or be empty, unless --overwrite.")
 flags.DEFINE_integer(
     "seq_length", None,
     "Sequence length of the preprocessor's default signature and the default of its "
@@ -51,6 +63,13 @@ FLAGS = flags.FLAGS
 
 def _seq_length():
   max_seq_length_set = FLAGS["max_seq_length"].present
+  if FLAGS.format == "huggingface":
+    for name in ("seq_length", "max_seq_length"):
+      if FLAGS[name].present:
+        raise script_utils.UserError(
+            f"--{name}={FLAGS[name].value} applies to --format=tfhub only; a Hugging Face "
+            "export takes the model's max_position_embeddings as model_max_length")
+    return None
   if FLAGS.seq_length is None:
     return FLAGS.max_seq_length
   if max_seq_length_set and FLAGS.seq_length != FLAGS.max_seq_length:
@@ -58,6 +77,22 @@ def _seq_length():
         f"--seq_length={FLAGS.seq_length} and --max_seq_length={FLAGS.max_seq_length} "
         "disagree; pass only one of them")
   return FLAGS.seq_length
+
+
+def _export_hugging_face(config):
+  """Loads the checkpoint with both pretraining heads' places; writes what it holds."""
+  model, _ = modeling.build_pretraining_model(config)
+  report = checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
+  names, architecture = hugging_face.exportable_names(report["loaded"])
+  # BertModel: no pretraining head in the checkpoint (the encoder and pooler only).
+  logging.info("Exporting %d weights as Hugging Face %s", len(names), architecture)
+  left_out = sorted(set(report["loaded"]) - set(names)) + report["unused"]
+  if left_out:
+    logging.warning("Not exported (no place in Hugging Face's %s): %s", architecture,
+                    ", ".join(left_out))
+  hugging_face.write_hugging_face(
+      FLAGS.export_dir, hugging_face.model_weights(model, names), config,
+      FLAGS.vocab_file, FLAGS.do_lower_case, overwrite=FLAGS.overwrite, log=logging.info)
 
 
 def main(_):
@@ -73,12 +108,18 @@ def main(_):
           "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
     config = checkpoints.load_bert_config(FLAGS.bert_config_file)
     seq_length = _seq_length()
-    checkpoints.check_max_seq_length(seq_length, config, flag="seq_length")
+    if seq_length is not None:
+      checkpoints.check_max_seq_length(seq_length, config, flag="seq_length")
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
                                                   FLAGS.init_checkpoint)
     vocab = tokenization.load_vocab(FLAGS.vocab_file)
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     hub_export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+    if FLAGS.format == "huggingface":
+      _export_hugging_face(config)
+      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+                   time.time() - start)
+      return
 
     encoder = modeling.BertModel(config)
     report = checkpoints.load_checkpoint(encoder, FLAGS.init_checkpoint)

@@ -29,7 +29,9 @@ preprocessor (`export_preprocessor(...)`)
     [batch, (words), (pieces)] or [batch, (pieces)] tensors -> dict of int32 [batch, S]
     `input_word_ids`, `input_mask`, `input_type_ids`: `[CLS] a [SEP] (b [SEP])`,
     zero-padded. Too long pairs are trimmed as the original's `truncate_seq_pair` does
-    (always from the longer segment, which equals a round-robin budget split).
+    (always from the longer segment, which equals a round-robin budget split); a row
+    whose second segment is empty is packed as a single segment, as the original's
+    `if tokens_b:` does (tokenization.pack_inputs does all of this).
   * `obj(strings)` and signature `serving_default` (input `inputs`): one segment packed
     to the export's default seq_length (128 unless chosen otherwise);
     signature `serve_pair` (inputs `text_a`, `text_b`): a pair at that length.
@@ -45,10 +47,19 @@ tf.functions traced for each accepted call pattern.
 
 Loading needs only `import tensorflow` and, for the preprocessor, `import
 tensorflow_text` (its graph holds tensorflow-text ops).
+
+Keras 3 (`KerasEncoder`, `KerasPreprocessor`, `build_keras_classifier`): TF Hub's
+`hub.KerasLayer` is a Keras 2 layer (it needs tf-keras), and Keras 3's `TFSMLayer` cannot
+fine-tune the encoder (its variables keep the ":0" of their names, which Keras 3's
+optimizers refuse). These layers wrap the two reloaded SavedModels so that `model.fit`
+fine-tunes the encoder's own weights and `model.export(path)` writes a SavedModel (text in,
+logits out) that serves with only tensorflow and tensorflow_text.
 """
 
 import os
 import time
+
+import keras
 
 import export
 import modeling
@@ -174,68 +185,17 @@ def _group_words(ids, continues_word):
   return tf.RaggedTensor.from_row_splits(words, words_before_row, validate=False)
 
 
-def pack_segments(segments, seq_length, cls_id, sep_id):
-  """bert_pack_inputs: one or two segments -> TF Hub's encoder inputs, in the graph.
+def _pack(segments, seq_length, cls_id, sep_id):
+  """bert_pack_inputs: tokenization.pack_inputs (the original's packing and truncation),
+  under TF Hub's input names.
 
-  The same packing and truncation as tokenization.pack_inputs (the original's
-  `truncate_seq_pair`: trim the longer segment one token at a time, B on a tie, to
-  seq_length - 3; a single segment keeps its first seq_length - 2 tokens), but with
-  `seq_length` a scalar tensor, so that one saved function serves every length, and
-  built from dense gathers, which trace in a fraction of the time of ragged ops.
-
-  Args:
-    segments: list of one or two int32/int64 tf.RaggedTensor, [batch, (pieces)] or
-      [batch, (words), (pieces)] (merged into [batch, (pieces)]).
-    seq_length: int or int32 scalar tensor, the length of every output row.
-    cls_id, sep_id: int ids of [CLS] and [SEP].
-
-  Returns:
-    dict of int32 tf.Tensor [batch, seq_length]: input_word_ids, input_mask,
-    input_type_ids.
+  segments: list of one or two int32 tf.RaggedTensor, [batch, (pieces)] or
+  [batch, (words), (pieces)]; seq_length: int or int32 scalar tensor (one saved function
+  serves every length). Returns dict of int32 [batch, seq_length] input_word_ids,
+  input_mask, input_type_ids.
   """
-  tf = _tf()
-  if len(segments) not in (1, 2):
-    raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
-  flat = []
-  for segment in segments:
-    if segment.ragged_rank > 1:
-      segment = segment.merge_dims(1, -1)
-    flat.append(segment.with_row_splits_dtype(tf.int64))
-  seq_length = tf.cast(seq_length, tf.int64)
-  check = tf.debugging.assert_greater_equal(
-      seq_length, tf.constant(2 * len(flat) + 1, tf.int64),
-      message="bert_pack_inputs: seq_length leaves no room for [CLS], [SEP] and a token")
-  with tf.control_dependencies([check]):
-    budget = seq_length - (len(flat) + 1)  # room left by [CLS] and one [SEP] a segment
-  lengths = [s.row_lengths() for s in flat]
-  if len(flat) == 1:
-    keep = [tf.minimum(lengths[0], budget)]
-  else:
-    len_a, len_b = lengths
-    # Popping from the longer segment (B on a tie) until the pair fits keeps a short
-    # segment whole and splits the budget between two long ones, A getting the odd one.
-    keep = [tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b)),
-            tf.minimum(len_b, tf.maximum(budget // 2, budget - len_a))]
-  batch = flat[0].nrows()
-  position = tf.range(seq_length)[tf.newaxis, :]  # [1, seq_length]
-  word_ids = tf.where(position == 0, tf.constant(cls_id, tf.int32),
-                      tf.zeros([batch, seq_length], tf.int32))
-  type_ids = tf.zeros([batch, seq_length], tf.int32)
-  start = tf.ones([batch, 1], tf.int64)  # where the current segment begins in a row
-  for index, (segment, n) in enumerate(zip(flat, keep)):
-    n = n[:, tf.newaxis]
-    inside = (position >= start) & (position < start + n)
-    # A padded copy of the values keeps the gather valid for empty segments.
-    values = tf.concat([tf.cast(segment.flat_values, tf.int32), [0]], axis=0)
-    source = tf.clip_by_value(segment.row_splits[:-1, tf.newaxis] + position - start,
-                              0, tf.shape(values, out_type=tf.int64)[0] - 1)
-    word_ids = tf.where(inside, tf.gather(values, source), word_ids)
-    word_ids = tf.where(position == start + n, tf.constant(sep_id, tf.int32), word_ids)
-    if index:
-      type_ids = tf.where((position >= start) & (position <= start + n), 1, type_ids)
-    start = start + n + 1
-  input_mask = tf.cast(position < start, tf.int32)
-  return {"input_word_ids": word_ids, "input_mask": input_mask, "input_type_ids": type_ids}
+  packed = tokenization.pack_inputs(segments, seq_length, cls_id, sep_id)
+  return {hub: packed[ours] for hub, ours in zip(ENCODER_INPUT_NAMES, _MODEL_INPUT_NAMES)}
 
 
 def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_LENGTH):
@@ -264,7 +224,7 @@ def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_
   @tf.function(autograph=False)
   def bert_pack_inputs(inputs, seq_length=default_seq_length):
     """inputs: list of 1-2 int32 ragged segments -> dict of int32 [batch, seq_length]."""
-    return pack_segments(list(inputs), seq_length, cls_id, sep_id)
+    return _pack(list(inputs), seq_length, cls_id, sep_id)
 
   for num_segments in (1, 2):
     for ragged_rank in (1, 2):
@@ -277,13 +237,13 @@ def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_
                autograph=False)
   def call(inputs):
     """inputs: tf.string [batch] -> one segment packed to the default seq_length."""
-    return pack_segments([tokenize(inputs)], default_seq_length, cls_id, sep_id)
+    return _pack([tokenize(inputs)], default_seq_length, cls_id, sep_id)
 
   text_a, text_b = export.text_specs(2)
 
   @tf.function(input_signature=[text_a, text_b], autograph=False)
   def serve_pair(text_a, text_b):  # pylint: disable=redefined-outer-name
-    return pack_segments([tokenize(text_a), tokenize(text_b)], default_seq_length,
+    return _pack([tokenize(text_a), tokenize(text_b)], default_seq_length,
                          cls_id, sep_id)
 
   root.tokenize = tokenize
@@ -349,3 +309,101 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       save_module(root, os.path.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
   return os.path.join(export_dir, ENCODER_DIR), os.path.join(export_dir, PREPROCESSOR_DIR)
+
+
+# --------------------------------------------------------------------------- Keras 3
+
+
+class KerasEncoder(keras.layers.Layer):
+  """An exported encoder SavedModel (`<export_dir>/encoder`) as a trainable Keras 3 layer.
+
+  Each variable of the reloaded encoder is wrapped in a `keras.Variable`, which shares
+  the tf.Variable rather than copying it: the optimizer updates the weights that the
+  SavedModel's graphs read, and `model.export` / `model.save_weights` save them.
+  `trainable=False` freezes the encoder (features only).
+
+  call(inputs, training=None): inputs a dict of int32 [batch, seq] `input_word_ids`,
+  `input_mask`, `input_type_ids` (what KerasPreprocessor returns); returns a dict
+  `pooled_output` float32 [batch, hidden], `sequence_output` float32 [batch, seq, hidden],
+  `encoder_outputs` (a list of num_hidden_layers [batch, seq, hidden]) and `default`
+  (= pooled_output). training=True switches the encoder's dropout on.
+  """
+
+  def __init__(self, encoder_path, trainable=True, **kwargs):
+    super().__init__(trainable=trainable, **kwargs)
+    self.encoder_path = encoder_path
+    self.encoder = _tf().saved_model.load(encoder_path)
+    # Keras 3 variable names may not hold ":" or "/" (an optimizer scope name).
+    self.shared_variables = [
+        keras.Variable(variable, trainable=variable.trainable, dtype=variable.dtype.name,
+                       name=variable.name.split(":")[0].replace("/", "_"))
+        for variable in self.encoder.variables]
+    self.built = True
+
+  def call(self, inputs, training=None):
+    inputs = {name: inputs[name] for name in ENCODER_INPUT_NAMES}
+    return self.encoder(inputs, training=bool(training))
+
+  def get_config(self):
+    return {**super().get_config(), "encoder_path": self.encoder_path}
+
+
+class KerasPreprocessor(keras.layers.Layer):
+  """An exported preprocessor SavedModel as a Keras 3 layer: text -> encoder inputs.
+
+  call(inputs): tf.string [batch] (one segment) or a list [text_a, text_b] of two
+  (pairs) -> dict of int32 [batch, seq_length] `input_word_ids`, `input_mask`,
+  `input_type_ids`, tokenized and packed as the original. seq_length None: the export's
+  default (export_encoder.py --seq_length). No weights; it needs `import
+  tensorflow_text` in the process (the SavedModel holds its ops).
+  """
+
+  def __init__(self, preprocessor_path, seq_length=None, **kwargs):
+    super().__init__(trainable=False, **kwargs)
+    import tensorflow_text  # noqa: F401 pylint: disable=g-import-not-at-top,unused-import
+    self.preprocessor_path = preprocessor_path
+    self.seq_length = seq_length
+    self.preprocessor = _tf().saved_model.load(preprocessor_path)
+    self.built = True
+
+  def call(self, inputs):
+    texts = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+    if len(texts) not in (1, 2):
+      raise ValueError(f"KerasPreprocessor takes one or two texts, got {len(texts)}")
+    if self.seq_length is None:
+      return (self.preprocessor(texts[0]) if len(texts) == 1
+              else self.preprocessor.serve_pair(*texts))
+    segments = [self.preprocessor.tokenize(text) for text in texts]
+    return self.preprocessor.bert_pack_inputs(
+        segments, seq_length=_tf().constant(self.seq_length, _tf().int32))
+
+  def get_config(self):
+    return {**super().get_config(), "preprocessor_path": self.preprocessor_path,
+            "seq_length": self.seq_length}
+
+
+def build_keras_classifier(export_dir, num_labels, seq_length=None, pairs=False,
+                           dropout_rate=0.1, initializer_range=0.02):
+  """A Keras 3 text classifier around an export: text -> logits, encoder fine-tunable.
+
+  Input: tf.string [batch] (`text`), or with pairs a dict of two, `text_a` and `text_b`.
+  Output: float32 [batch, num_labels] logits from dropout + dense on the pooled output,
+  as the original run_classifier's head. `model.export(path)` writes a SavedModel whose
+  `serve` endpoint takes the same string inputs. Returns (model, encoder_layer).
+  """
+  preprocessor = KerasPreprocessor(os.path.join(export_dir, PREPROCESSOR_DIR), seq_length,
+                                   name="preprocessor")
+  encoder = KerasEncoder(os.path.join(export_dir, ENCODER_DIR), name="encoder")
+  if pairs:
+    inputs = {name: keras.Input(shape=(), dtype="string", name=name)
+              for name in ("text_a", "text_b")}
+    encoder_inputs = preprocessor([inputs["text_a"], inputs["text_b"]])
+  else:
+    inputs = keras.Input(shape=(), dtype="string", name="text")
+    encoder_inputs = preprocessor(inputs)
+  pooled = keras.layers.Dropout(dropout_rate, name="dropout")(
+      encoder(encoder_inputs)["pooled_output"])
+  logits = keras.layers.Dense(
+      num_labels, kernel_initializer=keras.initializers.TruncatedNormal(
+          stddev=initializer_range), name="classifier")(pooled)
+  return keras.Model(inputs, logits, name="bert_hub_classifier"), encoder

@@ -55,8 +55,11 @@ def _original_truncate(tokens_a, tokens_b, max_length):
 
 
 def _reference_pack(ids_a, ids_b, seq_length, cls_id, sep_id):
-  """The original's conversion of one example to (input_ids, input_mask, segment_ids)."""
-  if ids_b is None:
+  """The original's conversion of one example to (input_ids, input_mask, segment_ids).
+
+  As its `if tokens_b:`, an empty second segment makes a single-segment example.
+  """
+  if not ids_b:
     a, b = list(ids_a)[:seq_length - 2], None
   else:
     a, b = _original_truncate(ids_a, ids_b, seq_length - 3)
@@ -92,7 +95,8 @@ def _pack_reference_batch(tokenizer, pairs, seq_length):
 # --------------------------------------------------------------------------- packing
 
 
-def test_pack_segments_equals_original_truncation():
+def test_pack_inputs_equals_original_truncation():
+  """What the preprocessor's bert_pack_inputs runs (tokenization.pack_inputs)."""
   rng = np.random.default_rng(7)
   lengths = [(0, 0), (0, 30), (30, 0), (5, 6), (6, 5), (13, 13), (14, 13), (40, 2),
              (2, 40), (9, 9), (1, 12), (12, 1)] + [tuple(rng.integers(0, 25, 2))
@@ -101,18 +105,18 @@ def test_pack_segments_equals_original_truncation():
   b_rows = [list(range(2000, 2000 + lb)) for _, lb in lengths]
   seg_a = tf.ragged.constant(a_rows, dtype=tf.int32, ragged_rank=1)
   seg_b = tf.ragged.constant(b_rows, dtype=tf.int32, ragged_rank=1)
+  # A scalar tensor seq_length of unknown value, as the saved bert_pack_inputs gets it.
+  pack_pair = tf.function(
+      lambda seq_length: hub_export._pack([seg_a, seg_b], seq_length, 101, 102),  # pylint: disable=protected-access
+      input_signature=[tf.TensorSpec([], tf.int32)])
   for seq_length in (5, 16, 29):
     expected = [_reference_pack(a, b, seq_length, 101, 102) for a, b in zip(a_rows, b_rows)]
-    # A scalar tensor seq_length, as the saved bert_pack_inputs receives it.
-    got = hub_export.pack_segments([seg_a, seg_b], tf.constant(seq_length), 101, 102)
-    for index, name in enumerate(hub_export.ENCODER_INPUT_NAMES):
-      assert got[name].numpy().tolist() == [row[index] for row in expected], (seq_length,
-                                                                              name)
-    # Same as the training scripts' packing (tokenization.pack_inputs).
-    ours = tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
-    assert np.array_equal(got["input_word_ids"], ours["input_ids"])
-    assert np.array_equal(got["input_type_ids"], ours["segment_ids"])
-    single = hub_export.pack_segments([seg_a], seq_length, 101, 102)
+    for got in (pack_pair(tf.constant(seq_length)),
+                hub_export._pack([seg_a, seg_b], seq_length, 101, 102)):  # pylint: disable=protected-access
+      for index, name in enumerate(hub_export.ENCODER_INPUT_NAMES):
+        assert got[name].numpy().tolist() == [row[index] for row in expected], (
+            seq_length, name)
+    single = hub_export._pack([seg_a], seq_length, 101, 102)  # pylint: disable=protected-access
     expected = [_reference_pack(a, None, seq_length, 101, 102) for a in a_rows]
     assert single["input_word_ids"].numpy().tolist() == [row[0] for row in expected]
     assert single["input_mask"].numpy().tolist() == [row[1] for row in expected]
@@ -121,10 +125,12 @@ def test_pack_segments_equals_original_truncation():
   words = tf.RaggedTensor.from_row_lengths(
       tf.RaggedTensor.from_row_lengths(tf.constant([7, 8, 9, 4], tf.int32), [2, 1, 1]),
       [2, 1])
-  packed = hub_export.pack_segments([words], 6, 1, 2)
-  assert packed["input_word_ids"].numpy().tolist() == [[1, 7, 8, 9, 2, 0], [1, 4, 2, 0, 0, 0]]
+  packed = tokenization.pack_inputs([words], 6, 1, 2)
+  assert packed["input_ids"].numpy().tolist() == [[1, 7, 8, 9, 2, 0], [1, 4, 2, 0, 0, 0]]
+  with pytest.raises(ValueError, match="no room"):
+    tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
   with pytest.raises(tf.errors.InvalidArgumentError, match="no room"):
-    hub_export.pack_segments([seg_a, seg_b], tf.constant(4), 101, 102)
+    pack_pair(tf.constant(4))
 
 
 # --------------------------------------------------------------------------- tiny export
@@ -302,26 +308,10 @@ def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
 
 
 def _keras_classifier(encoder_path):
-  """A Keras 3 model around the reloaded encoder, as docs/export_encoder.md shows it."""
+  """A Keras 3 model around the reloaded encoder (hub_export.KerasEncoder), ids in."""
   import keras  # pylint: disable=g-import-not-at-top
-
-  # keras.Variable around an existing tf.Variable shares it (no copy), so the optimizer
-  # updates the weights the reloaded graphs read. (keras.layers.TFSMLayer cannot be
-  # fine-tuned with Adam here: it keeps the ":0" of the variable names, which the
-  # optimizer rejects as a scope name.)
-  class HubEncoder(keras.layers.Layer):
-    def __init__(self, path, **kwargs):
-      super().__init__(**kwargs)
-      self.encoder = tf.saved_model.load(path)
-      self.shared = [keras.Variable(v, trainable=v.trainable, dtype=v.dtype.name,
-                                    name=v.name.split(":")[0].replace("/", "_"))
-                     for v in self.encoder.variables]
-
-    def call(self, inputs, training=False):
-      return self.encoder(inputs, training=bool(training))
-
   keras.utils.set_random_seed(3)
-  encoder = HubEncoder(encoder_path)
+  encoder = hub_export.KerasEncoder(encoder_path)
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in hub_export.ENCODER_INPUT_NAMES}
   logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
@@ -370,6 +360,99 @@ def test_keras_fit_fine_tunes_the_reloaded_encoder(tiny_export):
   model.fit(x, labels, epochs=5, batch_size=8, verbose=0)
   loss_after = model.evaluate(x, labels, batch_size=32, verbose=0)
   assert loss_after < 0.5 * loss_before, (loss_before, loss_after)
+
+
+_KERAS_EXPORT_LOADER = textwrap.dedent(r"""
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (the preprocessor's ops)
+
+    path, texts_file, out = sys.argv[1:4]
+    with open(texts_file, encoding="utf-8") as handle:
+      texts = json.load(handle)
+    ours = [m for m in ("hub_export", "modeling", "tokenization", "export") if m in sys.modules]
+    assert not ours, ours
+    loaded = tf.saved_model.load(path)
+    np.save(out, loaded.serve(tf.constant(texts)).numpy())
+""")
+
+
+def _word_texts(vocab_file, count, seed):
+  """Texts of whole vocabulary words: label 0 from one half of them, 1 from the other."""
+  words = [w for w in tokenization.load_vocab(vocab_file)
+           if w.isalpha() and not w.startswith("##") and len(w) > 1]
+  half = len(words) // 2
+  rng = np.random.default_rng(seed)
+  labels = np.arange(count, dtype=np.int32) % 2
+  texts = [" ".join(rng.choice(words[half * label:half * (label + 1)], 6))
+           for label in labels]
+  return texts, labels
+
+
+def test_keras3_classifier_fine_tunes_exports_and_reloads(tiny_export, tmp_path):
+  """Text in, logits out: fit() tunes the encoder's own weights; model.export serves."""
+  import keras  # pylint: disable=g-import-not-at-top
+  keras.utils.set_random_seed(5)
+  model, encoder = hub_export.build_keras_classifier(str(tiny_export["dir"]), 2,
+                                                     seq_length=SEQ_LENGTH)
+  reloaded = encoder.encoder
+  assert len(model.trainable_variables) == len(reloaded.trainable_variables) + 2
+  texts, labels = _word_texts(tiny_export["vocab_file"], 32, seed=2)
+  dataset = tf.data.Dataset.from_tensor_slices((tf.constant(texts), labels)).batch(8)
+  model.compile(optimizer=keras.optimizers.Adam(1e-2),
+                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+  before = [v.numpy().copy() for v in reloaded.trainable_variables]
+  loss_before = model.evaluate(dataset, verbose=0)
+  model.fit(dataset, epochs=3, verbose=0)
+  loss_after = model.evaluate(dataset, verbose=0)
+  print(f"Keras 3 fine-tuning loss {loss_before:.3f} -> {loss_after:.3f}")
+  assert loss_after < 0.6 * loss_before, (loss_before, loss_after)
+  moved = [np.abs(v.numpy() - b).max() for v, b in zip(reloaded.trainable_variables, before)]
+  assert min(moved) > 0, moved
+  # The preprocessor layer packs as the original (single texts at SEQ_LENGTH).
+  tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
+  expected = _pack_reference_batch(tokenizer, [(t, None) for t in texts], SEQ_LENGTH)
+  packed = model.get_layer("preprocessor")(tf.constant(texts))
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert packed[name].numpy().tolist() == expected[name].tolist(), name
+  # And pairs, trimmed to SEQ_LENGTH as truncate_seq_pair does.
+  pairs = list(zip(texts[:16], texts[16:]))
+  expected = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
+  packed = model.get_layer("preprocessor")([tf.constant([p[0] for p in pairs]),
+                                            tf.constant([p[1] for p in pairs])])
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert packed[name].numpy().tolist() == expected[name].tolist(), name
+  # model.export, then a fresh process with only tensorflow + tensorflow_text.
+  logits = model(tf.constant(texts), training=False).numpy()
+  path = tmp_path / "keras_export"
+  model.export(str(path), verbose=False)
+  script, texts_file = tmp_path / "loader.py", tmp_path / "texts.json"
+  script.write_text(_KERAS_EXPORT_LOADER, encoding="utf-8")
+  texts_file.write_text(json.dumps(texts), encoding="utf-8")
+  result = subprocess.run([sys.executable, str(script), str(path), str(texts_file),
+                           str(tmp_path / "logits.npy")], capture_output=True, text=True,
+                          env=_env(), timeout=600, cwd=str(tmp_path))
+  assert result.returncode == 0, result.stderr[-3000:]
+  np.testing.assert_allclose(np.load(tmp_path / "logits.npy"), logits, atol=1e-5)
+
+
+def test_keras3_preprocessor_pairs_and_default_length(tiny_export, tiny_reloaded):
+  _, _, pairs = tiny_reloaded
+  tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
+  a = tf.constant([p[0] for p in pairs])
+  b = tf.constant([p[1] for p in pairs])
+  # seq_length None: the export's default (SEQ_LENGTH), through its saved signatures.
+  # (An explicit seq_length goes through tokenize + bert_pack_inputs: the test above.)
+  layer = hub_export.KerasPreprocessor(str(tiny_export["dir"] / "preprocessor"))
+  expected = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
+  got = layer([a, b])
+  for name in hub_export.ENCODER_INPUT_NAMES:
+    assert got[name].numpy().tolist() == expected[name].tolist(), name
+  single = _pack_reference_batch(tokenizer, [(t, None) for t, _ in pairs], SEQ_LENGTH)
+  assert layer(a)["input_word_ids"].numpy().tolist() == single["input_word_ids"].tolist()
+  frozen = hub_export.KerasEncoder(str(tiny_export["dir"] / "encoder"), trainable=False)
+  assert not frozen.trainable_weights and frozen.non_trainable_weights
 
 
 # --------------------------------------------------------------------------- bad input
