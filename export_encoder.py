@@ -23,6 +23,11 @@ masked-LM and next-sentence heads when the checkpoint holds them (hugging_face.p
     --do_lower_case=True --export_dir=/tmp/bert_hub
 """
 
+import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+
+runtime_log.quiet()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import os
 import time
 
