@@ -204,8 +204,7 @@ def check_vocab(options, config):
                                                 options.init_checkpoint)
   vocab = tokenization.load_vocab(options.vocab_file)
   checkpoints.check_vocab_matches_config(len(vocab), config, options.vocab_file)
-  warning = getattr(tokenization, "vocab_case_warning", None)
-  message = warning(vocab, options.do_lower_case) if warning else None
+  message = tokenization.vocab_case_warning(vocab, options.do_lower_case)
   if message:
     logging.warning("%s: %s", options.vocab_file, message)
 

@@ -23,31 +23,54 @@ CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
 MASK_TOKEN = "[MASK]"
 
+# The Unicode categories the original drops as control characters (tab, newline and
+# carriage return excepted: they are whitespace).
+_CONTROL_CATEGORIES = ("Cc", "Cf")
+
 # A word longer than this many characters becomes a single [UNK] (the original's value).
 MAX_INPUT_CHARS_PER_WORD = 200
 
-# Checkpoint directory names of Google's released models, by how they were pretrained.
-_LOWER_CASED_MODELS = ("uncased_L-24_H-1024_A-16", "uncased_L-12_H-768_A-12",
-                       "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12")
-_CASED_MODELS = ("cased_L-12_H-768_A-12", "cased_L-24_H-1024_A-16",
-                 "multi_cased_L-12_H-768_A-12")
+# Google's checkpoint directory names say how the model was pretrained: uncased_L-12_H-768_A-12,
+# wwm_cased_L-24_H-1024_A-16, multi_cased_L-12_H-768_A-12, chinese_L-12_H-768_A-12, the
+# small BERTs' uncased_L-4_H-256_A-4, ... (multilingual_ and chinese_ are lower-cased).
+_GOOGLE_MODEL_NAME = re.compile(
+    r"(?:wwm_)?(uncased|cased|multi_cased|multilingual|chinese)_L-\d+_H-\d+_A-\d+")
+_LOWER_CASED_KINDS = ("uncased", "multilingual", "chinese")
+
+# vocab_case_warning's thresholds, on the share of whole-word vocabulary entries that
+# begin with a cased letter and are capitalised: Google's uncased vocabulary has 0.0%
+# (0 of 21,887), its cased one 37.8% (7,954 of 21,054).
+_CASED_VOCAB_SHARE = 0.05  # above: a cased vocabulary
+_UNCASED_VOCAB_SHARE = 0.01  # below: an uncased one
+_MIN_CASED_ENTRIES = 20  # fewer entries that begin with a cased letter: cannot tell
+
+
+def _google_model_name(init_checkpoint):
+  """The innermost path component named like a Google release, or None."""
+  for part in reversed(re.split(r"[/\\]", str(init_checkpoint))):
+    if _GOOGLE_MODEL_NAME.match(part):
+      return part
+  return None
 
 
 def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
   """Fails when --do_lower_case contradicts the case of a Google model named in the path.
 
-  Only the released models' directory names are known; any other checkpoint passes,
-  since there is no way to tell how it was trained.
+  Any path component named like Google's releases counts (`uncased_*`, `cased_*`,
+  `multi_cased_*`, `multilingual_*`, `chinese_*`, optionally `wwm_`-prefixed, followed
+  by `L-<layers>_H-<hidden>_A-<heads>`), the innermost one deciding; the original knew
+  only seven exact names. Any other checkpoint passes: nothing tells how it was trained
+  (vocab_case_warning looks at its vocabulary instead).
   """
   if not init_checkpoint:
     return
-  match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model\.ckpt", str(init_checkpoint))
-  if match is None:
+  model_name = _google_model_name(init_checkpoint)
+  if model_name is None:
     return
-  model_name = match.group(1)
-  if model_name in _LOWER_CASED_MODELS and not do_lower_case:
+  lower_cased = _GOOGLE_MODEL_NAME.match(model_name).group(1) in _LOWER_CASED_KINDS
+  if lower_cased and not do_lower_case:
     actual, kind, wanted = "False", "lowercased", "True"
-  elif model_name in _CASED_MODELS and do_lower_case:
+  elif not lower_cased and do_lower_case:
     actual, kind, wanted = "True", "cased", "False"
   else:
     return
@@ -55,7 +78,53 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
       f"You passed in `--do_lower_case={actual}` with `--init_checkpoint={init_checkpoint}`. "
       f"However, `{model_name}` seems to be a {kind} model, so you should pass in "
       f"`--do_lower_case={wanted}` so that the fine-tuning matches how the model was "
-      "pre-trained. If this error is wrong, please just comment out this check.")
+      "pre-training. If this error is wrong, please just comment out this check.")
+
+
+def vocab_case_warning(vocab, do_lower_case):
+  """A one-sentence warning when the vocabulary's case contradicts do_lower_case, else None.
+
+  vocab: a vocab.txt path, or the tokens (a list, or a dict such as load_vocab's).
+  Looks at whole-word entries (no `##`, no `[...]`) made of letters that begin with a
+  cased letter (Latin, Greek, Cyrillic, ...). Under do_lower_case=True, more than 5% of
+  them capitalised means a cased vocabulary, whose capitalised entries the lower-cased
+  text can never match. Under do_lower_case=False, fewer than 1% capitalised in a
+  vocabulary mostly of such words means an uncased one, in which every capitalised word
+  is split or [UNK]. Vocabularies with fewer than 20 such entries (Chinese, Korean, tiny
+  test vocabularies) are not judged.
+  """
+  if isinstance(vocab, (str, bytes, os.PathLike)):
+    vocab = load_vocab(vocab)
+  words = [t for t in vocab if t.isalpha() and not t.startswith("##")]
+  cased = [t for t in words if t[0].lower() != t[0].upper()]
+  if len(cased) < _MIN_CASED_ENTRIES:
+    return None
+  capitalised = sum(1 for t in cased if t[0].isupper())
+  share = capitalised / len(cased)
+  if do_lower_case and share > _CASED_VOCAB_SHARE:
+    return (f"the vocabulary looks cased: {capitalised:,} of its {len(cased):,} whole-word "
+            f"entries that begin with a cased letter ({share:.1%}) are capitalised, which "
+            "text lower-cased by do_lower_case=True never matches; use do_lower_case=False "
+            "with this vocabulary, or an uncased vocabulary")
+  if not do_lower_case and share < _UNCASED_VOCAB_SHARE and 2 * len(cased) > len(words):
+    return (f"the vocabulary looks uncased: only {capitalised:,} of its {len(cased):,} "
+            f"whole-word entries that begin with a cased letter ({share:.1%}) are "
+            "capitalised, so with do_lower_case=False capitalised words become other "
+            "pieces or [UNK]; use do_lower_case=True with this vocabulary, or a cased one")
+  return None
+
+
+# Unicode normalisations a tokenizer may apply before the original's steps (not in the
+# original, which applies none): for text and vocabularies in different forms.
+NORMALIZATIONS = ("nfc",)
+
+
+def check_normalize(normalize):
+  """None or one of NORMALIZATIONS (any case) -> None or its lower-case name."""
+  if normalize is None or str(normalize).lower() in NORMALIZATIONS:
+    return None if normalize is None else str(normalize).lower()
+  raise ValueError(f"normalize={normalize!r}: expected None (none, as the original) or "
+                   f"one of {', '.join(NORMALIZATIONS)}")
 
 
 def convert_to_unicode(text):
@@ -152,12 +221,18 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
 
 
 class FullTokenizer:
-  """End-to-end tokenization: BasicTokenizer, then WordpieceTokenizer on each word."""
+  """End-to-end tokenization: BasicTokenizer, then WordpieceTokenizer on each word.
 
-  def __init__(self, vocab_file, do_lower_case=True):
+  normalize=None is the original; "nfc" composes the text (NFC) before anything else,
+  for text in decomposed form (e.g. Hangul copied from macOS) and a vocabulary learned
+  from composed text.
+  """
+
+  def __init__(self, vocab_file, do_lower_case=True, normalize=None):
     self.vocab = load_vocab(vocab_file)
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
-    self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+    self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case,
+                                          normalize=normalize)
     self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
   def tokenize(self, text):
@@ -178,13 +253,17 @@ class BasicTokenizer:
 
   With do_lower_case, each word is lower-cased, NFD-decomposed and stripped of its
   non-spacing marks (accents); without it, the text keeps its case and accents.
+  normalize="nfc" (not in the original; default None) applies NFC to the text first.
   """
 
-  def __init__(self, do_lower_case=True):
+  def __init__(self, do_lower_case=True, normalize=None):
     self.do_lower_case = do_lower_case
+    self.normalize = check_normalize(normalize)
 
   def tokenize(self, text):
     text = convert_to_unicode(text)
+    if self.normalize:
+      text = unicodedata.normalize(self.normalize.upper(), text)
     text = self._clean_text(text)
     # Multilingual and Chinese models were trained with this; it does no harm to
     # English models, whose vocabularies hold few ideographs.
@@ -300,7 +379,9 @@ def _is_whitespace(char):
 def _is_control(char):
   if char in ("\t", "\n", "\r"):
     return False
-  return unicodedata.category(char).startswith("C")
+  # Control (Cc) and format (Cf) only, as the original's final version: private-use
+  # (Co) and unassigned (Cn) characters stay, and become [UNK] unless in the vocabulary.
+  return unicodedata.category(char) in _CONTROL_CATEGORIES
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -372,16 +453,16 @@ def _graph_patterns():
   paths drop, strip and split exactly the same characters.
   """
   tab_newline_return = (0x09, 0x0A, 0x0D)
-  # The original drops NUL, U+FFFD and every category C* character but tab, newline
-  # and carriage return (which it treats as spaces).
-  dropped = _re2_class(_ranges(lambda cat: cat.startswith("C"), add=(0x0, 0xFFFD),
-                               remove=tab_newline_return))
+  # The original drops NUL, U+FFFD and every control (Cc) and format (Cf) character
+  # but tab, newline and carriage return (which it treats as spaces).
+  dropped = _re2_class(_ranges(lambda cat: cat in _CONTROL_CATEGORIES,
+                               add=(0x0, 0xFFFD), remove=tab_newline_return))
   marks = _re2_class(_ranges(lambda cat: cat == "Mn"))
   # Marks go before lower-casing too: every Mn is case-ignorable to Python (skipped by
   # the final-sigma rule either way), but ICU may not know recent ones, and would
   # then lower-case the sigma before them as a final one.
   dropped_and_marks = _re2_class(_ranges(
-      lambda cat: cat.startswith("C") or cat == "Mn", add=(0x0, 0xFFFD),
+      lambda cat: cat in _CONTROL_CATEGORIES or cat == "Mn", add=(0x0, 0xFFFD),
       remove=tab_newline_return))
   # Characters that end a word: whitespace (Zs, and whatever str.split() splits on),
   # punctuation (P*, and the ASCII symbol ranges) and CJK ideographs. A run of anything
@@ -403,17 +484,70 @@ def _graph_patterns():
   return dropped, marks, dropped_and_marks, separator, maybe_long_word
 
 
+def _unassigned_pattern(vocab_tokens):
+  """An RE2 class of the characters unassigned (Cn) to this Python that no token holds.
+
+  To the original such a character is an ordinary one: kept, no case, no mark, no
+  separator, so a word holding it is [UNK] when no vocabulary token has it. ICU and
+  RE2 may know a newer Unicode in which it is punctuation, a format character or an
+  upper-case letter; the in-graph path replaces it by a noncharacter first, which every
+  Unicode version leaves unassigned. (Unassigned code points among the CJK ranges are
+  separators to the original and stay as they are.)
+  """
+  in_vocab = {ord(c) for c in set("".join(vocab_tokens)) if unicodedata.category(c) == "Cn"}
+  return _re2_class(_ranges(lambda cat: cat == "Cn", remove=_CJK_RANGES + tuple(in_vocab)))
+
+
+def _noncharacters():
+  """The 66 code points Unicode reserves as permanently unassigned (category Cn)."""
+  plane_ends = [plane * 0x10000 + low for plane in range(17) for low in (0xFFFE, 0xFFFF)]
+  return list(range(0xFDD0, 0xFDF0)) + plane_ends
+
+
 def _placeholder_for_long_words(vocab_tokens):
-  """A character no vocabulary token starts with, so that a word made of it is [UNK].
+  """A character in no vocabulary token, so that a word made of it is one [UNK].
 
   A word longer than MAX_INPUT_CHARS_PER_WORD characters is replaced by this character
-  before WordPiece; tensorflow-text's own limit counts bytes, not characters.
+  before WordPiece (tensorflow-text's own limit counts bytes, not characters). The word
+  is replaced whole, between separators, so it becomes a one-character word that no
+  vocabulary token matches: [UNK], whatever the text around it holds, this character
+  included. A noncharacter is never assigned by any Unicode version, so no table
+  (Python's or ICU's) makes it a separator, a mark or a letter with a case.
   """
-  first_chars = {token[0] for token in vocab_tokens if token}
-  for cp in range(0xE000, 0xF900):  # private use: dropped from real text beforehand
-    if chr(cp) not in first_chars:
+  used = set("".join(vocab_tokens))
+  for cp in _noncharacters():
+    if chr(cp) not in used:
       return chr(cp)
-  raise ValueError("vocabulary uses every private-use character; cannot mark long words")
+  raise ValueError("vocabulary uses every Unicode noncharacter; cannot mark long words")
+
+
+def _flat_segment(segment):
+  """A segment as int32 values with int64 row splits, [batch, (words), (pieces)] merged."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if segment.ragged_rank > 1:
+    segment = segment.merge_dims(1, -1)
+  return tf.cast(segment, tf.int32).with_row_splits_dtype(tf.int64)
+
+
+def _checked_seq_length(seq_length, num_segments):
+  """seq_length (int or scalar int tensor) -> (int64 scalar tensor, int or None if dynamic).
+
+  Too short to hold [CLS], a token and a [SEP] per segment: a ValueError when the value
+  is known now, an InvalidArgumentError when the graph runs otherwise.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  least = 2 * num_segments + 1
+  static = tf.get_static_value(seq_length) if tf.is_tensor(seq_length) else seq_length
+  if static is not None:
+    if not float(static).is_integer() or static < least:
+      raise ValueError(f"seq_length={static} leaves no room for the tokens (needs >= {least})")
+    return tf.constant(int(static), tf.int64), int(static)
+  seq_length = tf.cast(seq_length, tf.int64)
+  check = tf.debugging.assert_greater_equal(
+      seq_length, tf.constant(least, tf.int64),
+      message=f"pack_inputs: seq_length leaves no room for the tokens (needs >= {least})")
+  with tf.control_dependencies([check]):
+    return tf.identity(seq_length), None
 
 
 def pack_inputs(segments, seq_length, cls_id, sep_id):
@@ -421,34 +555,38 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
 
   `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, zero-padded. A pair is truncated like
   `truncate_seq_pair` (one token at a time from the longer segment, B on a tie) to
-  seq_length - 3 tokens; a single segment keeps its first seq_length - 2.
+  seq_length - 3 tokens; a single segment keeps its first seq_length - 2. A row whose
+  B holds no tokens is a single segment, `[CLS] A [SEP]` with A cut to seq_length - 2
+  and every segment id 0, as the original's `if tokens_b:` makes it (row by row).
 
   Args:
     segments: a list of one or two tf.RaggedTensor int32 or int64 [batch, (n)] of
-      token ids, e.g. from FastTokenizer.tokenize.
-    seq_length: int, the length of every output row.
+      token ids, e.g. from FastTokenizer.tokenize ([batch, (words), (pieces)] is
+      merged into [batch, (n)]).
+    seq_length: int, or an int scalar tf.Tensor, the length of every output row.
     cls_id, sep_id: int ids of [CLS] and [SEP].
 
   Returns:
     dict of int32 tf.Tensor [batch, seq_length]: input_ids, input_mask, segment_ids.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  segments = [tf.cast(s, tf.int32) for s in segments]
   if len(segments) not in (1, 2):
     raise ValueError(f"pack_inputs takes one or two segments, got {len(segments)}")
-  if seq_length < 2 * len(segments) + 1:
-    raise ValueError(f"seq_length={seq_length} leaves no room for the tokens")
+  segments = [_flat_segment(s) for s in segments]
+  seq_length, static_length = _checked_seq_length(seq_length, len(segments))
   lengths = [s.row_lengths() for s in segments]
+  budget = seq_length - 2  # [CLS] and A's [SEP]
   if len(segments) == 1:
-    keep = [tf.minimum(lengths[0], seq_length - 2)]
+    keep = [tf.minimum(lengths[0], budget)]
   else:
-    budget = tf.constant(seq_length - 3, lengths[0].dtype)
     len_a, len_b = lengths
+    has_b = tf.cast(len_b > 0, tf.int64)  # [batch]: 0 for a row packed as single
+    budget = budget - has_b
     # Closed form of popping from the longer list (B on a tie) until the pair fits:
-    # a short segment is kept whole, two long ones share the budget, A getting the odd one.
-    keep_a = tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b))
-    keep_b = tf.minimum(len_b, tf.maximum(budget // 2, budget - len_a))
-    keep = [keep_a, keep_b]
+    # a short segment is kept whole, two long ones share the budget, A getting the odd
+    # one. An empty B leaves A the whole budget, like a single segment.
+    keep = [tf.minimum(len_a, tf.maximum((budget + 1) // 2, budget - len_b)),
+            tf.minimum(len_b, tf.maximum(budget // 2, budget - len_a))]
   trimmed = []
   for segment, n in zip(segments, keep):
     positions = tf.ragged.range(segment.row_lengths())
@@ -459,11 +597,16 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
   pieces = [cls, trimmed[0], sep]
   types = [tf.zeros_like(cls), tf.zeros_like(trimmed[0]), tf.zeros_like(sep)]
   if len(trimmed) == 2:
-    pieces += [trimmed[1], sep]
-    types += [tf.ones_like(trimmed[1]), tf.ones_like(sep)]
+    sep_b = tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(has_b)], tf.constant(sep_id, tf.int32)), has_b)
+    pieces += [trimmed[1], sep_b]
+    types += [tf.ones_like(trimmed[1]), tf.ones_like(sep_b)]
   input_ids = tf.concat(pieces, axis=1)
   segment_ids = tf.concat(types, axis=1)
-  shape = [None, seq_length]
+  if static_length is not None:
+    shape = [None, static_length]
+  else:
+    shape = tf.stack([batch, seq_length])
   return {
       "input_ids": input_ids.to_tensor(0, shape=shape),
       "input_mask": tf.ones_like(input_ids).to_tensor(0, shape=shape),
@@ -484,10 +627,11 @@ def _fast_tokenizer_class():
     would apply NFKC folding, and it keeps format characters the original drops).
     """
 
-    def __init__(self, vocab_file, do_lower_case=True, name=None):
+    def __init__(self, vocab_file, do_lower_case=True, name=None, normalize=None):
       super().__init__(name=name)
       self.vocab_file = vocab_file
       self.do_lower_case = bool(do_lower_case)
+      self.normalize = check_normalize(normalize)
       vocab = load_vocab(vocab_file)
       tokens = list(vocab)
       missing = [t for t in (UNK_TOKEN, CLS_TOKEN, SEP_TOKEN) if t not in vocab]
@@ -502,7 +646,9 @@ def _fast_tokenizer_class():
       self.mask_id = vocab.get(MASK_TOKEN, -1)
       (self._dropped, self._marks, self._dropped_and_marks, self._separator,
        self._maybe_long_word) = _graph_patterns()
+      # One character no token holds: it stands for long words and unassigned ones.
       self._placeholder = _placeholder_for_long_words(tokens)
+      self._unassigned = _unassigned_pattern(tokens)
       self._tokenizer = tf_text.FastBertTokenizer(
           vocab=tokens, token_out_type=tf.int32, unknown_token=UNK_TOKEN,
           # Room for 200 characters of 4 bytes; longer words are replaced beforehand.
@@ -511,6 +657,9 @@ def _fast_tokenizer_class():
       self._vocab_tensor = tf.constant(tokens, tf.string)
 
     def _normalize(self, strings):
+      strings = tf.strings.regex_replace(strings, self._unassigned, self._placeholder)
+      if self.normalize:
+        strings = tf_text.normalize_utf8(strings, self.normalize.upper())
       # Drop before lower-casing: a dropped character between letters changes the
       # final-sigma rule of lower-casing.
       if self.do_lower_case:

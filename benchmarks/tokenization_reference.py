@@ -19,7 +19,7 @@ def _is_whitespace(char):
 
 
 def _is_control(char):
-  return char not in "\t\n\r" and unicodedata.category(char).startswith("C")
+  return char not in "\t\n\r" and unicodedata.category(char) in ("Cc", "Cf")
 
 
 def _is_punctuation(char):

@@ -188,6 +188,104 @@ def test_validate_case_matches_checkpoint():
     check(False, "chinese_L-12_H-768_A-12/bert_model.ckpt")
 
 
+GOOGLE_NAMES = [  # (directory name, lower-cased when pretrained)
+    ("uncased_L-6_H-384_A-12", True), ("uncased_L-4_H-256_A-4", True),
+    ("wwm_uncased_L-24_H-1024_A-16", True), ("multilingual_L-12_H-768_A-12", True),
+    ("chinese_L-12_H-768_A-12", True), ("uncased_L-2_H-128_A-2", True),
+    ("cased_L-4_H-256_A-4", False), ("wwm_cased_L-24_H-1024_A-16", False),
+    ("multi_cased_L-12_H-768_A-12", False), ("cased_L-24_H-1024_A-16", False),
+]
+
+
+@pytest.mark.parametrize("name,lower", GOOGLE_NAMES)
+def test_validate_case_any_google_style_name(name, lower):
+  check = tokenization.validate_case_matches_checkpoint
+  paths = [f"/m/{name}/bert_model.ckpt", f"gs://b/{name}/model.ckpt-1000",
+           f"{name}/bert_model.ckpt.index", f"C:\\m\\{name}\\bert_model.ckpt",
+           f"/m/{name}/finetuned/ckpt-3"]
+  for path in paths:
+    check(lower, path)
+    wanted, kind = ("True", "lowercased") if lower else ("False", "cased")
+    with pytest.raises(ValueError) as error:
+      check(not lower, path)
+    assert str(error.value) == (
+        f"You passed in `--do_lower_case={not lower}` with `--init_checkpoint={path}`. "
+        f"However, `{name}` seems to be a {kind} model, so you should pass in "
+        f"`--do_lower_case={wanted}` so that the fine-tuning matches how the model was "
+        "pre-training. If this error is wrong, please just comment out this check.")
+
+
+def test_validate_case_ignores_other_names():
+  check = tokenization.validate_case_matches_checkpoint
+  for path in ("/m/cased_experiments/bert_model.ckpt", "/m/uncased/bert_model.ckpt",
+               "/m/bert-base-uncased/model.ckpt", "/m/my_uncased_L-12_H-768_A-12/x.ckpt",
+               "/m/Uncased_L-12_H-768_A-12/bert_model.ckpt", "", None):
+    check(True, path)
+    check(False, path)
+  # The innermost Google-style directory decides: a cased model fine-tuned from files
+  # kept under an uncased model's directory.
+  check(False, "/m/uncased_L-12_H-768_A-12/cased_L-12_H-768_A-12/bert_model.ckpt")
+  with pytest.raises(ValueError, match="`cased_L-12_H-768_A-12` seems to be a cased"):
+    check(True, "/m/uncased_L-12_H-768_A-12/cased_L-12_H-768_A-12/bert_model.ckpt")
+
+
+def _cased_share(vocab_file):
+  tokens = tokenization.load_vocab(vocab_file)
+  words = [t for t in tokens if t.isalpha() and t[0].lower() != t[0].upper()]
+  return sum(t[0].isupper() for t in words) / len(words), len(words)
+
+
+def test_vocab_case_warning_on_real_vocabularies():
+  uncased = shared_path("vocab", "uncased_vocab.txt")
+  cased = shared_path("vocab", "cased_vocab.txt")
+  # The measured shares the thresholds (5% and 1%) sit between, with wide margins.
+  assert _cased_share(uncased) == (0.0, 21887)
+  assert _cased_share(cased) == (pytest.approx(0.3778, abs=1e-4), 21054)
+  warn = tokenization.vocab_case_warning
+  assert warn(uncased, True) is None and warn(cased, False) is None
+  assert warn(cased, True) == (
+      "the vocabulary looks cased: 7,954 of its 21,054 whole-word entries that begin "
+      "with a cased letter (37.8%) are capitalised, which text lower-cased by "
+      "do_lower_case=True never matches; use do_lower_case=False with this vocabulary, "
+      "or an uncased vocabulary")
+  assert warn(uncased, False) == (
+      "the vocabulary looks uncased: only 0 of its 21,887 whole-word entries that begin "
+      "with a cased letter (0.0%) are capitalised, so with do_lower_case=False "
+      "capitalised words become other pieces or [UNK]; use do_lower_case=True with this "
+      "vocabulary, or a cased one")
+  assert warn(tokenization.load_vocab(cased), True) == warn(cased, True)
+
+
+def test_vocab_case_warning_on_made_up_vocabularies(tmp_path):
+  warn = tokenization.vocab_case_warning
+  lower_words = ["w" + "abcdefghij"[i % 10] * (1 + i // 10) for i in range(40)]
+  specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "##ing", "##s", ",", "1990"]
+  uncased = specials + lower_words
+  assert warn(uncased, True) is None
+  assert warn(uncased, False).startswith("the vocabulary looks uncased: only 0 of its 40 ")
+  # 3 of 43 capitalised (7.0%): cased; 1 of 100 (1.0%): neither warning fires.
+  three = uncased + ["Paris", "London", "Seoul"]
+  assert warn(three, True).startswith("the vocabulary looks cased: 3 of its 43 ")
+  assert warn(three, False) is None
+  one_in_100 = specials + ["x" * (i + 1) for i in range(99)] + ["Paris"]
+  assert warn(one_in_100, True) is None and warn(one_in_100, False) is None
+  assert warn(one_in_100[:-2] + ["Paris"], False) is None
+  assert warn(one_in_100 + ["xyz"], False).startswith("the vocabulary looks uncased: only 1 "
+                                                       "of its 101 ")
+  # Fewer than 20 entries that begin with a cased letter: not judged.
+  assert warn(specials + lower_words[:19], False) is None
+  assert warn(specials + ["Paris"] * 1 + lower_words[:18], True) is None
+  # A Korean vocabulary with a few lower-case Latin words: not a Latin-script one.
+  korean = specials + [chr(0xAC00 + i) for i in range(200)] + lower_words
+  assert warn(korean, False) is None and warn(korean, True) is None
+  # Pieces, specials and non-letters do not count; a file path works like a list.
+  pieces_only = specials + ["##" + w for w in lower_words] + ["Über-", "A1"]
+  assert warn(pieces_only, False) is None
+  path = tmp_path / "vocab.txt"
+  path.write_text("".join(t + "\n" for t in three), encoding="utf-8")
+  assert warn(str(path), True) == warn(three, True)
+
+
 def test_import_does_not_load_tensorflow():
   code = ("import sys, tokenization; tokenization.BasicTokenizer().tokenize('x'); "
           "print('tensorflow' in sys.modules)")
@@ -340,9 +438,12 @@ def test_fast_equals_full_on_all_real_text(real_tokenizers):
 
 
 def _reference_pack(a, b, seq_length, cls_id=101, sep_id=102):
-  """The original's convert_single_example layout, written out in Python."""
+  """The original's convert_single_example layout, written out in Python.
+
+  As the original's `if tokens_b:`, an empty b (like None) makes a single segment.
+  """
   a = list(a)
-  if b is None:
+  if not b:
     a = a[:seq_length - 2]
     ids, types = [cls_id] + a + [sep_id], [0] * (len(a) + 2)
   else:
@@ -399,3 +500,156 @@ def test_pack_inputs_hand_example():
   np.testing.assert_array_equal(packed["input_mask"], [[1] * 8])
   with pytest.raises(ValueError, match="one or two segments"):
     tokenization.pack_inputs([a, b, a], 8, 2, 3)
+
+
+def test_pack_inputs_empty_second_segment_is_single_per_row():
+  import tensorflow as tf
+  # Ragged batch: rows with and without a second segment, short and long.
+  rows = [([5, 6, 7, 8, 9, 10, 11, 12], []), ([5, 6, 7, 8, 9, 10, 11, 12], [20]),
+          ([], []), ([5], []), ([], [20, 21]), ([5, 6], [20, 21, 22, 23, 24, 25, 26])]
+  a = tf.ragged.constant([r[0] for r in rows], dtype=tf.int32, ragged_rank=1)
+  b = tf.ragged.constant([r[1] for r in rows], dtype=tf.int64, ragged_rank=1)
+  packed = tokenization.pack_inputs([a, b], 8, cls_id=2, sep_id=3)
+  assert packed["input_ids"].numpy().tolist() == [
+      [2, 5, 6, 7, 8, 9, 10, 3],  # single: seq_length - 2 tokens of A
+      [2, 5, 6, 7, 8, 3, 20, 3],  # pair: seq_length - 3 tokens in all
+      [2, 3, 0, 0, 0, 0, 0, 0],
+      [2, 5, 3, 0, 0, 0, 0, 0],
+      [2, 3, 20, 21, 3, 0, 0, 0],
+      [2, 5, 6, 3, 20, 21, 22, 3]]
+  assert packed["segment_ids"].numpy().tolist() == [
+      [0] * 8, [0] * 6 + [1] * 2, [0] * 8, [0] * 8, [0, 0, 1, 1, 1, 0, 0, 0],
+      [0] * 4 + [1] * 4]
+  assert packed["input_mask"].numpy().tolist() == [
+      [1] * 8, [1] * 8, [1, 1] + [0] * 6, [1] * 3 + [0] * 5, [1] * 5 + [0] * 3, [1] * 8]
+  for i, (row_a, row_b) in enumerate(rows):
+    ids, mask, types = _reference_pack(row_a, row_b, 8, cls_id=2, sep_id=3)
+    assert packed["input_ids"][i].numpy().tolist() == ids
+    assert packed["input_mask"][i].numpy().tolist() == mask
+    assert packed["segment_ids"][i].numpy().tolist() == types
+
+
+def test_pack_inputs_text_b_without_tokens_as_the_original(tiny_vocab_file, fast_tiny):
+  # A text_b of spaces, zero-width or control characters yields no tokens: the original
+  # (`if tokens_b:`) makes the example single-segment.
+  full = tokenization.FullTokenizer(tiny_vocab_file, do_lower_case=True)
+  fast = fast_tiny[True]
+  texts_a = ["unwanted running " * 3, "hello", "want want"]
+  texts_b = [" \u200b\x07 ", "", "lowest"]
+  packed = tokenization.pack_inputs([fast.tokenize(texts_a), fast.tokenize(texts_b)], 9,
+                                    fast.cls_id, fast.sep_id)
+  for i, (text_a, text_b) in enumerate(zip(texts_a, texts_b)):
+    ids_a = full.convert_tokens_to_ids(full.tokenize(text_a))
+    ids_b = full.convert_tokens_to_ids(full.tokenize(text_b))
+    expected = _reference_pack(ids_a, ids_b, 9, fast.cls_id, fast.sep_id)
+    assert [packed[k][i].numpy().tolist() for k in ("input_ids", "input_mask",
+                                                    "segment_ids")] == list(expected)
+  assert packed["input_ids"][0].numpy().tolist() == [2, 9, 6, 7, 10, 11, 9, 6, 3]
+
+
+def test_pack_inputs_seq_length_as_a_tensor():
+  import tensorflow as tf
+  rng = random.Random(3)
+  rows_a = [[rng.randrange(1000, 2000) for _ in range(rng.randrange(0, 14))]
+            for _ in range(40)]
+  rows_b = [[rng.randrange(2000, 3000) for _ in range(rng.randrange(0, 14))]
+            for _ in range(40)]
+  seg_a = tf.ragged.constant(rows_a, dtype=tf.int32, ragged_rank=1)
+  seg_b = tf.ragged.constant(rows_b, dtype=tf.int32, ragged_rank=1)
+
+  @tf.function(input_signature=[tf.TensorSpec([], tf.int32)], autograph=False)
+  def packed_with(seq_length):
+    return tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
+
+  for seq_length in (5, 9, 30):
+    by_int = tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
+    for packed in (tokenization.pack_inputs([seg_a, seg_b], tf.constant(seq_length), 101,
+                                            102),
+                   tokenization.pack_inputs([seg_a, seg_b], np.int64(seq_length), 101, 102),
+                   packed_with(tf.constant(seq_length))):
+      assert sorted(packed) == ["input_ids", "input_mask", "segment_ids"]
+      for key in packed:
+        assert packed[key].dtype == tf.int32 and packed[key].shape == (40, seq_length)
+        assert packed[key].numpy().tolist() == by_int[key].numpy().tolist()
+    for i in range(40):
+      expected = _reference_pack(rows_a[i], rows_b[i], seq_length)
+      assert [by_int[k][i].numpy().tolist() for k in ("input_ids", "input_mask",
+                                                       "segment_ids")] == list(expected)
+  # Static shapes: the length is static when known, unknown when traced.
+  assert by_int["input_ids"].shape.as_list() == [40, 30]
+  spec = packed_with.get_concrete_function().structured_outputs["input_ids"]
+  assert spec.shape.as_list() == [40, None]
+  # [batch, (words), (pieces)] segments are merged.
+  words = tf.RaggedTensor.from_row_lengths(seg_a, [1] * 40)
+  merged = tokenization.pack_inputs([words], tf.constant(7), 101, 102)
+  assert merged["input_ids"].numpy().tolist() == [
+      _reference_pack(row, None, 7)[0] for row in rows_a]
+  with pytest.raises(ValueError, match=r"seq_length=4 leaves no room for the tokens"):
+    tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
+  with pytest.raises(tf.errors.InvalidArgumentError, match="leaves no room"):
+    packed_with(tf.constant(4))
+  assert packed_with(tf.constant(5))["input_ids"].shape == (40, 5)
+
+
+# --------------------------------------------------------------------------- normalize="nfc"
+
+HANGUL = "\uc2a4\ud06c\ub9b0\uc0f7"  # 스크린샷, composed (NFC)
+
+
+@pytest.fixture(scope="module")
+def hangul_vocab_file(tmp_path_factory):
+  path = tmp_path_factory.mktemp("vocab") / "ko_vocab.txt"
+  tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\uc2a4\ud06c\ub9b0", "##\uc0f7",
+            "\uc0f7", "a"]
+  path.write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+  return str(path)
+
+
+def test_nfc_normalisation_of_decomposed_hangul(hangul_vocab_file):
+  decomposed = unicodedata.normalize("NFD", HANGUL)
+  assert len(decomposed) == 10 and decomposed != HANGUL
+  texts = [decomposed, HANGUL, f"a {decomposed}, {HANGUL}\u200b!", ""]
+  expected = {  # (do_lower_case, normalize) -> tokens of each text
+      (False, None): [["[UNK]"], ["\uc2a4\ud06c\ub9b0", "##\uc0f7"],
+                      ["a", "[UNK]", "[UNK]", "\uc2a4\ud06c\ub9b0", "##\uc0f7", "[UNK]"],
+                      []],
+      (False, "nfc"): [["\uc2a4\ud06c\ub9b0", "##\uc0f7"]] * 2 + [
+          ["a", "\uc2a4\ud06c\ub9b0", "##\uc0f7", "[UNK]", "\uc2a4\ud06c\ub9b0", "##\uc0f7",
+           "[UNK]"], []],
+      # Lower-casing decomposes Hangul again (NFD) after NFC: both forms are [UNK].
+      (True, "nfc"): [["[UNK]"], ["[UNK]"], ["a", "[UNK]", "[UNK]", "[UNK]", "[UNK]"], []],
+      (True, None): [["[UNK]"], ["[UNK]"], ["a", "[UNK]", "[UNK]", "[UNK]", "[UNK]"], []],
+  }
+  for (lower, normalize), tokens in expected.items():
+    full = tokenization.FullTokenizer(hangul_vocab_file, lower, normalize=normalize)
+    fast = tokenization.FastTokenizer(hangul_vocab_file, lower, normalize=normalize)
+    assert [full.tokenize(t) for t in texts] == tokens, (lower, normalize)
+    assert fast.tokenize_to_pieces(texts).to_list() == [
+        [p.encode("utf-8") for p in row] for row in tokens], (lower, normalize)
+    assert fast.normalize == normalize
+  assert tokenization.BasicTokenizer(False, normalize="NFC").tokenize(decomposed) == [HANGUL]
+  assert tokenization.BasicTokenizer(False).tokenize(decomposed) == [decomposed]
+
+
+def test_normalize_rejects_unknown_forms(hangul_vocab_file):
+  for bad in ("nfd", "NFKC", "yes", True):
+    with pytest.raises(ValueError, match=r"normalize=.*expected None .* or one of nfc"):
+      tokenization.FullTokenizer(hangul_vocab_file, normalize=bad)
+    with pytest.raises(ValueError, match=r"normalize=.*expected None"):
+      tokenization.FastTokenizer(hangul_vocab_file, normalize=bad)
+
+
+def test_nfc_fast_equals_full_on_real_text(real_tokenizers):
+  lines = MULTILINGUAL_LINES + [unicodedata.normalize("NFD", l) for l in MULTILINGUAL_LINES]
+  for full, _ in real_tokenizers:
+    lower = full.basic_tokenizer.do_lower_case
+    vocab_file = (shared_path("vocab", "uncased_vocab.txt") if lower
+                  else shared_path("vocab", "cased_vocab.txt"))
+    full_nfc = tokenization.FullTokenizer(vocab_file, lower, normalize="nfc")
+    fast_nfc = tokenization.FastTokenizer(vocab_file, lower, normalize="nfc")
+    assert fast_nfc.tokenize_batch(lines) == [
+        full_nfc.convert_tokens_to_ids(full_nfc.tokenize(l)) for l in lines]
+    if not lower:  # the cased vocabulary sees composed text only with "nfc"
+      nfd = [unicodedata.normalize("NFD", l) for l in MULTILINGUAL_LINES]
+      assert [full_nfc.tokenize(l) for l in nfd] == [full_nfc.tokenize(l)
+                                                      for l in MULTILINGUAL_LINES]

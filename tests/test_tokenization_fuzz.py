@@ -113,7 +113,7 @@ def test_pack_inputs_equals_python_reference(rows, seq_length, pair):
     segments.append(tf.ragged.constant(rows_b, dtype=tf.int32, ragged_rank=1))
   packed = tokenization.pack_inputs(segments, seq_length, cls_id=101, sep_id=102)
   for i, (a, b) in enumerate(zip(rows_a, rows_b)):
-    if pair:
+    if pair and b:  # the original's `if tokens_b:`: an empty B is a single segment
       tokenization.truncate_seq_pair(a, b, seq_length - 3)
       ids = [101] + a + [102] + b + [102]
       types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
