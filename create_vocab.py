@@ -16,20 +16,29 @@ saw it. The vocabulary is laid out like Google's: [PAD] (id 0), [unused0]..[unus
 A bert_config.json with BERT-Base's architecture (or that of --bert_config_template)
 and the written vocab_size goes beside the vocabulary (--output_config_file).
 Every --holdout_every-th line is kept out of learning; the summary reports the [UNK]
-rate of the new vocabulary on those lines.
+rate of the new vocabulary on those lines (with a warning above a few percent).
+
+Before learning, a corpus check (corpus_check.py) prints a summary block of a sample:
+caseless scripts under --do_lower_case=True (Hangul syllables come apart into jamo),
+decomposed (NFD) text, paragraph-a-line corpora. --check_only stops there.
+--normalize=nfc (opt-in; the original does not normalise) puts every line in NFC form
+before counting; pass the same to create_pretraining_data.py.
 """
 
 import collections
 import json
 import os
 import time
+import unicodedata
 
 from absl import app
 from absl import flags
 from absl import logging
 
+import corpus_check
 import flags_common
 import modeling
+import pretraining_data
 import script_utils
 import tokenization
 
@@ -76,6 +85,14 @@ flags.DEFINE_integer("holdout_every", 100,
                      "Keep every N-th line out of learning to measure the [UNK] rate "
                      "(0: measure on the training lines instead).")
 flags.DEFINE_integer("log_every_lines", 200000, "Progress log interval, in lines.")
+flags.DEFINE_enum(
+    "normalize", "none", ["none", "nfc"],
+    "nfc: put every line in Unicode NFC (composed) form before counting words (for "
+    "decomposed text, e.g. Hangul copied from macOS); pass the same to "
+    "create_pretraining_data.py. The original does not normalise.")
+flags.DEFINE_bool("check_only", False,
+                  "Print the corpus check (case, normalisation, sentence-pair warnings on "
+                  "a sample) and stop without learning or writing anything.")
 
 FLAGS = flags.FLAGS
 
@@ -129,8 +146,10 @@ class WordCounter:
     self._pending.clear()
 
 
-def _read_corpus(files, counter, holdout_every, log_every):
-  """Feeds the lines to `counter`; returns (lines read, held-out lines)."""
+def _read_corpus(files, counter, holdout_every, log_every, normalize=None):
+  """Feeds the lines to `counter`; returns (lines read, held-out lines).
+
+  normalize: None or "nfc" (each line put in NFC form first)."""
   total_bytes = sum(os.path.getsize(f) for f in files if "://" not in f) or 1
   done_bytes, num_lines, held_out = 0, 0, []
   start = time.time()
@@ -140,6 +159,8 @@ def _read_corpus(files, counter, holdout_every, log_every):
       line = line.strip()
       if not line:
         continue
+      if normalize == "nfc":  # as tokenization's normalize="nfc" does
+        line = unicodedata.normalize("NFC", line)
       num_lines += 1
       if holdout_every and num_lines % holdout_every == 0:
         held_out.append(line)
@@ -166,9 +187,10 @@ def learn_vocab(word_counts, vocab_size, reserved, **learn_params):
   return vocab
 
 
-def unk_rate(vocab_file, do_lower_case, lines):
+def unk_rate(vocab_file, do_lower_case, lines, normalize=None):
   """(fraction of WordPiece tokens that are [UNK], token count) on `lines`."""
-  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+  options = {} if normalize is None else {"normalize": normalize}
+  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=do_lower_case, **options)
   total = unknown = 0
   for line in lines:
     tokens = tokenizer.tokenize(line)
@@ -188,37 +210,97 @@ def write_config(path, template, vocab_size):
     handle.write(config.to_json_string())
 
 
-def run():
-  files = script_utils.expand_file_patterns(FLAGS.input_file, "input_file")
-  for path in files:
-    script_utils.check_input_file(path, "input_file", allow_empty=True)
-  if not FLAGS.output_file:
-    raise script_utils.UserError("--output_file is required (where to write vocab.txt)")
-  if FLAGS.num_unused < 0:
-    raise script_utils.UserError(f"--num_unused={FLAGS.num_unused}: must be >= 0")
+# Upper bounds far above any real run: beyond them a typo, not a choice (the largest
+# released BERT vocabularies have about 120,000 tokens; mBERT's alphabet ~10,000 chars).
+_MAX_VOCAB_SIZE = 1_000_000
+
+
+def _check_flags():
+  """Flag values the learner cannot run with -> one-line UserError naming flag and value."""
+  checks = [
+      ("num_unused", FLAGS.num_unused >= 0, "must be >= 0"),
+      ("num_iterations", FLAGS.num_iterations >= 1, "must be at least 1"),
+      ("vocab_size", FLAGS.vocab_size <= _MAX_VOCAB_SIZE,
+       f"more than {_MAX_VOCAB_SIZE:,}, beyond any sane vocabulary"),
+      ("max_unique_chars", FLAGS.max_unique_chars >= 1, "must be at least 1"),
+      ("max_token_length", FLAGS.max_token_length >= 1, "must be at least 1"),
+      ("max_input_tokens", FLAGS.max_input_tokens >= 1, "must be at least 1"),
+      ("max_input_chars_per_word", FLAGS.max_input_chars_per_word >= 1,
+       "must be at least 1"),
+      ("lower_thresh", FLAGS.lower_thresh >= 1, "must be at least 1"),
+      ("upper_thresh", FLAGS.upper_thresh >= FLAGS.lower_thresh,
+       f"must be at least --lower_thresh={FLAGS.lower_thresh}"),
+      ("slack_ratio", 0.0 <= FLAGS.slack_ratio < 1.0, "must be in [0, 1)"),
+      ("holdout_every", FLAGS.holdout_every >= 0, "must be >= 0 (0: no held-out lines)"),
+      ("log_every_lines", FLAGS.log_every_lines >= 1, "must be at least 1"),
+  ]
+  for name, ok, message in checks:
+    if not ok:
+      raise script_utils.UserError(f"--{name}={FLAGS[name].value}: {message}")
   reserved = reserved_tokens(FLAGS.num_unused)
   if FLAGS.vocab_size <= len(reserved):
     raise script_utils.UserError(
         f"--vocab_size={FLAGS.vocab_size}: must exceed the {len(reserved)} reserved tokens "
         "(lower --num_unused or raise --vocab_size)")
-  for path in (FLAGS.output_file, FLAGS.output_config_file):
-    if path and "://" not in path and os.path.dirname(os.path.abspath(path)):
-      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-  config_path = FLAGS.output_config_file
-  if config_path is None:
-    config_path = os.path.join(os.path.dirname(os.path.abspath(FLAGS.output_file)),
-                               "bert_config.json")
+  return reserved
 
-  if FLAGS.bert_config_template:
-    # Read now: a typo in the template must not cost a whole learning run (and leave a
-    # vocab.txt without its bert_config.json).
-    script_utils.check_input_file(FLAGS.bert_config_template, "bert_config_template")
-    modeling.BertConfig.from_json_file(FLAGS.bert_config_template)
 
+def prepare_output_file(path, flag_name):
+  """Checks before learning that a file can be written at `path`; creates its folder."""
+  if "://" in path:
+    return
+  if os.path.isdir(path):
+    raise script_utils.UserError(f"--{flag_name}={path}: is a directory, expected a file")
+  directory = os.path.dirname(os.path.abspath(path))
+  parent = directory
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    raise script_utils.UserError(f"--{flag_name}={path}: {parent} is a file, not a directory")
+  try:
+    os.makedirs(directory, exist_ok=True)
+  except OSError as exc:
+    raise script_utils.UserError(
+        f"--{flag_name}={path}: cannot create directory {directory} ({exc.strerror})"
+    ) from None
+  if not os.access(directory, os.W_OK | os.X_OK):
+    raise script_utils.UserError(f"--{flag_name}={path}: directory {directory} is not writable")
+  pretraining_data.remove_stale_temporaries(path)
+
+
+def _config_path():
+  if FLAGS.output_config_file is not None:
+    return FLAGS.output_config_file
+  return os.path.join(os.path.dirname(os.path.abspath(FLAGS.output_file)), "bert_config.json")
+
+
+def _print_corpus_check(files, normalize):
+  report = corpus_check.check_corpus(corpus_check.read_sample(files), FLAGS.do_lower_case,
+                                     normalize=normalize, source=",".join(files))
+  for line in corpus_check.report_lines(report):
+    (logging.warning if line.startswith("WARNING: ") else logging.info)(line)
+
+
+def _unk_warning(rate, counter):
+  """A warning line when the new vocabulary leaves too many [UNK], with the likely cause."""
+  if rate <= corpus_check.UNK_WARN_RATE:
+    return None
+  alphabet = len({c for word in counter.words for c in word})
+  cause = (f"the corpus has {alphabet:,} distinct characters but --max_unique_chars="
+           f"{FLAGS.max_unique_chars}: raise it" if alphabet > FLAGS.max_unique_chars else
+           "raise --vocab_size, or lower --lower_thresh for a small corpus")
+  return (f"WARNING: [UNK] rate {rate:.3f} of the new vocabulary (above "
+          f"{corpus_check.UNK_WARN_RATE}); likely cause: {cause}")
+
+
+def _learn(files, reserved, normalize):
+  """Counts the words and runs the learner.
+
+  Returns (vocab tokens, counter, lines read, held-out lines, learning seconds)."""
   start = time.time()
   counter = WordCounter(FLAGS.do_lower_case, FLAGS.max_input_chars_per_word)
   num_lines, held_out = _read_corpus(files, counter, FLAGS.holdout_every,
-                                     FLAGS.log_every_lines)
+                                     FLAGS.log_every_lines, normalize)
   if not counter.words:
     raise script_utils.UserError(
         f"--input_file={FLAGS.input_file}: no words to learn from (the corpus is empty)")
@@ -226,7 +308,6 @@ def run():
                "learner is pure Python and logs nothing: about a CPU-minute per 20,000 "
                "distinct words)...", counter.num_words, len(counter.words), num_lines,
                time.time() - start)
-
   learn_start = time.time()
   vocab = learn_vocab(
       counter.words, FLAGS.vocab_size, reserved,
@@ -234,6 +315,32 @@ def run():
       num_iterations=FLAGS.num_iterations, max_input_tokens=FLAGS.max_input_tokens,
       max_token_length=FLAGS.max_token_length, max_unique_chars=FLAGS.max_unique_chars,
       slack_ratio=FLAGS.slack_ratio)
+  return vocab, counter, num_lines, held_out, time.time() - learn_start
+
+
+def run():
+  files = script_utils.expand_file_patterns(FLAGS.input_file, "input_file")
+  for path in files:
+    script_utils.check_input_file(path, "input_file", allow_empty=True)
+  if not FLAGS.output_file:
+    raise script_utils.UserError("--output_file is required (where to write vocab.txt)")
+  reserved = _check_flags()
+  config_path = _config_path()
+  if FLAGS.bert_config_template:
+    # Read now: a typo in the template must not cost a whole learning run (and leave a
+    # vocab.txt without its bert_config.json).
+    script_utils.check_input_file(FLAGS.bert_config_template, "bert_config_template")
+    modeling.BertConfig.from_json_file(FLAGS.bert_config_template)
+  normalize = None if FLAGS.normalize == "none" else FLAGS.normalize
+  _print_corpus_check(files, normalize)
+  if FLAGS.check_only:
+    return
+  prepare_output_file(FLAGS.output_file, "output_file")
+  if config_path:
+    prepare_output_file(config_path, "output_config_file")
+
+  start = time.time()
+  vocab, counter, num_lines, held_out, learn_seconds = _learn(files, reserved, normalize)
   with script_utils.atomic_open(FLAGS.output_file) as handle:
     for token in vocab:
       handle.write(token + "\n")
@@ -241,7 +348,7 @@ def run():
     write_config(config_path, FLAGS.bert_config_template, len(vocab))
 
   measured = held_out or [line for _, line in zip(range(10000), _training_lines(files))]
-  rate, num_tokens = unk_rate(FLAGS.output_file, FLAGS.do_lower_case, measured)
+  rate, num_tokens = unk_rate(FLAGS.output_file, FLAGS.do_lower_case, measured, normalize)
   summary = collections.OrderedDict([
       ("lines", num_lines), ("words", counter.num_words),
       ("distinct_words", len(counter.words)), ("vocab_size", len(vocab)),
@@ -249,9 +356,12 @@ def run():
       ("unk_rate", round(rate, 6)),
       ("unk_rate_measured_on", f"{len(measured)} {'held-out' if held_out else 'training'} "
                                f"lines, {num_tokens} tokens"),
-      ("learn_seconds", round(time.time() - learn_start, 1)),
+      ("learn_seconds", round(learn_seconds, 1)),
       ("total_seconds", round(time.time() - start, 1)),
   ])
+  warning = _unk_warning(rate, counter)
+  if warning:
+    logging.warning(warning)
   print(json.dumps(summary, ensure_ascii=False))
   logging.info("wrote %s (%d tokens)%s", FLAGS.output_file, len(vocab),
                f" and {config_path}" if config_path else "")

@@ -1,10 +1,12 @@
-"""create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
+"""pretraining_data.py and create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
 determinism across worker counts, whole-word masking, bad input."""
 import itertools
 import os
 import random
+import re
 import subprocess
 import sys
+import unicodedata
 
 import numpy as np
 import pytest
@@ -13,9 +15,7 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from conftest import import_script  # noqa: E402
-
-cpd = import_script("create_pretraining_data")
+import pretraining_data as cpd  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
 import script_utils  # noqa: E402
 import tokenization  # noqa: E402
@@ -49,10 +49,32 @@ def _parse_all(paths, max_seq_length, max_predictions_per_seq):
   return {k: np.stack([r[k] for r in rows]) for k in spec}
 
 
-def _generate(tmp_path, corpus, name="out.tfrecord", **kwargs):
+def _generate(tmp_path, corpus, name="out.tfrecord", vocab=UNCASED_VOCAB, **kwargs):
   out = str(tmp_path / name)
-  summary = cpd.generate([corpus], [out], UNCASED_VOCAB, log=_quiet, **kwargs)
+  summary = cpd.generate([corpus], [out], vocab, log=_quiet, **kwargs)
   return out, summary
+
+
+def _test_vocab(directory, words=()):
+  """A vocabulary the test writes itself: BERT's special tokens at Google's ids 0 and
+  100-103, the given words whole, and every printable ASCII character bare and as ##."""
+  chars = [chr(c) for c in range(33, 127) if not chr(c).isupper()]
+  tokens = (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
+            ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(words) - set(chars)) +
+            chars + ["##" + c for c in chars])
+  path = os.path.join(str(directory), "test_vocab.txt")
+  with open(path, "w", encoding="utf-8") as handle:
+    handle.write("\n".join(tokens) + "\n")
+  return path
+
+
+@pytest.fixture(params=["own", "shared"])
+def vocab_dir(request, tmp_path_factory):
+  """The folder of a vocabulary: one the test writes (runs everywhere) or, where
+  ../shared exists, the real BERT-Base uncased one."""
+  if request.param == "shared":
+    return ("shared", shared_path("vocab", "uncased_vocab.txt"))
+  return ("own", str(tmp_path_factory.mktemp("vocab")))
 
 
 def _restored_tokens(row):
@@ -350,7 +372,7 @@ def test_masking_statistics_on_real_corpus(reuters_run):
   assert summary["unk_rate"] < 0.001 and summary["documents"] == 946
 
 
-def test_random_next_fraction_matches_hand_computed_value(tmp_path):
+def test_random_next_fraction_matches_hand_computed_value(tmp_path, vocab_dir):
   # Documents of two 10-token sentences, target 125 tokens: the chunk is the whole
   # document; half the time B is the second sentence (label 0), half the time B is random
   # and the second sentence is put back, making a one-sentence chunk, random again.
@@ -365,8 +387,11 @@ def test_random_next_fraction_matches_hand_computed_value(tmp_path):
     lines.append("")
   corpus = tmp_path / "pairs.txt"
   corpus.write_text("\n".join(lines), encoding="utf-8")
-  out, summary = _generate(tmp_path, str(corpus), dupe_factor=3, short_seq_prob=0.0,
-                           num_workers=0, documents_per_chunk=200)
+  kind, where = vocab_dir
+  vocab = _test_vocab(where, words) if kind == "own" else where
+  out, summary = _generate(tmp_path, str(corpus), vocab=vocab, dupe_factor=3,
+                           short_seq_prob=0.0, num_workers=0, documents_per_chunk=200)
+  assert summary["unk_rate"] == 0.0 and summary["corpus_tokens"] == 12000
   rows = _parse_all([out], 128, 20)
   n = len(rows["input_ids"])
   # 1800 document passes, each 1 or 2 instances with probability 1/2.
@@ -449,7 +474,9 @@ def test_same_bytes_whatever_the_number_of_workers(tmp_path, reuters_head):
 # --------------------------------------------------------------------------- bad input
 
 
-def test_documents_too_short_or_too_few_are_rejected(tmp_path):
+def test_documents_too_short_or_too_few_are_rejected(tmp_path, vocab_dir):
+  kind, where = vocab_dir
+  vocab = _test_vocab(where) if kind == "own" else where
   single = tmp_path / "single.txt"
   single.write_text("one sentence.\n\nanother sentence.\n\na third.\n", encoding="utf-8")
   one_doc = tmp_path / "one_doc.txt"
@@ -457,28 +484,33 @@ def test_documents_too_short_or_too_few_are_rejected(tmp_path):
   for corpus, words in [(single, "single sentence"), (one_doc, "only one document")]:
     out = tmp_path / f"{corpus.stem}.tfrecord"
     with pytest.raises(script_utils.UserError, match=words):
-      cpd.generate([str(corpus)], [str(out)], UNCASED_VOCAB, num_workers=0, log=_quiet)
+      cpd.generate([str(corpus)], [str(out)], vocab, num_workers=0, log=_quiet)
     assert not out.exists()
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
 
 
-def _run_script(*args):
+def _run_script(*args, vocab=UNCASED_VOCAB):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
   return subprocess.run([sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
-                         f"--vocab_file={UNCASED_VOCAB}", *args],
+                         f"--vocab_file={vocab}", *args],
                         capture_output=True, text=True, env=env, timeout=240)
 
 
-def test_non_utf8_and_unwritable_output_are_reported_before_anything_is_written(tmp_path):
+def _last_line(result):
+  return result.stderr.strip().splitlines()[-1]
+
+
+def test_non_utf8_and_empty_input_are_reported_before_anything_is_written(tmp_path,
+                                                                          vocab_dir):
+  kind, where = vocab_dir
+  vocab = _test_vocab(where) if kind == "own" else where
   bad = tmp_path / "latin1.txt"
   bad.write_bytes(b"good line one.\ngood line two.\n\ncaf\xe9 au lait.\nmore.\n")
   out = tmp_path / "out.tfrecord"
   with pytest.raises(script_utils.UserError, match=f"{bad}:4: not valid UTF-8"):
-    cpd.generate([str(bad)], [str(out)], UNCASED_VOCAB, num_workers=0, log=_quiet)
-  with pytest.raises(script_utils.UserError, match="does not exist"):
-    cpd.generate([str(bad)], [str(tmp_path / "no_dir" / "x")], UNCASED_VOCAB, log=_quiet)
+    cpd.generate([str(bad)], [str(out)], vocab, num_workers=0, log=_quiet)
   with pytest.raises(script_utils.UserError, match="empty corpus"):
-    cpd.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)], UNCASED_VOCAB,
+    cpd.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)], vocab,
                  num_workers=0, log=_quiet)
   assert sorted(os.listdir(tmp_path)) == ["blank.txt", "latin1.txt"]
 
@@ -490,12 +522,103 @@ def _write(tmp_path, name, text):
 
 
 def test_cli_missing_input_is_one_line_exit_2(tmp_path):
-  out = tmp_path / "out.tfrecord"
-  result = _run_script(f"--input_file={tmp_path / 'missing.txt'}", f"--output_file={out}")
+  vocab = _test_vocab(tmp_path)
+  out = tmp_path / "out" / "out.tfrecord"
+  result = _run_script(f"--input_file={tmp_path / 'missing.txt'}", f"--output_file={out}",
+                       vocab=vocab)
   assert result.returncode == 2, result.stderr[-2000:]
-  errors = [l for l in result.stderr.splitlines() if "error:" in l]
-  assert len(errors) == 1 and "missing.txt" in errors[0], result.stderr[-2000:]
-  assert "Traceback" not in result.stderr and os.listdir(tmp_path) == []
+  assert _last_line(result) == (f"create_pretraining_data.py: error: --input_file: no file "
+                                f"matches '{tmp_path / 'missing.txt'}'")
+  assert "Traceback" not in result.stderr and os.listdir(tmp_path) == ["test_vocab.txt"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--num_output_shards=0"], "--num_output_shards=0: must be at least 1"),
+    (["--max_seq_length=1000000000"],
+     "--max_seq_length=1000000000: more than 8,192, beyond any sane run"),
+    (["--max_predictions_per_seq=100000"],
+     "--max_predictions_per_seq=100000: more than 8,192, beyond any sane run"),
+    (["--dupe_factor=0"], "--dupe_factor=0: must be at least 1"),
+    (["--dupe_factor=1000000"], "--dupe_factor=1000000: more than 1,000, beyond any sane run"),
+    (["--num_workers=-1"], "--num_workers=-1: must be 0 or more"),
+    (["--split_sentences=nltk"], "--split_sentences=nltk: unknown; choose one of pysbd"),
+])
+def test_cli_flag_errors_are_one_line_before_any_work(tmp_path, args, message):
+  corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
+  out = tmp_path / "out.tfrecord"
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", *args,
+                       vocab=_test_vocab(tmp_path))
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert _last_line(result) == f"create_pretraining_data.py: error: {message}"
+  assert "Traceback" not in result.stderr
+  assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "test_vocab.txt"]
+
+
+def test_cli_output_under_a_regular_file_is_one_line(tmp_path):
+  corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
+  blocker = _write(tmp_path, "blocker", "a file\n")
+  out = os.path.join(blocker, "sub", "out.tfrecord")
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}",
+                       vocab=_test_vocab(tmp_path))
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert _last_line(result) == (f"create_pretraining_data.py: error: --output_file={out}: "
+                                f"{blocker} is a file, not a directory")
+  assert sorted(os.listdir(tmp_path)) == ["blocker", "corpus.txt", "test_vocab.txt"]
+
+
+def test_cli_creates_the_output_folder_and_removes_killed_runs_temporaries(tmp_path):
+  """A run killed with SIGKILL leaves atomic_path's hidden temporary; the next run of the
+  same output removes it (and only it: other files that look alike stay)."""
+  words = ["market", "shares", "bank", "oil", "price"]
+  text = "\n\n".join("\n".join(" ".join(words[(d + s) % 5:]) + " ." for s in range(3))
+                     for d in range(6))
+  corpus = _write(tmp_path, "corpus.txt", text + "\n")
+  out_dir = tmp_path / "new" / "folder"
+  out = out_dir / "out.tfrecord"
+  out_dir.mkdir(parents=True)
+  leftovers = [script_utils._temporary_sibling(str(out)) for _ in range(2)]  # pylint: disable=protected-access
+  others = [str(out_dir / ".out.tfrecord.tmp-notours"), str(out_dir / ".other.tmp-12345678"),
+            str(out_dir / "out.tfrecord.tmp-12345678")]
+  for path in leftovers + others:
+    with open(path, "wb") as handle:
+      handle.write(b"partial")
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", "--dupe_factor=1",
+                       "--num_workers=0", "--max_seq_length=16",
+                       vocab=_test_vocab(tmp_path, words))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert sorted(os.listdir(out_dir)) == sorted(
+      ["out.tfrecord"] + [os.path.basename(p) for p in others])
+  assert len(_records(str(out))) == int(
+      result.stdout.split("instances_written = ")[1].split()[0])
+  # And a folder that does not exist yet is created (as every other script does).
+  fresh = tmp_path / "missing" / "dir" / "x.tfrecord"
+  result = _run_script(f"--input_file={corpus}", f"--output_file={fresh}",
+                       "--dupe_factor=1", "--num_workers=0", "--max_seq_length=16",
+                       vocab=_test_vocab(tmp_path, words))
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert _records(str(fresh)) == _records(str(out))
+
+
+def test_cli_check_only_warns_on_decomposed_text_and_writes_nothing(tmp_path):
+  nfc = ["스크린샷 화면을 찍었다 .", "영화가 정말 좋았다 ."]
+  vocab_words = sorted({w for line in nfc for w in line.split()} | set("".join(nfc)))
+  vocab = _test_vocab(tmp_path, vocab_words)
+  nfd = [unicodedata.normalize("NFD", line) for line in nfc]
+  corpus = _write(tmp_path, "nfd.txt", "\n\n".join("\n".join(nfd) for _ in range(4)) + "\n")
+  out = tmp_path / "o" / "out.tfrecord"
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", "--check_only",
+                       "--do_lower_case=False", vocab=vocab)
+  assert result.returncode == 0, result.stderr[-3000:]
+  warnings = [l.split("] ", 1)[1] for l in result.stderr.splitlines()
+              if "] WARNING: " in l]
+  assert len(warnings) == 2, result.stderr
+  assert "pass --normalize=nfc" in warnings[0] and "8 of 8 lines hold decomposed" in warnings[1]
+  assert "[UNK] rate 0.7500 (24 of 32 tokens)" in result.stderr  # 3 words of 4 a line
+  assert not (tmp_path / "o").exists()
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", "--check_only",
+                       "--do_lower_case=False", "--normalize=nfc", vocab=vocab)
+  assert result.returncode == 0 and re.search(r"\]   no warnings$", result.stderr, re.M)
+  assert "[UNK] rate 0.0000 (0 of 32 tokens)" in result.stderr
 
 
 def test_cli_skips_bad_lines_and_writes_shards(tmp_path):
@@ -527,7 +650,7 @@ def test_round_trip_segments_come_from_the_documents(tmp_path):
   np.testing.assert_array_equal(batch["input_ids"].numpy(), rows["input_ids"][:4])
   np.testing.assert_array_equal(batch["masked_lm_weights"].numpy(),
                                 rows["masked_lm_weights"][:4])
-  tokenizer = cpd._get_tokenizer(UNCASED_VOCAB, True)
+  tokenizer = cpd.get_tokenizer(UNCASED_VOCAB, True)
   with open(corpus, encoding="utf-8") as handle:
     blocks = [b.split("\n") for b in handle.read().split("\n\n")]
   streams = []
@@ -547,3 +670,58 @@ def test_round_trip_segments_come_from_the_documents(tmp_path):
     assert homes_a and homes_b, i
     if labels[i] == 0:
       assert any(streams[d].index(a) < streams[d].index(b) for d in homes_a if d in homes_b)
+
+
+# --------------------------------------------------------------------------- opt-in steps
+
+
+def _korean_pairs_corpus(path, form):
+  rng = random.Random(3)
+  words = ["스크린샷", "화면을", "찍었다", "영화가", "정말", "좋았다", "배우", "연기"]
+  documents = ["\n".join(" ".join(rng.choice(words) for _ in range(6)) + " ."
+                         for _ in range(4)) for _ in range(60)]
+  text = unicodedata.normalize(form, "\n\n".join(documents) + "\n")
+  path.write_text(text, encoding="utf-8")
+  return str(path), words
+
+
+def test_normalize_nfc_makes_decomposed_text_the_composed_texts_bytes(tmp_path):
+  nfc_corpus, words = _korean_pairs_corpus(tmp_path / "nfc.txt", "NFC")
+  nfd_corpus, _ = _korean_pairs_corpus(tmp_path / "nfd.txt", "NFD")
+  vocab = _test_vocab(tmp_path, words)
+  common = dict(vocab=vocab, do_lower_case=False, dupe_factor=2, num_workers=0,
+                max_seq_length=32, max_predictions_per_seq=5)
+  reference, summary = _generate(tmp_path, nfc_corpus, name="nfc.tfrecord", **common)
+  assert summary["unk_rate"] == 0.0 and summary["instances_written"] > 100
+  raw, raw_summary = _generate(tmp_path, nfd_corpus, name="raw.tfrecord", **common)
+  assert raw_summary["unk_rate"] > 0.8  # the original (no normalisation): words are [UNK]
+  fixed, _ = _generate(tmp_path, nfd_corpus, name="fixed.tfrecord", normalize="nfc",
+                       **common)
+  assert open(fixed, "rb").read() == open(reference, "rb").read()
+
+
+def test_split_sentences_turns_paragraph_lines_into_sentences(tmp_path):
+  pytest.importorskip("pysbd")
+  rng = random.Random(4)
+  words = ["market", "shares", "bank", "oil", "price", "rose", "fell", "said", "trade"]
+  paragraphs = []
+  for _ in range(150):
+    sentences = [" ".join(rng.choice(words) for _ in range(8)).capitalize() + "."
+                 for _ in range(6)]
+    paragraphs.append(" ".join(sentences))
+  corpus = _write(tmp_path, "paragraphs.txt",
+                  "\n\n".join("\n".join(paragraphs[i:i + 3]) for i in range(0, 150, 3)) + "\n")
+  vocab = _test_vocab(tmp_path, words + [w.capitalize() for w in words])
+  common = dict(vocab=vocab, dupe_factor=2, num_workers=0, max_seq_length=40,
+                short_seq_prob=0.0)
+  _, as_lines = _generate(tmp_path, corpus, name="lines.tfrecord", **common)
+  _, split = _generate(tmp_path, corpus, name="split.tfrecord",
+                       split_sentences=cpd.sentence_splitter("pysbd", "en"), **common)
+  # 3 paragraph lines a document, each of 6 sentences: as lines, 150 sentences; split,
+  # 900, and the same tokens.
+  assert (as_lines["sentences"], split["sentences"]) == (150, 900)
+  assert as_lines["corpus_tokens"] == split["corpus_tokens"] == 150 * 6 * 9
+  # A 55-token paragraph exceeds the 37-token target alone: each instance is one line
+  # paired with a random document. Split into 9-token sentences, pairs are mostly real.
+  assert as_lines["random_next_fraction"] == 1.0
+  assert split["random_next_fraction"] < 0.6

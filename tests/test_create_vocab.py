@@ -2,6 +2,7 @@
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -116,3 +117,102 @@ def test_missing_input_is_a_one_line_error(tmp_path):
       f"create_vocab.py: error: --input_file: no file matches '{tmp_path}/nope*.txt'")
   assert "Traceback" not in result.stderr
   assert not os.path.exists(tmp_path / "v.txt")
+
+
+def _last_line(result):
+  return result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--num_iterations=0"], "--num_iterations=0: must be at least 1"),
+    (["--vocab_size=1000000000"],
+     "--vocab_size=1000000000: more than 1,000,000, beyond any sane vocabulary"),
+    (["--lower_thresh=0"], "--lower_thresh=0: must be at least 1"),
+    (["--slack_ratio=1.5"], "--slack_ratio=1.5: must be in [0, 1)"),
+])
+def test_flag_errors_are_one_line_before_learning(tmp_path, args, message):
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=1, documents=3, sentences=3)
+  out = tmp_path / "v" / "vocab.txt"
+  result = _run([f"--input_file={corpus}", f"--output_file={out}", *args])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert _last_line(result) == f"create_vocab.py: error: {message}"
+  assert "Traceback" not in result.stderr and sorted(os.listdir(tmp_path)) == ["ko.txt"]
+
+
+def test_unwritable_outputs_fail_before_learning(tmp_path):
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=1, documents=3, sentences=3)
+  blocker = tmp_path / "blocker"
+  blocker.write_text("a file\n")
+  under_file = blocker / "sub" / "vocab.txt"
+  result = _run([f"--input_file={corpus}", f"--output_file={under_file}"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert _last_line(result) == (f"create_vocab.py: error: --output_file={under_file}: "
+                                f"{blocker} is a file, not a directory")
+  directory = tmp_path / "a_dir"
+  directory.mkdir()
+  result = _run([f"--input_file={corpus}", f"--output_file={directory}"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert _last_line(result) == (f"create_vocab.py: error: --output_file={directory}: is a "
+                                "directory, expected a file")
+  # Named up front: no learning ran (it logs "counted ... words" when it does).
+  assert "counted" not in result.stderr and os.listdir(directory) == []
+  config_dir = tmp_path / "cfg"
+  config_dir.mkdir()
+  result = _run([f"--input_file={corpus}", f"--output_file={tmp_path / 'v.txt'}",
+                 f"--output_config_file={config_dir}"])
+  assert result.returncode == 2 and _last_line(result) == (
+      f"create_vocab.py: error: --output_config_file={config_dir}: is a directory, "
+      "expected a file")
+  assert sorted(os.listdir(tmp_path)) == ["a_dir", "blocker", "cfg", "ko.txt"]
+
+
+def test_decomposed_hangul_trap_and_normalize_nfc(tmp_path):
+  """Text copied from macOS holds NFD Hangul: learned as is (the original's behaviour),
+  the vocabulary is conjoining jamo and NFC text becomes [UNK]; --normalize=nfc learns
+  syllables. The corpus check names the trap before learning."""
+  import unicodedata  # pylint: disable=g-import-not-at-top
+  corpus = tmp_path / "nfc.txt"
+  _korean_corpus(corpus, seed=1, documents=80, sentences=10)
+  nfd = tmp_path / "nfd.txt"
+  nfd.write_text(unicodedata.normalize("NFD", corpus.read_text(encoding="utf-8")),
+                 encoding="utf-8")
+  common = ["--do_lower_case=False", "--vocab_size=1000", "--lower_thresh=2",
+            "--holdout_every=20"]
+  raw = tmp_path / "raw" / "vocab.txt"
+  result = _run([f"--input_file={nfd}", f"--output_file={raw}", *common])
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "WARNING: 800 of 800 lines hold decomposed (NFD) text" in result.stderr
+  vocab = tokenization.load_vocab(str(raw))
+  jamo = [t for t in vocab if "\u1100" <= t.lstrip("#")[:1] <= "\u11ff"]
+  assert len(jamo) > 20 and "학생" not in vocab
+  full = tokenization.FullTokenizer(str(raw), do_lower_case=False)
+  assert full.tokenize("학생") == ["[UNK]"]
+
+  fixed = tmp_path / "fixed" / "vocab.txt"
+  result = _run([f"--input_file={nfd}", f"--output_file={fixed}", "--normalize=nfc",
+                 *common])
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert "lines hold decomposed" not in result.stderr
+  vocab = tokenization.load_vocab(str(fixed))
+  assert not [t for t in vocab if "\u1100" <= t.lstrip("#")[:1] <= "\u11ff"]
+  assert "할아버지처럼" in vocab and "##를" in vocab and "##부터" in vocab
+  assert json.loads(result.stdout.strip().splitlines()[-1])["unk_rate"] < 0.001
+
+
+def test_check_only_names_hangul_under_lower_casing_and_writes_nothing(tmp_path):
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=1, documents=10, sentences=5)
+  out = tmp_path / "v" / "vocab.txt"
+  result = _run([f"--input_file={corpus}", f"--output_file={out}", "--check_only",
+                 "--do_lower_case=True"])
+  assert result.returncode == 0, result.stderr[-2000:]
+  warnings = [l for l in result.stderr.splitlines()
+              if "] WARNING: --do_lower_case=True changes" in l]
+  assert len(warnings) == 1 and "(HANGUL)" in warnings[0]
+  assert "Hangul syllables come apart into jamo" in warnings[0]
+  assert sorted(os.listdir(tmp_path)) == ["ko.txt"]
+  result = _run([f"--input_file={corpus}", f"--output_file={out}", "--check_only",
+                 "--do_lower_case=False"])
+  assert result.returncode == 0 and re.search(r"\]   no warnings$", result.stderr, re.M)
