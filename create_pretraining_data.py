@@ -23,6 +23,11 @@ the next-sentence pairs, each with a warning naming the likely cause. --check_on
 there. Opt-in, not the original's: --normalize=nfc, --split_sentences=pysbd.
 """
 
+import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+
+runtime_log.quiet()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import sys
 
 from absl import app

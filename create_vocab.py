@@ -25,6 +25,11 @@ decomposed (NFD) text, paragraph-a-line corpora. --check_only stops there.
 before counting; pass the same to create_pretraining_data.py.
 """
 
+import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+
+runtime_log.quiet()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import collections
 import json
 import os
