@@ -176,6 +176,7 @@ def test_extract_features_reads_pretraining_and_classifier_runs(pretrained, tmp_
   assert np.abs(tuned - twin).max() > 1e-3  # fine-tuning moved the encoder
 
 
+@pytest.mark.slow  # the default run has these refusals in the catalogue's harness
 def test_runs_that_must_refuse(pretrained, tmp_path):
   root = pretrained
   classifier = tmp_path / "classifier"

@@ -175,7 +175,10 @@ def test_basic_tokenizer_equals_reference_on_every_code_point():
     assert bad == [], f"BasicTokenizer(do_lower_case={lower}): lines {bad[:5]} differ"
 
 
-@pytest.mark.parametrize("vocab_name", ["small", "uncased", "cased"])
+# The vocabulary the test writes runs by default (no ../shared needed); the two real
+# vocabularies, 20 s each, with the slow tests (`make test-slow`).
+@pytest.mark.parametrize("vocab_name", ["small", pytest.param("uncased", marks=pytest.mark.slow),
+                                        pytest.param("cased", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("lower", [True, False])
 def test_both_paths_equal_reference_on_every_code_point(vocab_name, lower, lines,
                                                          reference_words, small_vocab_file):
