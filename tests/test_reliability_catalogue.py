@@ -348,7 +348,7 @@ def eval_only_with_nothing_trained(ws):
               absent=[os.path.join(out, "eval_results.txt")])
 
 
-@case("run_classifier.py")
+@case("run_classifier.py", default=True)
 def eval_only_from_a_pretrained_encoder(ws):
   d = _mrpc(ws, "cls-untrained2", dev="good")
   out = ws.path("cls-o27")
