@@ -41,6 +41,11 @@ _NOISE = (
     re.compile(rb"oneDNN custom operations are on"),
     re.compile(rb"^Memory patch applied"),
     re.compile(rb"Sharding callback duration"),
+    # TensorFlow's Python side, through absl at INFO when a SavedModel is written.
+    re.compile(rb"signature_serialization\.py:\d+\] Function `\w+` contains input name"),
+    re.compile(rb"fingerprinting_utils\.py:\d+\] Writing fingerprint to "),
+    re.compile(rb"builder_impl\.py:\d+\] Assets written to: "),
+    re.compile(rb"\] Found untraced functions such as "),
 )
 
 _STATE = {}

@@ -21,6 +21,11 @@ def test_is_noise_drops_runtime_lines_and_keeps_everything_else():
       b"TensorFlow with the appropriate compiler flags.",
       b"I1122 21:45:58.767910 140133446048640 functional_saver.py:440] Sharding callback "
       b"duration: 135 microseconds",
+      b"I1122 23:23:46.866415 140042834611072 signature_serialization.py:156] Function "
+      b"`serve_pair` contains input name(s) 16382, 16384 with unsupported characters "
+      b"which will be renamed to unknown, unknown_0 in the SavedModel.",
+      b"I1122 23:23:55.399454 140042834611072 fingerprinting_utils.py:49] Writing "
+      b"fingerprint to /tmp/pt/.hub.tmp-640ba920/preprocessor/fingerprint.pb",
   ]
   kept = [
       # Our own absl log lines have the same layout, with a .py file.
