@@ -394,8 +394,11 @@ class TrainLogger:
       self.writer.close()
 
 
-def _next_call_length(current, config):
-  """Steps in the next loop call: it ends at log, checkpoint and final steps."""
+def _next_call_length(current, config, first_call=False):
+  """Steps in the next loop call: it ends at log, checkpoint and final steps. The first
+  call makes one step, so that its tracing time stays out of every rate and ETA."""
+  if first_call:
+    return 1
   return min(config.steps_per_loop, config.num_train_steps - current,
              config.log_every_steps - current % config.log_every_steps,
              config.save_checkpoints_steps - current % config.save_checkpoints_steps)
@@ -440,7 +443,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
                  current, config.num_train_steps)
   with _SigtermFlag() as sigterm:
     while current < config.num_train_steps:
-      steps = _next_call_length(current, config)
+      steps = _next_call_length(current, config, first_call=current == resumed_at)
       started = time.time()
       loss, norm, sums = train_loop(iterator, tf.constant(steps, tf.int32))
       loss, seconds, current = float(loss), time.time() - started, int(state.step.numpy())
