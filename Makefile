@@ -24,7 +24,7 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 demo: $(VENV)/.installed
 	$(PY) quickstart.py --output_dir=out/quickstart
 
-## test: install, then run the default test suite (tiny models, under 10 minutes on 2 CPU cores)
+## test: install, then run the default test suite (tiny models; 560 tests, 10-20 minutes on 2 CPU cores)
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow"
 
