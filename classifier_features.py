@@ -50,17 +50,9 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
   longer text first (tokenization.truncate_seq_pair), a single text its tail. As in the
   original, a text_b that is empty or yields no tokens counts as no text_b.
   """
-  tokens_a = tokenizer.tokenize(example.text_a)
   tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-  if tokens_b:
-    tokenization.truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
-  elif len(tokens_a) > max_seq_length - 2:
-    tokens_a = tokens_a[0:(max_seq_length - 2)]
-  tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-  segment_ids = [0] * len(tokens)
-  if tokens_b:
-    tokens += tokens_b + ["[SEP]"]
-    segment_ids += [1] * (len(tokens_b) + 1)
+  tokens, segment_ids = tokenization.pack_tokens(tokenizer.tokenize(example.text_a),
+                                                 tokens_b, max_seq_length)
   input_ids = tokenizer.convert_tokens_to_ids(tokens)
   input_mask = [1] * len(input_ids)
   padding = max_seq_length - len(input_ids)

@@ -55,17 +55,9 @@ def convert_examples_to_features(examples, seq_length, tokenizer):
   """The original's conversion: [CLS] A [SEP] (B [SEP]), truncated to seq_length."""
   features = []
   for example in examples:
-    tokens_a = tokenizer.tokenize(example.text_a)
     tokens_b = tokenizer.tokenize(example.text_b) if example.text_b else None
-    if tokens_b:
-      tokenization.truncate_seq_pair(tokens_a, tokens_b, seq_length - 3)
-    else:
-      tokens_a = tokens_a[:seq_length - 2]
-    tokens = ["[CLS]"] + tokens_a + ["[SEP]"]
-    type_ids = [0] * len(tokens)
-    if tokens_b:
-      tokens += tokens_b + ["[SEP]"]
-      type_ids += [1] * (len(tokens_b) + 1)
+    tokens, type_ids = tokenization.pack_tokens(tokenizer.tokenize(example.text_a),
+                                                tokens_b, seq_length)
     input_ids = tokenizer.convert_tokens_to_ids(tokens)
     features.append(InputFeatures(example.unique_id, tokens, input_ids, [1] * len(tokens),
                                   type_ids))

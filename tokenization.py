@@ -220,6 +220,27 @@ def truncate_seq_pair(tokens_a, tokens_b, max_length):
       tokens_b.pop()
 
 
+def pack_tokens(tokens_a, tokens_b, max_seq_length):
+  """The original's packing of WordPieces: (tokens, segment_ids), unpadded.
+
+  `[CLS] a [SEP]` (segment 0) and, when tokens_b holds tokens, `b [SEP]` (segment 1); a
+  pair is truncated with truncate_seq_pair to max_seq_length - 3 tokens, a single text
+  keeps its first max_seq_length - 2. An empty or None tokens_b counts as no second text
+  (the original's `if tokens_b:`). The input lists are not changed.
+  """
+  tokens_a, tokens_b = list(tokens_a), list(tokens_b or [])
+  if tokens_b:
+    truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+  else:
+    tokens_a = tokens_a[:max_seq_length - 2]
+  tokens = [CLS_TOKEN] + tokens_a + [SEP_TOKEN]
+  segment_ids = [0] * len(tokens)
+  if tokens_b:
+    tokens += tokens_b + [SEP_TOKEN]
+    segment_ids += [1] * (len(tokens_b) + 1)
+  return tokens, segment_ids
+
+
 class FullTokenizer:
   """End-to-end tokenization: BasicTokenizer, then WordpieceTokenizer on each word.
 

@@ -127,7 +127,7 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_temp_files(tmp_path)
       last, out = _disk_full_through_injection(tmp_path)
       assert last.startswith(f"--output_dir={out}: could not save ckpt-0"), last
       left = os.listdir(out)
-  assert "No space left on device" in last or "ENOSPC" in last or "space" in last
+  assert "(the disk is full: No space left on device)" in last
   assert [n for n in left if "_temp" in n or ".tempstate" in n] == []
 
 
@@ -170,4 +170,3 @@ def test_flags_that_cannot_work_are_refused_by_name(flag, value, message):
   with pytest.raises(flags_common.FlagError) as error:
     flags_common.RunOptions(output_dir="out", do_train=True, **{flag: value})
   assert str(error.value).startswith(message)
-  assert flags_common.RunOptions(output_dir="out", do_train=True).learning_rate == 5e-5

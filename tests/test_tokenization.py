@@ -653,3 +653,16 @@ def test_nfc_fast_equals_full_on_real_text(real_tokenizers):
       nfd = [unicodedata.normalize("NFD", l) for l in MULTILINGUAL_LINES]
       assert [full_nfc.tokenize(l) for l in nfd] == [full_nfc.tokenize(l)
                                                       for l in MULTILINGUAL_LINES]
+
+
+def test_pack_tokens_is_the_originals_layout_and_truncation():
+  a, b = ["a1", "a2", "a3", "a4", "a5"], ["b1", "b2"]
+  tokens, segments = tokenization.pack_tokens(a, b, 8)
+  # 5 tokens for the pair: the longer text loses its tail first.
+  assert tokens == ["[CLS]", "a1", "a2", "a3", "[SEP]", "b1", "b2", "[SEP]"]
+  assert segments == [0, 0, 0, 0, 0, 1, 1, 1]
+  assert a == ["a1", "a2", "a3", "a4", "a5"] and b == ["b1", "b2"]  # inputs untouched
+  # No second text, or one without tokens: a single segment of max_seq_length - 2.
+  for empty in (None, []):
+    tokens, segments = tokenization.pack_tokens(a, empty, 5)
+    assert tokens == ["[CLS]", "a1", "a2", "a3", "[SEP]"] and segments == [0] * 5
