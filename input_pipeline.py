@@ -124,13 +124,6 @@ def write_examples(path, feature_dicts, float_features=None):
   return count
 
 
-def make_feature_spec(lengths, float_features=()):
-  """{name: length} -> tf.io.parse_single_example spec (int64, or float32 if listed)."""
-  return {name: tf.io.FixedLenFeature([length], tf.float32 if name in float_features
-                                      else tf.int64)
-          for name, length in lengths.items()}
-
-
 def decode_record(record, spec):
   """Parses one serialized Example; int64 features become int32 (what the model takes).
 
