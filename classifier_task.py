@@ -108,7 +108,8 @@ class ClassifierTask(finetune.Task):
       self.eval_sets = self.processor.get_eval_sets(self.data_dir)
     if options.do_predict:
       self.predict_sets = self.processor.get_predict_sets(self.data_dir)
-    self.tokenizer = tokenization.FastTokenizer(options.vocab_file, options.do_lower_case)
+    self.tokenizer = tokenization.FastTokenizer(options.vocab_file, options.do_lower_case,
+                                                normalize=options.normalize)
 
   def num_train_examples(self):
     return len(self.train_examples)
@@ -160,8 +161,9 @@ class ClassifierTask(finetune.Task):
         logging.info("Wrote %s (GLUE submission format)", path)
 
   def export(self, model, export_dir):
-    tokenizer = self.tokenizer or tokenization.FastTokenizer(self.options.vocab_file,
-                                                             self.options.do_lower_case)
+    tokenizer = self.tokenizer or tokenization.FastTokenizer(
+        self.options.vocab_file, self.options.do_lower_case,
+        normalize=self.options.normalize)
     export.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
                              max_seq_length=self.options.max_seq_length,
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,

@@ -86,11 +86,7 @@ flags.DEFINE_integer(
     "come from the same chunk (the original: from the whole corpus).")
 flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
                   "A line that is not valid UTF-8: fail naming file and line, or skip it.")
-flags.DEFINE_enum(
-    "normalize", "none", ["none", "nfc"],
-    "nfc: put every line in Unicode NFC (composed) form before tokenizing, as "
-    "create_vocab.py --normalize=nfc does (for decomposed text, e.g. Hangul copied from "
-    "macOS). The original does not normalise.")
+flags_common.define_normalize_flag("before tokenizing")
 flags.DEFINE_string(
     "split_sentences", None,
     "Split each line into sentences with a sentence-boundary library (optional "

@@ -90,11 +90,7 @@ flags.DEFINE_integer("holdout_every", 100,
                      "Keep every N-th line out of learning to measure the [UNK] rate "
                      "(0: measure on the training lines instead).")
 flags.DEFINE_integer("log_every_lines", 200000, "Progress log interval, in lines.")
-flags.DEFINE_enum(
-    "normalize", "none", ["none", "nfc"],
-    "nfc: put every line in Unicode NFC (composed) form before counting words (for "
-    "decomposed text, e.g. Hangul copied from macOS); pass the same to "
-    "create_pretraining_data.py. The original does not normalise.")
+flags_common.define_normalize_flag("before counting words")
 flags.DEFINE_bool("check_only", False,
                   "Print the corpus check (case, normalisation, sentence-pair warnings on "
                   "a sample) and stop without learning or writing anything.")

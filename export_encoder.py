@@ -46,6 +46,7 @@ import tokenization
 flags_common.define_model_flags(max_seq_length=hub_export.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
 flags_common.define_runtime_flags()
+flags_common.define_normalize_flag("in the preprocessor, before tokenizing (--format=tfhub)")
 flags.DEFINE_enum(
     "format", "tfhub", ["tfhub", "huggingface"],
     "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
@@ -121,6 +122,12 @@ def main(_):
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     hub_export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     if FLAGS.format == "huggingface":
+      if FLAGS.normalize != "none":
+        raise script_utils.UserError(
+            f"--normalize={FLAGS.normalize} with --format=huggingface: Hugging Face's "
+            "BertTokenizer has no NFC step, so the export would tokenize decomposed text "
+            "differently from training; normalise the text before it reaches the tokenizer "
+            "or export --format=tfhub")
       _export_hugging_face(config)
       logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
                    time.time() - start)
@@ -132,7 +139,8 @@ def main(_):
                  report["format"])
     encoder_path, preprocessor_path = hub_export.export_encoder_and_preprocessor(
         FLAGS.export_dir, encoder, FLAGS.vocab_file, FLAGS.do_lower_case,
-        seq_length=seq_length, overwrite=FLAGS.overwrite, log=logging.info)
+        seq_length=seq_length, overwrite=FLAGS.overwrite, log=logging.info,
+        normalize=None if FLAGS.normalize == "none" else FLAGS.normalize)
     logging.info("Wrote %s and %s in %.0f s", os.path.abspath(encoder_path),
                  os.path.abspath(preprocessor_path), time.time() - start)
 

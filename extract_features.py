@@ -33,6 +33,7 @@ import flags_common
 import script_utils
 
 flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_normalize_flag("before tokenizing")
 flags_common.define_tpu_flags()
 flags_common.define_runtime_flags()
 flags.DEFINE_string("input_file", None,
@@ -60,7 +61,7 @@ def main(_):
     count = feature_extraction.extract_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,
-        FLAGS.batch_size)
+        FLAGS.batch_size, normalize=None if FLAGS.normalize == "none" else FLAGS.normalize)
     logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
 
 

@@ -137,17 +137,18 @@ def extract(features, encoder, layer_indexes, batch_size, writer):
 
 
 def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config_file,
-                 init_checkpoint, layers, max_seq_length, batch_size):
+                 init_checkpoint, layers, max_seq_length, batch_size, normalize=None):
   """Reads input_file, writes output_file (atomically); returns the number of examples.
 
-  The arguments are extract_features.py's flags of the same names.
+  The arguments are extract_features.py's flags of the same names (normalize: None or
+  "nfc").
   """
   if batch_size <= 0:
     raise script_utils.UserError(f"--batch_size={batch_size} must be positive")
   config = checkpoints.load_bert_config(bert_config_file)
   checkpoints.check_max_seq_length(max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
-  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
+  tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, normalize=normalize)
   checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)

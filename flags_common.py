@@ -53,6 +53,21 @@ def define_model_flags(max_seq_length=128, require_vocab=True, require_config=Tr
     flags.mark_flag_as_required("vocab_file")
 
 
+def define_normalize_flag(applies_to="before tokenizing"):
+  """--normalize: none (the original) or nfc, the same choice at every step of a run.
+
+  A model whose vocabulary was learned with create_vocab.py --normalize=nfc must see NFC
+  text everywhere after: in its pretraining data, its fine-tuning, its exported
+  preprocessing. `run_options` reads it as None or "nfc"."""
+  if not _once("normalize"):
+    return
+  flags.DEFINE_enum(
+      "normalize", "none", ["none", "nfc"],
+      f"nfc: put every line in Unicode NFC (composed) form {applies_to} (for decomposed "
+      "text, e.g. Hangul copied from macOS); use the same setting as create_vocab.py and "
+      "create_pretraining_data.py. The original does not normalise.")
+
+
 def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
                      learning_rate=5e-5, num_train_epochs=3.0, do_predict=True,
                      num_train_steps=None, num_warmup_steps=None):
@@ -217,6 +232,7 @@ class RunOptions:
   vocab_file: str = None
   init_checkpoint: str = None
   do_lower_case: bool = True
+  normalize: str = None            # None (the original) or "nfc"
   max_seq_length: int = 128
   do_train: bool = False
   do_eval: bool = False
@@ -303,5 +319,7 @@ def run_options(flag_values, **overrides):
     values["num_tpu_cores"] = None
   if "iterations_per_loop" in flag_values:
     values["steps_per_loop"] = steps_per_loop(flag_values)
+  if values.get("normalize") == "none":
+    values["normalize"] = None
   values.update(overrides)
   return RunOptions(**values)

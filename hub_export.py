@@ -198,13 +198,15 @@ def _pack(segments, seq_length, cls_id, sep_id):
   return {hub: packed[ours] for hub, ours in zip(ENCODER_INPUT_NAMES, _MODEL_INPUT_NAMES)}
 
 
-def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_LENGTH):
+def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_LENGTH,
+                              normalize=None):
   """A saveable TF-Hub-style preprocessor: the original tokenization, packing, defaults.
 
+  normalize: None (the original) or "nfc", applied to the text before tokenizing.
   Returns (root, signatures) for tf.saved_model.save.
   """
   tf = _tf()
-  tokenizer = tokenization.FastTokenizer(vocab_file, do_lower_case)
+  tokenizer = tokenization.FastTokenizer(vocab_file, do_lower_case, normalize=normalize)
   vocab = list(tokenization.load_vocab(vocab_file))
   default_seq_length = int(seq_length)
   cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
@@ -284,7 +286,7 @@ def check_export_dir(export_dir, overwrite=False):
 
 def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case,
                                     seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
-                                    log=None):
+                                    log=None, normalize=None):
   """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once.
 
   model: a modeling.BertModel holding the weights to export. Both SavedModels are
@@ -301,7 +303,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
     for name, build, args in (
         (ENCODER_DIR, build_encoder_module, (model,)),
         (PREPROCESSOR_DIR, build_preprocessor_module,
-         (vocab_file, do_lower_case, seq_length))):
+         (vocab_file, do_lower_case, seq_length, normalize))):
       started = time.time()
       log("Tracing the %s", name)
       root, signatures = build(*args)

@@ -32,6 +32,8 @@ import script_utils
 FLAGS = flags.FLAGS
 
 flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_normalize_flag("before tokenizing, here and in the exported serve_text "
+                                   "signature")
 flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8)
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()

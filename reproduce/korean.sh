@@ -35,22 +35,22 @@ if (( QUICK )); then
   VOCAB_SIZE=8000; VOCAB_WORDS=20000
   SEQ=64; MAX_PRED=10; DUPE=2
   HIDDEN=128; LAYERS=2; HEADS=2; INTERMEDIATE=512
-  PRETRAIN_STEPS=600; PRETRAIN_BATCH=32; PRETRAIN_LR=1e-3
+  PRETRAIN_STEPS=1200; PRETRAIN_BATCH=32; PRETRAIN_LR=1e-3
   NSMC_TRAIN_EVERY=20; NSMC_DEV_EVERY=5      # 3,000 of 60,000 train rows; 1,000 of 5,000 dev
   STS_TRAIN_EVERY=2; STS_DEV_EVERY=3         # 2,875 of 5,749; 500 of 1,500
   XNLI_TRAIN_EVERY=1                          # all 1,992 train rows of the split
-  FT_EPOCHS=2; FT_BATCH=32; FT_LR=2e-4
+  FT_EPOCHS=2; FT_BATCH=32; FT_LR=3e-4
 else
   MODE=full
   CORPUS_DOCS=0          # all
   VOCAB_SIZE=16000; VOCAB_WORDS=60000
   SEQ=64; MAX_PRED=10; DUPE=2
   HIDDEN=128; LAYERS=4; HEADS=4; INTERMEDIATE=512
-  PRETRAIN_STEPS=2000; PRETRAIN_BATCH=32; PRETRAIN_LR=1e-3
+  PRETRAIN_STEPS=6000; PRETRAIN_BATCH=32; PRETRAIN_LR=1e-3
   NSMC_TRAIN_EVERY=10; NSMC_DEV_EVERY=2      # 6,000 train rows; 2,500 dev
   STS_TRAIN_EVERY=2; STS_DEV_EVERY=1         # 2,875 train rows; all 1,500 dev
   XNLI_TRAIN_EVERY=1
-  FT_EPOCHS=3; FT_BATCH=32; FT_LR=2e-4
+  FT_EPOCHS=3; FT_BATCH=32; FT_LR=3e-4
 fi
 SETTINGS=(MODE CORPUS_DOCS VOCAB_SIZE VOCAB_WORDS SEQ MAX_PRED DUPE HIDDEN LAYERS HEADS
           INTERMEDIATE PRETRAIN_STEPS PRETRAIN_BATCH PRETRAIN_LR NSMC_TRAIN_EVERY
@@ -167,7 +167,8 @@ step run_pretraining "$PRETRAIN/pretrained/bert_model.ckpt.index" -- \
   --train_batch_size="$PRETRAIN_BATCH" --max_seq_length="$SEQ" \
   --max_predictions_per_seq="$MAX_PRED" --num_train_steps="$PRETRAIN_STEPS" \
   --num_warmup_steps="$((PRETRAIN_STEPS / 10))" --learning_rate="$PRETRAIN_LR" \
-  --max_eval_steps=20 --save_checkpoints_steps="$PRETRAIN_STEPS" --log_every_steps=50
+  --max_eval_steps=20 --save_checkpoints_steps="$PRETRAIN_STEPS" --log_every_steps=100 \
+  --enable_xla
 
 # ------------------------------------------------------------------ fine-tuning
 # finetune TASK INIT [run_classifier flags...]: INIT is pretrained or random.
@@ -182,7 +183,7 @@ finetune() {
     --vocab_file="$VOCAB" --do_lower_case=false --bert_config_file="$CONFIG" \
     "${init_flags[@]}" --do_train=true --do_eval=true --max_seq_length="$SEQ" \
     --train_batch_size="$FT_BATCH" --eval_batch_size=64 --learning_rate="$FT_LR" \
-    --num_train_epochs="$FT_EPOCHS" --seed=1 --output_dir="$dir" "$@"
+    --num_train_epochs="$FT_EPOCHS" --seed=1 --enable_xla --output_dir="$dir" "$@"
 }
 NSMC_FLAGS=(--text_a_column=document --label_column=label)
 STS_FLAGS=(--text_a_column=sentence1 --text_b_column=sentence2 --label_column=score --regression=true)

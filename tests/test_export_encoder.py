@@ -527,6 +527,24 @@ def test_check_export_dir(tmp_path):
     hub_export.check_export_dir(str(tmp_path / "x"), overwrite=True)
 
 
+def test_preprocessor_normalize_nfc_composes_decomposed_hangul(tmp_path):
+  """export_encoder.py --normalize=nfc: the preprocessor tokenizes NFD Hangul (macOS) as
+  the NFC text; without it (the original) the decomposed syllables are [UNK]."""
+  import unicodedata  # pylint: disable=g-import-not-at-top
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "한국", "##어",
+                              "영화", "."]) + "\n", encoding="utf-8")
+  nfc = ["한국어 영화.", "영화."]
+  nfd = [unicodedata.normalize("NFD", t) for t in nfc]
+  composed, _ = hub_export.build_preprocessor_module(str(vocab), False, 16, normalize="nfc")
+  plain, _ = hub_export.build_preprocessor_module(str(vocab), False, 16)
+  expected = [[[5, 6], [7], [8]], [[7], [8]]]  # [batch, words, pieces]
+  assert composed.tokenize(tf.constant(nfd)).to_list() == expected
+  assert composed.tokenize(tf.constant(nfc)).to_list() == expected
+  assert plain.tokenize(tf.constant(nfc)).to_list() == expected
+  assert plain.tokenize(tf.constant(nfd)).to_list() == [[[1], [1], [8]], [[1], [8]]]
+
+
 # --------------------------------------------------------------------------- real model
 
 

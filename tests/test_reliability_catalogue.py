@@ -1094,6 +1094,16 @@ def malformed_config_json(ws):
   return dict(argv=_export(ws, out, config=config), expect=[config, "line 2"], absent=[out])
 
 
+@case("export_encoder.py")
+def normalize_with_hugging_face_format(ws):
+  # Hugging Face's BertTokenizer has no NFC step: the export would tokenize differently.
+  out = ws.path("ee-o9")
+  argv = [a for a in _export(ws, out) if not a.startswith("--max_seq_length")]
+  return dict(argv=argv + ["--format=huggingface", "--normalize=nfc"],
+              expect=["--normalize=nfc", "--format=huggingface"], absent=[out],
+              setup=[_export_checkpoint(ws)])
+
+
 # --------------------------------------------------------------------------- running
 
 
