@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_accelerator.py")
@@ -18,6 +19,7 @@ def _positive_finite(value):
   return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.slow  # 76 s: the whole --quick matrix (make test-slow)
 def test_quick_run_writes_the_whole_matrix_as_json(tmp_path):
   out = tmp_path / "accelerator.json"
   proc = subprocess.run([sys.executable, SCRIPT, "--quick", f"--json_out={out}"],

@@ -90,6 +90,7 @@ def _eval_results(out):
   return (out / "eval_results.txt").read_text()
 
 
+@pytest.mark.slow  # 62 s: five subprocess runs (make test-slow)
 def test_classifier_from_a_pretraining_run_equals_its_google_twin(pretrained, tmp_path):
   root = pretrained
   _classify(root, tmp_path / "from_google", root / "pretrain" / "pretrained" / "bert_model.ckpt")
@@ -158,6 +159,7 @@ def _features(root, init, out_file):
   return np.array([f["layers"][0]["values"] for f in line["features"]])
 
 
+@pytest.mark.slow  # 45 s: four subprocess runs (make test-slow)
 def test_extract_features_reads_pretraining_and_classifier_runs(pretrained, tmp_path):
   root = pretrained
   (root / "lines.txt").write_text("the cat sat on a mat\n")

@@ -390,6 +390,7 @@ def _word_texts(vocab_file, count, seed):
   return texts, labels
 
 
+@pytest.mark.slow  # 29 s: fit, export and a fresh-process reload (make test-slow)
 def test_keras3_classifier_fine_tunes_exports_and_reloads(tiny_export, tmp_path):
   """Text in, logits out: fit() tunes the encoder's own weights; model.export serves."""
   import keras  # pylint: disable=g-import-not-at-top

@@ -283,6 +283,7 @@ def _numpy_pretraining_loss(features):
           (weights * nll).sum(), weights.sum())
 
 
+@pytest.mark.slow  # 47 s: two logical CPUs, a fresh process (make test-slow)
 def test_global_batch_is_split_across_two_replicas():
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT}
   proc = subprocess.run([sys.executable, "-c", _SPLIT_CHILD], cwd=ROOT, env=env,

@@ -173,6 +173,7 @@ def _pretrain_args(tmp_path, data, config, out, steps, extra=()):
           "--log_every_steps=5", *extra]
 
 
+@pytest.mark.slow  # 65 s; test_training covers resume in-process (make test-slow)
 def test_kill_9_then_resume_equals_an_uninterrupted_run(tmp_path):
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(24)))
@@ -253,6 +254,7 @@ def _distributed(tmp_path, mode, *extra, env=None):
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), out
 
 
+@pytest.mark.slow  # 47 s: three strategies as subprocesses (make test-slow)
 def test_mirrored_and_multi_worker_reach_the_single_device_weights(tmp_path):
   single, single_out = _distributed(tmp_path, "one_device")
   assert single.wait(timeout=600) == 0, single.stderr.read()[-2000:]
