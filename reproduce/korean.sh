@@ -20,8 +20,8 @@
 # is one file (KorNLI's xnli.dev.ko.tsv); it is split here, deterministically, every 5th
 # row to dev and the rest to train (OUT/data/xnli). Test splits are not shipped: the
 # scores are dev scores. A step whose result exists is not run again (delete OUT to
-# start over). QUICK=1: under 12 minutes on 2 CPU cores; full: about 30-40 minutes
-# (estimated from QUICK's CPU seconds, docs/new_language.md). KOREAN_SETTINGS_ONLY=1
+# start over). Measured on 2 idle CPU cores (docs/new_language.md): full mode 49 minutes
+# (32 of them pretraining), QUICK=1 11 minutes. KOREAN_SETTINGS_ONLY=1
 # prints the mode's settings and stops.
 source "$(dirname "$0")/common.sh"
 QUICK="${QUICK:-0}"
