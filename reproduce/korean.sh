@@ -167,8 +167,8 @@ step run_pretraining "$PRETRAIN/pretrained/bert_model.ckpt.index" -- \
   --train_batch_size="$PRETRAIN_BATCH" --max_seq_length="$SEQ" \
   --max_predictions_per_seq="$MAX_PRED" --num_train_steps="$PRETRAIN_STEPS" \
   --num_warmup_steps="$((PRETRAIN_STEPS / 10))" --learning_rate="$PRETRAIN_LR" \
-  --max_eval_steps=20 --save_checkpoints_steps="$PRETRAIN_STEPS" --log_every_steps=100 \
-  --enable_xla
+  --max_eval_steps=20 --save_checkpoints_steps=1000 --log_every_steps=100 --enable_xla
+# (an interrupted pretraining resumes from its last checkpoint when the script runs again)
 
 # ------------------------------------------------------------------ fine-tuning
 # finetune TASK INIT [run_classifier flags...]: INIT is pretrained or random.
