@@ -310,7 +310,8 @@ def _warnings(report, do_lower_case, vocab_file, normalize):
         "(text copied from macOS often does): a vocabulary learned from it holds "
         "conjoining jamo or bare accents that NFC text never produces, so NFC text "
         "tokenizes to [UNK]; pass --normalize=nfc to create_vocab.py and "
-        "create_pretraining_data.py (and normalise the fine-tuning text)")
+        "create_pretraining_data.py (and to run_classifier.py, which applies it to the "
+        "fine-tuning text and its export)")
   warnings += _pair_warnings(report)
   return warnings
 
