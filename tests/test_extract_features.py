@@ -118,3 +118,45 @@ def test_empty_input_fails_in_one_line_and_writes_nothing(tmp_path):
       f"extract_features.py: error: --input_file={src}: the file is empty; give one "
       "example a line ('text_a' or 'text_a ||| text_b')")
   assert sorted(os.listdir(tmp_path)) == ["bert_config.json", "in.txt", "vocab.txt"]
+
+
+def test_normalize_nfc_composes_decomposed_input(tmp_path):
+  """--normalize=nfc: NFD Hangul (as macOS writes it) gives the tokens and values of the
+  NFC text, byte for byte; without it the decomposed syllables are [UNK]. Needs no
+  shared data: a tiny random model and vocabulary written here."""
+  import unicodedata  # pylint: disable=g-import-not-at-top
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import feature_extraction  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+                                               "한국", "##어", "영화", "."]), encoding="utf-8")
+  config_dict = {
+      "vocab_size": 9, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
+      "intermediate_size": 37, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+      "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64,
+      "type_vocab_size": 2, "initializer_range": 0.02}
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps(config_dict))
+  model = modeling.BertModel(modeling.BertConfig.from_dict(config_dict))
+  prefix = str(tmp_path / "model" / "bert_model.ckpt")
+  checkpoints.save_google_checkpoint(model, prefix)
+  nfc = "한국어 영화. ||| 영화.\n"
+  (tmp_path / "nfc.txt").write_text(nfc, encoding="utf-8")
+  (tmp_path / "nfd.txt").write_text(unicodedata.normalize("NFD", nfc), encoding="utf-8")
+  common = [f"--vocab_file={vocab}", f"--bert_config_file={config}",
+            f"--init_checkpoint={prefix}", "--do_lower_case=false", "--layers=-1",
+            "--max_seq_length=16"]
+  result = _run([f"--input_file={tmp_path / 'nfd.txt'}",
+                 f"--output_file={tmp_path / 'nfd.jsonl'}", "--normalize=nfc"] + common)
+  assert result.returncode == 0, result.stderr[-2000:]
+  for name, normalize in (("nfc", None), ("nfd_plain", None)):
+    source = tmp_path / ("nfc.txt" if name == "nfc" else "nfd.txt")
+    feature_extraction.extract_file(str(source), str(tmp_path / f"{name}.jsonl"), str(vocab),
+                                    False, str(config), prefix, "-1", 16, 8,
+                                    normalize=normalize)
+  assert (tmp_path / "nfd.jsonl").read_bytes() == (tmp_path / "nfc.jsonl").read_bytes()
+  tokens = lambda name: [f["token"] for f in json.loads(  # noqa: E731
+      (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8"))["features"]]
+  assert tokens("nfd") == ["[CLS]", "한국", "##어", "영화", ".", "[SEP]", "영화", ".", "[SEP]"]
+  assert tokens("nfd_plain") == ["[CLS]", "[UNK]", "[UNK]", ".", "[SEP]", "[UNK]", ".", "[SEP]"]
