@@ -133,7 +133,7 @@ def main(_):
     if not FLAGS.check_only:
       for path in outputs:
         pretraining_data.prepare_output(path)
-    normalize = None if FLAGS.normalize == "none" else FLAGS.normalize
+    normalize = flags_common.normalize_option(FLAGS.normalize)
     splitter = (pretraining_data.sentence_splitter(FLAGS.split_sentences,
                                                    FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)

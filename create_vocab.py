@@ -332,7 +332,7 @@ def run():
     # vocab.txt without its bert_config.json).
     script_utils.check_input_file(FLAGS.bert_config_template, "bert_config_template")
     modeling.BertConfig.from_json_file(FLAGS.bert_config_template)
-  normalize = None if FLAGS.normalize == "none" else FLAGS.normalize
+  normalize = flags_common.normalize_option(FLAGS.normalize)
   _print_corpus_check(files, normalize)
   if FLAGS.check_only:
     return

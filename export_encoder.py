@@ -122,7 +122,7 @@ def main(_):
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     hub_export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     if FLAGS.format == "huggingface":
-      if FLAGS.normalize != "none":
+      if flags_common.normalize_option(FLAGS.normalize):
         raise script_utils.UserError(
             f"--normalize={FLAGS.normalize} with --format=huggingface: Hugging Face's "
             "BertTokenizer has no NFC step, so the export would tokenize decomposed text "
@@ -140,7 +140,7 @@ def main(_):
     encoder_path, preprocessor_path = hub_export.export_encoder_and_preprocessor(
         FLAGS.export_dir, encoder, FLAGS.vocab_file, FLAGS.do_lower_case,
         seq_length=seq_length, overwrite=FLAGS.overwrite, log=logging.info,
-        normalize=None if FLAGS.normalize == "none" else FLAGS.normalize)
+        normalize=flags_common.normalize_option(FLAGS.normalize))
     logging.info("Wrote %s and %s in %.0f s", os.path.abspath(encoder_path),
                  os.path.abspath(preprocessor_path), time.time() - start)
 

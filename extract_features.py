@@ -61,7 +61,7 @@ def main(_):
     count = feature_extraction.extract_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,
-        FLAGS.batch_size, normalize=None if FLAGS.normalize == "none" else FLAGS.normalize)
+        FLAGS.batch_size, normalize=flags_common.normalize_option(FLAGS.normalize))
     logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
 
 

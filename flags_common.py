@@ -68,6 +68,11 @@ def define_normalize_flag(applies_to="before tokenizing"):
       "create_pretraining_data.py. The original does not normalise.")
 
 
+def normalize_option(value):
+  """--normalize's value as the tokenizers take it: None (the original) or "nfc"."""
+  return None if value in (None, "none") else value
+
+
 def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
                      learning_rate=5e-5, num_train_epochs=3.0, do_predict=True,
                      num_train_steps=None, num_warmup_steps=None):
@@ -319,7 +324,7 @@ def run_options(flag_values, **overrides):
     values["num_tpu_cores"] = None
   if "iterations_per_loop" in flag_values:
     values["steps_per_loop"] = steps_per_loop(flag_values)
-  if values.get("normalize") == "none":
-    values["normalize"] = None
+  if "normalize" in values:
+    values["normalize"] = normalize_option(values["normalize"])
   values.update(overrides)
   return RunOptions(**values)
