@@ -19,7 +19,7 @@ import numpy as np
 
 import classifier_data
 import classifier_features
-import export
+import serving
 import finetune
 import metrics
 import modeling
@@ -164,7 +164,7 @@ class ClassifierTask(finetune.Task):
     tokenizer = self.tokenizer or tokenization.FastTokenizer(
         self.options.vocab_file, self.options.do_lower_case,
         normalize=self.options.normalize)
-    export.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
+    serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
                              max_seq_length=self.options.max_seq_length,
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                              num_texts=self.processor.num_texts)

@@ -9,7 +9,7 @@
                              --seq_length
 
 Both load with `tf.saved_model.load` in a process that imports only tensorflow and
-tensorflow_text (see docs/export_encoder.md and hub_export.py for the interface).
+tensorflow_text (see docs/export_encoder.md and tfhub_modules.py for the interface).
 
 --format=huggingface writes <export_dir>/model.safetensors, config.json, vocab.txt and
 tokenizer_config.json, for transformers' `BertModel.from_pretrained(export_dir)` and
@@ -37,13 +37,13 @@ from absl import logging
 
 import checkpoints
 import flags_common
-import hub_export
+import tfhub_modules
 import hugging_face
 import modeling
 import script_utils
 import tokenization
 
-flags_common.define_model_flags(max_seq_length=hub_export.DEFAULT_SEQ_LENGTH,
+flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
 flags_common.define_runtime_flags()
 flags_common.define_normalize_flag("in the preprocessor, before tokenizing (--format=tfhub)")
@@ -120,7 +120,7 @@ def main(_):
                                                   FLAGS.init_checkpoint)
     vocab = tokenization.load_vocab(FLAGS.vocab_file)
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
-    hub_export.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+    tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     if FLAGS.format == "huggingface":
       if flags_common.normalize_option(FLAGS.normalize):
         raise script_utils.UserError(
@@ -137,7 +137,7 @@ def main(_):
     report = checkpoints.load_checkpoint(encoder, FLAGS.init_checkpoint)
     logging.info("Loaded %d encoder variables (%s)", len(report["loaded"]),
                  report["format"])
-    encoder_path, preprocessor_path = hub_export.export_encoder_and_preprocessor(
+    encoder_path, preprocessor_path = tfhub_modules.export_encoder_and_preprocessor(
         FLAGS.export_dir, encoder, FLAGS.vocab_file, FLAGS.do_lower_case,
         seq_length=seq_length, overwrite=FLAGS.overwrite, log=logging.info,
         normalize=flags_common.normalize_option(FLAGS.normalize))

@@ -57,8 +57,8 @@ def main(_):
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")
     script_utils.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
     script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
-    import feature_extraction  # deferred: TensorFlow loads here, so --help stays fast
-    count = feature_extraction.extract_file(
+    import encoder_activations  # deferred: TensorFlow loads here, so --help stays fast
+    count = encoder_activations.extract_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,
         FLAGS.batch_size, normalize=flags_common.normalize_option(FLAGS.normalize))

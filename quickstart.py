@@ -24,7 +24,7 @@ from absl import app
 from absl import flags
 
 import flags_common
-from quickstart_steps import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
+from demo_pipeline import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 import script_utils
 

@@ -20,7 +20,7 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-import export
+import serving
 import finetune
 import modeling
 import script_utils
@@ -248,5 +248,5 @@ class SquadTask(finetune.Task):
       return {"start_logits": tf.cast(outputs["start_logits"], tf.float32),
               "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
 
-    export.write_saved_model(export_dir, [export.Endpoint(
-        "serving_default", serve, export.token_id_specs())], track=[model])
+    serving.write_saved_model(export_dir, [serving.Endpoint(
+        "serving_default", serve, serving.token_id_specs())], track=[model])

@@ -44,7 +44,7 @@ def run(quick=False):
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
   import checkpoints  # pylint: disable=g-import-not-at-top
-  import export  # pylint: disable=g-import-not-at-top
+  import serving  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
 
@@ -61,7 +61,7 @@ def run(quick=False):
   rows = []
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "export")
-    export.export_classifier(path, model, ["negative", "positive"], tokenizer=fast,
+    serving.export_classifier(path, model, ["negative", "positive"], tokenizer=fast,
                              max_seq_length=128, cls_id=fast.cls_id, sep_id=fast.sep_id)
     loaded = tf.saved_model.load(path)
     serve_text = loaded.signatures["serve_text"]

@@ -186,11 +186,11 @@ def test_batches_trimmed_to_longest_row_in_multiples(tiny_tokenizers):
 
 
 def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
-  """export.TextPacker (the serve_text signature's packing): the original's ids, each
+  """serving.TextPacker (the serve_text signature's packing): the original's ids, each
   batch cut to its longest row by input_pipeline.trim_to_longest (no rounding)."""
-  import export  # pylint: disable=g-import-not-at-top
+  import serving  # pylint: disable=g-import-not-at-top
   fast, full = tiny_tokenizers
-  packer = export.TextPacker(fast, 12, fast.cls_id, fast.sep_id)
+  packer = serving.TextPacker(fast, 12, fast.cls_id, fast.sep_id)
   texts_a, texts_b = ["the cat sat", "a"], ["on the mat .", "b c"]
   packed = packer(tf_strings(texts_a), tf_strings(texts_b))
   assert packed["input_ids"].shape == (2, 10)  # 3 + 4 + 3 special tokens
@@ -198,7 +198,7 @@ def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
     expected = cf.convert_single_example(cd.InputExample("x", a, b), ["0"], 12, full)
     for name in cf.FEATURE_NAMES:
       assert packed[name][row].numpy().tolist() == getattr(expected, name)[:10]
-  untrimmed = export.TextPacker(fast, 12, fast.cls_id, fast.sep_id, trim_to_longest=False)
+  untrimmed = serving.TextPacker(fast, 12, fast.cls_id, fast.sep_id, trim_to_longest=False)
   assert untrimmed(tf_strings(["a"]))["input_ids"].numpy().tolist() == [
       [CLS, 10, SEP] + [PAD] * 9]
   assert packer(tf_strings([""]))["input_ids"].numpy().tolist() == [[CLS, SEP]]

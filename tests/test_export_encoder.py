@@ -1,4 +1,4 @@
-"""export_encoder.py / hub_export.py: TF-Hub-style encoder and preprocessor SavedModels.
+"""export_encoder.py / tfhub_modules.py: TF-Hub-style encoder and preprocessor SavedModels.
 
 The exports are reloaded in a fresh process that imports only tensorflow and
 tensorflow_text, and compared with independent references: the original tokenizer
@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import checkpoints
-import hub_export
+import tfhub_modules
 import modeling
 import tokenization
 from conftest import MINILM_DIR, ROOT, shared_path
@@ -89,7 +89,7 @@ def _pack_reference_batch(tokenizer, pairs, seq_length):
                           tokenizer.convert_tokens_to_ids(tokenizer.tokenize(b)),
                           seq_length, vocab["[CLS]"], vocab["[SEP]"]) for a, b in pairs]
   return {name: np.array([row[i] for row in rows], np.int32)
-          for i, name in enumerate(hub_export.ENCODER_INPUT_NAMES)}
+          for i, name in enumerate(tfhub_modules.ENCODER_INPUT_NAMES)}
 
 
 # --------------------------------------------------------------------------- packing
@@ -107,16 +107,16 @@ def test_pack_inputs_equals_original_truncation():
   seg_b = tf.ragged.constant(b_rows, dtype=tf.int32, ragged_rank=1)
   # A scalar tensor seq_length of unknown value, as the saved bert_pack_inputs gets it.
   pack_pair = tf.function(
-      lambda seq_length: hub_export._pack([seg_a, seg_b], seq_length, 101, 102),  # pylint: disable=protected-access
+      lambda seq_length: tfhub_modules._pack([seg_a, seg_b], seq_length, 101, 102),  # pylint: disable=protected-access
       input_signature=[tf.TensorSpec([], tf.int32)])
   for seq_length in (5, 16, 29):
     expected = [_reference_pack(a, b, seq_length, 101, 102) for a, b in zip(a_rows, b_rows)]
     for got in (pack_pair(tf.constant(seq_length)),
-                hub_export._pack([seg_a, seg_b], seq_length, 101, 102)):  # pylint: disable=protected-access
-      for index, name in enumerate(hub_export.ENCODER_INPUT_NAMES):
+                tfhub_modules._pack([seg_a, seg_b], seq_length, 101, 102)):  # pylint: disable=protected-access
+      for index, name in enumerate(tfhub_modules.ENCODER_INPUT_NAMES):
         assert got[name].numpy().tolist() == [row[index] for row in expected], (
             seq_length, name)
-    single = hub_export._pack([seg_a], seq_length, 101, 102)  # pylint: disable=protected-access
+    single = tfhub_modules._pack([seg_a], seq_length, 101, 102)  # pylint: disable=protected-access
     expected = [_reference_pack(a, None, seq_length, 101, 102) for a in a_rows]
     assert single["input_word_ids"].numpy().tolist() == [row[0] for row in expected]
     assert single["input_mask"].numpy().tolist() == [row[1] for row in expected]
@@ -194,7 +194,7 @@ _LOADER = textwrap.dedent(r"""
     export_dir, seq_length, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     with open(sys.argv[4], encoding="utf-8") as handle:
       pairs = json.load(handle)
-    ours = [m for m in ("hub_export", "modeling", "tokenization", "export") if m in sys.modules]
+    ours = [m for m in ("tfhub_modules", "modeling", "tokenization", "serving") if m in sys.modules]
     assert not ours, ours
     pre = tf.saved_model.load(export_dir + "/preprocessor")
     enc = tf.saved_model.load(export_dir + "/encoder")
@@ -271,11 +271,11 @@ def test_reloaded_preprocessor_equals_original_tokenizer(tiny_export, tiny_reloa
   pair = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
   # Most pairs are longer than seq_length: trimmed as the original's truncate_seq_pair.
   assert (pair["input_mask"].sum(axis=1) == SEQ_LENGTH).sum() >= 10
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert arrays[f"pair/{name}"].tolist() == pair[name].tolist(), name
     assert arrays[f"sig_pair/{name}"].tolist() == pair[name].tolist(), name
   single = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], SEQ_LENGTH)
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert arrays[f"single/{name}"].tolist() == single[name].tolist(), name
   longer = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], SEQ_LENGTH + 9)
   assert arrays["long/input_word_ids"].tolist() == longer["input_word_ids"].tolist()
@@ -308,12 +308,12 @@ def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
 
 
 def _keras_classifier(encoder_path):
-  """A Keras 3 model around the reloaded encoder (hub_export.KerasEncoder), ids in."""
+  """A Keras 3 model around the reloaded encoder (tfhub_modules.KerasEncoder), ids in."""
   import keras  # pylint: disable=g-import-not-at-top
   keras.utils.set_random_seed(3)
-  encoder = hub_export.KerasEncoder(encoder_path)
+  encoder = tfhub_modules.KerasEncoder(encoder_path)
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in hub_export.ENCODER_INPUT_NAMES}
+            for name in tfhub_modules.ENCODER_INPUT_NAMES}
   logits = keras.layers.Dense(2)(encoder(inputs)["pooled_output"])
   rng = np.random.default_rng(0)
   labels = np.arange(32, dtype=np.int32) % 2
@@ -371,7 +371,7 @@ _KERAS_EXPORT_LOADER = textwrap.dedent(r"""
     path, texts_file, out = sys.argv[1:4]
     with open(texts_file, encoding="utf-8") as handle:
       texts = json.load(handle)
-    ours = [m for m in ("hub_export", "modeling", "tokenization", "export") if m in sys.modules]
+    ours = [m for m in ("tfhub_modules", "modeling", "tokenization", "serving") if m in sys.modules]
     assert not ours, ours
     loaded = tf.saved_model.load(path)
     np.save(out, loaded.serve(tf.constant(texts)).numpy())
@@ -395,7 +395,7 @@ def test_keras3_classifier_fine_tunes_exports_and_reloads(tiny_export, tmp_path)
   """Text in, logits out: fit() tunes the encoder's own weights; model.export serves."""
   import keras  # pylint: disable=g-import-not-at-top
   keras.utils.set_random_seed(5)
-  model, encoder = hub_export.build_keras_classifier(str(tiny_export["dir"]), 2,
+  model, encoder = tfhub_modules.build_keras_classifier(str(tiny_export["dir"]), 2,
                                                      seq_length=SEQ_LENGTH)
   reloaded = encoder.encoder
   assert len(model.trainable_variables) == len(reloaded.trainable_variables) + 2
@@ -415,14 +415,14 @@ def test_keras3_classifier_fine_tunes_exports_and_reloads(tiny_export, tmp_path)
   tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
   expected = _pack_reference_batch(tokenizer, [(t, None) for t in texts], SEQ_LENGTH)
   packed = model.get_layer("preprocessor")(tf.constant(texts))
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert packed[name].numpy().tolist() == expected[name].tolist(), name
   # And pairs, trimmed to SEQ_LENGTH as truncate_seq_pair does.
   pairs = list(zip(texts[:16], texts[16:]))
   expected = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
   packed = model.get_layer("preprocessor")([tf.constant([p[0] for p in pairs]),
                                             tf.constant([p[1] for p in pairs])])
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert packed[name].numpy().tolist() == expected[name].tolist(), name
   # model.export, then a fresh process with only tensorflow + tensorflow_text.
   logits = model(tf.constant(texts), training=False).numpy()
@@ -445,14 +445,14 @@ def test_keras3_preprocessor_pairs_and_default_length(tiny_export, tiny_reloaded
   b = tf.constant([p[1] for p in pairs])
   # seq_length None: the export's default (SEQ_LENGTH), through its saved signatures.
   # (An explicit seq_length goes through tokenize + bert_pack_inputs: the test above.)
-  layer = hub_export.KerasPreprocessor(str(tiny_export["dir"] / "preprocessor"))
+  layer = tfhub_modules.KerasPreprocessor(str(tiny_export["dir"] / "preprocessor"))
   expected = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
   got = layer([a, b])
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert got[name].numpy().tolist() == expected[name].tolist(), name
   single = _pack_reference_batch(tokenizer, [(t, None) for t, _ in pairs], SEQ_LENGTH)
   assert layer(a)["input_word_ids"].numpy().tolist() == single["input_word_ids"].tolist()
-  frozen = hub_export.KerasEncoder(str(tiny_export["dir"] / "encoder"), trainable=False)
+  frozen = tfhub_modules.KerasEncoder(str(tiny_export["dir"] / "encoder"), trainable=False)
   assert not frozen.trainable_weights and frozen.non_trainable_weights
 
 
@@ -518,14 +518,14 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
 
 
 def test_check_export_dir(tmp_path):
-  hub_export.check_export_dir(str(tmp_path / "new"))  # does not exist: fine
-  hub_export.check_export_dir(str(tmp_path))  # exists, empty: fine
+  tfhub_modules.check_export_dir(str(tmp_path / "new"))  # does not exist: fine
+  tfhub_modules.check_export_dir(str(tmp_path))  # exists, empty: fine
   (tmp_path / "x").write_text("x")
   with pytest.raises(Exception, match="not empty"):
-    hub_export.check_export_dir(str(tmp_path))
-  hub_export.check_export_dir(str(tmp_path), overwrite=True)
+    tfhub_modules.check_export_dir(str(tmp_path))
+  tfhub_modules.check_export_dir(str(tmp_path), overwrite=True)
   with pytest.raises(Exception, match="not a directory"):
-    hub_export.check_export_dir(str(tmp_path / "x"), overwrite=True)
+    tfhub_modules.check_export_dir(str(tmp_path / "x"), overwrite=True)
 
 
 def test_preprocessor_normalize_nfc_composes_decomposed_hangul(tmp_path):
@@ -537,7 +537,7 @@ def test_preprocessor_normalize_nfc_composes_decomposed_hangul(tmp_path):
                               "영화", "."]) + "\n", encoding="utf-8")
   nfc = ["한국어 영화.", "영화."]
   nfd = [unicodedata.normalize("NFD", t) for t in nfc]
-  composed, _ = hub_export.build_preprocessor_module(str(vocab), False, 16, normalize="nfc")
+  composed, _ = tfhub_modules.build_preprocessor_module(str(vocab), False, 16, normalize="nfc")
   expected = [[[5, 6], [7], [8]], [[7], [8]]]  # [batch, words, pieces]
   assert composed.tokenize(tf.constant(nfd)).to_list() == expected
   assert composed.tokenize(tf.constant(nfc)).to_list() == expected
@@ -578,7 +578,7 @@ def test_real_checkpoint_round_trip(tmp_path):
   assert meta["words"] == [_reference_words(vocab_file, True, a) for a, _ in pairs]
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   inputs = _pack_reference_batch(tokenizer, pairs, 48)
-  for name in hub_export.ENCODER_INPUT_NAMES:
+  for name in tfhub_modules.ENCODER_INPUT_NAMES:
     assert arrays[f"pair/{name}"].tolist() == inputs[name].tolist(), name
   single = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], 48)
   assert arrays["single/input_word_ids"].tolist() == single["input_word_ids"].tolist()

@@ -126,7 +126,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   shared data: a tiny random model and vocabulary written here."""
   import unicodedata  # pylint: disable=g-import-not-at-top
   import checkpoints  # pylint: disable=g-import-not-at-top
-  import feature_extraction  # pylint: disable=g-import-not-at-top
+  import encoder_activations  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -152,7 +152,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   for name, normalize in (("nfc", None), ("nfd_plain", None)):
     source = tmp_path / ("nfc.txt" if name == "nfc" else "nfd.txt")
-    feature_extraction.extract_file(str(source), str(tmp_path / f"{name}.jsonl"), str(vocab),
+    encoder_activations.extract_file(str(source), str(tmp_path / f"{name}.jsonl"), str(vocab),
                                     False, str(config), prefix, "-1", 16, 8,
                                     normalize=normalize)
   assert (tmp_path / "nfd.jsonl").read_bytes() == (tmp_path / "nfc.jsonl").read_bytes()

@@ -5,14 +5,14 @@ import sys
 
 import pytest
 
-import quickstart_steps
+import demo_pipeline
 import script_utils
 from conftest import ROOT
 
 
 def test_corpus_from_the_standard_library(tmp_path):
   path = tmp_path / "corpus.txt"
-  documents = quickstart_steps.write_corpus(str(path))
+  documents = demo_pipeline.write_corpus(str(path))
   text = path.read_text(encoding="utf-8")
   blocks = [b for b in text.split("\n\n") if b.strip()]
   assert documents == len(blocks) >= 50 and len(text) > 200_000
@@ -31,7 +31,7 @@ def test_run_filtered_drops_only_tensorflows_runtime_lines(capfd):
   code = (f"import sys; sys.stderr.write('{noise}'); "
           "sys.stderr.write('I1122 15:54:54.123 140 training.py:423] step 50/500 loss 6.9\\n'); "
           "sys.stderr.write('E0000 00:00:17.5 12 other.cc:1] a real error\\n'); sys.exit(3)")
-  assert quickstart_steps.run_filtered([sys.executable, "-c", code]) == 3
+  assert demo_pipeline.run_filtered([sys.executable, "-c", code]) == 3
   err = capfd.readouterr().err
   assert err.splitlines() == ["I1122 15:54:54.123 140 training.py:423] step 50/500 loss 6.9",
                               "E0000 00:00:17.5 12 other.cc:1] a real error"]
@@ -46,7 +46,7 @@ def test_the_whole_pipeline_runs_and_answers_queries(tmp_path):
       capture_output=True, text=True, timeout=900,
       env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert result.returncode == 0, result.stderr[-3000:]
-  for query in quickstart_steps.QUERIES:
+  for query in demo_pipeline.QUERIES:
     assert query in result.stdout
   assert "I0000 00:00:" not in result.stderr
   for name in ("vocab.txt", "pretrain/pretrained/bert_model.ckpt.index",
@@ -58,5 +58,5 @@ def test_the_whole_pipeline_runs_and_answers_queries(tmp_path):
 def test_a_failing_step_is_one_user_error_naming_it():
   log = []
   with pytest.raises(script_utils.UserError, match=r"step 'Missing' failed \(exit 2\)"):
-    quickstart_steps.run_step("Missing", "no_such_script.py", [], log)
+    demo_pipeline.run_step("Missing", "no_such_script.py", [], log)
   assert [title for title, _ in log] == ["Missing"]

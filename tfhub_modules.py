@@ -1,6 +1,6 @@
 """A BERT encoder and its preprocessing as two TF-Hub-style SavedModels.
 
-Middle floor: imports tokenization and modeling (ground), export and script_utils; never
+Middle floor: imports tokenization and modeling (ground), serving and script_utils; never
 reads absl FLAGS. export_encoder.py is the command-line front end.
 
 The two SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so
@@ -38,7 +38,7 @@ preprocessor (`export_preprocessor(...)`)
   * `obj.vocab_file` (an asset), `obj.do_lower_case` (a bool variable): how the text is
     tokenized, as Google's BERT SavedModels expose it.
 
-Why not export.write_saved_model (keras.export.ExportArchive): an ExportArchive endpoint
+Why not serving.write_saved_model (keras.export.ExportArchive): an ExportArchive endpoint
 becomes a signature, and a signature cannot take a Python `training` flag, ragged
 segments or a list of outputs. The objects here are saved with tf.saved_model.save, the
 way ExportArchive itself saves: a plain trackable holding the Keras variables in lists
@@ -61,7 +61,7 @@ import time
 
 import keras
 
-import export
+import serving
 import modeling
 import script_utils
 import tokenization
@@ -241,7 +241,7 @@ def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_
     """inputs: tf.string [batch] -> one segment packed to the default seq_length."""
     return _pack([tokenize(inputs)], default_seq_length, cls_id, sep_id)
 
-  text_a, text_b = export.text_specs(2)
+  text_a, text_b = serving.text_specs(2)
 
   @tf.function(input_signature=[text_a, text_b], autograph=False)
   def serve_pair(text_a, text_b):  # pylint: disable=redefined-outer-name
