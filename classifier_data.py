@@ -32,6 +32,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+import file_io
 import script_utils
 
 UserError = script_utils.UserError
@@ -76,12 +77,8 @@ class PredictSet:
 # --------------------------------------------------------------------------- reading
 
 
-def _is_remote(path):
-  return "://" in str(path)
-
-
 def _read_bytes(path):
-  if _is_remote(path):
+  if file_io.is_remote(path):
     if not tf.io.gfile.exists(path):
       raise UserError(f"{path}: no such file; check --data_dir")
     with tf.io.gfile.GFile(path, "rb") as handle:

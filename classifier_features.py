@@ -4,8 +4,8 @@ Middle floor. Imports tokenization (ground), input_pipeline, classifier_data and
 script_utils; never reads absl FLAGS.
 
 Features come two ways, with identical token ids:
-  * `make_dataset(...)`: the fast path. Texts go into tf.data, `tokenization.FastTokenizer`
-    and `tokenization.pack_inputs` run in the graph (`pack_texts`), and each batch is
+  * `make_dataset(...)`: the fast path. Texts go into tf.data, `fast_tokenization.FastTokenizer`
+    and `fast_tokenization.pack_inputs` run in the graph (`pack_texts`), and each batch is
     padded only to its own longest row (`input_pipeline.trim_to_longest`; bucketing by
     length while training, sorting inside a window for eval/predict) unless
     `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 import classifier_data
+import fast_tokenization
 import input_pipeline
 import script_utils
 import tokenization
@@ -69,8 +70,8 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
 def pack_texts(tokenizer, text_a, text_b, seq_length):
   """In-graph conversion of a batch of texts, the original's rules.
 
-  tokenizer: tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
-  [batch] or None. tokenization.pack_inputs packs a row whose text_b yields no tokens
+  tokenizer: fast_tokenization.FastTokenizer. text_a: tf.string [batch]; text_b: tf.string
+  [batch] or None. fast_tokenization.pack_inputs packs a row whose text_b yields no tokens
   ("", spaces, control or zero-width characters) as a single text, as the original's
   `if tokens_b:` does. Returns int32 [batch, seq_length] input_ids, input_mask,
   segment_ids, plus "length" int32 [batch] (real tokens per row).
@@ -78,7 +79,7 @@ def pack_texts(tokenizer, text_a, text_b, seq_length):
   segments = [tokenizer.tokenize(text_a)]
   if text_b is not None:
     segments.append(tokenizer.tokenize(text_b))
-  packed = tokenization.pack_inputs(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id)
+  packed = fast_tokenization.pack_inputs(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id)
   packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
   packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
   return packed
@@ -141,7 +142,7 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   """A tf.data pipeline of batches for training, eval or prediction.
 
   examples: list of classifier_data.InputExample. label_list: label strings, or None for
-  regression. tokenizer: tokenization.FastTokenizer (runs in the graph; ids equal
+  regression. tokenizer: fast_tokenization.FastTokenizer (runs in the graph; ids equal
   FullTokenizer's).
 
   Each element is a dict: input_ids, input_mask, segment_ids int32 [batch, seq];

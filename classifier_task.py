@@ -19,12 +19,12 @@ import numpy as np
 
 import classifier_data
 import classifier_features
-import serving
+import fast_tokenization
 import finetune
 import metrics
 import modeling
 import script_utils
-import tokenization
+import serving
 import training
 
 
@@ -108,7 +108,7 @@ class ClassifierTask(finetune.Task):
       self.eval_sets = self.processor.get_eval_sets(self.data_dir)
     if options.do_predict:
       self.predict_sets = self.processor.get_predict_sets(self.data_dir)
-    self.tokenizer = tokenization.FastTokenizer(options.vocab_file, options.do_lower_case,
+    self.tokenizer = fast_tokenization.FastTokenizer(options.vocab_file, options.do_lower_case,
                                                 normalize=options.normalize)
 
   def num_train_examples(self):
@@ -161,7 +161,7 @@ class ClassifierTask(finetune.Task):
         logging.info("Wrote %s (GLUE submission format)", path)
 
   def export(self, model, export_dir):
-    tokenizer = self.tokenizer or tokenization.FastTokenizer(
+    tokenizer = self.tokenizer or fast_tokenization.FastTokenizer(
         self.options.vocab_file, self.options.do_lower_case,
         normalize=self.options.normalize)
     serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 import checkpoints
 import modeling
+import progress
 import script_utils
 import tokenization
 import training
@@ -108,7 +109,7 @@ def extract(features, encoder, layer_indexes, batch_size, writer):
     outputs = encoder(inputs, training=False)["encoder_outputs"]
     return tf.stack([outputs[i] for i in layer_indexes], axis=0)
 
-  done, last, progress = 0, time.time(), training.Progress(len(features))
+  done, last, rates = 0, time.time(), progress.Progress(len(features))
   for chunk, inputs in _batches(features, batch_size):
     values = layers_of(inputs).numpy()  # [layers, batch, seq, hidden]
     for row, feature in enumerate(chunk):
@@ -129,11 +130,11 @@ def extract(features, encoder, layer_indexes, batch_size, writer):
       output["features"] = tokens_json
       writer.write(json.dumps(output) + "\n")
     done += len(chunk)
-    progress.update(done)
+    rates.update(done)
     if time.time() - last >= training.PROGRESS_EVERY_SECONDS or done == len(features):
       last = time.time()
       logging.info("%d/%d examples, %.1f examples/s, ETA %s", done, len(features),
-                   progress.rate(), progress.eta())
+                   rates.rate(), rates.eta())
 
 
 def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config_file,

@@ -37,6 +37,9 @@ import time
 from absl import logging
 import numpy as np
 
+import fast_tokenization
+import file_io
+import progress
 import script_utils
 import tokenization
 
@@ -560,14 +563,14 @@ def chunk_documents(documents, documents_per_chunk):
 
 
 class _Tokenizer:
-  """Sentences -> flat ids + row splits, through tokenization.FastTokenizer (in-graph).
+  """Sentences -> flat ids + row splits, through fast_tokenization.FastTokenizer (in-graph).
 
   normalize: None (the original) or "nfc", applied by the tokenizer itself.
   """
 
   def __init__(self, vocab_file, do_lower_case, normalize=None):
     options = {} if normalize is None else {"normalize": normalize}
-    self._fast = tokenization.FastTokenizer(vocab_file, do_lower_case, **options)
+    self._fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case, **options)
 
   def tokenize(self, sentences):
     """sentences: list[str] -> (flat ids int32 [num_tokens], row splits int64 [n + 1])."""
@@ -686,7 +689,7 @@ def prepare_output(path):
   Fails before the long run, not after it. Also removes the temporary files that an
   earlier run of the same output left when it was killed (see remove_stale_temporaries).
   """
-  if "://" in path:
+  if file_io.is_remote(path):
     return
   directory = os.path.dirname(os.path.abspath(path))
   parent = directory
@@ -725,13 +728,9 @@ def remove_stale_temporaries(path):
   return removed
 
 
-def _format_duration(seconds):
-  seconds = int(max(0, seconds))
-  return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
 def _import_tensorflow():
-  # The one deferred import (see the module docstring): after the pool has started.
+  # Deferred on purpose (see the module docstring): the spawned workers import this
+  # module and need NumPy only, and the parent imports TensorFlow after the pool started.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf
 
@@ -749,7 +748,8 @@ def sentence_splitter(name, language="en"):
     raise script_utils.UserError(
         f"--split_sentences={name}: unknown; choose one of {', '.join(SENTENCE_SPLITTERS)}")
   try:
-    import pysbd  # pylint: disable=g-import-not-at-top  (optional dependency)
+    # An optional dependency, imported only when asked for: deferred on purpose.
+    import pysbd  # pylint: disable=g-import-not-at-top
   except ImportError:
     raise script_utils.UserError(
         f"--split_sentences={name}: the {name} package is not installed "
@@ -766,8 +766,8 @@ class _Progress:
   """Logs documents, instances, rate, share of the input read and an ETA, every 10 s."""
 
   def __init__(self, total_chars, counters, log):
-    self.start = time.time()
-    self._total_chars = total_chars or 1
+    self._chars = progress.Progress(total_chars or 1)
+    self.start = self._chars.started
     self._counters = counters
     self._log = log
     self._last = (self.start, -1)
@@ -780,11 +780,11 @@ class _Progress:
       return
     self._last = (now, written)
     elapsed = max(now - self.start, 1e-9)
-    done = min(self._counters["chars"] / self._total_chars, 1.0)
-    eta = elapsed * (1.0 - done) / done if done > 0 else 0.0
+    self._chars.update(min(self._counters["chars"], self._chars.total))
+    done = self._chars.done / self._chars.total
     self._log(f"documents {documents:,}  instances {written:,}  "
               f"{written / elapsed:,.0f} instances/s  read {100 * done:.1f}%  "
-              f"elapsed {_format_duration(elapsed)}  ETA ~{_format_duration(eta)}")
+              f"elapsed {progress.format_duration(elapsed)}  ETA ~{self._chars.eta()}")
 
 
 class _RoundRobinWriter:
@@ -914,8 +914,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       do_whole_word_mask=do_whole_word_mask)
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(STAT_KEYS + ("unk_tokens",), 0)
-  progress = _Progress(sum(os.path.getsize(p) for p in input_files if "://" not in p),
-                       counters, log)
+  report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
   with contextlib.ExitStack() as stack:
     pool = _start_workers(opt, num_workers)
     if pool is not None:
@@ -924,7 +923,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
     tokenizer = get_tokenizer(vocab_file, do_lower_case, normalize)
     tmp_paths = [stack.enter_context(script_utils.atomic_path(p)) for p in output_files]
     write = _RoundRobinWriter(
-        [stack.enter_context(tf.io.TFRecordWriter(p)) for p in tmp_paths], totals, progress)
+        [stack.enter_context(tf.io.TFRecordWriter(p)) for p in tmp_paths], totals, report)
     documents = read_documents(input_files, on_encoding_error, counters, split_sentences)
     _run_tasks(_chunk_tasks(documents, tokenizer, random_seed, documents_per_chunk,
                             vocab.get("[UNK]", -1), totals),
@@ -932,8 +931,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
     if counters["skipped_lines"]:
       log(f"skipped {counters['skipped_lines']:,} lines that were not valid UTF-8")
     _check_corpus_shape(totals, input_files)
-    progress(totals["documents"], write.written, final=True)
-  summary = summarize(totals, write.written, time.time() - progress.start)
+    report(totals["documents"], write.written, final=True)
+  summary = summarize(totals, write.written, time.time() - report.start)
   summary["skipped_lines"] = counters["skipped_lines"]
   return summary
 

@@ -12,6 +12,7 @@ The contract with users (DEVELOPERS.md, "Errors a user can act on"):
 """
 
 import contextlib
+import errno
 import glob as _glob
 import json
 import os
@@ -22,42 +23,75 @@ import sys
 import traceback
 import uuid
 
+from absl import flags as absl_flags
+
+import file_io
+
 # Exit status for errors the user can fix (bad flag, file or config). 1 is left to
 # Python for unexpected crashes, so scripts and tests can tell the two apart.
 USER_ERROR_EXIT_CODE = 2
 
 
-class UserError(Exception):
-  """An error caused by the user's input; its message is shown as one line, without traceback."""
+class UserError(file_io.InputError):
+  """An error caused by the user's input; its message is shown as one line, without traceback.
+
+  A file_io.InputError (the ground floor's class for bad input, which modeling and
+  tokenization raise), so one `except` and one isinstance test cover both.
+  """
 
 
 def _one_line(message):
   return " ".join(str(message).split())
 
 
-def _is_remote(path):
-  return "://" in str(path)
 
 
-def _gfile():
-  # Imported lazily: most helpers here work on local paths with the standard library,
-  # and tf.io.gfile is only needed for gs:// and other remote file systems.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
-# Exceptions that almost always mean "your input is wrong" rather than "our code is
-# wrong". They are reported in one line; --verbose shows the traceback for bug reports.
+# Exceptions that mean "your input is wrong" rather than "our code is wrong". They are
+# reported in one line; --verbose shows the traceback for bug reports. Anything else (a
+# bare ValueError, a TypeError, a Keras shape error) is a bug and keeps its traceback.
 def _user_facing_exceptions():
-  types = [UserError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-           PermissionError, UnicodeDecodeError, json.JSONDecodeError]
+  types = [file_io.InputError, OSError, UnicodeError, json.JSONDecodeError,
+           absl_flags.Error]
   # Only when TensorFlow is already loaded: a TF error cannot have happened otherwise,
   # and importing it here would make every early one-line error cost seconds.
   tf = sys.modules.get("tensorflow")
   if tf is not None and hasattr(tf, "errors"):
     types += [tf.errors.NotFoundError, tf.errors.DataLossError,
-              tf.errors.PermissionDeniedError, tf.errors.InvalidArgumentError]
+              tf.errors.PermissionDeniedError, tf.errors.ResourceExhaustedError]
   return tuple(types)
+
+
+# Of those, the ones that may also come from a bug in our code: their one line says how
+# to see the traceback.
+def _may_hide_a_bug(exc):
+  return not isinstance(exc, (file_io.InputError, absl_flags.Error, OSError, UnicodeError))
+
+
+_NO_SPACE = "No space left on device"
+
+
+def is_disk_full(exc):
+  """True for a write that failed because the disk is full, whoever raised it: an OSError
+  with errno ENOSPC, a TensorFlow error (ResourceExhaustedError and others) or a
+  safetensors SafetensorError whose message says so."""
+  if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+    return True
+  return _NO_SPACE in str(exc) or "os error 28" in str(exc)
+
+
+def disk_full_message(path=None):
+  """The one line for a full disk, naming the file when it is known."""
+  what = f"could not write {path}" if path else "could not write the output"
+  return f"{what}: the disk is full ({_NO_SPACE})"
+
+
+def _disk_full_path(exc):
+  for name in ("filename", "path"):
+    value = getattr(exc, name, None)
+    if value:
+      return value
+  match = re.search(r"(?:file|path)[ :]+'?([^\s',;]*/[^\s',;]*)", str(exc))
+  return match.group(1) if match else None
 
 
 # TensorFlow's runtime errors wrap the useful sentence in graph-execution noise.
@@ -75,38 +109,58 @@ def _clean_tf_message(message):
 
 
 def _describe(exc):
+  if is_disk_full(exc):
+    return disk_full_message(_disk_full_path(exc))
   if isinstance(exc, UnicodeDecodeError):
     return f"input is not valid UTF-8 ({exc}); convert the file to UTF-8"
-  if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
-                      PermissionError)) and getattr(exc, "filename", None):
-    return f"{exc.filename}: {exc.strerror}"
+  if isinstance(exc, OSError) and getattr(exc, "filename", None):
+    return f"{exc.filename}: {exc.strerror or exc}"
   message = getattr(exc, "message", None) or str(exc)
   if hasattr(exc, "error_code"):  # a tf.errors.OpError
     message = _clean_tf_message(message)
     if type(exc).__name__ == "DataLossError":
       message += ("; an input TFRecord file is truncated or corrupt (an interrupted copy?): "
                   "recreate it")
-  return _one_line(message) or type(exc).__name__
+    if type(exc).__name__ == "ResourceExhaustedError":
+      message = (f"out of memory ({message}); lower --train_batch_size, --eval_batch_size "
+                 "or --max_seq_length")
+  message = _one_line(message)
+  if not message:  # never a bare class name: say what kind of failure it is
+    message = f"{type(exc).__name__} without a message"
+  if _may_hide_a_bug(exc):
+    message += " (--verbose shows the traceback)"
+  return message
+
+
+def _report_and_exit(program, exc, verbose):
+  if verbose:
+    traceback.print_exc()
+  sys.stderr.write(f"{program}: error: {_describe(exc)}\n")
+  sys.stderr.flush()
+  # os._exit would skip cleanup; SystemExit lets `finally` blocks remove temp files.
+  raise SystemExit(USER_ERROR_EXIT_CODE) from None
 
 
 @contextlib.contextmanager
 def report_user_errors(verbose=False, program=None):
-  """Turns user-facing exceptions into one stderr line and exit status 2.
+  """Turns bad-input exceptions into one stderr line and exit status 2.
 
   Usage, in a script's main():  `with report_user_errors(FLAGS.verbose): ...`.
-  ValueError is included: the ground-floor modules (modeling, tokenization) raise it
-  with a message that names the offending file or key, since they import nothing of ours.
+  Caught: UserError and the ground floor's file_io.InputError (modeling and tokenization
+  raise it for bad files and configs), absl flag errors, OS and decoding errors, and
+  TensorFlow's not-found, data-loss, permission and resource errors. A full disk, whoever
+  raises it (an OSError ENOSPC, TensorFlow, safetensors), is one line naming the file.
+  Every other exception is a bug in our code and propagates with its traceback.
   """
   program = program or os.path.basename(sys.argv[0] or "bert")
   try:
     yield
-  except (_user_facing_exceptions() + (ValueError,)) as exc:  # noqa: B030
-    if verbose:
-      traceback.print_exc()
-    sys.stderr.write(f"{program}: error: {_describe(exc)}\n")
-    sys.stderr.flush()
-    # os._exit would skip cleanup; SystemExit lets `finally` blocks remove temp files.
-    raise SystemExit(USER_ERROR_EXIT_CODE) from None
+  except _user_facing_exceptions() as exc:  # noqa: B030
+    _report_and_exit(program, exc, verbose)
+  except Exception as exc:  # pylint: disable=broad-except
+    if not is_disk_full(exc):  # e.g. safetensors' SafetensorError: no class to name
+      raise
+    _report_and_exit(program, exc, verbose)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -116,8 +170,8 @@ def check_input_file(path, flag_name, allow_empty=False):
   """Fails with a one-line UserError unless `path` is a readable, non-empty file."""
   if not path:
     raise UserError(f"--{flag_name} is required")
-  if _is_remote(path):
-    gfile = _gfile()
+  if file_io.is_remote(path):
+    gfile = file_io.gfile()
     if not gfile.exists(path):
       raise UserError(f"--{flag_name}={path}: no such file")
     if gfile.isdir(path):
@@ -138,15 +192,15 @@ def expand_file_patterns(patterns, flag_name):
   """Comma-separated files and globs -> sorted unique list; fails if nothing matches."""
   files = []
   for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
-    if _is_remote(pattern):
-      matched = _gfile().glob(pattern)
+    if file_io.is_remote(pattern):
+      matched = file_io.gfile().glob(pattern)
     else:
       matched = sorted(_glob.glob(pattern)) if _glob.has_magic(pattern) else (
           [pattern] if os.path.exists(pattern) else [])
     if not matched:
       raise UserError(f"--{flag_name}: no file matches {pattern!r}")
     for path in matched:
-      if not _is_remote(path) and os.path.isdir(path):
+      if not file_io.is_remote(path) and os.path.isdir(path):
         raise UserError(f"--{flag_name}: {path} is a directory, expected files")
       if path not in files:
         files.append(path)
@@ -162,7 +216,7 @@ def read_text_lines(path, encoding_errors="strict"):
   `encoding_errors="skip"`, where the line is skipped (and counted by the caller
   through the `skipped` attribute of the returned generator's owner, if any).
   """
-  opener = _gfile().GFile if _is_remote(path) else open
+  opener = file_io.gfile().GFile if file_io.is_remote(path) else open
   with opener(path, "rb") as handle:
     for number, raw in enumerate(handle, start=1):
       try:
@@ -207,7 +261,7 @@ def check_tfrecord_framing(path, flag_name="input_file"):
   instead of hours later deep inside a training step. Data checksums are not verified
   here (TensorFlow does it while reading). Remote paths are not walked (returns None).
   """
-  if _is_remote(path):
+  if file_io.is_remote(path):
     return None
   size = os.path.getsize(path)
   offset = index = 0
@@ -245,8 +299,8 @@ def ensure_output_dir(path, flag_name="output_dir"):
   """Creates the directory if needed and checks that it can be written to."""
   if not path:
     raise UserError(f"--{flag_name} is required")
-  if _is_remote(path):
-    _gfile().makedirs(path)
+  if file_io.is_remote(path):
+    file_io.gfile().makedirs(path)
     return path
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"--{flag_name}={path}: exists and is not a directory")
@@ -272,8 +326,8 @@ def atomic_path(path, overwrite=True):
   temporary path appears at `path` all at once, or not at all. On failure the temporary
   is removed, so a killed or failed run never leaves output that looks finished.
   """
-  if _is_remote(path):
-    gfile = _gfile()
+  if file_io.is_remote(path):
+    gfile = file_io.gfile()
     tmp = _temporary_sibling(path)
     try:
       yield tmp
@@ -323,8 +377,8 @@ def atomic_path(path, overwrite=True):
 def atomic_open(path, mode="w", encoding="utf-8"):
   """open() that writes to a temporary name and renames into place on success."""
   with atomic_path(path) as tmp:
-    if _is_remote(path):
-      with _gfile().GFile(tmp, mode) as handle:
+    if file_io.is_remote(path):
+      with file_io.gfile().GFile(tmp, mode) as handle:
         yield handle
     else:
       kwargs = {} if "b" in mode else {"encoding": encoding, "newline": "\n"}

@@ -17,8 +17,8 @@ API (generic pieces first, then the classifier's export built from them):
     `input_ids`, `input_mask`, `segment_ids` of shape batch_shape + [seq_length].
   * `text_specs(num_texts)`: tf.string [batch] specs named text_a (and text_b).
   * `TextPacker(tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True)`: raw text
-    -> the model's input dict, in the graph (tokenization.FastTokenizer +
-    tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
+    -> the model's input dict, in the graph (fast_tokenization.FastTokenizer +
+    fast_tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
     for the per-batch length); reusable by every task.
   * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
     one also as `serving_default` when none is named so, atomically (a temporary
@@ -33,9 +33,9 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
+import fast_tokenization
 import input_pipeline
 import script_utils
-import tokenization
 
 TEXT_NAMES = ("text_a", "text_b")
 TOKEN_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -69,7 +69,7 @@ def text_specs(num_texts):
 class TextPacker:
   """Raw text -> model inputs inside the graph, the original's conversion.
 
-  tokenizer: a tokenization.FastTokenizer. `__call__(text_a, text_b=None)` takes
+  tokenizer: a fast_tokenization.FastTokenizer. `__call__(text_a, text_b=None)` takes
   tf.string [batch] tensors and returns int32 [batch, seq] tensors input_ids,
   input_mask, segment_ids: [CLS] a [SEP] (b [SEP]), truncated as the original
   (longer text first), zero-padded. With trim_to_longest the batch is cut to its longest
@@ -87,7 +87,7 @@ class TextPacker:
     segments = [self.tokenizer.tokenize(text_a)]
     if text_b is not None:
       segments.append(self.tokenizer.tokenize(text_b))
-    packed = tokenization.pack_inputs(segments, self.seq_length, self.cls_id, self.sep_id)
+    packed = fast_tokenization.pack_inputs(segments, self.seq_length, self.cls_id, self.sep_id)
     packed = {name: tf.cast(packed[name], tf.int32) for name in TOKEN_ID_NAMES}
     if self.trim_to_longest:
       packed = input_pipeline.trim_to_longest(packed, TOKEN_ID_NAMES)

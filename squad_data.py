@@ -20,6 +20,7 @@ import json
 
 from absl import logging
 
+import file_io
 import script_utils
 import tokenization
 
@@ -252,14 +253,7 @@ def parse_squad_examples(data, is_training, version_2_with_negative=False, path=
 
 def load_squad_json(input_file):
   """Reads a SQuAD JSON file; a malformed one fails with file:line:column."""
-  if "://" in str(input_file):
-    # gs:// and other remote file systems need TensorFlow; local files keep this
-    # module free of it (the only deferred import here).
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    open_fn = tf.io.gfile.GFile
-  else:
-    open_fn = open
-  with open_fn(input_file, "rb") as reader:
+  with file_io.open_binary(input_file) as reader:
     raw = reader.read()
   try:
     input_json = json.loads(raw.decode("utf-8-sig"))

@@ -21,6 +21,7 @@ import collections
 import numpy as np
 import tensorflow as tf
 
+import fast_tokenization
 import input_pipeline
 import script_utils
 import squad_data
@@ -143,7 +144,7 @@ class _TokenCache:
   def prefill(self, fast_tokenizer, examples, batch_size=8192):
     """Tokenizes every distinct word and question at once with a FastTokenizer.
 
-    fast_tokenizer: tokenization.FastTokenizer built from the same vocabulary and case
+    fast_tokenizer: fast_tokenization.FastTokenizer built from the same vocabulary and case
     (in-graph, token-for-token the Python tokenizer; checked on all of dev-v1.1).
     """
     words = list({w for e in examples for w in e.doc_tokens if w not in self.words})
@@ -275,7 +276,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     max_seq_length, doc_stride, max_query_length: as the flags of the same names.
     is_training: set start/end positions (and keep windows without the answer, which
       point at [CLS] as in the original).
-    fast_tokenizer: optional tokenization.FastTokenizer (same vocabulary and case):
+    fast_tokenizer: optional fast_tokenization.FastTokenizer (same vocabulary and case):
       tokenizes all distinct words and questions in a few batched graph calls, about
       3x faster on the dev set, with the same tokens.
   Returns:

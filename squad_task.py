@@ -20,10 +20,11 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-import serving
+import fast_tokenization
 import finetune
 import modeling
 import script_utils
+import serving
 import squad_data
 import squad_decoding
 import squad_features
@@ -127,7 +128,7 @@ class SquadTask(finetune.Task):
           settings.max_predict_examples)
     self.tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
     if settings.fast_tokenization:
-      self.fast_tokenizer = tokenization.FastTokenizer(options.vocab_file,
+      self.fast_tokenizer = fast_tokenization.FastTokenizer(options.vocab_file,
                                                        do_lower_case=options.do_lower_case)
     if options.do_train:
       self._write_train_record()

@@ -20,12 +20,12 @@ are quoted. Columns are found by their header names, so the leading index column
 
 import csv
 import dataclasses
-import io
 import os
 from typing import List, Optional
 
 import numpy as np
 
+import file_io
 import metrics
 import script_utils
 import tokenization
@@ -50,12 +50,7 @@ class SwagExample:
 
 def _not_utf8(path):
   """The UserError for a file that is not UTF-8, naming its first bad line."""
-  if "://" in str(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    data = tf.io.gfile.GFile(path, "rb").read()
-  else:
-    with open(path, "rb") as handle:
-      data = handle.read()
+  data = file_io.read_bytes(path)
   try:
     data.decode("utf-8-sig")
     where = path
@@ -66,10 +61,7 @@ def _not_utf8(path):
 
 
 def _open_text(path):
-  if "://" in str(path):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    return io.StringIO(tf.io.gfile.GFile(path, "rb").read().decode("utf-8-sig"))
-  return open(path, encoding="utf-8-sig", newline="")
+  return file_io.open_text(path, encoding="utf-8-sig")
 
 
 def read_swag_examples(path, require_label=None):

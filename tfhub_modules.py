@@ -24,14 +24,14 @@ preprocessor (`export_preprocessor(...)`)
     [batch, (words), (pieces)] of WordPiece ids, TF Hub's convention (a word is a
     vocabulary piece that does not start with "##" and the "##" pieces that follow it).
     The tokenization is the original FullTokenizer's, token for token
-    (tokenization.FastTokenizer), with the case setting baked in.
+    (fast_tokenization.FastTokenizer), with the case setting baked in.
   * `obj.bert_pack_inputs(segments, seq_length=S)`: a list of one or two int32 ragged
     [batch, (words), (pieces)] or [batch, (pieces)] tensors -> dict of int32 [batch, S]
     `input_word_ids`, `input_mask`, `input_type_ids`: `[CLS] a [SEP] (b [SEP])`,
     zero-padded. Too long pairs are trimmed as the original's `truncate_seq_pair` does
     (always from the longer segment, which equals a round-robin budget split); a row
     whose second segment is empty is packed as a single segment, as the original's
-    `if tokens_b:` does (tokenization.pack_inputs does all of this).
+    `if tokens_b:` does (fast_tokenization.pack_inputs does all of this).
   * `obj(strings)` and signature `serving_default` (input `inputs`): one segment packed
     to the export's default seq_length (128 unless chosen otherwise);
     signature `serve_pair` (inputs `text_a`, `text_b`): a pair at that length.
@@ -60,10 +60,13 @@ import os
 import time
 
 import keras
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
-import serving
+import fast_tokenization
 import modeling
 import script_utils
+import serving
 import tokenization
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -75,14 +78,8 @@ DEFAULT_SEQ_LENGTH = 128
 _SUFFIX_INDICATOR = "##"
 
 
-def _tf():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf
-
-
 def encoder_input_specs(seq_length=None):
   """{name: tf.TensorSpec int32 [None, seq_length]} for the three encoder inputs."""
-  tf = _tf()
   return {name: tf.TensorSpec([None, seq_length], tf.int32, name=name)
           for name in ENCODER_INPUT_NAMES}
 
@@ -112,7 +109,6 @@ def build_encoder_module(model):
   Returns (root, signatures) for tf.saved_model.save. The root shares the model's
   variables (no copy), so it is also usable in-process exactly like the reloaded one.
   """
-  tf = _tf()
   call = tf.function(_encoder_call_fn(model), autograph=False)
   specs = encoder_input_specs()
   # One graph per training mode: the saved __call__ dispatches on the Python flag.
@@ -169,7 +165,6 @@ def _group_words(ids, continues_word):
   piece followed by "##" pieces (or a single [UNK]), so word starts are exactly the
   non-"##" pieces; the first piece of a row always starts a word.
   """
-  tf = _tf()
   ids = ids.with_row_splits_dtype(tf.int64)
   flat = ids.flat_values
   total = tf.shape(flat, out_type=tf.int64)[0]
@@ -186,7 +181,7 @@ def _group_words(ids, continues_word):
 
 
 def _pack(segments, seq_length, cls_id, sep_id):
-  """bert_pack_inputs: tokenization.pack_inputs (the original's packing and truncation),
+  """bert_pack_inputs: fast_tokenization.pack_inputs (the original's packing and truncation),
   under TF Hub's input names.
 
   segments: list of one or two int32 tf.RaggedTensor, [batch, (pieces)] or
@@ -194,7 +189,7 @@ def _pack(segments, seq_length, cls_id, sep_id):
   serves every length). Returns dict of int32 [batch, seq_length] input_word_ids,
   input_mask, input_type_ids.
   """
-  packed = tokenization.pack_inputs(segments, seq_length, cls_id, sep_id)
+  packed = fast_tokenization.pack_inputs(segments, seq_length, cls_id, sep_id)
   return {hub: packed[ours] for hub, ours in zip(ENCODER_INPUT_NAMES, _MODEL_INPUT_NAMES)}
 
 
@@ -205,8 +200,7 @@ def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_
   normalize: None (the original) or "nfc", applied to the text before tokenizing.
   Returns (root, signatures) for tf.saved_model.save.
   """
-  tf = _tf()
-  tokenizer = tokenization.FastTokenizer(vocab_file, do_lower_case, normalize=normalize)
+  tokenizer = fast_tokenization.FastTokenizer(vocab_file, do_lower_case, normalize=normalize)
   vocab = list(tokenization.load_vocab(vocab_file))
   default_seq_length = int(seq_length)
   cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
@@ -262,7 +256,6 @@ def build_preprocessor_module(vocab_file, do_lower_case, seq_length=DEFAULT_SEQ_
 
 def save_module(root, path, signatures):
   """tf.saved_model.save of a built root at `path` (a directory that must not exist)."""
-  tf = _tf()
   tf.saved_model.save(root, path, signatures=signatures)
 
 
@@ -334,7 +327,7 @@ class KerasEncoder(keras.layers.Layer):
   def __init__(self, encoder_path, trainable=True, **kwargs):
     super().__init__(trainable=trainable, **kwargs)
     self.encoder_path = encoder_path
-    self.encoder = _tf().saved_model.load(encoder_path)
+    self.encoder = tf.saved_model.load(encoder_path)
     # Keras 3 variable names may not hold ":" or "/" (an optimizer scope name).
     self.shared_variables = [
         keras.Variable(variable, trainable=variable.trainable, dtype=variable.dtype.name,
@@ -362,10 +355,9 @@ class KerasPreprocessor(keras.layers.Layer):
 
   def __init__(self, preprocessor_path, seq_length=None, **kwargs):
     super().__init__(trainable=False, **kwargs)
-    import tensorflow_text  # noqa: F401 pylint: disable=g-import-not-at-top,unused-import
     self.preprocessor_path = preprocessor_path
     self.seq_length = seq_length
-    self.preprocessor = _tf().saved_model.load(preprocessor_path)
+    self.preprocessor = tf.saved_model.load(preprocessor_path)
     self.built = True
 
   def call(self, inputs):
@@ -377,7 +369,7 @@ class KerasPreprocessor(keras.layers.Layer):
               else self.preprocessor.serve_pair(*texts))
     segments = [self.preprocessor.tokenize(text) for text in texts]
     return self.preprocessor.bert_pack_inputs(
-        segments, seq_length=_tf().constant(self.seq_length, _tf().int32))
+        segments, seq_length=tf.constant(self.seq_length, tf.int32))
 
   def get_config(self):
     return {**super().get_config(), "preprocessor_path": self.preprocessor_path,

@@ -64,6 +64,7 @@ import keras
 import tensorflow as tf
 
 import optimization
+import progress
 import script_utils
 
 PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
@@ -183,11 +184,6 @@ def _metric_names(model, loss_fn, element_spec):
 def _float_metrics(metrics, names):
   return {k: (tf.cast(metrics[k][0], tf.float32), tf.cast(metrics[k][1], tf.float32))
           for k in names}
-
-
-def format_eta(seconds):
-  seconds = int(max(seconds, 0))
-  return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
 class _SigtermFlag:
@@ -333,34 +329,6 @@ def make_train_loop(strategy, step_fn, metric_names):
   return train_loop
 
 
-class Progress:
-  """Rates and ETAs for a long phase, measured after its first call (which traces).
-
-  update(done) after each unit of work; `rate()` and `eta()` leave out the time up to the
-  first update, so the first ETA is not inflated by tracing.
-  """
-
-  def __init__(self, total, done=0):
-    self.total, self.start_done = total, done
-    self.started = time.time()
-    self.warm_time, self.warm_done = None, done
-    self.done = done
-
-  def update(self, done):
-    if self.warm_time is None:
-      self.warm_time, self.warm_done = time.time(), done
-    self.done = done
-
-  def rate(self):
-    """Units per second since the first update (or since the start, if only one)."""
-    if self.warm_time is not None and self.done > self.warm_done:
-      return (self.done - self.warm_done) / max(time.time() - self.warm_time, 1e-9)
-    return (self.done - self.start_done) / max(time.time() - self.started, 1e-9)
-
-  def eta(self):
-    return format_eta((self.total - self.done) / max(self.rate(), 1e-9))
-
-
 class TrainLogger:
   """Progress lines (step, loss, metrics, lr, examples/s, ETA) and TensorBoard scalars in
   output_dir/train, every log_every_steps."""
@@ -368,7 +336,7 @@ class TrainLogger:
   def __init__(self, output_dir, config, first_step, write):
     self.config = config
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
-    self.progress = Progress(config.num_train_steps, first_step)
+    self.progress = progress.Progress(config.num_train_steps, first_step)
     self.writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train"))
                    if write else None)
 
@@ -513,7 +481,7 @@ class _ProgressLog:
 
   def __init__(self, what, total=None):
     self.what, self.total = what, total
-    self.progress = Progress(total or 0)
+    self.progress = progress.Progress(total or 0)
     self.last = time.time()
 
   def update(self, done):

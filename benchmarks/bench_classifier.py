@@ -273,12 +273,12 @@ def run(quick=False, hf_only=False):
   import classifier_features  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
   import optimization  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  import fast_tokenization  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(1)
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
   config = checkpoints.load_bert_config(config_file)
-  tokenizer = tokenization.FastTokenizer(VOCAB, True)
+  tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   examples = classifier_data.Sst2Processor().get_dev_examples(SST2)
   if quick:
     examples = examples[:256]

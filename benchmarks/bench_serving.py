@@ -46,6 +46,7 @@ def run(quick=False):
   import checkpoints  # pylint: disable=g-import-not-at-top
   import serving  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
+  import fast_tokenization  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
 
   if not os.path.exists(os.path.join(MINILM, "vocab.txt")):
@@ -55,7 +56,7 @@ def run(quick=False):
   config = checkpoints.load_bert_config(os.path.join(MINILM, "bert_config.json"))
   model, _ = modeling.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MINILM, "bert_model.ckpt"))
-  fast = tokenization.FastTokenizer(vocab, do_lower_case=True)
+  fast = fast_tokenization.FastTokenizer(vocab, do_lower_case=True)
   slow = tokenization.FullTokenizer(vocab, do_lower_case=True)
   requests = _sentences(60 if quick else 300)
   rows = []

@@ -4,6 +4,7 @@ import pytest
 
 import classifier_data as cd
 import classifier_features as cf
+import fast_tokenization
 import tokenization
 from conftest import UNCASED_VOCAB, shared_path
 
@@ -11,7 +12,7 @@ from conftest import UNCASED_VOCAB, shared_path
 @pytest.fixture(scope="module")
 def tokenizers():
   shared_path("vocab", "uncased_vocab.txt")
-  return (tokenization.FastTokenizer(UNCASED_VOCAB, True),
+  return (fast_tokenization.FastTokenizer(UNCASED_VOCAB, True),
           tokenization.FullTokenizer(UNCASED_VOCAB, True))
 
 
@@ -130,7 +131,7 @@ EMPTY_B = ["", " ", "\t \n", "\x00", "\x7f\x01", "\u200b", "\u200d \ufeff", "\uf
 def tiny_tokenizers(tmp_path_factory):
   path = tmp_path_factory.mktemp("vocab") / "vocab.txt"
   path.write_text("".join(t + "\n" for t in TINY_VOCAB), encoding="utf-8")
-  return (tokenization.FastTokenizer(str(path), True),
+  return (fast_tokenization.FastTokenizer(str(path), True),
           tokenization.FullTokenizer(str(path), True))
 
 

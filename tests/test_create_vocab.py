@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import fast_tokenization
 import tokenization
 from conftest import ROOT
 
@@ -104,7 +105,7 @@ def test_korean_vocab_end_to_end(tmp_path):
   assert full.tokenize("잡지부터") == ["잡", "##지", "##부터"]
   assert summary["unk_rate"] < 0.001
   # The same ids from the in-graph tokenizer.
-  fast = tokenization.FastTokenizer(str(out), do_lower_case=False)
+  fast = fast_tokenization.FastTokenizer(str(out), do_lower_case=False)
   assert fast.tokenize_batch(lines) == [full.convert_tokens_to_ids(p) for p in pieces]
   assert (fast.cls_id, fast.sep_id, fast.mask_id, fast.unk_id) == (101, 102, 103, 100)
 

@@ -18,8 +18,9 @@ import pytest
 import tensorflow as tf
 
 import checkpoints
-import tfhub_modules
+import fast_tokenization
 import modeling
+import tfhub_modules
 import tokenization
 from conftest import MINILM_DIR, ROOT, shared_path
 
@@ -96,7 +97,7 @@ def _pack_reference_batch(tokenizer, pairs, seq_length):
 
 
 def test_pack_inputs_equals_original_truncation():
-  """What the preprocessor's bert_pack_inputs runs (tokenization.pack_inputs)."""
+  """What the preprocessor's bert_pack_inputs runs (fast_tokenization.pack_inputs)."""
   rng = np.random.default_rng(7)
   lengths = [(0, 0), (0, 30), (30, 0), (5, 6), (6, 5), (13, 13), (14, 13), (40, 2),
              (2, 40), (9, 9), (1, 12), (12, 1)] + [tuple(rng.integers(0, 25, 2))
@@ -125,10 +126,10 @@ def test_pack_inputs_equals_original_truncation():
   words = tf.RaggedTensor.from_row_lengths(
       tf.RaggedTensor.from_row_lengths(tf.constant([7, 8, 9, 4], tf.int32), [2, 1, 1]),
       [2, 1])
-  packed = tokenization.pack_inputs([words], 6, 1, 2)
+  packed = fast_tokenization.pack_inputs([words], 6, 1, 2)
   assert packed["input_ids"].numpy().tolist() == [[1, 7, 8, 9, 2, 0], [1, 4, 2, 0, 0, 0]]
   with pytest.raises(ValueError, match="no room"):
-    tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
+    fast_tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
   with pytest.raises(tf.errors.InvalidArgumentError, match="no room"):
     pack_pair(tf.constant(4))
 
@@ -542,7 +543,7 @@ def test_preprocessor_normalize_nfc_composes_decomposed_hangul(tmp_path):
   assert composed.tokenize(tf.constant(nfd)).to_list() == expected
   assert composed.tokenize(tf.constant(nfc)).to_list() == expected
   # The original's tokenizer (the default module's) has no token for decomposed syllables.
-  plain = tokenization.FastTokenizer(str(vocab), do_lower_case=False)
+  plain = fast_tokenization.FastTokenizer(str(vocab), do_lower_case=False)
   assert plain.tokenize(tf.constant(nfd)).flat_values.numpy().tolist() == [1, 1, 8, 1, 8]
 
 

@@ -155,14 +155,14 @@ def test_normalize_nfc_reads_decomposed_text_as_composed_in_training_and_export(
   signature. Without it, the same NFD text is [UNK]s (the original's behaviour)."""
   import unicodedata  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  import fast_tokenization  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + _HANGUL_WORDS)
                    + "\n", encoding="utf-8")
   nfd = [unicodedata.normalize("NFD", text) for text, _ in _NFC_ROWS]
   assert nfd[0] != _NFC_ROWS[0][0]
-  plain = tokenization.FastTokenizer(str(vocab), do_lower_case=False)
-  composed = tokenization.FastTokenizer(str(vocab), do_lower_case=False, normalize="nfc")
+  plain = fast_tokenization.FastTokenizer(str(vocab), do_lower_case=False)
+  composed = fast_tokenization.FastTokenizer(str(vocab), do_lower_case=False, normalize="nfc")
   assert plain.tokenize(tf.constant(nfd[:1])).flat_values.numpy().tolist() == [1, 1, 16]
   assert composed.tokenize(tf.constant(nfd[:1])).flat_values.numpy().tolist() == [5, 6, 7, 16]
 

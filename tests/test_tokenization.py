@@ -9,6 +9,7 @@ import unicodedata
 import numpy as np
 import pytest
 
+import fast_tokenization
 import tokenization
 from conftest import CASED_VOCAB, UNCASED_VOCAB, shared_path
 
@@ -28,12 +29,12 @@ def tiny_vocab_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fast_tiny(tiny_vocab_file):
-  return {lower: tokenization.FastTokenizer(tiny_vocab_file, do_lower_case=lower)
+  return {lower: fast_tokenization.FastTokenizer(tiny_vocab_file, do_lower_case=lower)
           for lower in (True, False)}
 
 
 def _tokenizer_pairs(configs):
-  return [(tokenization.FullTokenizer(v, lower), tokenization.FastTokenizer(v, lower))
+  return [(tokenization.FullTokenizer(v, lower), fast_tokenization.FastTokenizer(v, lower))
           for v, lower in configs]
 
 
@@ -349,7 +350,7 @@ def test_fast_tokenizer_rejects_vocab_without_specials(tmp_path):
   path = tmp_path / "v.txt"
   path.write_text("[PAD]\n[UNK]\nhello\n", encoding="utf-8")
   with pytest.raises(ValueError, match=r"lacks \[CLS\], \[SEP\]"):
-    tokenization.FastTokenizer(str(path))
+    fast_tokenization.FastTokenizer(str(path))
 
 
 # --------------------------------------------------------------------------- real text
@@ -480,7 +481,7 @@ def test_pack_inputs_matches_python_reference():
                                    row_splits_dtype=tf.int64)]
     if pair:
       segments.append(tf.ragged.constant(rows_b, dtype=tf.int64, ragged_rank=1))
-    packed = tokenization.pack_inputs(segments, seq_length, 101, 102)
+    packed = fast_tokenization.pack_inputs(segments, seq_length, 101, 102)
     for key in packed:
       assert packed[key].dtype == tf.int32 and packed[key].shape == (60, seq_length)
     for i in range(60):
@@ -494,12 +495,12 @@ def test_pack_inputs_hand_example():
   import tensorflow as tf
   a = tf.ragged.constant([[5, 6, 7, 8, 9]])
   b = tf.ragged.constant([[20, 21]])
-  packed = tokenization.pack_inputs([a, b], 8, cls_id=2, sep_id=3)
+  packed = fast_tokenization.pack_inputs([a, b], 8, cls_id=2, sep_id=3)
   np.testing.assert_array_equal(packed["input_ids"], [[2, 5, 6, 7, 3, 20, 21, 3]])
   np.testing.assert_array_equal(packed["segment_ids"], [[0, 0, 0, 0, 0, 1, 1, 1]])
   np.testing.assert_array_equal(packed["input_mask"], [[1] * 8])
   with pytest.raises(ValueError, match="one or two segments"):
-    tokenization.pack_inputs([a, b, a], 8, 2, 3)
+    fast_tokenization.pack_inputs([a, b, a], 8, 2, 3)
 
 
 def test_pack_inputs_empty_second_segment_is_single_per_row():
@@ -509,7 +510,7 @@ def test_pack_inputs_empty_second_segment_is_single_per_row():
           ([], []), ([5], []), ([], [20, 21]), ([5, 6], [20, 21, 22, 23, 24, 25, 26])]
   a = tf.ragged.constant([r[0] for r in rows], dtype=tf.int32, ragged_rank=1)
   b = tf.ragged.constant([r[1] for r in rows], dtype=tf.int64, ragged_rank=1)
-  packed = tokenization.pack_inputs([a, b], 8, cls_id=2, sep_id=3)
+  packed = fast_tokenization.pack_inputs([a, b], 8, cls_id=2, sep_id=3)
   assert packed["input_ids"].numpy().tolist() == [
       [2, 5, 6, 7, 8, 9, 10, 3],  # single: seq_length - 2 tokens of A
       [2, 5, 6, 7, 8, 3, 20, 3],  # pair: seq_length - 3 tokens in all
@@ -536,7 +537,7 @@ def test_pack_inputs_text_b_without_tokens_as_the_original(tiny_vocab_file, fast
   fast = fast_tiny[True]
   texts_a = ["unwanted running " * 3, "hello", "want want"]
   texts_b = [" \u200b\x07 ", "", "lowest"]
-  packed = tokenization.pack_inputs([fast.tokenize(texts_a), fast.tokenize(texts_b)], 9,
+  packed = fast_tokenization.pack_inputs([fast.tokenize(texts_a), fast.tokenize(texts_b)], 9,
                                     fast.cls_id, fast.sep_id)
   for i, (text_a, text_b) in enumerate(zip(texts_a, texts_b)):
     ids_a = full.convert_tokens_to_ids(full.tokenize(text_a))
@@ -559,13 +560,13 @@ def test_pack_inputs_seq_length_as_a_tensor():
 
   @tf.function(input_signature=[tf.TensorSpec([], tf.int32)], autograph=False)
   def packed_with(seq_length):
-    return tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
+    return fast_tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
 
   for seq_length in (5, 9, 30):
-    by_int = tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
-    for packed in (tokenization.pack_inputs([seg_a, seg_b], tf.constant(seq_length), 101,
+    by_int = fast_tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
+    for packed in (fast_tokenization.pack_inputs([seg_a, seg_b], tf.constant(seq_length), 101,
                                             102),
-                   tokenization.pack_inputs([seg_a, seg_b], np.int64(seq_length), 101, 102),
+                   fast_tokenization.pack_inputs([seg_a, seg_b], np.int64(seq_length), 101, 102),
                    packed_with(tf.constant(seq_length))):
       assert sorted(packed) == ["input_ids", "input_mask", "segment_ids"]
       for key in packed:
@@ -581,11 +582,11 @@ def test_pack_inputs_seq_length_as_a_tensor():
   assert spec.shape.as_list() == [40, None]
   # [batch, (words), (pieces)] segments are merged.
   words = tf.RaggedTensor.from_row_lengths(seg_a, [1] * 40)
-  merged = tokenization.pack_inputs([words], tf.constant(7), 101, 102)
+  merged = fast_tokenization.pack_inputs([words], tf.constant(7), 101, 102)
   assert merged["input_ids"].numpy().tolist() == [
       _reference_pack(row, None, 7)[0] for row in rows_a]
   with pytest.raises(ValueError, match=r"seq_length=4 leaves no room for the tokens"):
-    tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
+    fast_tokenization.pack_inputs([seg_a, seg_b], tf.constant(4), 101, 102)
   with pytest.raises(tf.errors.InvalidArgumentError, match="leaves no room"):
     packed_with(tf.constant(4))
   assert packed_with(tf.constant(5))["input_ids"].shape == (40, 5)
@@ -622,7 +623,7 @@ def test_nfc_normalisation_of_decomposed_hangul(hangul_vocab_file):
   }
   for (lower, normalize), tokens in expected.items():
     full = tokenization.FullTokenizer(hangul_vocab_file, lower, normalize=normalize)
-    fast = tokenization.FastTokenizer(hangul_vocab_file, lower, normalize=normalize)
+    fast = fast_tokenization.FastTokenizer(hangul_vocab_file, lower, normalize=normalize)
     assert [full.tokenize(t) for t in texts] == tokens, (lower, normalize)
     assert fast.tokenize_to_pieces(texts).to_list() == [
         [p.encode("utf-8") for p in row] for row in tokens], (lower, normalize)
@@ -636,7 +637,7 @@ def test_normalize_rejects_unknown_forms(hangul_vocab_file):
     with pytest.raises(ValueError, match=r"normalize=.*expected None .* or one of nfc"):
       tokenization.FullTokenizer(hangul_vocab_file, normalize=bad)
     with pytest.raises(ValueError, match=r"normalize=.*expected None"):
-      tokenization.FastTokenizer(hangul_vocab_file, normalize=bad)
+      fast_tokenization.FastTokenizer(hangul_vocab_file, normalize=bad)
 
 
 def test_nfc_fast_equals_full_on_real_text(real_tokenizers):
@@ -646,7 +647,7 @@ def test_nfc_fast_equals_full_on_real_text(real_tokenizers):
     vocab_file = (shared_path("vocab", "uncased_vocab.txt") if lower
                   else shared_path("vocab", "cased_vocab.txt"))
     full_nfc = tokenization.FullTokenizer(vocab_file, lower, normalize="nfc")
-    fast_nfc = tokenization.FastTokenizer(vocab_file, lower, normalize="nfc")
+    fast_nfc = fast_tokenization.FastTokenizer(vocab_file, lower, normalize="nfc")
     assert fast_nfc.tokenize_batch(lines) == [
         full_nfc.convert_tokens_to_ids(full_nfc.tokenize(l)) for l in lines]
     if not lower:  # the cased vocabulary sees composed text only with "nfc"

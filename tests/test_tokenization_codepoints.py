@@ -16,6 +16,7 @@ import unicodedata
 
 import pytest
 
+import fast_tokenization
 import tokenization
 from conftest import shared_path
 
@@ -155,7 +156,7 @@ def test_control_characters_are_exactly_cc_and_cf():
   assert len(every) - len(kept) == 65 + 163 - 3 + 1
   # The in-graph path's classes, applied to every code point at once.
   text = tf.constant(["".join(every)])
-  dropped, _, dropped_and_marks = tokenization._graph_patterns()[:3]
+  dropped, _, dropped_and_marks = fast_tokenization._graph_patterns()[:3]
   assert tf.strings.regex_replace(text, dropped, "").numpy()[0].decode() == kept
   no_marks = "".join(c for c in kept if unicodedata.category(c) != "Mn")
   assert tf.strings.regex_replace(text, dropped_and_marks, "").numpy()[0].decode() == no_marks
@@ -185,7 +186,7 @@ def test_both_paths_equal_reference_on_every_code_point(vocab_name, lower, lines
   vocab_file = _vocab_file(vocab_name, small_vocab_file)
   vocab = tokenization.load_vocab(vocab_file)
   expected = [reference_wordpiece(words, vocab) for words in reference_words[lower]]
-  fast = tokenization.FastTokenizer(vocab_file, do_lower_case=lower)
+  fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=lower)
   got = fast.tokenize_to_pieces(lines).to_list()
   bad = [i for i, (row, want) in enumerate(zip(got, expected))
          if [p.decode("utf-8") for p in row] != want]
@@ -212,7 +213,7 @@ def test_both_paths_equal_reference_on_every_code_point(vocab_name, lower, lines
 @pytest.mark.parametrize("lower", [True, False])
 def test_private_use_and_unassigned_on_small_vocab(lower, small_vocab_file):
   full = tokenization.FullTokenizer(small_vocab_file, do_lower_case=lower)
-  fast = tokenization.FastTokenizer(small_vocab_file, do_lower_case=lower)
+  fast = fast_tokenization.FastTokenizer(small_vocab_file, do_lower_case=lower)
   cases = [
       ("a\ue000b", ["a", "##\ue000", "##b"]),  # private use with pieces of its own
       ("a \ue000 b", ["a", "\ue000", "b"]),
@@ -232,7 +233,7 @@ def test_private_use_on_real_vocabularies():
   cased = shared_path("vocab", "cased_vocab.txt")
   for vocab_file, lower in ((uncased, True), (cased, False)):
     full = tokenization.FullTokenizer(vocab_file, do_lower_case=lower)
-    fast = tokenization.FastTokenizer(vocab_file, do_lower_case=lower)
+    fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=lower)
     private = "private" if lower else "Private"
     cases = [(f"{private} \ue000 use", [private, "[UNK]", "use"]), ("a\ue000b", ["[UNK]"]),
              # U+1FAE8, an emoji of Unicode 15, is unassigned to Python 3.11's tables.
@@ -247,7 +248,7 @@ def test_long_word_placeholder_cannot_meet_real_text(small_vocab_file):
   # A word over 200 characters becomes one [UNK], whatever characters surround it or
   # fill it, the placeholder's own code point and private-use characters included.
   # pylint: disable=protected-access
-  placeholder = tokenization._placeholder_for_long_words(SMALL_VOCAB)
+  placeholder = fast_tokenization._placeholder_for_long_words(SMALL_VOCAB)
   assert unicodedata.category(placeholder) == "Cn"
   assert (ord(placeholder) & 0xFFFE) == 0xFFFE or 0xFDD0 <= ord(placeholder) <= 0xFDEF
   texts = ["a" * 201 + placeholder + "b", placeholder + " " + "a" * 250,
@@ -255,13 +256,13 @@ def test_long_word_placeholder_cannot_meet_real_text(small_vocab_file):
            placeholder * 201 + " " + placeholder, "x" + "\ue000a" * 150 + "!" + "a" * 3]
   for lower in (True, False):
     full = tokenization.FullTokenizer(small_vocab_file, do_lower_case=lower)
-    fast = tokenization.FastTokenizer(small_vocab_file, do_lower_case=lower)
+    fast = fast_tokenization.FastTokenizer(small_vocab_file, do_lower_case=lower)
     expected = [full.convert_tokens_to_ids(full.tokenize(t)) for t in texts]
     assert fast.tokenize_batch(texts) == expected
   assert expected[2] == [1, 1, 9] and expected[4] == [1, 1]
   # A vocabulary holding the first noncharacters gets the next one not in any token.
   taken = SPECIALS + ["a\ufdd0", "##\ufdd1x"]
-  assert tokenization._placeholder_for_long_words(taken) == "\ufdd2"
+  assert fast_tokenization._placeholder_for_long_words(taken) == "\ufdd2"
 
 
 def test_nfc_in_the_graph_equals_python_on_every_code_point():
@@ -270,8 +271,8 @@ def test_nfc_in_the_graph_equals_python_on_every_code_point():
   import tensorflow as tf
   import tensorflow_text as tf_text
   # pylint: disable=protected-access
-  placeholder = tokenization._placeholder_for_long_words(SMALL_VOCAB)
-  unassigned = tokenization._unassigned_pattern(SMALL_VOCAB)
+  placeholder = fast_tokenization._placeholder_for_long_words(SMALL_VOCAB)
+  unassigned = fast_tokenization._unassigned_pattern(SMALL_VOCAB)
   every = _every_code_point()
   for text in ("".join(chr(cp) for cp in every),
                "".join("a" + chr(cp) + "\u0301 " for cp in every)):

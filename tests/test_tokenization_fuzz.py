@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import fast_tokenization
 import tokenization
 from conftest import shared_path
 
@@ -33,7 +34,7 @@ texts = st.lists(st.one_of(st.sampled_from(TRICKY), unicode_chars, st.just(" "))
 def pairs():
   configs = [(shared_path("vocab", "uncased_vocab.txt"), True),
              (shared_path("vocab", "cased_vocab.txt"), False)]
-  return [(tokenization.FullTokenizer(v, lower), tokenization.FastTokenizer(v, lower))
+  return [(tokenization.FullTokenizer(v, lower), fast_tokenization.FastTokenizer(v, lower))
           for v, lower in configs]
 
 
@@ -71,7 +72,7 @@ def test_python_tokenizer_never_crashes(pairs, text):
 def _category_run_ends():
   """First and last code point of every run of one Unicode category (about 8,000)."""
   points = []
-  for first, last, _ in tokenization._category_runs():  # pylint: disable=protected-access
+  for first, last, _ in fast_tokenization._category_runs():  # pylint: disable=protected-access
     points += [first, last] if first != last else [first]
   return [p for p in points if not 0xD800 <= p <= 0xDFFF]
 
@@ -111,7 +112,7 @@ def test_pack_inputs_equals_python_reference(rows, seq_length, pair):
   segments = [tf.ragged.constant(rows_a, dtype=tf.int32, ragged_rank=1)]
   if pair:
     segments.append(tf.ragged.constant(rows_b, dtype=tf.int32, ragged_rank=1))
-  packed = tokenization.pack_inputs(segments, seq_length, cls_id=101, sep_id=102)
+  packed = fast_tokenization.pack_inputs(segments, seq_length, cls_id=101, sep_id=102)
   for i, (a, b) in enumerate(zip(rows_a, rows_b)):
     if pair and b:  # the original's `if tokens_b:`: an empty B is a single segment
       tokenization.truncate_seq_pair(a, b, seq_length - 3)
