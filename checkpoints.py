@@ -56,10 +56,11 @@ def load_bert_config(path):
     with open(path, "r", encoding="utf-8") as handle:
       data = json.load(handle)
   except json.JSONDecodeError as exc:
-    raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                     f"{exc.msg}") from None
+    raise script_utils.UserError(
+        f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+        f"{exc.msg}") from None
   except UnicodeDecodeError:
-    raise ValueError(f"{path}: not valid UTF-8") from None
+    raise script_utils.UserError(f"{path}: not valid UTF-8") from None
   if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
     return hugging_face.config_from_hugging_face(data, source=path)
   return modeling.BertConfig.from_dict(data, source=path)
@@ -68,18 +69,19 @@ def load_bert_config(path):
 def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
   """Fails when the vocabulary and the config disagree: ids would index the wrong rows."""
   if vocab_size != config.vocab_size:
-    raise ValueError(
+    raise script_utils.UserError(
         f"{vocab_file}: {vocab_size} tokens, but the BERT config says vocab_size="
         f"{config.vocab_size}; use the vocab.txt that came with the checkpoint")
 
 
 def check_max_seq_length(max_seq_length, config, flag="max_seq_length"):
   if max_seq_length > config.max_position_embeddings:
-    raise ValueError(
+    raise script_utils.UserError(
         f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
         f"{config.max_position_embeddings}; lower --{flag}")
   if max_seq_length < 3:
-    raise ValueError(f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")
+    raise script_utils.UserError(
+        f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")
 
 
 # --------------------------------------------------------------------------- detection
@@ -119,7 +121,7 @@ def _reading(prefix):
 def resolve_checkpoint(path):
   """(kind, path) for a checkpoint given as a prefix, a directory or a safetensors file."""
   if not path:
-    raise ValueError("no checkpoint path given")
+    raise script_utils.UserError("no checkpoint path given")
   path = _strip_file_suffix(str(path))
   st = _safetensors_file(path)
   if st:
@@ -134,22 +136,25 @@ def resolve_checkpoint(path):
       if os.path.exists(google + ".index"):
         prefix = google
       else:
-        raise ValueError(f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
-                         "bert_model.ckpt.index or model.safetensors)")
+        raise script_utils.UserError(
+            f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
+            "bert_model.ckpt.index or model.safetensors)")
   if not tf.io.gfile.exists(prefix + ".index"):
-    raise ValueError(f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
-                     "prefix, e.g. .../bert_model.ckpt")
+    raise script_utils.UserError(
+        f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
+        "prefix, e.g. .../bert_model.ckpt")
   try:
     names = dict(tf.train.list_variables(prefix))
   except (tf.errors.OpError, ValueError) as exc:
-    raise ValueError(f"{prefix}: unreadable checkpoint ({exc})") from None
+    raise script_utils.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
   _check_data_files(prefix)
   if any(n.startswith("bert/") or n.startswith("cls/") for n in names):
     return GOOGLE, prefix
   if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
     return OURS, prefix
-  raise ValueError(f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
-                   "nor one of ours")
+  raise script_utils.UserError(
+      f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
+      "nor one of ours")
 
 
 def _check_data_files(prefix):
@@ -195,8 +200,9 @@ def _assign_by_name(model, tensors, source, strict_encoder=True):
     variable.assign(value.astype(variable.dtype))
     loaded.append(name)
   if mismatched:
-    raise ValueError(f"{source}: {len(mismatched)} shape mismatch(es) with the BERT config, "
-                     f"first: {mismatched[0]}; use the bert_config.json of this checkpoint")
+    raise script_utils.UserError(
+        f"{source}: {len(mismatched)} shape mismatch(es) with the BERT config, "
+        f"first: {mismatched[0]}; use the bert_config.json of this checkpoint")
   missing = sorted(set(targets) - set(loaded))
   ignored = {"global_step"}
   unused = sorted(n for n in tensors if n not in targets and n not in ignored
@@ -206,13 +212,13 @@ def _assign_by_name(model, tensors, source, strict_encoder=True):
     bad_unused = [n for n in unused if _LAYER_RE.match(n) or n.startswith("bert/")]
     if bad_missing or bad_unused:
       config = modeling.find_encoder(model).config
-      raise ValueError(
+      raise script_utils.UserError(
           f"{source}: the checkpoint does not fit the BERT config "
           f"(num_hidden_layers={config.num_hidden_layers}): "
           + (f"missing {bad_missing[0]}" if bad_missing else f"extra {bad_unused[0]}")
           + "; use the bert_config.json of this checkpoint")
   if not loaded:
-    raise ValueError(f"{source}: no variable of the checkpoint matches the model")
+    raise script_utils.UserError(f"{source}: no variable of the checkpoint matches the model")
   return {"format": None, "path": source, "loaded": sorted(loaded), "missing": missing,
           "unused": unused}
 
@@ -337,8 +343,9 @@ def _restore_ours(model, prefix):
     return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
             "unused": [], "global_step": _step_of(prefix), "whole_model": True}
   if not _has_encoder(model):
-    raise ValueError(f"{prefix}: this checkpoint holds another model than this one; "
-                     "it cannot initialise it")
+    raise script_utils.UserError(
+        f"{prefix}: this checkpoint holds another model than this one; "
+        "it cannot initialise it")
   encoder = modeling.find_encoder(model)
   _restore_objects(prefix, {"encoder": encoder},
                    f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
@@ -367,8 +374,8 @@ def _restore_objects(prefix, objects, what, missing_hint=None):
     detail = " ".join(str(exc).split())[:200]
     if missing_hint and "Unresolved object" in detail and "root." in detail:
       detail = missing_hint
-    raise ValueError(f"{what} does not fit the model built from --bert_config_file "
-                     f"({detail})") from None
+    raise script_utils.UserError(f"{what} does not fit the model built from --bert_config_file "
+                                 f"({detail})") from None
   status.expect_partial()
   return status
 

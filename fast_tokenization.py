@@ -90,7 +90,8 @@ def _graph_patterns():
   # superset of the rows that really hold a long word; few ranges keep RE2's DFA small.
   common_blocks = [(0x00, 0x7F), (0x2000, 0x206F), (0x3000, 0x303F), (0xFF00, 0xFF65)]
   common = [(max(lo, blo), min(hi, bhi)) for lo, hi in separators
-            for blo, bhi in common_blocks + list(tokenization.CJK_RANGES) if lo <= bhi and blo <= hi]
+            for blo, bhi in common_blocks + list(tokenization.CJK_RANGES)
+            if lo <= bhi and blo <= hi]
   maybe_long_word = "(?s).*%s{%d}.*" % (_re2_class(sorted(common), negate=True),
                                         tokenization.MAX_INPUT_CHARS_PER_WORD + 1)
   return dropped, marks, dropped_and_marks, separator, maybe_long_word
@@ -107,7 +108,8 @@ def _unassigned_pattern(vocab_tokens):
   separators to the original and stay as they are.)
   """
   in_vocab = {ord(c) for c in set("".join(vocab_tokens)) if unicodedata.category(c) == "Cn"}
-  return _re2_class(_ranges(lambda cat: cat == "Cn", remove=tokenization.CJK_RANGES + tuple(in_vocab)))
+  return _re2_class(_ranges(lambda cat: cat == "Cn",
+                            remove=tokenization.CJK_RANGES + tuple(in_vocab)))
 
 
 def _noncharacters():
@@ -150,7 +152,7 @@ def _checked_seq_length(seq_length, num_segments):
   static = tf.get_static_value(seq_length) if tf.is_tensor(seq_length) else seq_length
   if static is not None:
     if not float(static).is_integer() or static < least:
-      raise ValueError(f"seq_length={static} leaves no room for the tokens (needs >= {least})")
+      raise file_io.InputError(f"seq_length={static} leaves no room for the tokens (needs >= {least})")
     return tf.constant(int(static), tf.int64), int(static)
   seq_length = tf.cast(seq_length, tf.int64)
   check = tf.debugging.assert_greater_equal(
@@ -238,14 +240,15 @@ class FastTokenizer(tf.Module):
     self.normalize = tokenization.check_normalize(normalize)
     vocab = tokenization.load_vocab(vocab_file)
     tokens = list(vocab)
-    missing = [t for t in (tokenization.UNK_TOKEN, tokenization.CLS_TOKEN, tokenization.SEP_TOKEN) if t not in vocab]
+    missing = [t for t in (tokenization.UNK_TOKEN, tokenization.CLS_TOKEN,
+                           tokenization.SEP_TOKEN) if t not in vocab]
     if missing:
-      raise ValueError(f"vocab file {vocab_file}: lacks {', '.join(missing)}; a BERT "
-                       "vocabulary needs [UNK], [CLS] and [SEP]")
+      raise file_io.InputError(f"vocab file {vocab_file}: lacks {', '.join(missing)}; a "
+                               "BERT vocabulary needs [UNK], [CLS] and [SEP]")
     self.vocab_size = len(tokens)
-    self.unk_id = vocab[UNK_TOKEN]
-    self.cls_id = vocab[CLS_TOKEN]
-    self.sep_id = vocab[SEP_TOKEN]
+    self.unk_id = vocab[tokenization.UNK_TOKEN]
+    self.cls_id = vocab[tokenization.CLS_TOKEN]
+    self.sep_id = vocab[tokenization.SEP_TOKEN]
     self.pad_id = vocab.get(tokenization.PAD_TOKEN, 0)
     self.mask_id = vocab.get(tokenization.MASK_TOKEN, -1)
     (self._dropped, self._marks, self._dropped_and_marks, self._separator,
@@ -254,7 +257,7 @@ class FastTokenizer(tf.Module):
     self._placeholder = _placeholder_for_long_words(tokens)
     self._unassigned = _unassigned_pattern(tokens)
     self._tokenizer = tf_text.FastBertTokenizer(
-        vocab=tokens, token_out_type=tf.int32, unknown_token=UNK_TOKEN,
+        vocab=tokens, token_out_type=tf.int32, unknown_token=tokenization.UNK_TOKEN,
         # Room for 200 characters of 4 bytes; longer words are replaced beforehand.
         max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD + 4,
         lower_case_nfd_strip_accents=False)

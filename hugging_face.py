@@ -83,10 +83,10 @@ _HF_ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh"
 def config_from_hugging_face(data, source="config.json"):
   model_type = data.get("model_type", "bert")
   if model_type not in ("bert",):
-    raise ValueError(f"{source}: model_type {model_type!r} is not a BERT model")
+    raise script_utils.UserError(f"{source}: model_type {model_type!r} is not a BERT model")
   act = data.get("hidden_act", "gelu")
   if act not in _HF_ACTIVATIONS:
-    raise ValueError(f"{source}: unsupported hidden_act {act!r}")
+    raise script_utils.UserError(f"{source}: unsupported hidden_act {act!r}")
   values = {k: v for k, v in data.items() if k in _HF_CONFIG_KEYS}
   values["hidden_act"] = _HF_ACTIVATIONS[act]
   return modeling.BertConfig.from_dict(values, source=source)
@@ -124,7 +124,7 @@ def read_hugging_face_checkpoint(path):
   try:
     raw = load_file(path)
   except Exception as exc:  # safetensors raises its own error types for bad files
-    raise ValueError(f"{path}: not a readable safetensors file ({exc})") from None
+    raise script_utils.UserError(f"{path}: not a readable safetensors file ({exc})") from None
   tensors = {}
   for hf_name, value in raw.items():
     name = hugging_face_to_google_name(hf_name)
@@ -186,7 +186,8 @@ def hugging_face_state_dict(tensors):
   for name, value in tensors.items():
     hf_name = google_to_hugging_face_name(name)
     if hf_name is None:
-      raise ValueError(f"{name}: no Hugging Face BertForPreTraining weight corresponds to it")
+      raise script_utils.UserError(
+          f"{name}: no Hugging Face BertForPreTraining weight corresponds to it")
     value = np.asarray(value, dtype=np.float32)
     if _is_dense_kernel(name):
       value = value.T
@@ -207,8 +208,9 @@ def exportable_names(names):
     have = [n for n in required if n in names]
     if have and len(have) != len(required):
       missing = sorted(set(required) - set(have))[0]
-      raise ValueError(f"the checkpoint has {have[0]} but not {missing}: an incomplete "
-                       f"{prefix.rstrip('/')} head")
+      raise script_utils.UserError(
+          f"the checkpoint has {have[0]} but not {missing}: an incomplete "
+          f"{prefix.rstrip('/')} head")
     present[prefix] = bool(have)
   architecture = _ARCHITECTURES[(present[_MLM], present[_NSP])]
   keep = sorted(n for n in names if google_to_hugging_face_name(n) is not None
@@ -230,7 +232,8 @@ def model_weights(model, names=None):
 def hugging_face_config(config, architecture="BertModel", pad_token_id=0):
   """modeling.BertConfig -> the dict of a Hugging Face BertConfig with the same numbers."""
   if config.hidden_act not in _ACTIVATIONS_TO_HF:
-    raise ValueError(f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
+    raise script_utils.UserError(
+        f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
   if architecture not in _ARCHITECTURES.values():
     raise ValueError(f"unknown architecture {architecture!r}")
   values = config.to_dict()
@@ -285,7 +288,8 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   names, architecture = exportable_names(tensors)
   if set(names) != set(tensors):
     extra = sorted(set(tensors) - set(names))[0]
-    raise ValueError(f"{extra}: no Hugging Face BertForPreTraining weight corresponds to it")
+    raise script_utils.UserError(
+        f"{extra}: no Hugging Face BertForPreTraining weight corresponds to it")
   state = hugging_face_state_dict(tensors)
   _check_shapes(state, config)
   vocab = [line.strip() for _, line in script_utils.read_text_lines(vocab_file)]
@@ -315,12 +319,14 @@ def _check_shapes(state, config):
                                                        config.hidden_size)}
   for name, shape in expected.items():
     if name not in state:
-      raise ValueError(f"{name}: missing; the encoder's weights are incomplete")
+      raise script_utils.UserError(f"{name}: missing; the encoder's weights are incomplete")
     if tuple(state[name].shape) != shape:
-      raise ValueError(f"{name}: shape {list(state[name].shape)} does not fit the config "
-                       f"({list(shape)})")
+      raise script_utils.UserError(
+          f"{name}: shape {list(state[name].shape)} does not fit the config "
+          f"({list(shape)})")
   layers = {int(m.group(1)) for m in map(re.compile(r"bert\.encoder\.layer\.(\d+)\.").match,
                                          state) if m}
   if layers != set(range(config.num_hidden_layers)):
-    raise ValueError(f"the weights hold encoder layers {sorted(layers)}, the config "
-                     f"num_hidden_layers={config.num_hidden_layers}")
+    raise script_utils.UserError(
+        f"the weights hold encoder layers {sorted(layers)}, the config "
+        f"num_hidden_layers={config.num_hidden_layers}")

@@ -33,6 +33,8 @@ import keras
 from keras import ops
 import tensorflow as tf
 
+import file_io
+
 # --------------------------------------------------------------------------- config
 
 _CONFIG_KEYS = (
@@ -82,25 +84,25 @@ class BertConfig:
     def positive_int(key):
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{source}: {key} must be a positive integer, got {value!r}")
+        raise file_io.InputError(f"{source}: {key} must be a positive integer, got {value!r}")
 
     for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                 "intermediate_size", "max_position_embeddings", "type_vocab_size"):
       positive_int(key)
     if self.hidden_size % self.num_attention_heads:
-      raise ValueError(
+      raise file_io.InputError(
           f"{source}: hidden_size ({self.hidden_size}) is not a multiple of "
           f"num_attention_heads ({self.num_attention_heads})")
     for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise ValueError(f"{source}: {key} must be in [0, 1), got {value!r}")
+        raise file_io.InputError(f"{source}: {key} must be in [0, 1), got {value!r}")
     value = self.initializer_range
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-      raise ValueError(f"{source}: initializer_range must be positive, got {value!r}")
+      raise file_io.InputError(f"{source}: initializer_range must be positive, got {value!r}")
     if self.hidden_act not in ACTIVATIONS:
-      raise ValueError(f"{source}: hidden_act {self.hidden_act!r} is not one of "
-                       f"{', '.join(ACTIVATIONS)}")
+      raise file_io.InputError(f"{source}: hidden_act {self.hidden_act!r} is not one of "
+                               f"{', '.join(ACTIVATIONS)}")
 
   @classmethod
   def from_dict(cls, json_object, source="bert config"):
@@ -112,15 +114,16 @@ class BertConfig:
     (hidden_act, the dropout rates, initializer_range) take the original's defaults.
     """
     if not isinstance(json_object, dict):
-      raise ValueError(f"{source}: expected a JSON object, got {type(json_object).__name__}")
+      raise file_io.InputError(
+          f"{source}: expected a JSON object, got {type(json_object).__name__}")
     unknown = sorted(set(json_object) - set(_CONFIG_KEYS))
     if unknown:
-      raise ValueError(f"{source}: unknown key(s) {', '.join(unknown)}; "
-                       f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
+      raise file_io.InputError(f"{source}: unknown key(s) {', '.join(unknown)}; "
+                               f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
     missing = [key for key in REQUIRED_CONFIG_KEYS if key not in json_object]
     if missing:
-      raise ValueError(f"{source}: missing required key(s) {', '.join(missing)}; "
-                       "every weight shape depends on them, so none has a default")
+      raise file_io.InputError(f"{source}: missing required key(s) {', '.join(missing)}; "
+                               "every weight shape depends on them, so none has a default")
     config = cls.__new__(cls)
     defaults = cls(vocab_size=1).to_dict()
     defaults.update(json_object)
@@ -136,14 +139,15 @@ class BertConfig:
       with open(json_file, "r", encoding="utf-8") as reader:
         text = reader.read()
     except UnicodeDecodeError:
-      raise ValueError(f"{json_file}: not valid UTF-8") from None
+      raise file_io.InputError(f"{json_file}: not valid UTF-8") from None
     except IsADirectoryError:
-      raise ValueError(f"{json_file}: is a directory, expected bert_config.json") from None
+      raise file_io.InputError(
+          f"{json_file}: is a directory, expected bert_config.json") from None
     try:
       data = json.loads(text)
     except json.JSONDecodeError as exc:
-      raise ValueError(f"{json_file}: invalid JSON at line {exc.lineno} column "
-                       f"{exc.colno}: {exc.msg}") from None
+      raise file_io.InputError(f"{json_file}: invalid JSON at line {exc.lineno} column "
+                               f"{exc.colno}: {exc.msg}") from None
     return cls.from_dict(data, source=str(json_file))
 
   def to_dict(self):
@@ -182,7 +186,7 @@ def get_activation(name):
   table = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": ops.relu, "tanh": ops.tanh,
            "linear": None}
   if name not in table:
-    raise ValueError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
+    raise file_io.InputError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
   return table[name]
 
 

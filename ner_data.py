@@ -311,10 +311,10 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
   before looking them up in label_list. Unlabelled examples get IGNORE_LABEL_ID everywhere.
   """
   if max_seq_length < 3:
-    raise ValueError(f"max_seq_length={max_seq_length}: must be at least 3 "
-                     "([CLS], one WordPiece, [SEP])")
+    raise script_utils.UserError(f"max_seq_length={max_seq_length}: must be at least 3 "
+                                 "([CLS], one WordPiece, [SEP])")
   if doc_stride < 1:
-    raise ValueError(f"doc_stride={doc_stride}: must be at least 1")
+    raise script_utils.UserError(f"doc_stride={doc_stride}: must be at least 1")
   label_map = {label: i for i, label in enumerate(label_list)}
   max_tokens = max_seq_length - 2
   features = []

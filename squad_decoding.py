@@ -324,7 +324,8 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
   scores_diff_json = collections.OrderedDict()
   for example_index, example in enumerate(all_examples):
     if example.qas_id in all_predictions:
-      raise ValueError(f"two questions have the id {example.qas_id}; ids must be unique")
+      raise script_utils.UserError(
+          f"two questions have the id {example.qas_id}; ids must be unique")
     features = example_index_to_features[example_index]
     try:
       results = [unique_id_to_result[f.unique_id] for f in features]

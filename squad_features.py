@@ -313,7 +313,7 @@ def features_for_question(question, context, tokenizer, max_seq_length=384, doc_
   """
   doc_tokens, _ = squad_data.whitespace_split(context)
   if not doc_tokens:
-    raise ValueError("the context is empty")
+    raise script_utils.UserError("the context is empty")
   example = squad_data.SquadExample(qas_id="0", question_text=question,
                                     doc_tokens=doc_tokens)
   features = convert_examples_to_features([example], tokenizer, max_seq_length,

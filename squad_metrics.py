@@ -96,7 +96,7 @@ def evaluate_v1(dataset, predictions, warn=None):
                                                      ground_truths)
         f1 += metric_max_over_ground_truths(f1_score_v1, prediction, ground_truths)
   if total == 0:
-    raise ValueError("the dataset has no questions to score")
+    raise script_utils.UserError("the dataset has no questions to score")
   return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
@@ -170,8 +170,8 @@ def make_eval_dict(exact_scores, f1_scores, qid_list=None):
     exact = sum(exact_scores[k] for k in qid_list)
     f1 = sum(f1_scores[k] for k in qid_list)
   if total == 0:
-    raise ValueError("no prediction matches a question of the dataset; "
-                     "check that the predictions belong to this data file")
+    raise script_utils.UserError("no prediction matches a question of the dataset; "
+                                 "check that the predictions belong to this data file")
   return collections.OrderedDict([
       ("exact", 100.0 * exact / total),
       ("f1", 100.0 * f1 / total),
@@ -242,9 +242,9 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
   exact_raw, f1_raw = get_raw_scores(dataset, preds, warn=warn)
   missing_na = [qid for qid in exact_raw if qid not in na_probs]
   if missing_na:
-    raise ValueError(f"the no-answer probability file has no entry for question "
-                     f"{missing_na[0]} ({len(missing_na)} missing); pass the "
-                     "null_odds.json written with these predictions")
+    raise script_utils.UserError(f"the no-answer probability file has no entry for question "
+                                 f"{missing_na[0]} ({len(missing_na)} missing); pass the "
+                                 "null_odds.json written with these predictions")
   # Questions without a prediction are left out of every total, like the official
   # "Missing prediction" path (which crashes on the HasAns/NoAns split instead).
   missing = len(qid_to_has_ans) - len(exact_raw)

@@ -159,7 +159,7 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer):
   label_ids: int32 [num_examples] (-1 for unlabelled rows).
   """
   if max_seq_length < 5:
-    raise ValueError(f"max_seq_length={max_seq_length}: too short for a SWAG pair")
+    raise script_utils.UserError(f"max_seq_length={max_seq_length}: too short for a SWAG pair")
   ids, masks, segments = [], [], []
   for example in examples:
     a, b, c = convert_example_to_choices(example, max_seq_length, tokenizer)

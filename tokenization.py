@@ -125,7 +125,7 @@ def check_normalize(normalize):
   if normalize is None or str(normalize).lower() in NORMALIZATIONS:
     return None if normalize is None else str(normalize).lower()
   raise file_io.InputError(f"normalize={normalize!r}: expected None (none, as the original) or "
-                   f"one of {', '.join(NORMALIZATIONS)}")
+                           f"one of {', '.join(NORMALIZATIONS)}")
 
 
 def convert_to_unicode(text):
@@ -170,10 +170,11 @@ def load_vocab(vocab_file):
       token = raw.decode("utf-8").strip()
     except UnicodeDecodeError as exc:
       raise file_io.InputError(f"vocab file {vocab_file}:{index + 1}: not valid UTF-8 (byte "
-                       f"{exc.start}); convert the file to UTF-8") from None
+                               f"{exc.start}); convert the file to UTF-8") from None
     if token in vocab:
-      raise file_io.InputError(f"vocab file {vocab_file}:{index + 1}: token {token!r} duplicates "
-                       f"line {first_line[token]}; every token must appear once")
+      raise file_io.InputError(
+          f"vocab file {vocab_file}:{index + 1}: token {token!r} duplicates "
+          f"line {first_line[token]}; every token must appear once")
     vocab[token] = index
     first_line[token] = index + 1
   if not vocab:
