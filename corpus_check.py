@@ -25,6 +25,8 @@ import re
 import statistics
 import unicodedata
 
+from absl import logging
+
 import pretraining_data
 import script_utils
 import tokenization
@@ -365,3 +367,9 @@ def report_lines(report):
   if not report.warnings:
     lines.append("  no warnings")
   return lines
+
+
+def log_report(report):
+  """Logs the summary block (report_lines): warnings as warnings, the rest as info."""
+  for line in report_lines(report):
+    (logging.warning if line.startswith("WARNING: ") else logging.info)(line)

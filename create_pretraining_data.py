@@ -100,24 +100,8 @@ flags.DEFINE_bool("check_only", False,
 FLAGS = flags.FLAGS
 
 
-def _corpus_check(input_files, normalize, splitter):
-  """The summary block printed before the run (and all of a --check_only run)."""
-  report = corpus_check.check_corpus(
-      corpus_check.read_sample(input_files), FLAGS.do_lower_case,
-      vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,
-      splitter_name=FLAGS.split_sentences, max_seq_length=FLAGS.max_seq_length,
-      short_seq_prob=FLAGS.short_seq_prob, source=",".join(input_files))
-  for line in corpus_check.report_lines(report):
-    (logging.warning if line.startswith("WARNING: ") else logging.info)(line)
-
-
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
-    for name in ("input_file", "output_file", "vocab_file"):
-      if not FLAGS[name].value:
-        raise script_utils.UserError(f"--{name} is required")
-    input_files = script_utils.expand_file_patterns(FLAGS.input_file, "input_file")
-    outputs = pretraining_data.output_paths(FLAGS.output_file, FLAGS.num_output_shards)
     options = dict(
         do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
@@ -125,19 +109,18 @@ def main(_):
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         mask_token_prob=FLAGS.mask_token_prob, random_token_prob=FLAGS.random_token_prob,
         num_workers=FLAGS.num_workers, documents_per_chunk=FLAGS.documents_per_chunk)
-    pretraining_data.check_options(**{k: v for k, v in options.items() if k not in (
-        "do_whole_word_mask", "random_seed")})
-    for path in input_files:
-      script_utils.check_input_file(path, "input_file", allow_empty=True)
-    script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
-    if not FLAGS.check_only:
-      for path in outputs:
-        pretraining_data.prepare_output(path)
+    input_files, outputs = pretraining_data.check_run(
+        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
+        num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
     normalize = flags_common.normalize_option(FLAGS.normalize)
     splitter = (pretraining_data.sentence_splitter(FLAGS.split_sentences,
                                                    FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)
-    _corpus_check(input_files, normalize, splitter)
+    corpus_check.log_report(corpus_check.check_corpus(
+        corpus_check.read_sample(input_files), FLAGS.do_lower_case,
+        vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,
+        splitter_name=FLAGS.split_sentences, max_seq_length=FLAGS.max_seq_length,
+        short_seq_prob=FLAGS.short_seq_prob, source=",".join(input_files)))
     if FLAGS.check_only:
       return
     logging.info("reading %d input file(s); writing %d output file(s)", len(input_files),
@@ -148,9 +131,8 @@ def main(_):
         split_sentences=splitter, **options)
     logging.info("*** Wrote %d instances to %s ***", summary["instances_written"],
                  ", ".join(outputs))
-    for key, value in summary.items():
-      shown = f"{value:.4f}" if isinstance(value, float) else f"{value:,}"
-      print(f"{key} = {shown}")
+    for line in pretraining_data.summary_lines(summary):
+      print(line)
     sys.stdout.flush()
 
 

@@ -152,7 +152,8 @@ def _checked_seq_length(seq_length, num_segments):
   static = tf.get_static_value(seq_length) if tf.is_tensor(seq_length) else seq_length
   if static is not None:
     if not float(static).is_integer() or static < least:
-      raise file_io.InputError(f"seq_length={static} leaves no room for the tokens (needs >= {least})")
+      raise file_io.InputError(
+          f"seq_length={static} leaves no room for the tokens (needs >= {least})")
     return tf.constant(int(static), tf.int64), int(static)
   seq_length = tf.cast(seq_length, tf.int64)
   check = tf.debugging.assert_greater_equal(

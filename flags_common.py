@@ -11,6 +11,8 @@ import math
 
 from absl import flags
 
+import file_io
+
 _DEFINED = set()
 
 
@@ -220,8 +222,8 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
 # --------------------------------------------------------------------------- options
 
 
-class FlagError(ValueError):
-  """A flag value that cannot work; the message names the flag and its value."""
+class FlagError(file_io.InputError):
+  """A flag value that cannot work; the message names the flag and its value (one line)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -683,6 +683,32 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
     _check_limit(name, value)
 
 
+def check_run(input_patterns, output_file, vocab_file, options, num_output_shards=None,
+              prepare_outputs=True):
+  """Everything create_pretraining_data.py checks before reading the corpus.
+
+  input_patterns, output_file: the flags' comma-separated files (and globs, for input);
+  options: generate's instance options (max_seq_length, dupe_factor, ...). Fails with a
+  one-line UserError naming the flag; returns (input files, output files). With
+  prepare_outputs (not --check_only) the outputs' folders are created and checked.
+  """
+  for name, value in (("input_file", input_patterns), ("output_file", output_file),
+                      ("vocab_file", vocab_file)):
+    if not value:
+      raise script_utils.UserError(f"--{name} is required")
+  input_files = script_utils.expand_file_patterns(input_patterns, "input_file")
+  outputs = output_paths(output_file, num_output_shards)
+  check_options(**{k: v for k, v in options.items()
+                   if k not in ("do_whole_word_mask", "random_seed")})
+  for path in input_files:
+    script_utils.check_input_file(path, "input_file", allow_empty=True)
+  script_utils.check_input_file(vocab_file, "vocab_file")
+  if prepare_outputs:
+    for path in outputs:
+      prepare_output(path)
+  return input_files, outputs
+
+
 def prepare_output(path):
   """Creates the output's folder if needed and checks that `path` can be written.
 
@@ -885,6 +911,22 @@ def _start_workers(opt, num_workers):
       num_workers, initializer=_init_worker, initargs=(opt,))
 
 
+@contextlib.contextmanager
+def _disk_full_names(output_files):
+  """A full disk while writing (TensorFlow's ResourceExhaustedError, an OSError ENOSPC)
+  becomes a one-line UserError naming the outputs; atomic_path has removed the
+  temporaries by then. Anything else propagates unchanged."""
+  try:
+    yield
+  except Exception as exc:  # pylint: disable=broad-except
+    # While writing TFRecords, TensorFlow's ResourceExhaustedError is a full disk (or quota).
+    if not (script_utils.is_disk_full(exc)
+            or type(exc).__name__ == "ResourceExhaustedError"):
+      raise
+    raise script_utils.UserError(
+        script_utils.disk_full_message(", ".join(output_files))) from None
+
+
 def generate(input_files, output_files, vocab_file, do_lower_case=True,
              do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
@@ -915,7 +957,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(STAT_KEYS + ("unk_tokens",), 0)
   report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
-  with contextlib.ExitStack() as stack:
+  with _disk_full_names(output_files), contextlib.ExitStack() as stack:
     pool = _start_workers(opt, num_workers)
     if pool is not None:
       stack.callback(pool.terminate)
@@ -955,3 +997,9 @@ def summarize(totals, written, seconds):
       "seconds": seconds,
       "instances_per_second": written / max(seconds, 1e-9),
   }
+
+
+def summary_lines(summary):
+  """create_pretraining_data.py's `key = value` lines of the summary."""
+  return [f"{key} = {value:.4f}" if isinstance(value, float) else f"{key} = {value:,}"
+          for key, value in summary.items()]
