@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 import checkpoints  # noqa: E402
 import modeling  # noqa: E402
 import optimization  # noqa: E402
+import tiny  # noqa: E402
 import training  # noqa: E402
 
 GLOBAL_BATCH, SEQ, PRED, VOCAB = 8, 12, 3, 29
@@ -57,10 +58,8 @@ def dataset_fn(context, per_replica):
 def main(mode, out):
   strategy = training.create_strategy(mode)  # first: before any TensorFlow op runs
   training.setup_determinism(3, True)
-  config = modeling.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
-                               num_attention_heads=4, intermediate_size=37,
-                               hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                               max_position_embeddings=SEQ, type_vocab_size=2)
+  config = tiny.tiny_config(VOCAB, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ)
   with strategy.scope():
     model, encoder = modeling.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)

@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 
+import tiny
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "bench_accelerator.py")
 ROW_NUMBERS = ("examples_per_second", "seconds", "achieved_tflops",
@@ -63,8 +65,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 def test_matmul_parameter_count_matches_the_model():
   import bench_accelerator  # pylint: disable=g-import-not-at-top
   import modeling  # pylint: disable=g-import-not-at-top
-  config = dict(hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                intermediate_size=37, vocab_size=53)
+  config = dict(tiny.TINY_SHAPE, vocab_size=53)
   encoder = modeling.BertModel(modeling.BertConfig(type_vocab_size=2, **config))
   dense = sum(int(np.prod(v.shape)) for v in encoder.weights
               if "layer_" in v.path and "LayerNorm" not in v.path)

@@ -19,14 +19,12 @@ import input_pipeline
 import modeling
 import tokenization
 from conftest import ROOT
+import tiny
 
 WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "fast", "slow", "good",
          "bad", "movie", "was", "very", "not", "is", "it", "and", "but"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ".", ",", "##s"]
-CONFIG = {"vocab_size": len(VOCAB), "hidden_size": 32, "num_hidden_layers": 3,
-          "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-          "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-          "max_position_embeddings": 32, "type_vocab_size": 2, "initializer_range": 0.02}
+CONFIG = tiny.tiny_config_dict(len(VOCAB), max_position_embeddings=32)
 SEQ, PRED = 16, 3
 
 

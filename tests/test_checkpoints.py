@@ -12,9 +12,9 @@ import tensorflow as tf
 import checkpoints
 import modeling
 from conftest import MINILM_DIR, shared_path
+import tiny
 
-TINY = dict(vocab_size=53, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-            intermediate_size=37, max_position_embeddings=24, type_vocab_size=2)
+TINY = tiny.tiny_config_dict(53, max_position_embeddings=24)
 
 
 def _values(model):

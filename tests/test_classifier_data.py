@@ -10,6 +10,7 @@ import pytest
 import classifier_data as cd
 import script_utils
 from conftest import ROOT, shared_path
+import tiny
 
 
 def _glue(task):
@@ -459,11 +460,7 @@ def test_submission_and_probability_files(tmp_path):
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on",
               "mat", ".", "a", "man", "went", "home"]
-TINY_CONFIG = {"vocab_size": len(TINY_VOCAB), "hidden_size": 32, "num_hidden_layers": 3,
-               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-               "max_position_embeddings": 64, "type_vocab_size": 2,
-               "initializer_range": 0.02}
+TINY_CONFIG = tiny.tiny_config_dict(len(TINY_VOCAB))
 
 
 def _cli_cases(root):

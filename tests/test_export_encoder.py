@@ -23,6 +23,7 @@ import modeling
 import tfhub_modules
 import tokenization
 from conftest import MINILM_DIR, ROOT, shared_path
+import tiny
 
 SEQ_LENGTH = 16  # short, so that most pairs below are truncated
 
@@ -164,9 +165,7 @@ def tiny_export(tmp_path_factory):
   pairs = _xnli_pairs()
   vocab_file = str(tmp / "vocab.txt")
   vocab_size = _tiny_vocab(vocab_file, [t for pair in pairs for t in pair] + EXTRA_TEXTS)
-  config = modeling.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
-                               num_attention_heads=4, intermediate_size=37,
-                               max_position_embeddings=40, type_vocab_size=2)
+  config = tiny.tiny_config(vocab_size, max_position_embeddings=40)
   config.to_json_file(str(tmp / "bert_config.json"))
   model = modeling.BertModel(config)
   checkpoints.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))

@@ -14,6 +14,7 @@ import tensorflow as tf
 import numpy_bert
 import tokenization
 from conftest import MINILM_DIR, ROOT, shared_path
+import tiny
 
 LINES = [
     "Who was Jim Henson ? ||| Jim Henson was a puppeteer",
@@ -100,11 +101,7 @@ def test_empty_input_fails_in_one_line_and_writes_nothing(tmp_path):
   vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                                                "the", "cat"]), encoding="utf-8")
   config = tmp_path / "bert_config.json"
-  config.write_text(json.dumps({
-      "vocab_size": 7, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
-      "intermediate_size": 37, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-      "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64,
-      "type_vocab_size": 2, "initializer_range": 0.02}))
+  tiny.write_tiny_config(config, 7)
   src = tmp_path / "in.txt"
   src.write_bytes(b"")
   dst = tmp_path / "out.jsonl"
@@ -131,11 +128,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                                                "한국", "##어", "영화", "."]), encoding="utf-8")
-  config_dict = {
-      "vocab_size": 9, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
-      "intermediate_size": 37, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-      "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 64,
-      "type_vocab_size": 2, "initializer_range": 0.02}
+  config_dict = tiny.tiny_config_dict(9)
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(config_dict))
   model = modeling.BertModel(modeling.BertConfig.from_dict(config_dict))

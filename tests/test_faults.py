@@ -19,11 +19,10 @@ import modeling
 import optimization
 import script_utils
 from conftest import ROOT
+import tiny
 
-CONFIG = {"vocab_size": 40, "hidden_size": 32, "num_hidden_layers": 3,
-          "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-          "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
-          "max_position_embeddings": 16, "type_vocab_size": 2, "initializer_range": 0.02}
+CONFIG = tiny.tiny_config_dict(40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                               max_position_embeddings=16)
 
 
 def _records(path, n=16, seq=8):

@@ -24,6 +24,7 @@ import checkpoints
 import hugging_face
 import modeling
 from conftest import MINILM_DIR, ROOT, shared_path
+import tiny
 
 HF_PYTHON = os.path.join(ROOT, ".venv-hf", "bin", "python")
 HF_HINT = "torch + transformers environment absent: run make bench-hf-setup"
@@ -36,10 +37,7 @@ def _env():
 
 
 def _tiny_config(hidden_act="gelu_exact", vocab_size=61):
-  return modeling.BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3,
-                             num_attention_heads=4, intermediate_size=37,
-                             hidden_act=hidden_act, max_position_embeddings=40,
-                             type_vocab_size=2)
+  return tiny.tiny_config(vocab_size, hidden_act=hidden_act, max_position_embeddings=40)
 
 
 def _randomize(model, seed=0):
@@ -445,10 +443,8 @@ def _pretrain_tiny(tmp_path):
   corpus = shared_path("corpora", "sample_text.txt")
   model_dir = tmp_path / "model"
   model_dir.mkdir()
-  config = modeling.BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=3,
-                               num_attention_heads=4, intermediate_size=37,
-                               hidden_act="gelu_exact", max_position_embeddings=MAX_SEQ_LENGTH,
-                               type_vocab_size=2)
+  config = tiny.tiny_config(30522, hidden_act="gelu_exact",
+                            max_position_embeddings=MAX_SEQ_LENGTH)
   config.to_json_file(str(model_dir / "bert_config.json"))
   with open(vocab_file, "rb") as source:
     (model_dir / "vocab.txt").write_bytes(source.read())

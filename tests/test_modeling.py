@@ -10,11 +10,9 @@ import pytest
 import modeling
 import numpy_bert
 from conftest import MINILM_DIR, shared_path
+import tiny
 
-TINY = dict(vocab_size=101, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-            intermediate_size=37, hidden_act="gelu", hidden_dropout_prob=0.1,
-            attention_probs_dropout_prob=0.1, max_position_embeddings=40,
-            type_vocab_size=2, initializer_range=0.02)
+TINY = tiny.tiny_config_dict(101, max_position_embeddings=40)
 
 
 def _inputs(batch=3, seq=11, vocab=101, seed=0, pad=True):

@@ -11,10 +11,10 @@ import modeling
 import ner_features
 import ner_task
 import script_utils
+import tiny
 
-TINY = modeling.BertConfig(vocab_size=97, hidden_size=32, num_hidden_layers=3,
-                           num_attention_heads=4, intermediate_size=37,
-                           max_position_embeddings=80)
+# BertConfig's own default type_vocab_size (16), as this test always had.
+TINY = tiny.tiny_config(97, max_position_embeddings=80, type_vocab_size=16)
 LENGTHS = [5, 9, 3, 40, 7]  # real tokens per window; window 3 needs a 64-wide batch
 
 

@@ -24,10 +24,11 @@ import tensorflow as tf
 
 import modeling
 import optimization
+import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIG = dict(vocab_size=53, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-              intermediate_size=37, max_position_embeddings=16, type_vocab_size=2)
+# Shape keys only: a test below adds its own dropout values.
+CONFIG = dict(tiny.TINY_SHAPE, vocab_size=53, max_position_embeddings=16, type_vocab_size=2)
 BATCH, SEQ, PREDICTIONS = 4, 9, 3
 
 

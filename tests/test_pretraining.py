@@ -14,6 +14,7 @@ import input_pipeline
 import modeling
 import pretraining_task
 import script_utils
+import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HELPER = os.path.join(ROOT, "tests", "dist_pretraining_helper.py")
@@ -116,12 +117,9 @@ def _run(args, **kwargs):
 
 
 def _tiny_config(path, vocab=128, dropout=0.1):
-  config = {"vocab_size": vocab, "hidden_size": 32, "num_hidden_layers": 3,
-            "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-            "hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout,
-            "max_position_embeddings": 16, "type_vocab_size": 2, "initializer_range": 0.02}
-  path.write_text(json.dumps(config))
-  return str(path)
+  return tiny.write_tiny_config(path, vocab, hidden_dropout_prob=dropout,
+                                attention_probs_dropout_prob=dropout,
+                                max_position_embeddings=16)
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

@@ -20,12 +20,9 @@ import sys
 import pytest
 
 from conftest import ROOT, shared_path
+import tiny
 
-TINY_CONFIG = {"vocab_size": 2000, "hidden_size": 32, "num_hidden_layers": 3,
-               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-               "max_position_embeddings": 64, "type_vocab_size": 2,
-               "initializer_range": 0.02}
+TINY_CONFIG = tiny.tiny_config_dict(2000)
 SEQ, PREDS = 32, 5          # pretraining records: max_seq_length, max_predictions_per_seq
 MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 SWAG_HEADER = "video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1," \

@@ -12,12 +12,9 @@ import metrics
 import ner_data
 import tokenization
 from conftest import ROOT, shared_path
+import tiny
 
-TINY_CONFIG = {"vocab_size": 2000, "hidden_size": 32, "num_hidden_layers": 3,
-               "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-               "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-               "max_position_embeddings": 64, "type_vocab_size": 2,
-               "initializer_range": 0.02}
+TINY_CONFIG = tiny.tiny_config_dict(2000)
 
 
 def make_tiny_model(directory):

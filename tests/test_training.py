@@ -9,16 +9,17 @@ import checkpoints
 import modeling
 import optimization
 import script_utils
+import tiny
 import training
 
 VOCAB = 41
 
 
 def _config(dropout=0.1):
-  return modeling.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=3,
-                             num_attention_heads=4, intermediate_size=37,
-                             hidden_dropout_prob=dropout,
-                             attention_probs_dropout_prob=dropout)
+  # BertConfig's own defaults for the positions (512) and segments (16), as always here.
+  return tiny.tiny_config(VOCAB, hidden_dropout_prob=dropout,
+                          attention_probs_dropout_prob=dropout,
+                          max_position_embeddings=512, type_vocab_size=16)
 
 
 def _data(n=64, seq=11):
@@ -113,8 +114,8 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   assert metrics["loss"] == pytest.approx(nll, rel=1e-4)
 
   # An output_dir holding a checkpoint of another model is a user error, not a crash.
-  other = modeling.BertConfig(vocab_size=VOCAB, hidden_size=48, num_hidden_layers=3,
-                              num_attention_heads=4, intermediate_size=37)
+  other = tiny.tiny_config(VOCAB, hidden_size=48, max_position_embeddings=512,
+                           type_vocab_size=16)
   with strategy.scope():
     model, encoder = modeling.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
