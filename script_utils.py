@@ -61,10 +61,15 @@ def _user_facing_exceptions():
   return tuple(types)
 
 
-# Of those, the ones that may also come from a bug in our code: their one line says how
-# to see the traceback.
+# Of those, the ones that may also come from a bug in our code (raised by a library, not
+# by a check of ours, with nothing in the message that points at the input): their one
+# line says how to see the traceback.
 def _may_hide_a_bug(exc):
-  return not isinstance(exc, (file_io.InputError, absl_flags.Error, OSError, UnicodeError))
+  if isinstance(exc, (file_io.InputError, absl_flags.Error)):
+    return False
+  if isinstance(exc, OSError):
+    return not getattr(exc, "filename", None)
+  return type(exc).__name__ not in ("DataLossError", "ResourceExhaustedError")
 
 
 _NO_SPACE = "No space left on device"
@@ -112,7 +117,8 @@ def _describe(exc):
   if is_disk_full(exc):
     return disk_full_message(_disk_full_path(exc))
   if isinstance(exc, UnicodeDecodeError):
-    return f"input is not valid UTF-8 ({exc}); convert the file to UTF-8"
+    return (f"input is not valid UTF-8 ({exc}); convert the file to UTF-8 (--verbose shows "
+            "the traceback)")
   if isinstance(exc, OSError) and getattr(exc, "filename", None):
     return f"{exc.filename}: {exc.strerror or exc}"
   message = getattr(exc, "message", None) or str(exc)

@@ -84,3 +84,87 @@ def test_real_data_loss_error_from_a_truncated_file(tmp_path, capsys):
   err = capsys.readouterr().err
   assert err.count("\n") == 1 and err.startswith("p: error: ")
   assert "[[" not in err and "Op:" not in err and "recreate it" in err
+
+
+# --------------------------------------------------------------------------- what is caught
+
+
+def _report(exc, capsys, verbose=False):
+  """(exit code, stderr) of report_user_errors around `raise exc`."""
+  with pytest.raises(SystemExit) as info:
+    with script_utils.report_user_errors(verbose=verbose, program="p.py"):
+      raise exc
+  return info.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bug", [
+    ValueError("the dataset lacks the model inputs ['input_ids']"),
+    TypeError("unsupported operand type(s) for +: 'int' and 'str'"),
+    KeyError("label_ids"),
+    tf.errors.InvalidArgumentError(None, None, "Incompatible shapes: [4,2] vs. [4,3]"),
+])
+def test_a_bug_keeps_its_traceback(bug):
+  """Only bad input is one line; a bare ValueError, a shape error... propagate as they are."""
+  with pytest.raises(type(bug)) as info:
+    with script_utils.report_user_errors(program="p.py"):
+      raise bug
+  assert info.value is bug
+
+
+def test_input_errors_are_one_line_without_a_verbose_hint(capsys):
+  import file_io  # pylint: disable=g-import-not-at-top
+  assert issubclass(script_utils.UserError, file_io.InputError)
+  assert issubclass(file_io.InputError, ValueError)
+  for exc in (script_utils.UserError("--x=1: bad"), file_io.InputError("--x=1: bad")):
+    assert _report(exc, capsys) == (2, "p.py: error: --x=1: bad\n")
+
+
+def test_a_library_error_that_may_hide_a_bug_says_verbose_shows_the_traceback(capsys):
+  code, err = _report(tf.errors.NotFoundError(None, None, "model/ckpt-3.index"), capsys)
+  assert (code, err) == (2, "p.py: error: model/ckpt-3.index (--verbose shows the "
+                            "traceback)\n")
+  code, err = _report(tf.errors.NotFoundError(None, None, ""), capsys)
+  assert err == "p.py: error: NotFoundError without a message (--verbose shows the traceback)\n"
+  code, err = _report(OSError("no filename"), capsys)
+  assert err == "p.py: error: no filename (--verbose shows the traceback)\n"
+  code, err = _report(tf.errors.NotFoundError(None, None, "gone"), capsys, verbose=True)
+  assert "Traceback (most recent call last):" in err
+  assert err.splitlines()[-1] == "p.py: error: gone (--verbose shows the traceback)"
+
+
+def test_flag_and_os_errors_are_one_line(capsys):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  assert _report(flags.IllegalFlagValueError("flag --n=x: not an int"), capsys) == (
+      2, "p.py: error: flag --n=x: not an int\n")
+  missing = FileNotFoundError(2, "No such file or directory", "/data/x.tsv")
+  assert _report(missing, capsys) == (2, "p.py: error: /data/x.tsv: No such file or "
+                                         "directory\n")
+
+
+class SafetensorError(Exception):
+  """safetensors' error class (a Rust exception: no errno, the cause in the text)."""
+
+
+@pytest.mark.parametrize("exc,path", [
+    (OSError(28, "No space left on device", "/out/features.jsonl"), "/out/features.jsonl"),
+    (tf.errors.ResourceExhaustedError(
+        None, None, "/out/.x.tfrecord.tmp-1a2b3c4d; No space left on device"), None),
+    (SafetensorError("Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+                     "message: \"No space left on device\" })"), None),
+])
+def test_a_full_disk_is_one_line_whoever_raises_it(exc, path, capsys):
+  code, err = _report(exc, capsys)
+  where = path or "the output"
+  assert (code, err) == (2, f"p.py: error: could not write {where}: the disk is full (No "
+                            "space left on device)\n")
+  assert script_utils.is_disk_full(exc)
+  assert script_utils.disk_full_message("/a/b") == (
+      "could not write /a/b: the disk is full (No space left on device)")
+
+
+def test_out_of_memory_is_one_line_with_what_to_lower(capsys):
+  code, err = _report(tf.errors.ResourceExhaustedError(
+      None, None, "OOM when allocating tensor with shape[512,30522]"), capsys)
+  assert (code, err) == (2, "p.py: error: out of memory (OOM when allocating tensor with "
+                            "shape[512,30522]); lower --train_batch_size, --eval_batch_size "
+                            "or --max_seq_length\n")
