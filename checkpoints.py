@@ -37,6 +37,7 @@ from absl import logging
 import hugging_face
 import modeling
 import script_utils
+import training
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
@@ -277,6 +278,8 @@ def load_checkpoint(model, path, strict_encoder=True):
 #   optimizer        the optimizer and its slots (training runs only)
 #   rng_states       dropout seed-generator states (Keras 3 does not track them)
 #   loss_scale, good_steps   float16 dynamic loss scaling
+# step, rng_states, loss_scale and good_steps are the training loop's variables:
+# training.LoopState creates them and says which are saved (`trackables`).
 # Keras 3 optimizers track the model's variables too, so `tf.train.list_variables` may
 # list the weights under optimizer/_trainable_variables/N: what a checkpoint holds is read
 # from its object graph (by restoring into objects), never from key-name prefixes.
@@ -397,34 +400,28 @@ class RunCheckpoint:
   Built inside nothing; variables it creates go under `strategy`'s scope. Optimizer
   slots are created at once (optimizer.build), so a restore fills them immediately.
   On a multi-worker run only the chief writes to output_dir; the others write their
-  share to a temporary folder that `cleanup` removes.
+  share to a temporary folder that `cleanup` removes. loop: the run's
+  training.LoopState (built here, under the strategy's scope, when not given).
   """
 
   def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
-               loss_scaling=False):
+               loss_scaling=False, loop=None):
     self.output_dir, self.model, self.keep = output_dir, model, keep
     self.chief = strategy is None or is_chief(strategy)
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
       if optimizer is not None:
         optimizer.build(model.trainable_variables)
-      self.step = _replica_variable(0, tf.int64, "global_step")
-      self.loss_scale = _replica_variable(2.0 ** 15, tf.float32, "loss_scale")
-      self.good_steps = _replica_variable(0, tf.int64, "good_steps")
-    tracked = dict(step=self.step, model=model,
-                   model_signature=tf.Variable(model_signature(model), trainable=False))
+      # The loop's variables are training.LoopState's; this class only tracks them.
+      self.loop = loop or training.LoopState(model, loss_scaling)
+    self.step = self.loop.step  # the global step: names ckpt-<step>
+    tracked = dict(model=model,
+                   model_signature=tf.Variable(model_signature(model), trainable=False),
+                   **self.loop.trackables(with_optimizer=optimizer is not None))
     if _has_encoder(model):
       tracked["encoder"] = modeling.find_encoder(model)
     if optimizer is not None:
       tracked["optimizer"] = optimizer
-    # Keras 3 seed generators (dropout) are not trackable: save their states explicitly
-    # so that a resumed run draws the same dropout masks.
-    rng_states = [v.value for v in model.non_trainable_variables
-                  if "seed_generator" in getattr(v, "path", v.name)]
-    if rng_states and optimizer is not None:
-      tracked["rng_states"] = rng_states
-    if loss_scaling:
-      tracked.update(loss_scale=self.loss_scale, good_steps=self.good_steps)
     self._tracked = tracked
     self._checkpoint = tf.train.Checkpoint(**tracked)
     self._manager = None
@@ -514,11 +511,6 @@ def _save_failure(exc):
   if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in text:
     return "the disk is full: No space left on device"
   return re.split(r" \[\[| \{\{|; \[Op", text)[0][:160]
-
-
-def _replica_variable(value, dtype, name):
-  return tf.Variable(value, dtype=dtype, trainable=False, name=name,
-                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
 
 def start_weights(state, init_checkpoint, for_training):

@@ -1,6 +1,8 @@
 """The shared training loop: tf.distribute strategies, one step, a short loop, progress.
 
-Middle floor (imports optimization and script_utils). Every task trains through `train`;
+Middle floor (imports optimization, progress and script_utils). The loop's own variables
+(global step, float16 loss scale, dropout RNG states) are `LoopState`'s, here beside the
+loop; checkpoints.RunCheckpoint saves and restores them. Every task trains through `train`;
 none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
 (keras-team/keras#20585), so this is a plain loop around `strategy.run` and
 `tf.nn.compute_average_loss`, which works with every strategy. finetune.run drives it:
@@ -230,13 +232,51 @@ class TrainConfig:
   resume_data_position: bool = True
 
 
-def make_train_step(model, optimizer, loss_fn, metric_names, config, state):
+class LoopState:
+  """The loop's own variables, beside the loop that uses them. checkpoints.RunCheckpoint
+  saves and restores them (`trackables`) with the model and the optimizer.
+
+    step        int64, the global step (optimizer updates); each train step adds 1
+    loss_scale  float32, float16's dynamic loss scale (2**15 at the start)
+    good_steps  int64, finite steps since the scale last grew (2000 double it)
+    rng_states  the model's dropout seed-generator states (Keras 3 does not track them),
+                so that a resumed run draws the same dropout masks
+
+  Build it under the strategy's scope. A new loop variable goes here and into
+  `trackables`; the checkpoint module needs no change.
+  """
+
+  def __init__(self, model, loss_scaling=False):
+    self.loss_scaling = loss_scaling
+    self.step = _replica_variable(0, tf.int64, "global_step")
+    self.loss_scale = _replica_variable(2.0 ** 15, tf.float32, "loss_scale")
+    self.good_steps = _replica_variable(0, tf.int64, "good_steps")
+    self.rng_states = [v.value for v in model.non_trainable_variables
+                       if "seed_generator" in getattr(v, "path", v.name)]
+
+  def trackables(self, with_optimizer):
+    """{checkpoint key: trackable}: what a checkpoint holds of the loop. The RNG states
+    are saved by training runs (with an optimizer) only."""
+    tracked = {"step": self.step}
+    if self.rng_states and with_optimizer:
+      tracked["rng_states"] = self.rng_states
+    if self.loss_scaling:
+      tracked.update(loss_scale=self.loss_scale, good_steps=self.good_steps)
+    return tracked
+
+
+def _replica_variable(value, dtype, name):
+  return tf.Variable(value, dtype=dtype, trainable=False, name=name,
+                     aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
+def make_train_step(model, optimizer, loss_fn, metric_names, config, loop):
   """The per-replica step: accumulate -> reduce over replicas -> clip -> apply.
 
   Returns step(features) -> (mean loss, global gradient norm, metric sums); with
   gradient accumulation `features` holds [accumulation, batch, ...] micro-batches.
-  float16: the loss is scaled by state.loss_scale; an overflowing step is skipped and
-  the scale halved; 2000 good steps double it. The global step is state.step.
+  loop: the LoopState. float16: the loss is scaled by loop.loss_scale; an overflowing
+  step is skipped and the scale halved; 2000 good steps double it. Adds 1 to loop.step.
   """
   variables = model.trainable_variables
   accumulation = config.gradient_accumulation_steps
@@ -252,7 +292,7 @@ def make_train_step(model, optimizer, loss_fn, metric_names, config, state):
       per_example_loss, metrics = loss_fn(features, outputs)
       loss = tf.nn.compute_average_loss(tf.cast(per_example_loss, tf.float32),
                                         global_batch_size=config.global_batch_size)
-      scaled = loss * state.loss_scale if config.loss_scaling else loss
+      scaled = loss * loop.loss_scale if config.loss_scaling else loss
     grads = tape.gradient(scaled, variables)
     grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
              for g, v in zip(grads, variables)]
@@ -276,21 +316,21 @@ def make_train_step(model, optimizer, loss_fn, metric_names, config, state):
     if replicas > 1:
       grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
     if config.loss_scaling:
-      grads = [g / state.loss_scale for g in grads]
+      grads = [g / loop.loss_scale for g in grads]
     grads, norm = optimization.clip_by_global_norm(grads, config.clip_norm)
     if not reduces_itself and replicas > 1:
       grads = [g / replicas for g in grads]
     if config.loss_scaling:
-      _apply_with_loss_scale(optimizer, grads, variables, norm, state)
+      _apply_with_loss_scale(optimizer, grads, variables, norm, loop)
     else:
       optimizer.apply_gradients(zip(grads, variables))
-    state.step.assign_add(1)
+    loop.step.assign_add(1)
     return loss, norm, metrics
 
   return tf.function(step, jit_compile=True) if config.jit_compile else step
 
 
-def _apply_with_loss_scale(optimizer, grads, variables, norm, state):
+def _apply_with_loss_scale(optimizer, grads, variables, norm, loop):
   """Applies finite gradients; adjusts the dynamic loss scale (float16)."""
 
   def apply():
@@ -299,12 +339,12 @@ def _apply_with_loss_scale(optimizer, grads, variables, norm, state):
 
   finite = tf.math.is_finite(norm)
   tf.cond(finite, apply, lambda: tf.constant(False))
-  good = tf.where(finite, state.good_steps + 1, 0)
-  new_scale = tf.where(finite, tf.where(good >= 2000, state.loss_scale * 2.0,
-                                        state.loss_scale),
-                       tf.maximum(state.loss_scale / 2.0, 1.0))
-  state.good_steps.assign(tf.where(good >= 2000, tf.zeros_like(good), good))
-  state.loss_scale.assign(new_scale)
+  good = tf.where(finite, loop.good_steps + 1, 0)
+  new_scale = tf.where(finite, tf.where(good >= 2000, loop.loss_scale * 2.0,
+                                        loop.loss_scale),
+                       tf.maximum(loop.loss_scale / 2.0, 1.0))
+  loop.good_steps.assign(tf.where(good >= 2000, tf.zeros_like(good), good))
+  loop.loss_scale.assign(new_scale)
 
 
 def make_train_loop(strategy, step_fn, metric_names):
@@ -354,7 +394,7 @@ class TrainLogger:
       scalars = {"loss": loss, "learning_rate": lr, "examples_per_second": rate,
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
-        scalars["loss_scale"] = float(state.loss_scale.numpy())
+        scalars["loss_scale"] = float(state.loop.loss_scale.numpy())
       write_scalars(self.writer, scalars, step)
 
   def close(self):
@@ -390,18 +430,18 @@ def _train_iterator(strategy, dataset_fn, config, resumed_at):
 
 
 def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
-  """Trains until state.step reaches config.num_train_steps; returns the last figures.
+  """Trains until state.loop.step reaches config.num_train_steps; returns the last figures.
 
   dataset_fn(input_context, per_replica_batch_size) -> repeated tf.data.Dataset of dicts
   (see the module docstring); loss_fn(features, outputs) -> (per_example_loss, metrics);
   state: a checkpoints.RunCheckpoint, already restored when resuming. Returns a dict:
   global_step, loss (mean of the last loop call), the metrics, examples_per_second.
   """
-  resumed_at = int(state.step.numpy())
+  resumed_at = int(state.loop.step.numpy())
   element_spec = dataset_fn(tf.distribute.InputContext(), 1).element_spec
   metric_names = _metric_names(model, loss_fn, element_spec)
   train_loop = make_train_loop(
-      strategy, make_train_step(model, optimizer, loss_fn, metric_names, config, state),
+      strategy, make_train_step(model, optimizer, loss_fn, metric_names, config, state.loop),
       metric_names)
   iterator = _train_iterator(strategy, dataset_fn, config, resumed_at)
   logger = TrainLogger(state.output_dir, config, resumed_at, state.chief)
@@ -414,7 +454,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
       steps = _next_call_length(current, config, first_call=current == resumed_at)
       started = time.time()
       loss, norm, sums = train_loop(iterator, tf.constant(steps, tf.int32))
-      loss, seconds, current = float(loss), time.time() - started, int(state.step.numpy())
+      loss, seconds, current = float(loss), time.time() - started, int(state.loop.step.numpy())
       if not math.isfinite(loss) and not config.loss_scaling:
         _stop_on_bad_loss(loss, current, state)
       metrics = {k: float(num) / max(float(den), 1e-12) for k, (num, den) in sums.items()}
