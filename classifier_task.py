@@ -108,11 +108,15 @@ class ClassifierTask(finetune.Task):
       self.eval_sets = self.processor.get_eval_sets(self.data_dir)
     if options.do_predict:
       self.predict_sets = self.processor.get_predict_sets(self.data_dir)
-    self.tokenizer = fast_tokenization.FastTokenizer(options.vocab_file, options.do_lower_case,
-                                                normalize=options.normalize)
+    self.tokenizer = fast_tokenization.FastTokenizer(
+        options.vocab_file, options.do_lower_case, normalize=options.normalize)
 
   def num_train_examples(self):
     return len(self.train_examples)
+
+  def num_segments(self):
+    sets = [self.train_examples or []] + [s.examples for s in self.eval_sets + self.predict_sets]
+    return 2 if any(e.text_b for examples in sets for e in examples) else 1
 
   def train_dataset(self, input_context, batch_size):
     return classifier_features.make_dataset(

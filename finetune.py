@@ -76,6 +76,12 @@ class Task:
     """Training examples (windows, features) per epoch: num_train_epochs -> steps."""
     raise NotImplementedError
 
+  def num_segments(self):
+    """How many segment ids the inputs use (called after read_data): 2 for text pairs
+    ([CLS] A [SEP] B [SEP]), 1 for single texts. The driver refuses a config whose
+    type_vocab_size is smaller before building anything."""
+    return 2
+
   def train_dataset(self, input_context, batch_size):
     """tf.data.Dataset of training batches for one input pipeline, repeated forever.
 
@@ -145,6 +151,7 @@ def run(task, options):
     # Fail on a bad path before reading data or building anything.
     checkpoints.resolve_checkpoint(options.init_checkpoint)
   task.read_data(config)
+  check_segments(task, config, options)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
@@ -195,6 +202,17 @@ def _check_requested(task, options):
     raise script_utils.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
+
+
+def check_segments(task, config, options):
+  """A config without a row for segment id 1 cannot embed a pair (the lookup would fail
+  deep in the first step): one line naming the config."""
+  needed = task.num_segments()
+  if config.type_vocab_size < needed:
+    raise script_utils.UserError(
+        f"--bert_config_file={options.bert_config_file}: type_vocab_size="
+        f"{config.type_vocab_size}, but {task.name} packs {needed} segments (segment ids "
+        f"0 to {needed - 1}); use a config with type_vocab_size >= {needed} (Google's have 2)")
 
 
 def check_vocab(options, config):

@@ -245,6 +245,9 @@ class NerTask(finetune.Task):
   def num_train_examples(self):
     return len(self.splits["train"].features)
 
+  def num_segments(self):
+    return 1  # one sentence (window) a row: segment id 0 only
+
   def _dataset(self, split, batch_size, training_data, input_context=None):
     if self.feature_mode:
       return ner_features.feature_dataset(split.cache, self.feature_dim, batch_size,

@@ -128,8 +128,8 @@ class SquadTask(finetune.Task):
           settings.max_predict_examples)
     self.tokenizer = tokenization.FullTokenizer(options.vocab_file, options.do_lower_case)
     if settings.fast_tokenization:
-      self.fast_tokenizer = fast_tokenization.FastTokenizer(options.vocab_file,
-                                                       do_lower_case=options.do_lower_case)
+      self.fast_tokenizer = fast_tokenization.FastTokenizer(
+          options.vocab_file, do_lower_case=options.do_lower_case)
     if options.do_train:
       self._write_train_record()
 

@@ -311,7 +311,8 @@ def create_vocab(input_patterns, output_file, options, output_config_file=None,
     prepare_output_file(config_file, "output_config_file")
 
   start = time.time()
-  vocab, counter, num_lines, held_out, learn_seconds = learn(files, reserved, options, input_patterns)
+  vocab, counter, num_lines, held_out, learn_seconds = learn(files, reserved, options,
+                                                             input_patterns)
   with script_utils.atomic_open(output_file) as handle:
     for token in vocab:
       handle.write(token + "\n")

@@ -219,3 +219,22 @@ def test_a_bug_in_a_task_keeps_its_traceback(tmp_path, config_file, capsys):
   assert "toy.py: error:" not in capsys.readouterr().err
   assert any(entry.name == "run" and entry.path.name == "finetune.py"
              for entry in info.traceback)
+
+
+def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
+  """type_vocab_size 1 cannot embed a pair's segment id 1: one line before any model, not
+  an InvalidArgumentError from the first step."""
+  config = tiny.write_tiny_config(tmp_path / "one_segment.json", VOCAB,
+                                  max_position_embeddings=SEQ, type_vocab_size=1)
+  options = _options(tmp_path / "out", config, do_train=True, num_train_steps=2)
+  task = ToyTask(options)
+  task.build_model = None  # refused before any model is built
+  with pytest.raises(script_utils.UserError) as info:
+    finetune.run(task, options)
+  assert str(info.value) == (
+      f"--bert_config_file={config}: type_vocab_size=1, but toy packs 2 segments (segment "
+      "ids 0 to 1); use a config with type_vocab_size >= 2 (Google's have 2)")
+  single = ToyTask(options)
+  single.num_segments = lambda: 1  # a single-text task runs with it
+  finetune.run(single, options)
+  assert os.path.exists(tmp_path / "out" / "ckpt-2.index")

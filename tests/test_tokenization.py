@@ -537,8 +537,8 @@ def test_pack_inputs_text_b_without_tokens_as_the_original(tiny_vocab_file, fast
   fast = fast_tiny[True]
   texts_a = ["unwanted running " * 3, "hello", "want want"]
   texts_b = [" \u200b\x07 ", "", "lowest"]
-  packed = fast_tokenization.pack_inputs([fast.tokenize(texts_a), fast.tokenize(texts_b)], 9,
-                                    fast.cls_id, fast.sep_id)
+  packed = fast_tokenization.pack_inputs([fast.tokenize(texts_a), fast.tokenize(texts_b)],
+                                         9, fast.cls_id, fast.sep_id)
   for i, (text_a, text_b) in enumerate(zip(texts_a, texts_b)):
     ids_a = full.convert_tokens_to_ids(full.tokenize(text_a))
     ids_b = full.convert_tokens_to_ids(full.tokenize(text_b))
@@ -564,8 +564,8 @@ def test_pack_inputs_seq_length_as_a_tensor():
 
   for seq_length in (5, 9, 30):
     by_int = fast_tokenization.pack_inputs([seg_a, seg_b], seq_length, 101, 102)
-    for packed in (fast_tokenization.pack_inputs([seg_a, seg_b], tf.constant(seq_length), 101,
-                                            102),
+    for packed in (fast_tokenization.pack_inputs([seg_a, seg_b], tf.constant(seq_length),
+                                                 101, 102),
                    fast_tokenization.pack_inputs([seg_a, seg_b], np.int64(seq_length), 101, 102),
                    packed_with(tf.constant(seq_length))):
       assert sorted(packed) == ["input_ids", "input_mask", "segment_ids"]
