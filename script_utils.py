@@ -114,7 +114,8 @@ def _clean_tf_message(message):
 
 
 def _describe(exc):
-  if is_disk_full(exc):
+  # Our own errors already say what went wrong (a full disk included, with the path).
+  if is_disk_full(exc) and not isinstance(exc, file_io.InputError):
     return disk_full_message(_disk_full_path(exc))
   if isinstance(exc, UnicodeDecodeError):
     return (f"input is not valid UTF-8 ({exc}); convert the file to UTF-8 (--verbose shows "

@@ -52,7 +52,7 @@ print(json.dumps({"text_probabilities": text["probabilities"].numpy().tolist(),
                                     if m.split(".")[0] in (
                                         "classifier_data", "classifier_features", "metrics",
                                         "input_pipeline", "tokenization", "modeling",
-                                        "export"))}))
+                                        "serving", "fast_tokenization", "file_io"))}))
 """
 
 

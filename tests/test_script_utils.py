@@ -168,3 +168,9 @@ def test_out_of_memory_is_one_line_with_what_to_lower(capsys):
   assert (code, err) == (2, "p.py: error: out of memory (OOM when allocating tensor with "
                             "shape[512,30522]); lower --train_batch_size, --eval_batch_size "
                             "or --max_seq_length\n")
+
+
+def test_our_own_disk_full_message_is_kept(capsys):
+  exc = script_utils.UserError("--output_dir=/o: could not save ckpt-4 (the disk is full: No "
+                               "space left on device); the last good checkpoint is kept")
+  assert _report(exc, capsys) == (2, f"p.py: error: {exc}\n")
