@@ -920,8 +920,8 @@ def _disk_full_names(output_files):
     yield
   except Exception as exc:  # pylint: disable=broad-except
     # While writing TFRecords, TensorFlow's ResourceExhaustedError is a full disk (or quota).
-    if not (script_utils.is_disk_full(exc)
-            or type(exc).__name__ == "ResourceExhaustedError"):
+    if isinstance(exc, script_utils.UserError) or not (
+        script_utils.is_disk_full(exc) or type(exc).__name__ == "ResourceExhaustedError"):
       raise
     raise script_utils.UserError(
         script_utils.disk_full_message(", ".join(output_files))) from None

@@ -6,7 +6,8 @@ passes the flag values it read (for example `verbose`) to these helpers.
 The contract with users (DEVELOPERS.md, "Errors a user can act on"):
   * a bad file, flag or config fails fast with ONE line on stderr that names the file
     (and line or record) and what to do, and a non-zero exit status;
-  * no Python traceback unless `--verbose`;
+  * no Python traceback unless `--verbose`; but only bad input is reported that way: a
+    bug in our code (any other exception) keeps its traceback (report_user_errors);
   * nothing half-written is left behind: outputs are written under a temporary name in
     the same directory and renamed into place when complete.
 """
@@ -42,8 +43,6 @@ class UserError(file_io.InputError):
 
 def _one_line(message):
   return " ".join(str(message).split())
-
-
 
 
 # Exceptions that mean "your input is wrong" rather than "our code is wrong". They are

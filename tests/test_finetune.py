@@ -238,3 +238,20 @@ def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
   single.num_segments = lambda: 1  # a single-text task runs with it
   finetune.run(single, options)
   assert os.path.exists(tmp_path / "out" / "ckpt-2.index")
+
+
+def test_the_loop_state_says_what_a_checkpoint_holds_of_the_loop():
+  """training.LoopState owns the loop's variables; RunCheckpoint tracks what it lists."""
+  model = modeling.build_classifier_model(tiny.tiny_config(VOCAB), LABELS)[0]
+  plain, scaled = training.LoopState(model), training.LoopState(model, loss_scaling=True)
+  assert sorted(plain.trackables(with_optimizer=False)) == ["step"]
+  assert sorted(plain.trackables(with_optimizer=True)) == ["rng_states", "step"]
+  assert sorted(scaled.trackables(with_optimizer=True)) == [
+      "good_steps", "loss_scale", "rng_states", "step"]
+  assert (int(scaled.step.numpy()), float(scaled.loss_scale.numpy()),
+          int(scaled.good_steps.numpy())) == (0, 2.0 ** 15, 0)
+  # The dropout layers' seed-generator states, which Keras 3 does not track itself.
+  assert len(plain.rng_states) == len([v for v in model.non_trainable_variables
+                                       if "seed_generator" in v.path]) > 0
+  state = checkpoints.RunCheckpoint("unused", model, loop=scaled, loss_scaling=True)
+  assert state.loop is scaled and state.step is scaled.step
