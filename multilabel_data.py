@@ -48,7 +48,7 @@ def read_label_list(path):
   script_utils.check_input_file(path, "labels_file")
   labels = []
   for number, line in script_utils.read_text_lines(path):
-    name = line.strip()
+    name = line.lstrip("\ufeff").strip()
     if not name:
       continue
     if "," in name or len(name.split()) != 1:
@@ -88,18 +88,18 @@ def read_examples(path, label_list, require_labels=True):
     line = line.rstrip("\r\n")
     if not line.strip():
       continue
-    fields = line.split("\t")
+    fields = line.lstrip("\ufeff").split("\t") if number == 1 else line.split("\t")
     where = f"{path}:{number}"
-    if require_labels and len(fields) != 2:
+    if len(fields) > 2 or (require_labels and len(fields) != 2):
       raise script_utils.UserError(
-          f"{where}: {len(fields)} tab-separated fields, expected text<TAB>labels "
-          "(an example without labels ends with a tab; a tab inside the text?)")
-    if not require_labels:
-      layout = layout or len(fields)
-      if len(fields) != layout or layout > 2:
-        raise script_utils.UserError(
-            f"{where}: {len(fields)} tab-separated fields, the file's first line has "
-            f"{layout}; test lines are all text or all text<TAB>labels")
+          f"{where}: {len(fields)} tab-separated fields, expected text<TAB>labels"
+          + ("" if require_labels else " or text alone")
+          + " (an example without labels ends with a tab; a tab inside the text?)")
+    layout = layout or len(fields)
+    if len(fields) != layout:
+      raise script_utils.UserError(
+          f"{where}: {len(fields)} tab-separated fields, the file's first line has "
+          f"{layout}; test lines are all text or all text<TAB>labels")
     if not fields[0].strip():
       raise script_utils.UserError(f"{where}: the text is empty")
     labels = _parse_labels(fields[1], label_list, where) if len(fields) == 2 else None

@@ -27,7 +27,7 @@ def write(path, text):
 
 
 def test_label_list_and_its_refusals(tmp_path):
-  assert multilabel_data.read_label_list(write(tmp_path / "l.txt", "b\n a \n\nc\n")) == [
+  assert multilabel_data.read_label_list(write(tmp_path / "l.txt", "\ufeffb\n a \n\nc\n")) == [
       "b", "a", "c"]
   for text, message in [("a\na\n", r"l.txt:2: label 'a' is listed twice"),
                         ("a\nb,c\n", r"l.txt:2: label 'b,c' has a comma or a space"),
@@ -38,8 +38,8 @@ def test_label_list_and_its_refusals(tmp_path):
 
 
 def test_reads_texts_and_label_sets(tmp_path):
-  path = write(tmp_path / "train.tsv",
-               "EU rejects German call .\tMISC,ORG\nPeter Blackburn\tPER\n\n"
+  path = write(tmp_path / "train.tsv",  # a byte-order mark is not part of the text
+               "\ufeffEU rejects German call .\tMISC,ORG\nPeter Blackburn\tPER\n\n"
                "No entity here .\t\nLeft , right\tPER , LOC\r\n")
   examples = multilabel_data.read_examples(path, LABELS)
   assert [(e.text, e.labels, e.line_number) for e in examples] == [
@@ -67,7 +67,8 @@ def test_reads_texts_and_label_sets(tmp_path):
     (" \tPER\n", True, r"t.tsv:1: the text is empty"),
     ("\n\n", True, r"t.tsv: no examples"),
     ("a\nb\tPER\n", False, r"t.tsv:2: 2 tab-separated fields, the file's first line has 1"),
-    ("a\tPER\tx\n", False, r"t.tsv:1: 3 tab-separated fields, the file's first line has 3"),
+    ("a\tPER\tx\n", False, r"t.tsv:1: 3 tab-separated fields, expected text<TAB>labels "
+                            r"or text alone \(an example"),
 ])
 def test_ambiguous_or_bad_lines_are_refused(tmp_path, text, require, message):
   with pytest.raises(script_utils.UserError, match=message):
