@@ -107,8 +107,6 @@ class MultiLabelTask(finetune.Task):
     logging.info("Wrote %d test predictions to %s", len(logits), path)
 
   def export(self, model, export_dir):
-    if self.labels is None:
-      self.labels = multilabel_data.read_label_list(self.labels_file)
     tokenizer = tokenization.FastTokenizer(self.options.vocab_file,
                                            self.options.do_lower_case)
     packer = serving.TextPacker(tokenizer, self.options.max_seq_length, tokenizer.cls_id,
