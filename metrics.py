@@ -6,6 +6,8 @@ GLUE's metrics as its tasks report them: accuracy everywhere, F1 of class 1 (MRP
 Matthews correlation (CoLA), Pearson and Spearman with average ranks for ties (STS-B);
 `compute_metrics` picks them by a processor's `metric` name. Every metric takes
 *predictions* (label ids or scores), never logits: `accuracy(np.argmax(logits, -1), labels)`.
+Multi-label tasks (one sigmoid per label): `sigmoid`, `sigmoid_cross_entropy`,
+`multi_label_metrics` (micro/macro F1, per-label F1, subset accuracy).
 
 `softmax` / `log_softmax` shift by the maximum before exponentiating (no overflow for large
 logits) and compute in the input's floating dtype, so float32 logits give the same bits
@@ -78,6 +80,55 @@ def matthews_corrcoef(predictions, labels):
   if cov_ypyp * cov_ytyt == 0:
     return 0.0
   return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
+
+
+# --------------------------------------------------------------------------- multi-label
+
+
+def sigmoid(logits):
+  """Per-label probabilities 1 / (1 + exp(-x)) of float logits [...] (no overflow)."""
+  logits = _floating(logits)
+  exp = np.exp(-np.abs(logits))
+  return np.where(logits >= 0, 1.0 / (1.0 + exp), exp / (1.0 + exp))
+
+
+def sigmoid_cross_entropy(logits, labels, axis=-1):
+  """Mean over `axis` of -z log p - (1 - z) log(1 - p), p = sigmoid(x): the multi-label
+  loss per example from logits x [N, K] and 0/1 labels z [N, K] (computed as
+  max(x, 0) - x z + log(1 + exp(-|x|)), TensorFlow's stable form)."""
+  x, z = _floating(logits), np.asarray(labels, np.float64)
+  return np.mean(np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x))), axis=axis)
+
+
+def multi_label_metrics(predictions, labels, names):
+  """Scores of 0/1 predictions [n, K] against 0/1 labels [n, K], label k named names[k].
+
+  micro_precision/micro_recall/micro_f1: over every (example, label) decision;
+  f1_<name>: each label's F1, 0.0 when it has no true positive (also when it is neither
+  predicted nor present: scikit-learn's zero_division default); macro_f1: their mean;
+  subset_accuracy: the fraction of examples whose predicted label set is exactly right.
+  """
+  predictions = np.asarray(predictions).astype(bool)
+  labels = np.asarray(labels).astype(bool)
+  if predictions.shape != labels.shape or predictions.shape[-1:] != (len(names),):
+    raise ValueError(f"multi_label_metrics: predictions {predictions.shape}, labels "
+                     f"{labels.shape}, {len(names)} names")
+  tp = np.sum(predictions & labels, axis=0).astype(np.float64)
+  fp = np.sum(predictions & ~labels, axis=0).astype(np.float64)
+  fn = np.sum(~predictions & labels, axis=0).astype(np.float64)
+  per_label = [0.0 if t == 0 else 2 * t / (2 * t + p + n) for t, p, n in zip(tp, fp, fn)]
+  all_tp, all_fp, all_fn = tp.sum(), fp.sum(), fn.sum()
+  result = {
+      "micro_precision": 0.0 if all_tp == 0 else float(all_tp / (all_tp + all_fp)),
+      "micro_recall": 0.0 if all_tp == 0 else float(all_tp / (all_tp + all_fn)),
+      "micro_f1": 0.0 if all_tp == 0 else float(2 * all_tp / (2 * all_tp + all_fp + all_fn)),
+      "macro_f1": float(np.mean(per_label)),
+      "subset_accuracy": (float(np.mean(np.all(predictions == labels, axis=-1)))
+                          if len(labels) else 0.0),
+  }
+  for name, value in zip(names, per_label):
+    result[f"f1_{name}"] = float(value)
+  return result
 
 
 # --------------------------------------------------------------------------- regression

@@ -698,7 +698,9 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
 def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
 
-  Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression).
+  Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression). The same
+  model serves softmax classification (classifier_loss) and multi-label classification
+  (multi_label_loss: one sigmoid per label).
   """
   config = _as_config(config)
   encoder = BertModel(config, causal=causal)
@@ -730,6 +732,29 @@ def classifier_loss(features, outputs, regression=False):
   labels = tf.cast(features["label_ids"], tf.int32)
   per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
   return per_example, {"accuracy": (tf.reduce_sum(_correct(logits, labels)), count)}
+
+
+def multi_label_loss(features, outputs, threshold=0.5):
+  """The multi-label classifier's loss: one sigmoid per label, on build_classifier_model
+  (the same head and weights, output_weights [num_labels, H]; only the loss differs).
+
+  Args:
+    features: label_ids float32 [B, num_labels], 1 where the example has the label.
+    outputs: build_classifier_model's logits float32 [B, num_labels].
+    threshold: a label is predicted where its probability is >= threshold.
+  Returns:
+    per_example_loss float32 [B]: the mean over labels of the sigmoid cross-entropy
+    (Hugging Face's BCEWithLogitsLoss per example); metrics {"accuracy": (examples whose
+    predicted label set is exactly right, B)} float32 scalars summed over the batch.
+  """
+  logits = tf.cast(outputs["logits"], tf.float32)
+  labels = tf.cast(features["label_ids"], tf.float32)
+  per_example = tf.reduce_mean(
+      tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits), axis=-1)
+  predicted = tf.cast(tf.sigmoid(logits) >= threshold, tf.float32)
+  exact = tf.cast(tf.reduce_all(tf.equal(predicted, labels), axis=-1), tf.float32)
+  return per_example, {"accuracy": (tf.reduce_sum(exact),
+                                    tf.cast(tf.shape(logits)[0], tf.float32))}
 
 
 def build_squad_model(config, causal=False):

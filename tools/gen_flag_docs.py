@@ -23,7 +23,8 @@ from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402,F401
 
 SCRIPTS = ["create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
-           "run_squad", "squad_evaluate", "run_ner", "run_swag", "extract_features",
+           "run_squad", "squad_evaluate", "run_ner", "run_swag", "run_multilabel",
+           "extract_features",
            "export_encoder", "quickstart"]
 
 

@@ -1,0 +1,73 @@
+"""CoNLL-2003 -> a multi-label set: which entity types (LOC, MISC, ORG, PER) a sentence has.
+
+  python tools/conll_entity_types.py ../shared/data/conll2003 /tmp/conll_types
+
+Reads train.txt, valid.txt and test.txt (ner_data.read_conll: -DOCSTART- lines are not
+sentences; IOB1 or IOB2 tags) and writes run_multilabel.py's layout: labels.txt (the
+entity types found in train.txt, sorted) and train.tsv, dev.tsv, test.tsv, one sentence
+a line: its words joined by spaces, a tab, its entity types comma-separated in
+labels.txt's order (empty when it has none). Prints each split's label counts.
+"""
+
+import collections
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import ner_data  # noqa: E402
+import script_utils  # noqa: E402
+
+SPLITS = (("train.txt", "train.tsv"), ("valid.txt", "dev.tsv"), ("test.txt", "test.tsv"))
+
+
+def entity_types(example):
+  """The sorted set of types in a sentence's tags (B-PER, I-PER -> PER; O -> none)."""
+  types = set()
+  for number, tag in enumerate(example.labels):
+    if tag != "O":
+      if tag[:2] not in ("B-", "I-") or not tag[2:]:
+        raise script_utils.UserError(
+            f"{example.guid} (line {example.line_number + number}): tag {tag!r} is "
+            "neither O nor B-TYPE / I-TYPE")
+      types.add(tag[2:])
+  return sorted(types)
+
+
+def convert(conll_dir, output_dir):
+  """Writes output_dir/{labels.txt,train.tsv,dev.tsv,test.tsv}; returns the counts."""
+  script_utils.ensure_output_dir(output_dir, "output_dir")
+  rows, counts = {}, {}
+  for source, target in SPLITS:
+    path = os.path.join(conll_dir, source)
+    script_utils.check_input_file(path, "conll_dir")
+    examples = ner_data.read_conll(path)
+    if examples[0].labels is None:
+      raise script_utils.UserError(f"{path}: no NER column (one column per line)")
+    rows[target] = [(" ".join(e.words), entity_types(e)) for e in examples]
+    counts[target] = collections.Counter(t for _, types in rows[target] for t in types)
+    counts[target]["(sentences)"] = len(examples)
+  labels = sorted(t for t in counts["train.tsv"] if t != "(sentences)")
+  for target, split_rows in rows.items():
+    for number, (_, types) in enumerate(split_rows, start=1):
+      unknown = set(types) - set(labels)
+      if unknown:
+        raise script_utils.UserError(f"{target} sentence {number}: entity type(s) "
+                                     f"{sorted(unknown)} never seen in train.txt")
+    with script_utils.atomic_open(os.path.join(output_dir, target)) as handle:
+      handle.writelines(f"{text}\t{','.join(types)}\n" for text, types in split_rows)
+  with script_utils.atomic_open(os.path.join(output_dir, "labels.txt")) as handle:
+    handle.writelines(f"{label}\n" for label in labels)
+  return counts
+
+
+def main(argv):
+  if len(argv) != 3:
+    sys.exit(__doc__)
+  with script_utils.report_user_errors():
+    for target, count in convert(argv[1], argv[2]).items():
+      print(target, " ".join(f"{k}={v}" for k, v in sorted(count.items())))
+
+
+if __name__ == "__main__":
+  main(sys.argv)
