@@ -575,6 +575,13 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
     values.update({k: np.asarray(v) for k, v in extra.items()})
   if global_step is not None:
     values["global_step"] = np.asarray(global_step, dtype=np.int64)
+  bad = [n for n, v in sorted(values.items())
+         if v.dtype.kind == "f" and not np.isfinite(v).all()]
+  if bad:  # the file every other script loads never holds NaN/inf (issue 27)
+    raise script_utils.UserError(
+        f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
+        "the training diverged; lower --learning_rate and train again from the last good "
+        "checkpoint")
   directory, basename = os.path.split(os.path.abspath(prefix))
   os.makedirs(directory, exist_ok=True)
   # Written into a temporary directory beside the target, then moved into place data

@@ -28,6 +28,7 @@ build_model, loss, train_dataset, evaluate, predict, and optionally export and
 after_training. It keeps its own task-specific settings (constructor arguments).
 """
 
+import math
 import os
 
 from absl import logging
@@ -141,6 +142,17 @@ def run(task, options):
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
+  # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
+  # its own lock there, and only the chief's removes an interrupted run's temporaries.
+  chief = checkpoints.is_chief(strategy)
+  resolver = getattr(strategy, "cluster_resolver", None)
+  suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
+  with script_utils.lock_output(options.output_dir, suffix=suffix, clean=chief):
+    _run_locked(task, options, config, strategy)
+
+
+def _run_locked(task, options, config, strategy):
+  """run(), from the data on, while this process holds output_dir's lock."""
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
     checkpoints.resolve_checkpoint(options.init_checkpoint)
@@ -242,6 +254,14 @@ def write_eval_results(output_dir, metrics, global_step):
   """eval_results.txt (the original's `key = value` lines) and TensorBoard scalars in
   output_dir/eval at `global_step`, so eval curves overlay the training curves."""
   values = dict(metrics)
+  bad = sorted(k for k, v in values.items()
+               if isinstance(v, (int, float)) and not math.isfinite(v))
+  if bad:  # a diverged model: its figures must not look like results (issue 27)
+    raise script_utils.UserError(
+        f"evaluation at step {global_step} gives {', '.join(f'{k} = {values[k]}' for k in bad)}"
+        f": the model's outputs are not finite (the weights diverged); {output_dir}/"
+        "eval_results.txt is not written; resume from an earlier checkpoint with a lower "
+        "--learning_rate")
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
   script_utils.write_key_values(os.path.join(output_dir, "eval_results.txt"), values,

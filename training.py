@@ -83,16 +83,51 @@ def create_strategy(name="one_device", tpu_name=None, tpu_zone=None, gcp_project
   """
   # MultiWorkerMirrored must configure collective ops before the TF context starts, so
   # nothing here may run an op (or list logical devices) before its branch.
+  _check_accelerators(name, num_gpus, tpu_name)
+  strategy = _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus,
+                              num_tpu_cores)
+  devices = list(getattr(strategy.extended, "worker_devices", ()) or ())
+  logging.info("Strategy %s: %d replica(s) on %s", name, strategy.num_replicas_in_sync,
+               ", ".join(devices) or "the TPU")
+  return strategy
+
+
+_NO_ACCELERATOR_CAUSE = (
+    "the usual cause is a CPU-only TensorFlow (pip install 'tensorflow[and-cuda]') or a "
+    "driver that does not work (run nvidia-smi); or drop the flag to run on what is there")
+
+
+def _check_accelerators(name, num_gpus, tpu_name):
+  """Stops a run that asked for accelerators TensorFlow does not see (issue 27).
+
+  Physical devices only: listing them does not start the TensorFlow context, which
+  MultiWorkerMirroredStrategy needs untouched.
+  """
+  if name == "tpu":
+    if not tpu_name and not tf.config.list_physical_devices("TPU"):
+      raise script_utils.UserError(
+          "--use_tpu (or --distribution_strategy=tpu) asks for a TPU, but TensorFlow sees "
+          "no local TPU and no --tpu_name (or --master) names one; pass --tpu_name, or "
+          "drop --use_tpu to run on the CPU/GPU")
+    return
+  if num_gpus:
+    gpus = tf.config.list_physical_devices("GPU")
+    if num_gpus > len(gpus):
+      raise script_utils.UserError(
+          f"--num_gpus={num_gpus} (--distribution_strategy={name}) asks for {num_gpus} "
+          f"GPU(s), but TensorFlow sees {len(gpus)}"
+          + (f" ({', '.join(g.name for g in gpus)})" if gpus else "")
+          + f": {_NO_ACCELERATOR_CAUSE}")
+
+
+def _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus, num_tpu_cores):
   if name == "one_device":
     gpus = tf.config.list_physical_devices("GPU")
     return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
   if name == "mirrored":
     gpus = tf.config.list_logical_devices("GPU")
     devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-    if num_gpus:
-      if gpus and num_gpus > len(gpus):
-        raise script_utils.UserError(
-            f"--num_gpus={num_gpus}: only {len(gpus)} GPU(s) visible")
+    if num_gpus:  # _check_accelerators: that many GPUs are there
       devices = devices[:num_gpus]
     return tf.distribute.MirroredStrategy(devices=devices)
   if name == "multi_worker_mirrored":
@@ -467,6 +502,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
 
 
 def _save(state):
+  _stop_on_non_finite_weights(state)
   path = state.save()
   if state.chief:
     logging.info("Saved checkpoint %s", path)
@@ -476,6 +512,24 @@ def _stop_on_bad_loss(loss, step, state):
   last = state.latest_saved()
   raise script_utils.UserError(
       f"the training loss is {loss} at step {step}: "
+      + (f"the last good checkpoint {os.path.basename(last)} is kept in "
+         f"{state.output_dir}" if last else "no checkpoint was saved")
+      + "; lower --learning_rate or check the data")
+
+
+def _stop_on_non_finite_weights(state):
+  """A checkpoint of NaN/inf weights is never saved (issue 27): the loss of the last
+  step is computed before its update, so a step can diverge where the loss check cannot
+  see it. The last good checkpoint stays the newest one."""
+  bad = [getattr(v, "path", v.name) for v in state.model.weights
+         if tf.as_dtype(v.dtype).is_floating
+         and not bool(tf.reduce_all(tf.math.is_finite(v.value)))]
+  if not bad:
+    return
+  last = state.latest_saved()
+  raise script_utils.UserError(
+      f"the weights are not finite at step {int(state.step.numpy())} ({len(bad)} "
+      f"variable(s), {bad[0]} first): the training diverged; "
       + (f"the last good checkpoint {os.path.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
       + "; lower --learning_rate or check the data")
