@@ -89,6 +89,7 @@ class ClassifierTask(finetune.Task):
     super().__init__(options)
     self.processor, self.data_dir = processor, data_dir
     self.name = type(processor).__name__.replace("Processor", "") or "classifier"
+    self.segments = processor.num_texts  # a sentence pair packs segment 1
     # TPUs need static shapes: every batch padded to max_seq_length.
     self.fixed_padding = fixed_padding or options.distribution_strategy == "tpu"
     self.labels = self.tokenizer = None

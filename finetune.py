@@ -52,6 +52,7 @@ class Task:
   """
 
   name = "task"
+  segments = 2  # segment ids the inputs use (0 and 1): the config's type_vocab_size >= it
   loads_init_checkpoint = True
   needs_vocab = True
   exports = False  # True where the script has --export_dir
@@ -135,13 +136,15 @@ def run(task, options):
   _check_requested(task, options)
   config = checkpoints.load_bert_config(options.bert_config_file)
   checkpoints.check_max_seq_length(options.max_seq_length, config)
+  _check_segments(task, config, options.bert_config_file)
   if task.needs_vocab:
     check_vocab(options, config)
-  script_utils.ensure_output_dir(options.output_dir)
-  # Multi-worker strategies must start before any TensorFlow op runs.
+  # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
+  # for and not there stop the run before output_dir is created.
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
+  script_utils.ensure_output_dir(options.output_dir)
   # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
   # its own lock there, and only the chief's removes an interrupted run's temporaries.
   chief = checkpoints.is_chief(strategy)
@@ -207,6 +210,17 @@ def _check_requested(task, options):
     raise script_utils.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
+
+
+def _check_segments(task, config, config_file):
+  """A pair task on a config with type_vocab_size 1 would look up segment 1 outside its
+  table: an error deep in a training step on the CPU, zeros on a GPU (issue 27)."""
+  segments = task.segments
+  if config.type_vocab_size < segments:
+    raise script_utils.UserError(
+        f"{config_file}: type_vocab_size is {config.type_vocab_size}, but {task.name} "
+        f"packs {segments} segments (segment ids 0 to {segments - 1}); use a config (and "
+        f"checkpoint) with type_vocab_size {segments} or more, as Google's have")
 
 
 def check_vocab(options, config):

@@ -66,6 +66,11 @@ class NerSettings:
   feature_batch_size: int = 32
   dropout_rate: float = 0.1
 
+  def __post_init__(self):
+    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too (issue 27's sibling)
+      raise script_utils.UserError(
+          f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
+
 
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None):
   """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
@@ -129,6 +134,7 @@ class NerTask(finetune.Task):
   """Token tagging of CoNLL files, fine-tuned or feature-based (NerSettings.mode)."""
 
   name = "NER"
+  segments = 1  # one sentence: segment 0 only
 
   def __init__(self, options, settings):
     super().__init__(options)
