@@ -412,7 +412,12 @@ class OutputLock:
     if _is_remote(self.path):
       return self
     while True:
-      fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+      try:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+      except OSError as exc:
+        where = f"--{self.flag_name}={self.path}" if self.flag_name else self.path
+        raise UserError(f"{where}: cannot write in {self.directory} ({exc.strerror}); create "
+                        "it, check its permissions or choose another output path") from None
       try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
       except BlockingIOError:
@@ -465,3 +470,35 @@ class OutputLock:
 def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
   """`with lock_output(options.output_dir): ...` (see OutputLock)."""
   return OutputLock(path, flag_name, is_file, suffix, clean)
+
+
+# --------------------------------------------------------------------------- full disks at the writer (issue 27)
+
+
+def is_disk_full(exc):
+  """True for what a full disk (or quota) raises: OSError ENOSPC/EDQUOT/EFBIG, and
+  TensorFlow's or safetensors' errors whose message says "No space left"."""
+  import errno  # pylint: disable=g-import-not-at-top
+  if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    return True
+  return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+
+
+@contextlib.contextmanager
+def disk_full_names(path, flag_name=None):
+  """Turns a full disk while writing `path` into a UserError naming it.
+
+  Use around an atomic write: `with disk_full_names(p): with atomic_open(p) as f: ...`;
+  atomic_path has removed its temporary by the time the error reaches here, so nothing
+  is left under the final name nor a temporary one.
+  """
+  try:
+    yield
+  except UserError:
+    raise
+  except Exception as exc:  # pylint: disable=broad-except
+    if not is_disk_full(exc):
+      raise
+    where = f"--{flag_name}={path}" if flag_name else str(path)
+    raise UserError(f"could not write {where}: the disk is full (No space left on device); "
+                    "nothing was written under that name: free space and rerun") from None
