@@ -308,7 +308,9 @@ class NerTask(finetune.Task):
       return None
     metrics = ner_data.evaluate_examples(split.examples, tags, split.scheme)
     report = ner_data.conlleval_report(metrics)
-    with script_utils.atomic_open(os.path.join(out, f"{name}_conlleval.txt")) as handle:
+    report_file = os.path.join(out, f"{name}_conlleval.txt")
+    with script_utils.disk_full_names(report_file), script_utils.atomic_open(
+        report_file) as handle:
       handle.write(report)
     for line in report.splitlines():
       logging.info("%s conlleval: %s", name, line)

@@ -485,7 +485,7 @@ def is_disk_full(exc):
 
 
 @contextlib.contextmanager
-def disk_full_names(path, flag_name=None):
+def disk_full_names(path, flag_name=None, atomic=True):
   """Turns a full disk while writing `path` into a UserError naming it.
 
   Use around an atomic write: `with disk_full_names(p): with atomic_open(p) as f: ...`;
@@ -501,4 +501,5 @@ def disk_full_names(path, flag_name=None):
       raise
     where = f"--{flag_name}={path}" if flag_name else str(path)
     raise UserError(f"could not write {where}: the disk is full (No space left on device); "
-                    "nothing was written under that name: free space and rerun") from None
+                    + ("nothing was written under that name; " if atomic else "")
+                    + "free space and rerun") from None

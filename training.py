@@ -52,6 +52,7 @@ What the loop does (original behaviour unless noted):
   * multi-worker: every worker runs the same loop; only the chief writes to output_dir.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -404,8 +405,8 @@ class TrainLogger:
     self.config = config
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = Progress(config.num_train_steps, first_step)
-    self.writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train"))
-                   if write else None)
+    self.logdir = os.path.join(output_dir, "train")
+    self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
   def log(self, step, steps_run, seconds, loss, norm, metrics, optimizer, state):
     self.progress.update(step)
@@ -422,7 +423,8 @@ class TrainLogger:
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
         scalars["loss_scale"] = float(state.loss_scale.numpy())
-      write_scalars(self.writer, scalars, step)
+      with script_utils.disk_full_names(self.logdir, atomic=False):  # issue 27: one line, naming it
+        write_scalars(self.writer, scalars, step)
 
   def close(self):
     if self.writer is not None:
@@ -543,17 +545,25 @@ def write_scalars(writer_or_dir, scalars, step):
   original's Estimator wrote them. writer_or_dir: a summary writer, or a folder to open
   one in (output_dir/eval).
   """
-  writer = writer_or_dir
   if isinstance(writer_or_dir, str):
     writer = tf.summary.create_file_writer(writer_or_dir)
+    try:
+      with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+        _write_scalars(writer, scalars, step)
+    finally:
+      with contextlib.suppress(tf.errors.OpError):
+        writer.close()
+    return
+  _write_scalars(writer_or_dir, scalars, step)
+
+
+def _write_scalars(writer, scalars, step):
   summary = tf.compat.v1.Summary(value=[
       tf.compat.v1.Summary.Value(tag=name, simple_value=float(value))
       for name, value in scalars.items()])
   with writer.as_default(step=int(step)):
     tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=int(step))
   writer.flush()
-  if writer is not writer_or_dir:
-    writer.close()
 
 
 # --------------------------------------------------------------------------- eval / predict
