@@ -278,7 +278,8 @@ def write_eval_results(output_dir, metrics, global_step):
         "--learning_rate")
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
-  script_utils.write_key_values(os.path.join(output_dir, "eval_results.txt"), values,
-                                log=lambda line: logging.info("  %s", line))
+  path = os.path.join(output_dir, "eval_results.txt")
+  with script_utils.disk_full_names(path):  # issue 27
+    script_utils.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
   training.write_scalars(os.path.join(output_dir, "eval"), scalars, global_step)

@@ -423,7 +423,7 @@ class TrainLogger:
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
         scalars["loss_scale"] = float(state.loss_scale.numpy())
-      with script_utils.disk_full_names(self.logdir, atomic=False):  # issue 27: one line, naming it
+      with script_utils.disk_full_names(self.logdir, atomic=False):  # issue 27
         write_scalars(self.writer, scalars, step)
 
   def close(self):
