@@ -131,6 +131,7 @@ def resolve_checkpoint(path):
     return HUGGING_FACE, st
   prefix = path
   if os.path.isdir(path):
+    _check_state_file(path)
     prefix = tf.train.latest_checkpoint(path)
     if prefix is None:
       google = os.path.join(path, "bert_model.ckpt")
@@ -156,6 +157,27 @@ def resolve_checkpoint(path):
   raise script_utils.UserError(
       f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
       "nor one of ours")
+
+
+def _check_state_file(directory):
+  """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
+  error saying which (issue 27), before TensorFlow logs its own E line about it."""
+  state_file = os.path.join(directory, "checkpoint")
+  if not os.path.isfile(state_file):
+    return
+  try:
+    state = tf.train.get_checkpoint_state(directory)
+  except (tf.errors.OpError, ValueError):  # not a text proto: not our state file
+    return
+  if state is None or not state.model_checkpoint_path:
+    return
+  named = state.model_checkpoint_path
+  prefix = named if os.path.isabs(named) else os.path.join(directory, named)
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise ValueError(
+        f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
+        f"not exist ({prefix}.index is missing); restore the files, pass an existing "
+        "ckpt-N prefix, or delete the 'checkpoint' file")
 
 
 def _check_data_files(prefix):
@@ -574,6 +596,13 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
     values.update({k: np.asarray(v) for k, v in extra.items()})
   if global_step is not None:
     values["global_step"] = np.asarray(global_step, dtype=np.int64)
+  bad = [n for n, v in sorted(values.items())
+         if v.dtype.kind == "f" and not np.isfinite(v).all()]
+  if bad:  # the file every other script loads never holds NaN/inf (issue 27)
+    raise script_utils.UserError(
+        f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
+        "the training diverged; lower --learning_rate and train again from the last good "
+        "checkpoint")
   directory, basename = os.path.split(os.path.abspath(prefix))
   os.makedirs(directory, exist_ok=True)
   # Written into a temporary directory beside the target, then moved into place data

@@ -530,6 +530,29 @@ def _check_label_list(labels):
   return labels
 
 
+# Label-column names seen in public data sets' headers (lower-cased).
+_HEADER_WORDS = frozenset((
+    "label", "labels", "gold_label", "class", "classes", "category", "target", "y",
+    "sentiment", "polarity", "score", "rating", "stars", "tag", "output", "answer"))
+
+
+def _is_number(text):
+  try:
+    return math.isfinite(float(text))
+  except (TypeError, ValueError):
+    return False
+
+
+def _shape(text):
+  """A label's shape: its character classes with runs collapsed ("B-PER" -> "A-A")."""
+  classes = []
+  for char in str(text).strip():
+    kind = "9" if char.isdigit() else ("A" if char.isalpha() else char)
+    if not classes or classes[-1] != kind:
+      classes.append(kind)
+  return "".join(classes)
+
+
 class DelimitedFileProcessor(GlueTsvProcessor):
   """Users' own data (--task_name=tsv or csv): <data_dir>/{train,dev,test}.<ext>.
 
@@ -589,10 +612,39 @@ class DelimitedFileProcessor(GlueTsvProcessor):
         raise UserError(f"{path}: the {used[column]} and {role} columns are both column "
                         f"{column}; give each its own column")
       used.setdefault(column, role)
-    return Columns(**resolved, header=self.has_header)
+    return Columns(**resolved, header=bool(self.has_header))
+
+  def _refuse_header_read_as_data(self, path, label_column):
+    """A header line read as data would make its label ("label") a class of its own
+    (issue 27). When --has_header was not given at all (None) and the first row's label
+    looks like a column name, stop and ask; --has_header=false says the row is data."""
+    if self.has_header is not None or label_column is None:
+      return
+    rows = read_delimited(path, self.delimiter, self.quoting)
+    if len(rows) < 3:
+      return
+    labels = [f[label_column] if -len(f) <= label_column < len(f) else None
+              for _, f in rows]
+    first, others = labels[0], [l for l in labels[1:] if l is not None]
+    if first is None or not others or first in others:
+      return
+    reason = None
+    if self.is_regression or all(_is_number(l) for l in others):
+      if not _is_number(first):
+        reason = (f"its label {first!r} is not a number, every other row's is")
+    elif first.strip().lower() in _HEADER_WORDS:
+      reason = f"its label {first!r} is a column name and occurs in no other row"
+    elif _shape(first) not in {_shape(l) for l in others}:
+      reason = f"its label {first!r} occurs in no other row and looks like none of them"
+    if reason:
+      raise UserError(
+          f"{path}:{rows[0][0]}: the first row looks like a header ({reason}); pass "
+          "--has_header if it is one, or --has_header=false if the first row really is data")
 
   def _read(self, path, set_type, labelled):
     spec = self.spec if labelled else self.test_spec
+    if labelled:
+      self._refuse_header_read_as_data(path, self._columns(path, spec).label)
     return self.read_split(path, set_type, self._columns(path, spec), labelled=labelled,
                            delimiter=self.delimiter, quoting=self.quoting)
 
@@ -616,6 +668,7 @@ class DelimitedFileProcessor(GlueTsvProcessor):
       path = os.path.join(self._data_dir, name)
       if os.path.exists(path):
         columns = self._columns(path, self.spec)
+        self._refuse_header_read_as_data(path, columns.label)
         rows = data_rows(path, read_delimited(path, self.delimiter, self.quoting),
                          columns.header, delimiter=self.delimiter)
         found = set()
@@ -702,7 +755,7 @@ def submission_index(example, position):
 
 def write_submission(path, processor, examples, predictions):
   """GLUE server format: header "index\\tprediction", one line per test row, in order."""
-  with script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
     handle.write("index\tprediction\n")
     for position, (example, value) in enumerate(zip(examples, predictions, strict=True)):
       handle.write(f"{submission_index(example, position)}\t"
@@ -715,6 +768,6 @@ def write_probabilities(path, probabilities):
   probabilities = np.asarray(probabilities)
   if probabilities.ndim == 1:
     probabilities = probabilities[:, None]
-  with script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
     for row in probabilities:
       handle.write("\t".join(str(float(v)) for v in row) + "\n")

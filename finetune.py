@@ -28,6 +28,7 @@ build_model, loss, train_dataset, evaluate, predict, and optionally export and
 after_training. It keeps its own task-specific settings (constructor arguments).
 """
 
+import math
 import os
 
 from absl import logging
@@ -142,11 +143,23 @@ def run(task, options):
   checkpoints.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
     check_vocab(options, config)
-  script_utils.ensure_output_dir(options.output_dir)
-  # Multi-worker strategies must start before any TensorFlow op runs.
+  # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
+  # for and not there stop the run before output_dir is created.
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
+  script_utils.ensure_output_dir(options.output_dir)
+  # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
+  # its own lock there, and only the chief's removes an interrupted run's temporaries.
+  chief = checkpoints.is_chief(strategy)
+  resolver = getattr(strategy, "cluster_resolver", None)
+  suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
+  with script_utils.lock_output(options.output_dir, suffix=suffix, clean=chief):
+    _run_locked(task, options, config, strategy)
+
+
+def _run_locked(task, options, config, strategy):
+  """run(), from the data on, while this process holds output_dir's lock."""
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
     checkpoints.resolve_checkpoint(options.init_checkpoint)
@@ -260,9 +273,18 @@ def write_eval_results(output_dir, metrics, global_step):
   """eval_results.txt (the original's `key = value` lines) and TensorBoard scalars in
   output_dir/eval at `global_step`, so eval curves overlay the training curves."""
   values = dict(metrics)
+  bad = sorted(k for k, v in values.items()
+               if isinstance(v, (int, float)) and not math.isfinite(v))
+  if bad:  # a diverged model: its figures must not look like results (issue 27)
+    raise script_utils.UserError(
+        f"evaluation at step {global_step} gives {', '.join(f'{k} = {values[k]}' for k in bad)}"
+        f": the model's outputs are not finite (the weights diverged); {output_dir}/"
+        "eval_results.txt is not written; resume from an earlier checkpoint with a lower "
+        "--learning_rate")
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
-  script_utils.write_key_values(os.path.join(output_dir, "eval_results.txt"), values,
-                                log=lambda line: logging.info("  %s", line))
+  path = os.path.join(output_dir, "eval_results.txt")
+  with script_utils.disk_full_names(path):  # issue 27
+    script_utils.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
   training.write_scalars(os.path.join(output_dir, "eval"), scalars, global_step)

@@ -514,7 +514,7 @@ def write_conll_predictions(path, examples, predicted_tags, scheme):
   the input that conlleval reads. Predicted tags are converted to `scheme`; unlabelled
   input gets only the predicted column. -DOCSTART- lines are left out so that the
   file's conlleval token count equals our `tokens`."""
-  with script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
     for example, tags in zip(examples, predicted_tags, strict=True):
       tags = convert_tags(tags, scheme)
       for index, word in enumerate(example.words):

@@ -66,6 +66,11 @@ class NerSettings:
   feature_batch_size: int = 32
   dropout_rate: float = 0.1
 
+  def __post_init__(self):
+    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too (issue 27's sibling)
+      raise script_utils.UserError(
+          f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
+
 
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None):
   """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
@@ -305,7 +310,9 @@ class NerTask(finetune.Task):
       return None
     metrics = ner_data.evaluate_examples(split.examples, tags, split.scheme)
     report = ner_data.conlleval_report(metrics)
-    with script_utils.atomic_open(os.path.join(out, f"{name}_conlleval.txt")) as handle:
+    report_file = os.path.join(out, f"{name}_conlleval.txt")
+    with script_utils.disk_full_names(report_file), script_utils.atomic_open(
+        report_file) as handle:
       handle.write(report)
     for line in report.splitlines():
       logging.info("%s conlleval: %s", name, line)

@@ -128,9 +128,10 @@ class PretrainingTask(finetune.Task):
     """output_dir/pretrained/: bert_model.ckpt.* (Google's names) and bert_config.json."""
     directory = os.path.join(self.options.output_dir, "pretrained")
     os.makedirs(directory, exist_ok=True)
-    checkpoints.save_google_checkpoint(model, os.path.join(directory, "bert_model.ckpt"),
-                                       global_step=global_step)
-    with script_utils.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
-      handle.write(self.config.to_json_string() + "\n")
+    prefix = os.path.join(directory, "bert_model.ckpt")
+    with script_utils.disk_full_names(prefix):  # issue 27: one line naming it
+      checkpoints.save_google_checkpoint(model, prefix, global_step=global_step)
+      with script_utils.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
+        handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,
                  global_step)

@@ -16,6 +16,7 @@ quickstart doubles as a worked example of every script. Under 10 minutes on 2 CP
 """
 
 import json
+import math
 import os
 import sys
 import time
@@ -46,83 +47,109 @@ SMALL_CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     started = time.time()
+    check_flags(FLAGS)  # before any step writes a file (issue 27)
     out = os.path.abspath(FLAGS.output_dir)
     script_utils.ensure_output_dir(out)
-    paths = {name: os.path.join(out, name) for name in (
-        "corpus.txt", "vocab.txt", "bert_config.json", "pretraining.tfrecord", "pretrain",
-        "classifier", "export")}
-    log = []
+    with script_utils.lock_output(out):
+      run_demo(out, started)
 
-    print("=== Building a pretraining corpus from the standard library's documentation")
-    documents = write_corpus(paths["corpus.txt"])
-    print(f"{documents} documents, {os.path.getsize(paths['corpus.txt']) / 1e3:.0f} KB "
-          f"-> {paths['corpus.txt']}")
 
-    run_step("Learn a WordPiece vocabulary", "create_vocab.py", [
-        f"--input_file={paths['corpus.txt']}", f"--output_file={paths['vocab.txt']}",
-        f"--vocab_size={FLAGS.vocab_size}", "--do_lower_case=True"], log)
-    with open(paths["vocab.txt"], encoding="utf-8") as f:
-      vocab_size = sum(1 for _ in f)
-    with script_utils.atomic_open(paths["bert_config.json"]) as f:
-      json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
+def check_flags(flag_values):
+  """Every flag value a later step would refuse, refused now in one line."""
+  if flag_values.pretrain_steps < 1:
+    raise script_utils.UserError(
+        f"--pretrain_steps={flag_values.pretrain_steps}: must be at least 1")
+  if flag_values.vocab_size < 200:
+    raise script_utils.UserError(
+        f"--vocab_size={flag_values.vocab_size}: must be at least 200 (the special tokens, "
+        "the characters and some words)")
+  if not 8 <= flag_values.max_seq_length <= SMALL_CONFIG["max_position_embeddings"]:
+    raise script_utils.UserError(
+        f"--max_seq_length={flag_values.max_seq_length}: must be between 8 and "
+        f"{SMALL_CONFIG['max_position_embeddings']} (the small model's positions)")
+  epochs = flag_values.finetune_epochs
+  if not (math.isfinite(epochs) and epochs > 0):
+    raise script_utils.UserError(
+        f"--finetune_epochs={epochs}: must be a positive finite number")
 
-    seq = FLAGS.max_seq_length
-    run_step("Create masked-LM / next-sentence pretraining data",
-             "create_pretraining_data.py", [
-                 f"--input_file={paths['corpus.txt']}",
-                 f"--output_file={paths['pretraining.tfrecord']}",
-                 f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
-                 f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
-                 "--masked_lm_prob=0.15", "--dupe_factor=5", "--random_seed=12345"], log)
 
-    run_step("Pretrain a small BERT", "run_pretraining.py", [
-        f"--input_file={paths['pretraining.tfrecord']}", f"--output_dir={paths['pretrain']}",
-        "--do_train=True", "--do_eval=True",
-        f"--bert_config_file={paths['bert_config.json']}", "--train_batch_size=32",
-        f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
-        f"--num_train_steps={FLAGS.pretrain_steps}",
-        f"--num_warmup_steps={FLAGS.pretrain_steps // 10}", "--learning_rate=3e-4",
-        "--max_eval_steps=20", "--save_checkpoints_steps=200", "--log_every_steps=50"], log)
+def run_demo(out, started):
+  """The steps, while this process holds output_dir's lock."""
+  paths = {name: os.path.join(out, name) for name in (
+      "corpus.txt", "vocab.txt", "bert_config.json", "pretraining.tfrecord", "pretrain",
+      "classifier", "export")}
+  log = []
 
-    run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
-        "--task_name=tsv", f"--data_dir={os.path.join(HERE, 'data', 'quickstart')}",
-        "--has_header=True", "--text_a_column=sentence", "--label_column=label",
-        f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
-        f"--bert_config_file={paths['bert_config.json']}",
-        f"--init_checkpoint={os.path.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
-        "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
-        "--train_batch_size=32", "--learning_rate=3e-4",
-        f"--num_train_epochs={FLAGS.finetune_epochs}", f"--output_dir={paths['classifier']}",
-        f"--export_dir={paths['export']}"], log)
+  print("=== Building a pretraining corpus from the standard library's documentation")
+  documents = write_corpus(paths["corpus.txt"])
+  print(f"{documents} documents, {os.path.getsize(paths['corpus.txt']) / 1e3:.0f} KB "
+        f"-> {paths['corpus.txt']}")
 
-    print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
-          "(imports only tensorflow and tensorflow_text)")
-    start = time.time()
-    returncode = run_filtered([sys.executable, "-c", QUERY_PROGRAM, paths["export"],
-                               json.dumps(QUERIES)])
-    log.append(("Query the SavedModel", time.time() - start))
-    if returncode != 0:
-      raise script_utils.UserError("querying the exported SavedModel failed; see above")
+  run_step("Learn a WordPiece vocabulary", "create_vocab.py", [
+      f"--input_file={paths['corpus.txt']}", f"--output_file={paths['vocab.txt']}",
+      f"--vocab_size={FLAGS.vocab_size}", "--do_lower_case=True"], log)
+  with open(paths["vocab.txt"], encoding="utf-8") as f:
+    vocab_size = sum(1 for _ in f)
+  with script_utils.atomic_open(paths["bert_config.json"]) as f:
+    json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
 
-    pretrain = read_key_values(os.path.join(paths["pretrain"], "eval_results.txt"))
-    classifier = read_key_values(os.path.join(paths["classifier"], "eval_results.txt"))
-    print("\n" + "=" * 72)
-    print(f"Done in {time.time() - started:.0f} s.")
-    for title, seconds in log:
-      print(f"  {seconds:6.0f} s  {title}")
-    print("\nPretraining eval (held-in data, as the original's --do_eval):")
-    for key in ("masked_lm_accuracy", "next_sentence_accuracy", "loss", "global_step"):
-      if key in pretrain:
-        print(f"  {key} = {pretrain[key]}")
-    print("Classifier on data/quickstart/dev.tsv:")
-    for key, value in sorted(classifier.items()):
-      print(f"  {key} = {value}")
-    print(f"\nOutputs under {out}:\n"
-          f"  vocab.txt, bert_config.json, pretraining.tfrecord\n"
-          f"  pretrain/    checkpoints, pretrained/bert_model.ckpt (Google layout), eval_results.txt\n"
-          f"  classifier/  checkpoints, eval_results.txt\n"
-          f"  export/      SavedModel (signatures serving_default, serve_text)\n"
-          f"TensorBoard:  tensorboard --logdir {out}")
+  seq = FLAGS.max_seq_length
+  run_step("Create masked-LM / next-sentence pretraining data",
+           "create_pretraining_data.py", [
+               f"--input_file={paths['corpus.txt']}",
+               f"--output_file={paths['pretraining.tfrecord']}",
+               f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
+               f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
+               "--masked_lm_prob=0.15", "--dupe_factor=5", "--random_seed=12345"], log)
+
+  run_step("Pretrain a small BERT", "run_pretraining.py", [
+      f"--input_file={paths['pretraining.tfrecord']}", f"--output_dir={paths['pretrain']}",
+      "--do_train=True", "--do_eval=True",
+      f"--bert_config_file={paths['bert_config.json']}", "--train_batch_size=32",
+      f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
+      f"--num_train_steps={FLAGS.pretrain_steps}",
+      f"--num_warmup_steps={FLAGS.pretrain_steps // 10}", "--learning_rate=3e-4",
+      "--max_eval_steps=20", "--save_checkpoints_steps=200", "--log_every_steps=50"], log)
+
+  run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
+      "--task_name=tsv", f"--data_dir={os.path.join(HERE, 'data', 'quickstart')}",
+      "--has_header=True", "--text_a_column=sentence", "--label_column=label",
+      f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
+      f"--bert_config_file={paths['bert_config.json']}",
+      f"--init_checkpoint={os.path.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
+      "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
+      "--train_batch_size=32", "--learning_rate=3e-4",
+      f"--num_train_epochs={FLAGS.finetune_epochs}", f"--output_dir={paths['classifier']}",
+      f"--export_dir={paths['export']}"], log)
+
+  print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
+        "(imports only tensorflow and tensorflow_text)")
+  start = time.time()
+  returncode = run_filtered([sys.executable, "-c", QUERY_PROGRAM, paths["export"],
+                             json.dumps(QUERIES)])
+  log.append(("Query the SavedModel", time.time() - start))
+  if returncode != 0:
+    raise script_utils.UserError("querying the exported SavedModel failed; see above")
+
+  pretrain = read_key_values(os.path.join(paths["pretrain"], "eval_results.txt"))
+  classifier = read_key_values(os.path.join(paths["classifier"], "eval_results.txt"))
+  print("\n" + "=" * 72)
+  print(f"Done in {time.time() - started:.0f} s.")
+  for title, seconds in log:
+    print(f"  {seconds:6.0f} s  {title}")
+  print("\nPretraining eval (held-in data, as the original's --do_eval):")
+  for key in ("masked_lm_accuracy", "next_sentence_accuracy", "loss", "global_step"):
+    if key in pretrain:
+      print(f"  {key} = {pretrain[key]}")
+  print("Classifier on data/quickstart/dev.tsv:")
+  for key, value in sorted(classifier.items()):
+    print(f"  {key} = {value}")
+  print(f"\nOutputs under {out}:\n"
+        f"  vocab.txt, bert_config.json, pretraining.tfrecord\n"
+        f"  pretrain/    checkpoints, pretrained/bert_model.ckpt (Google layout), eval_results.txt\n"
+        f"  classifier/  checkpoints, eval_results.txt\n"
+        f"  export/      SavedModel (signatures serving_default, serve_text)\n"
+        f"TensorBoard:  tensorboard --logdir {out}")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ flags.DEFINE_string("test_text_b_column", None,
 flags.DEFINE_list("label_list", None,
                   "tsv/csv task: the labels, comma-separated, in label-id order (default: "
                   "the sorted distinct labels of train.*, else dev.*).")
-flags.DEFINE_bool("has_header", False, "tsv/csv task: the files start with a header line.")
+flags.DEFINE_bool("has_header", False,
+                  "tsv/csv task: the files start with a header line. Not given: a first row "
+                  "that looks like a header stops the run; --has_header=false: it is data.")
 flags.DEFINE_string("delimiter", None,
                     "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
 flags.DEFINE_bool("regression", False,
@@ -84,7 +86,9 @@ def main(_):
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        has_header=FLAGS.has_header, delimiter=FLAGS.delimiter,
+        # Not given at all: a first row that looks like a header is refused (issue 27).
+        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
+        delimiter=FLAGS.delimiter,
         regression=FLAGS.regression)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,
                                                FLAGS.xnli_language, columns)

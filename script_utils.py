@@ -400,3 +400,166 @@ def write_key_values(path, values, log=None):
       handle.write(line + "\n")
       if log is not None:
         log(line)
+
+
+# --------------------------------------------------------------------------- one run per output (issue 27)
+
+LOCK_FILE = ".bert-run.lock"
+
+
+def _process_command(pid):
+  try:
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+      return " ".join(p.decode("utf-8", "replace") for p in handle.read().split(b"\0") if p)
+  except OSError:
+    return ""
+
+
+def _is_stale_temporary(name):
+  # What this project's writers leave when killed: atomic_path's `.<name>.tmp-<8 hex>`,
+  # save_google_checkpoint's `.<name>.saving-*`, CheckpointManager's `ckpt-N_temp` and
+  # `*.tempstate*`.
+  return bool(re.fullmatch(r"\..+\.tmp-[0-9a-f]{8}", name) or
+              re.fullmatch(r"\..+\.saving-.+", name) or
+              re.fullmatch(r"ckpt-\d+_temp", name) or ".tempstate" in name)
+
+
+def remove_stale_temporaries(directory, name=None):
+  """Removes the temporaries a killed run of ours left in `directory` (only those of
+  output `name` when given); returns the names removed. Call it holding the output's lock
+  (`lock_output`), so that no live run's temporary is taken."""
+  if _is_remote(directory) or not os.path.isdir(directory):
+    return []
+  removed = []
+  for entry in sorted(os.listdir(directory)):
+    if name is not None:
+      if not re.fullmatch(r"\." + re.escape(name) + r"\.(tmp-[0-9a-f]{8}|saving-.+)", entry):
+        continue
+    elif not _is_stale_temporary(entry):
+      continue
+    path = os.path.join(directory, entry)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    else:
+      with contextlib.suppress(OSError):
+        os.remove(path)
+    removed.append(entry)
+  return removed
+
+
+class OutputLock:
+  """An exclusive lock on an output (a directory, or one output file) for a run's life.
+
+  fcntl.flock on a lock file: the kernel drops it when the process ends however it ends,
+  so a kill -9 never leaves a lock that blocks the rerun. The file records the holder's
+  pid and command line, for the one-line refusal of a second run. Taking the lock also
+  removes the temporaries a killed earlier run left there (`remove_stale_temporaries`).
+  """
+
+  def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True):
+    self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
+    if is_file:
+      directory, name = os.path.split(os.path.abspath(path))
+      self.lock_path = os.path.join(directory, f".{name}.lock")
+      self.directory, self.name = directory, name
+    else:
+      self.lock_path = os.path.join(path, LOCK_FILE + suffix)
+      self.directory, self.name = path, None
+    self.fd = None
+
+  def acquire(self):
+    import fcntl  # pylint: disable=g-import-not-at-top
+    if _is_remote(self.path):
+      return self
+    while True:
+      try:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+      except OSError as exc:
+        where = f"--{self.flag_name}={self.path}" if self.flag_name else self.path
+        raise UserError(f"{where}: cannot write in {self.directory} ({exc.strerror}); create "
+                        "it, check its permissions or choose another output path") from None
+      try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except BlockingIOError:
+        holder = os.read(fd, 4096).decode("utf-8", "replace").split("\n", 1)
+        os.close(fd)
+        pid = holder[0].strip() or "?"
+        command = (holder[1].strip() if len(holder) > 1 else "") or _process_command(pid)
+        where = (f"--{self.flag_name}={self.path}" if self.flag_name else self.path)
+        raise UserError(
+            f"{where} is in use by another run (pid {pid}"
+            + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "") + "); wait for it to finish or "
+            f"stop it, or use another {'output file' if self.is_file else 'directory'}")
+      except OSError:
+        os.close(fd)
+        raise
+      # The holder before us may have removed the file between our open and our lock:
+      # the lock counts only on the file that is still at lock_path.
+      try:
+        same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
+      except FileNotFoundError:
+        same = False
+      if same:
+        break
+      os.close(fd)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
+    self.fd = fd
+    removed = remove_stale_temporaries(self.directory, self.name) if self.clean else []
+    if removed:
+      from absl import logging  # pylint: disable=g-import-not-at-top
+      logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
+                   len(removed), self.directory, ", ".join(removed[:5]))
+    return self
+
+  def release(self):
+    if self.fd is None:
+      return
+    with contextlib.suppress(OSError):
+      os.remove(self.lock_path)  # still holding the lock: see acquire
+    os.close(self.fd)  # closing drops the flock
+    self.fd = None
+
+  def __enter__(self):
+    return self.acquire()
+
+  def __exit__(self, *exc):
+    self.release()
+
+
+def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
+  """`with lock_output(options.output_dir): ...` (see OutputLock)."""
+  return OutputLock(path, flag_name, is_file, suffix, clean)
+
+
+# --------------------------------------------------------------------------- full disks at the writer (issue 27)
+
+
+def is_disk_full(exc):
+  """True for what a full disk (or quota) raises: OSError ENOSPC/EDQUOT/EFBIG, and
+  TensorFlow's or safetensors' errors whose message says "No space left"."""
+  import errno  # pylint: disable=g-import-not-at-top
+  if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+    return True
+  return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
+
+
+@contextlib.contextmanager
+def disk_full_names(path, flag_name=None, atomic=True):
+  """Turns a full disk while writing `path` into a UserError naming it.
+
+  Use around an atomic write: `with disk_full_names(p): with atomic_open(p) as f: ...`;
+  atomic_path has removed its temporary by the time the error reaches here, so nothing
+  is left under the final name nor a temporary one.
+  """
+  try:
+    yield
+  except UserError:
+    raise
+  except Exception as exc:  # pylint: disable=broad-except
+    if not is_disk_full(exc):
+      raise
+    where = f"--{flag_name}={path}" if flag_name else str(path)
+    raise UserError(f"could not write {where}: the disk is full (No space left on device); "
+                    + ("nothing was written under that name; " if atomic else "")
+                    + "free space and rerun") from None

@@ -114,8 +114,9 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
     first = endpoints[0]
     archive.add_endpoint("serving_default", first.fn,
                          input_signature=list(first.input_signature))
-  with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
-    archive.write_out(tmp, verbose=False)
+  with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
+    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+      archive.write_out(tmp, verbose=False)
   return export_dir
 
 

@@ -152,6 +152,14 @@ def _training_answer(qa, where, qas_id, paragraph_text, doc_tokens, char_to_word
   answer = answers[0]
   orig_answer_text = answer.get("text") if isinstance(answer, dict) else None
   answer_offset = answer.get("answer_start") if isinstance(answer, dict) else None
+  for field, value, kind in (("text", orig_answer_text, str),
+                             ("answer_start", answer_offset, int)):
+    # A wrong type is a malformed file, not an answer that is missing (issue 27): the
+    # original crashes on it; skipping it would train on fewer answers without a word.
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+      raise script_utils.UserError(
+          f"{where} (id {qas_id}): the answer's \"{field}\" is a {type(value).__name__} "
+          f"({value!r}), not {'a string' if kind is str else 'an integer'}; fix the file")
   if (not isinstance(orig_answer_text, str) or not orig_answer_text or
       isinstance(answer_offset, bool) or not isinstance(answer_offset, int) or
       answer_offset < 0 or answer_offset + len(orig_answer_text) > len(paragraph_text)):

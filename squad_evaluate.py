@@ -11,6 +11,7 @@ plots, which need matplotlib) is not provided.
 """
 
 import json
+import math
 import sys
 
 from absl import app
@@ -76,6 +77,9 @@ def main(argv):
     data_file, pred_file = args
     script_utils.check_input_file(data_file, "data_file")
     script_utils.check_input_file(pred_file, "pred_file")
+    threshold = FLAGS["na-prob-thresh"].value
+    if not math.isfinite(threshold):  # every comparison with NaN is false (issue 27)
+      raise script_utils.UserError(f"--na-prob-thresh={threshold}: must be a finite number")
     if FLAGS["na-prob-file"].value:
       script_utils.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")
     version, results = evaluate_files(

@@ -408,4 +408,8 @@ def check_dataset(obj, path):
             raise script_utils.UserError(
                 f"{path}: question {qa['id']} has an answer without a \"text\" string")
         qa.setdefault("answers", [])
+  if not seen:  # nothing to score: name the file (issue 27)
+    raise script_utils.UserError(
+        f"{path}: the SQuAD file has no questions (every article's paragraphs have empty "
+        "\"qas\" lists); pass the data file the predictions were made on")
   return obj["data"]

@@ -12,6 +12,7 @@ predicts and (here) scores; see `SquadTask.evaluate`.
 """
 
 import dataclasses
+import math
 import os
 import random
 import time
@@ -49,6 +50,14 @@ class SquadSettings:
   max_predict_examples: int = 0
   train_articles: Optional[str] = None
   predict_articles: Optional[str] = None
+
+  def __post_init__(self):
+    # Every comparison with NaN is false: a NaN threshold would silently never (or, as
+    # inf, always) predict "no answer" (issue 27).
+    if not math.isfinite(self.null_score_diff_threshold):
+      raise script_utils.UserError(
+          f"--null_score_diff_threshold={self.null_score_diff_threshold}: must be a finite "
+          "number (0.0, or the best_f1_thresh of a dev-set evaluation)")
 
 
 def article_slice(spec, flag):

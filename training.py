@@ -54,6 +54,7 @@ What the loop does (original behaviour unless noted):
   * multi-worker: every worker runs the same loop; only the chief writes to output_dir.
 """
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -86,16 +87,51 @@ def create_strategy(name="one_device", tpu_name=None, tpu_zone=None, gcp_project
   """
   # MultiWorkerMirrored must configure collective ops before the TF context starts, so
   # nothing here may run an op (or list logical devices) before its branch.
+  _check_accelerators(name, num_gpus, tpu_name)
+  strategy = _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus,
+                              num_tpu_cores)
+  devices = list(getattr(strategy.extended, "worker_devices", ()) or ())
+  logging.info("Strategy %s: %d replica(s) on %s", name, strategy.num_replicas_in_sync,
+               ", ".join(devices) or "the TPU")
+  return strategy
+
+
+_NO_ACCELERATOR_CAUSE = (
+    "the usual cause is a CPU-only TensorFlow (pip install 'tensorflow[and-cuda]') or a "
+    "driver that does not work (run nvidia-smi); or drop the flag to run on what is there")
+
+
+def _check_accelerators(name, num_gpus, tpu_name):
+  """Stops a run that asked for accelerators TensorFlow does not see (issue 27).
+
+  Physical devices only: listing them does not start the TensorFlow context, which
+  MultiWorkerMirroredStrategy needs untouched.
+  """
+  if name == "tpu":
+    if not tpu_name and not tf.config.list_physical_devices("TPU"):
+      raise script_utils.UserError(
+          "--use_tpu (or --distribution_strategy=tpu) asks for a TPU, but TensorFlow sees "
+          "no local TPU and no --tpu_name (or --master) names one; pass --tpu_name, or "
+          "drop --use_tpu to run on the CPU/GPU")
+    return
+  if num_gpus:
+    gpus = tf.config.list_physical_devices("GPU")
+    if num_gpus > len(gpus):
+      raise script_utils.UserError(
+          f"--num_gpus={num_gpus} (--distribution_strategy={name}) asks for {num_gpus} "
+          f"GPU(s), but TensorFlow sees {len(gpus)}"
+          + (f" ({', '.join(g.name for g in gpus)})" if gpus else "")
+          + f": {_NO_ACCELERATOR_CAUSE}")
+
+
+def _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus, num_tpu_cores):
   if name == "one_device":
     gpus = tf.config.list_physical_devices("GPU")
     return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
   if name == "mirrored":
     gpus = tf.config.list_logical_devices("GPU")
     devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-    if num_gpus:
-      if gpus and num_gpus > len(gpus):
-        raise script_utils.UserError(
-            f"--num_gpus={num_gpus}: only {len(gpus)} GPU(s) visible")
+    if num_gpus:  # _check_accelerators: that many GPUs are there
       devices = devices[:num_gpus]
     return tf.distribute.MirroredStrategy(devices=devices)
   if name == "multi_worker_mirrored":
@@ -377,8 +413,8 @@ class TrainLogger:
     self.config = config
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = progress.Progress(config.num_train_steps, first_step)
-    self.writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train"))
-                   if write else None)
+    self.logdir = os.path.join(output_dir, "train")
+    self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
   def log(self, step, steps_run, seconds, loss, norm, metrics, optimizer, state):
     self.progress.update(step)
@@ -395,7 +431,8 @@ class TrainLogger:
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
         scalars["loss_scale"] = float(state.loop.loss_scale.numpy())
-      write_scalars(self.writer, scalars, step)
+      with script_utils.disk_full_names(self.logdir, atomic=False):  # issue 27
+        write_scalars(self.writer, scalars, step)
 
   def close(self):
     if self.writer is not None:
@@ -475,6 +512,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
 
 
 def _save(state):
+  _stop_on_non_finite_weights(state)
   path = state.save()
   if state.chief:
     logging.info("Saved checkpoint %s", path)
@@ -489,6 +527,24 @@ def _stop_on_bad_loss(loss, step, state):
       + "; lower --learning_rate or check the data")
 
 
+def _stop_on_non_finite_weights(state):
+  """A checkpoint of NaN/inf weights is never saved (issue 27): the loss of the last
+  step is computed before its update, so a step can diverge where the loss check cannot
+  see it. The last good checkpoint stays the newest one."""
+  bad = [getattr(v, "path", v.name) for v in state.model.weights
+         if tf.as_dtype(v.dtype).is_floating
+         and not bool(tf.reduce_all(tf.math.is_finite(v.value)))]
+  if not bad:
+    return
+  last = state.latest_saved()
+  raise script_utils.UserError(
+      f"the weights are not finite at step {int(state.step.numpy())} ({len(bad)} "
+      f"variable(s), {bad[0]} first): the training diverged; "
+      + (f"the last good checkpoint {os.path.basename(last)} is kept in "
+         f"{state.output_dir}" if last else "no checkpoint was saved")
+      + "; lower --learning_rate or check the data")
+
+
 def write_scalars(writer_or_dir, scalars, step):
   """Writes {name: float} as TensorBoard scalars at `step`.
 
@@ -497,17 +553,25 @@ def write_scalars(writer_or_dir, scalars, step):
   original's Estimator wrote them. writer_or_dir: a summary writer, or a folder to open
   one in (output_dir/eval).
   """
-  writer = writer_or_dir
   if isinstance(writer_or_dir, str):
     writer = tf.summary.create_file_writer(writer_or_dir)
+    try:
+      with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+        _write_scalars(writer, scalars, step)
+    finally:
+      with contextlib.suppress(tf.errors.OpError):
+        writer.close()
+    return
+  _write_scalars(writer_or_dir, scalars, step)
+
+
+def _write_scalars(writer, scalars, step):
   summary = tf.compat.v1.Summary(value=[
       tf.compat.v1.Summary.Value(tag=name, simple_value=float(value))
       for name, value in scalars.items()])
   with writer.as_default(step=int(step)):
     tf.summary.experimental.write_raw_pb(summary.SerializeToString(), step=int(step))
   writer.flush()
-  if writer is not writer_or_dir:
-    writer.close()
 
 
 # --------------------------------------------------------------------------- eval / predict

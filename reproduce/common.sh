@@ -57,8 +57,13 @@ model_flags() {  # model_flags BERT_DIR
 }
 
 # Whether a script has a flag (some ablations need --ltr in every fine-tuning script).
-has_flag() {  # has_flag SCRIPT FLAG
-  grep -qE "^\s*(flags\.DEFINE_[a-z]+\()?\s*\"$2\"," "$REPO/$1" 2>/dev/null
+has_flag() {  # has_flag SCRIPT FLAG: asks the script itself (its --helpfull lists every
+  # flag it accepts, wherever it is defined: flags_common defines most of them).
+  # (absl's --helpfull exits with status 1: its output, not its status, says it ran.)
+  local help
+  help="$("$PYTHON" "$REPO/$1" --helpfull 2>&1 || true)"
+  grep -qE "^\s+--\[no\]helpfull:" <<<"$help" || die "$1 --helpfull did not list flags: ${help: -300}"
+  grep -qE "^\s+--(\[no\])?$2(:|\s|$)" <<<"$help"
 }
 
 # run_once RESULT_FILE LOG -- COMMAND...: runs COMMAND unless RESULT_FILE exists.

@@ -420,6 +420,74 @@ def directory_as_vocab(ws):
               expect=[vocab])
 
 
+# Issue 27: the last silent wrong answers and unhelpful messages.
+
+
+@case("run_classifier.py", default=True)
+def gpus_asked_none_visible(ws):
+  # This machine has no GPU (the CPU-only wheel): --num_gpus=64 is more than any has.
+  d = _mrpc(ws, "cls-gpus", train="good", dev="good")
+  out = ws.path("cls-gpus-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--distribution_strategy=mirrored",
+                               "--num_gpus=64"),
+              expect=["--num_gpus=64", "asks for 64 GPU(s), but TensorFlow sees",
+                      "nvidia-smi", "tensorflow[and-cuda]"], absent=[out])
+
+
+@case("run_classifier.py")
+def tpu_asked_none_named(ws):
+  d = _mrpc(ws, "cls-tpu", train="good", dev="good")
+  out = ws.path("cls-tpu-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--use_tpu"),
+              expect=["--use_tpu", "no local TPU and no --tpu_name"], absent=[out])
+
+
+def _tsv_task(ws, name, train):
+  directory = ws.mkdir(name)
+  ws.write(f"{name}/train.tsv", train)
+  return ["--task_name=tsv", f"--data_dir={directory}", *ws.model_flags(),
+          f"--output_dir={ws.path(name + '-out')}", "--max_seq_length=32",
+          "--train_batch_size=2", "--num_train_epochs=1", "--do_train"]
+
+
+@case("run_classifier.py", default=True)
+def header_read_as_data(ws):
+  # Without --has_header, "label" would become a third class of a two-class file.
+  argv = _tsv_task(ws, "cls-header", "sentence\tlabel\nthe cat sat .\t0\na dog ran .\t1\n"
+                   "the sun set .\t1\n")
+  path = ws.path("cls-header", "train.tsv")
+  return dict(argv=argv, expect=[path + ":1: the first row looks like a header",
+                                 "'label' is not a number", "pass --has_header",
+                                 "--has_header=false"],
+              absent=[ws.path("cls-header-out", "checkpoint")])
+
+
+@case("run_classifier.py")
+def header_of_word_labels_read_as_data(ws):
+  argv = _tsv_task(ws, "cls-header2", "text\tsentiment\nthe cat sat .\tpositive\n"
+                   "a dog ran .\tnegative\nthe sun set .\tpositive\n")
+  return dict(argv=argv, expect=[ws.path("cls-header2", "train.tsv") + ":1:",
+                                 "'sentiment' is a column name", "--has_header=false"])
+
+
+@case("run_classifier.py", default=True)
+def type_vocab_size_one_on_a_pair_task(ws):
+  config = ws.write_config("cls-tv1.json", type_vocab_size=1)
+  d = _mrpc(ws, "cls-tv1", train="good", dev="good")
+  return dict(argv=_classifier(ws, d, ws.path("cls-tv1-out"), "--do_train", config=config),
+              expect=[config, "type_vocab_size is 1, but Mrpc packs 2 segments"])
+
+
+@case("run_classifier.py")
+def init_checkpoint_dir_names_a_missing_ckpt(ws):
+  d = _mrpc(ws, "cls-ck99", train="good", dev="good")
+  ckpt_dir = ws.mkdir("cls-ck99-ckpt")
+  ws.write("cls-ck99-ckpt/checkpoint", 'model_checkpoint_path: "ckpt-99"\n')
+  return dict(argv=_classifier(ws, d, ws.path("cls-ck99-out"), "--do_train",
+                               f"--init_checkpoint={ckpt_dir}"),
+              expect=[ckpt_dir, "names ckpt-99, which does not exist"])
+
+
 # ---- create_pretraining_data.py
 
 
@@ -609,6 +677,15 @@ def init_checkpoint_of_other_size(ws):
               expect=[ws.minilm], setup=[setup], absent=[os.path.join(out, "pretrained")])
 
 
+@case("run_pretraining.py")
+def gpus_asked_none_visible(ws):
+  path, setup = _good_records(ws, "pt-gpus.tfrecord")
+  out = ws.path("pt-gpus-out")
+  return dict(argv=_pretrain(ws, path, out, "--num_gpus=64",
+                             "--distribution_strategy=mirrored"),
+              expect=["--num_gpus=64", "TensorFlow sees"], absent=[out], setup=[setup])
+
+
 # ---- run_squad.py
 
 
@@ -720,6 +797,40 @@ def predict_into_a_classifier_output_dir(ws):
                       os.path.join(out, "eval_results.txt")])
 
 
+@case("run_squad.py", default=True)
+def nan_null_score_diff_threshold(ws):
+  path = ws.write("sq-nan.json", _squad_json([GOOD_QA]))
+  return dict(argv=_squad(ws, ws.path("sq-nan-out"), "--do_predict", f"--predict_file={path}",
+                          "--version_2_with_negative", "--null_score_diff_threshold=nan"),
+              expect=["--null_score_diff_threshold=nan: must be a finite number"])
+
+
+@case("run_squad.py")
+def infinite_null_score_diff_threshold(ws):
+  path = ws.write("sq-inf.json", _squad_json([GOOD_QA]))
+  return dict(argv=_squad(ws, ws.path("sq-inf-out"), "--do_predict", f"--predict_file={path}",
+                          "--version_2_with_negative", "--null_score_diff_threshold=-inf"),
+              expect=["--null_score_diff_threshold=-inf: must be a finite number"])
+
+
+@case("run_squad.py", default=True)
+def answer_start_is_a_string(ws):
+  qa = dict(GOOD_QA, answers=[{"text": "on the mat", "answer_start": "12"}])
+  path = ws.write("sq-start.json", _squad_json([qa]))
+  return dict(argv=_squad(ws, ws.path("sq-start-out"), "--do_train", f"--train_file={path}"),
+              expect=[path + ": article 0 paragraph 0 question 0 (id q1)",
+                      "\"answer_start\" is a str ('12'), not an integer"])
+
+
+@case("run_squad.py")
+def type_vocab_size_one(ws):
+  config = ws.write_config("sq-tv1.json", type_vocab_size=1)
+  path = ws.write("sq-tv1.json.data", _squad_json([GOOD_QA]))
+  return dict(argv=_squad(ws, ws.path("sq-tv1-out"), "--do_train", f"--train_file={path}",
+                          config=config),
+              expect=[config, "type_vocab_size is 1, but SQuAD packs 2 segments"])
+
+
 # ---- run_ner.py
 
 
@@ -805,6 +916,13 @@ def output_dir_holds_other_model(ws):
   out = ws.path("ner-o10")
   return dict(argv=_ner(ws, d, out, "--do_train"), expect=[out],
               setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}])
+
+
+@case("run_ner.py")
+def nan_dropout_rate(ws):
+  d = _conll(ws, "ner-nan", train="good", valid="good")
+  return dict(argv=_ner(ws, d, ws.path("ner-nan-out"), "--do_train", "--dropout_rate=nan"),
+              expect=["--dropout_rate=nan: must be in [0, 1)"])
 
 
 # ---- run_swag.py
@@ -970,6 +1088,63 @@ def vocab_config_mismatch(ws):
   out = ws.path("ef-o9.jsonl")
   return dict(argv=_extract(ws, path, out, config=config), expect=[ws.vocab, "2001"],
               absent=[out])
+
+
+@case("extract_features.py", default=True)
+def checkpoint_dir_names_a_missing_ckpt(ws):
+  path = ws.write("ef-ok.txt", "the cat sat .\n")
+  ckpt_dir = ws.mkdir("ef-ck99")
+  ws.write("ef-ck99/checkpoint", 'model_checkpoint_path: "ckpt-99"\n'
+           'all_model_checkpoint_paths: "ckpt-99"\n')
+  out = ws.path("ef-o10.jsonl")
+  return dict(argv=_extract(ws, path, out, checkpoint=ckpt_dir),
+              expect=[ckpt_dir + ": its 'checkpoint' file names ckpt-99, which does not exist",
+                      os.path.join(ckpt_dir, "ckpt-99.index") + " is missing"], absent=[out])
+
+
+@case("extract_features.py")
+def pair_on_type_vocab_size_one(ws):
+  config = ws.write_config("ef-tv1.json", type_vocab_size=1)
+  path = ws.write("ef-pair.txt", "the cat sat .\nthe cat ||| sat .\n")
+  out = ws.path("ef-o11.jsonl")
+  return dict(argv=_extract(ws, path, out, config=config),
+              expect=[path + ":2: the line is a pair", "type_vocab_size 1"], absent=[out])
+
+
+# ---- squad_evaluate.py
+
+
+@case("squad_evaluate.py")
+def data_file_without_questions(ws):
+  data = ws.write("se-empty.json", json.dumps({"version": "1.1", "data": [
+      {"title": "t", "paragraphs": [{"context": "a b c", "qas": []}]}]}))
+  preds = ws.write("se-preds.json", "{}")
+  return dict(argv=[data, preds], expect=[data + ": the SQuAD file has no questions"])
+
+
+@case("squad_evaluate.py")
+def nan_na_prob_thresh(ws):
+  data = ws.write("se-data.json", _squad_json([GOOD_QA]))
+  preds = ws.write("se-preds2.json", '{"q1": "on the mat"}')
+  return dict(argv=[data, preds, "--na-prob-thresh=nan"],
+              expect=["--na-prob-thresh=nan: must be a finite number"])
+
+
+# ---- quickstart.py
+
+
+@case("quickstart.py")
+def zero_pretrain_steps(ws):
+  out = ws.path("qs-out")
+  return dict(argv=[f"--output_dir={out}", "--pretrain_steps=0"],
+              expect=["--pretrain_steps=0: must be at least 1"], absent=[out])
+
+
+@case("quickstart.py")
+def nan_finetune_epochs(ws):
+  out = ws.path("qs-out2")
+  return dict(argv=[f"--output_dir={out}", "--finetune_epochs=nan"],
+              expect=["--finetune_epochs=nan: must be a positive finite number"], absent=[out])
 
 
 # ---- create_vocab.py
@@ -1190,7 +1365,8 @@ def test_the_default_subset_spans_the_scripts():
   scripts = {CASES[cid][0] for cid in DEFAULT_IDS}
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
                      "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
-  assert {CASES[cid][0] for cid in CASES} == scripts | {"export_encoder.py", "run_swag.py"}
+  assert {CASES[cid][0] for cid in CASES} == scripts | {
+      "export_encoder.py", "run_swag.py", "squad_evaluate.py", "quickstart.py"}
 
 
 def test_real_subprocess_matches_the_harness(ws):
