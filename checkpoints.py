@@ -174,7 +174,7 @@ def _check_state_file(directory):
   named = state.model_checkpoint_path
   prefix = named if os.path.isabs(named) else os.path.join(directory, named)
   if not tf.io.gfile.exists(prefix + ".index"):
-    raise ValueError(
+    raise script_utils.UserError(
         f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
         f"not exist ({prefix}.index is missing); restore the files, pass an existing "
         "ckpt-N prefix, or delete the 'checkpoint' file")

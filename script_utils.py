@@ -428,7 +428,7 @@ def remove_stale_temporaries(directory, name=None):
   """Removes the temporaries a killed run of ours left in `directory` (only those of
   output `name` when given); returns the names removed. Call it holding the output's lock
   (`lock_output`), so that no live run's temporary is taken."""
-  if _is_remote(directory) or not os.path.isdir(directory):
+  if file_io.is_remote(directory) or not os.path.isdir(directory):
     return []
   removed = []
   for entry in sorted(os.listdir(directory)):
@@ -469,7 +469,7 @@ class OutputLock:
 
   def acquire(self):
     import fcntl  # pylint: disable=g-import-not-at-top
-    if _is_remote(self.path):
+    if file_io.is_remote(self.path):
       return self
     while True:
       try:

@@ -475,7 +475,7 @@ def type_vocab_size_one_on_a_pair_task(ws):
   config = ws.write_config("cls-tv1.json", type_vocab_size=1)
   d = _mrpc(ws, "cls-tv1", train="good", dev="good")
   return dict(argv=_classifier(ws, d, ws.path("cls-tv1-out"), "--do_train", config=config),
-              expect=[config, "type_vocab_size is 1, but Mrpc packs 2 segments"])
+              expect=[config, "type_vocab_size=1, but Mrpc packs 2 segments"])
 
 
 @case("run_classifier.py")
