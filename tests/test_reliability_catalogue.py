@@ -1386,3 +1386,120 @@ def test_real_subprocess_matches_the_harness(ws):
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("run_classifier.py: error: " + os.path.join(d, "dev.tsv") + ":2:")
   assert not os.path.exists(os.path.join(out, "eval_results.txt"))
+
+
+# --------------------------------------------------------------------------- issue 27: true processes
+
+
+PT_CONFIG = {"vocab_size": 40, "hidden_size": 32, "num_hidden_layers": 3,
+             "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+             "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+             "max_position_embeddings": 16, "type_vocab_size": 2, "initializer_range": 0.02}
+
+
+def _pt_inputs(directory):
+  """A tiny pretraining config and 16 records of length 8 in `directory`."""
+  import input_pipeline  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+  config = os.path.join(directory, "bert_config.json")
+  records = os.path.join(directory, "data.tfrecord")
+  if not os.path.exists(records):
+    with open(config, "w", encoding="utf-8") as handle:
+      json.dump(PT_CONFIG, handle)
+
+    def record(i):
+      ids = [2] + [5 + (i * 7 + j * 3) % 35 for j in range(6)] + [3]
+      return {"input_ids": ids, "input_mask": [1] * 8, "segment_ids": [0] * 8,
+              "masked_lm_positions": [1, 2, 3], "masked_lm_ids": ids[1:4],
+              "masked_lm_weights": [1.0, 1.0, 1.0], "next_sentence_labels": [i % 2]}
+
+    input_pipeline.write_examples(records, (record(i) for i in range(16)))
+  return config, records
+
+
+def _pt_command(directory, out, *extra):
+  config, records = _pt_inputs(directory)
+  return [sys.executable, os.path.join(ROOT, "run_pretraining.py"), f"--input_file={records}",
+          f"--bert_config_file={config}", f"--output_dir={out}", "--do_train",
+          "--max_seq_length=8", "--max_predictions_per_seq=3", "--train_batch_size=4",
+          "--num_warmup_steps=1", "--steps_per_loop=1", *extra]
+
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _last_line(proc_stderr):
+  return [l for l in proc_stderr.strip().splitlines() if l.strip()][-1]
+
+
+def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
+  """Two runs at once in one output_dir would both save ckpt-N there (issue 27, item 3)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  first = subprocess.Popen(_pt_command(tmp_path, out, "--num_train_steps=1000000",
+                                       "--save_checkpoints_steps=5", "--learning_rate=1e-4"),
+                           env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT)
+  try:
+    deadline = time.time() + 120
+    while not (out / "ckpt-5.index").exists():  # the first run holds the lock and trains
+      assert first.poll() is None and time.time() < deadline, first.stderr.read()[-2000:]
+      time.sleep(0.2)
+    # A stale temporary, as a run killed while writing leaves it.
+    (out / ".eval_results.txt.tmp-0123abcd").write_text("half", encoding="utf-8")
+    second = subprocess.run(_pt_command(tmp_path, out, "--num_train_steps=3"), env=ENV,
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert "Traceback" not in second.stderr
+    assert _last_line(second.stderr).startswith(
+        f"run_pretraining.py: error: --output_dir={out} is in use by another run (pid "
+        f"{first.pid}: {sys.executable} {os.path.join(ROOT, 'run_pretraining.py')} "
+        "--input_file="), second.stderr[-2000:]
+    assert (out / ".eval_results.txt.tmp-0123abcd").exists()  # the holder's, untouched
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=60)
+  finally:
+    if first.poll() is None:
+      first.kill()
+      first.wait()
+  steps = sorted(int(n[5:-6]) for n in os.listdir(out) if n.endswith(".index"))
+  assert steps and steps[-1] >= 5
+  # The kernel dropped the dead run's lock: the rerun takes it, resumes, and removes what
+  # the killed run left half-written.
+  rerun = subprocess.run(_pt_command(tmp_path, out, f"--num_train_steps={steps[-1] + 1}",
+                                     "--learning_rate=1e-4"),
+                         env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-2000:]
+  assert f"Resumed from {out / f'ckpt-{steps[-1]}'}" in rerun.stderr
+  left = os.listdir(out)
+  assert ".eval_results.txt.tmp-0123abcd" not in left and ".bert-run.lock" not in left
+  assert [n for n in left if "_temp" in n or ".tmp-" in n] == []
+  assert f"ckpt-{steps[-1] + 1}.index" in left
+
+
+def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
+  """run_pretraining --learning_rate=1e6 --num_train_steps=4 --do_eval used to export NaN
+  weights to pretrained/bert_model.ckpt and `loss = nan` to eval_results.txt, exit 0."""
+  out = tmp_path / "out"
+  proc = subprocess.run(_pt_command(tmp_path, out, "--learning_rate=1e6", "--num_train_steps=4",
+                                    "--do_eval", "--save_checkpoints_steps=1",
+                                    "--log_every_steps=1"),
+                        env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr
+  last = _last_line(proc.stderr)
+  assert re.fullmatch(
+      r"run_pretraining\.py: error: the (weights are not finite at step (\d) \(\d+ variable"
+      r"\(s\), \S+ first\): the training diverged|training loss is nan at step (\d)); "
+      r"the last good checkpoint ckpt-(\d) is kept in " + re.escape(str(out))
+      + r"; lower --learning_rate or check the data", last), last
+  step = int(re.search(r"at step (\d)", last).group(1))
+  kept = int(re.search(r"ckpt-(\d)", last).group(1))
+  assert kept == step - 1
+  assert not (out / "pretrained").exists() and not (out / "eval_results.txt").exists()
+  assert f"ckpt-{step}.index" not in os.listdir(out)
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(str(out / f"ckpt-{kept}"))
+  floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
+  assert len(floats) > 40 and all(np.isfinite(reader.get_tensor(n)).all() for n in floats)
