@@ -442,8 +442,11 @@ class OutputLock:
       if same:
         break
       os.close(fd)
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
+    # Who holds it, for a second run's message (on a full disk it stays empty: the
+    # refusal then reads the command line from /proc; the writers name the full disk).
+    with contextlib.suppress(OSError):
+      os.ftruncate(fd, 0)
+      os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
     self.fd = fd
     removed = remove_stale_temporaries(self.directory, self.name) if self.clean else []
     if removed:

@@ -406,7 +406,8 @@ class TrainLogger:
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = Progress(config.num_train_steps, first_step)
     self.logdir = os.path.join(output_dir, "train")
-    self.writer = tf.summary.create_file_writer(self.logdir) if write else None
+    with script_utils.disk_full_names(self.logdir, atomic=False):
+      self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
   def log(self, step, steps_run, seconds, loss, norm, metrics, optimizer, state):
     self.progress.update(step)
@@ -546,13 +547,13 @@ def write_scalars(writer_or_dir, scalars, step):
   one in (output_dir/eval).
   """
   if isinstance(writer_or_dir, str):
-    writer = tf.summary.create_file_writer(writer_or_dir)
-    try:
-      with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+    with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+      writer = tf.summary.create_file_writer(writer_or_dir)
+      try:
         _write_scalars(writer, scalars, step)
-    finally:
-      with contextlib.suppress(tf.errors.OpError):
-        writer.close()
+      finally:
+        with contextlib.suppress(tf.errors.OpError):
+          writer.close()
     return
   _write_scalars(writer_or_dir, scalars, step)
 

@@ -1503,3 +1503,186 @@ def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
   reader = tf.train.load_checkpoint(str(out / f"ckpt-{kept}"))
   floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
   assert len(floats) > 40 and all(np.isfinite(reader.get_tensor(n)).all() for n in floats)
+
+
+# --------------------------------------------------------------------------- issue 27: full disks at the writers
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+  """A directory on a full file system: a 96 KB tmpfs, filled (needs root: mount); None
+  where no tmpfs can be mounted."""
+  path = tmp_path / "full"
+  os.makedirs(path)
+  if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(path)],
+                    capture_output=True).returncode != 0:
+    yield None
+    return
+  try:
+    fd = os.open(path / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+      while os.write(fd, b"\0" * 1024):
+        pass
+    except OSError:
+      pass
+    finally:
+      os.close(fd)
+    yield path
+  finally:
+    subprocess.run(["umount", str(path)], check=False)
+
+
+def _full(path):
+  return (f"could not write {path}: the disk is full (No space left on device); nothing "
+          "was written under that name; free space and rerun")
+
+
+def _injected_full_disk(monkeypatch):
+  """Where no tmpfs can be mounted: every file script_utils opens for writing is full."""
+  import errno  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+
+  class Full:
+    def __init__(self, path):
+      self.path = path
+      open(path, "w").close()  # noqa: SIM115  the temporary exists, as on a real disk
+
+    def write(self, data):
+      raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __enter__(self):
+      return self
+
+    def __exit__(self, *exc):
+      return False
+
+  monkeypatch.setattr(script_utils, "open", lambda path, *a, **k: Full(path), raising=False)
+
+
+def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
+                                                                     monkeypatch):
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import ner_data  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  import squad_decoding  # pylint: disable=g-import-not-at-top
+  import swag_data  # pylint: disable=g-import-not-at-top
+  directory = full_disk
+  if directory is None:
+    directory = tmp_path / "injected"
+    os.makedirs(directory)
+    _injected_full_disk(monkeypatch)
+  big = {f"q{i}": "an answer of some length " * 20 for i in range(400)}  # ~200 KB
+  examples = [swag_data.SwagExample(str(i), "a man sits .", "he", ["a", "b", "c", "d"], 0)
+              for i in range(2000)]
+  sentences = [ner_data.NerExample(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
+                                   [[] for _ in range(400)]) for i in range(100)]
+  writers = {
+      "predictions.json": lambda p: squad_decoding.write_prediction_files(
+          big, big, {}, p, str(directory / "nbest.json")),
+      "test_results.tsv": lambda p: classifier_data.write_probabilities(
+          p, [[0.25, 0.75]] * 20000),
+      "test_predictions.csv": lambda p: swag_data.write_predictions(
+          p, examples, [[1.0, 2.0, 3.0, 4.0]] * 2000),
+      "test_predictions.txt": lambda p: ner_data.write_conll_predictions(
+          p, sentences, [["B-ORG", "O"] * 200] * 100, "iob2"),
+  }
+  for name, write in writers.items():
+    path = str(directory / name)
+    with pytest.raises(script_utils.UserError) as error:
+      write(path)
+    assert str(error.value) == _full(path), name
+  assert sorted(os.listdir(directory)) == ([] if full_disk is None else ["filler"])
+
+
+def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_disk):
+  """A SavedModel export and TensorBoard events (their own file systems calls: no
+  injection stands in for them, so this needs the tmpfs)."""
+  if full_disk is None:
+    pytest.skip("needs root to mount a tmpfs")
+  import modeling  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  import serving  # pylint: disable=g-import-not-at-top
+  import training  # pylint: disable=g-import-not-at-top
+  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
+  export_dir = str(full_disk / "export")
+  with pytest.raises(script_utils.UserError) as error:
+    serving.export_classifier(export_dir, model, ["0", "1"])
+  assert str(error.value) == _full(f"--export_dir={export_dir}")
+  logdir = str(full_disk / "eval")
+  with pytest.raises(script_utils.UserError) as error:
+    training.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
+  assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
+                              "device); free space and rerun")
+  # An event file is appended to (TensorBoard reads what is complete); no SavedModel, nor
+  # a temporary of one, is left.
+  assert sorted(n for n in os.listdir(full_disk) if n != "eval") == ["filler"]
+
+
+# --------------------------------------------------------------------------- issue 27: locks and stale temporaries
+
+
+def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
+  import script_utils  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  os.makedirs(out / "train")
+  stale = [".eval_results.txt.tmp-0123abcd", ".bert_model.ckpt.saving-x1y2", "ckpt-7_temp",
+           "checkpoint.tempstate123"]
+  keep = [".eval_results.txt.tmp-notours", "eval_results.txt", "ckpt-6.index", "train"]
+  for name in stale + keep[:-1]:
+    if name.endswith("_temp") or ".saving-" in name:
+      os.makedirs(out / name)
+    else:
+      (out / name).write_text("x", encoding="utf-8")
+  with script_utils.lock_output(str(out)):
+    assert sorted(os.listdir(out)) == sorted(keep + [".bert-run.lock"])
+    with open(out / ".bert-run.lock", encoding="utf-8") as handle:
+      assert handle.readline() == f"{os.getpid()}\n"
+    # flock locks belong to an open file: a second lock, even from this process, is refused.
+    with pytest.raises(script_utils.UserError) as error:
+      script_utils.lock_output(str(out)).acquire()
+    assert str(error.value).startswith(f"--output_dir={out} is in use by another run (pid "
+                                       f"{os.getpid()}: ")
+    assert str(error.value).endswith("); wait for it to finish or stop it, or use another "
+                                     "directory")
+  assert sorted(os.listdir(out)) == sorted(keep)  # the lock file goes with the lock
+  # One output file: its own lock beside it, and only its own temporaries are removed.
+  (tmp_path / ".features.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
+  (tmp_path / ".other.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
+  target = str(tmp_path / "features.jsonl")
+  with script_utils.lock_output(target, "output_file", is_file=True):
+    with pytest.raises(script_utils.UserError, match=r"--output_file=.*features\.jsonl is "
+                       r"in use by another run .*or use another output file$"):
+      script_utils.lock_output(target, "output_file", is_file=True).acquire()
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == [
+      ".other.jsonl.tmp-89abcdef"]
+
+
+def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
+    ws, full_disk, tmp_path):
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import encoder_activations  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
+  checkpoints.save_google_checkpoint(
+      modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
+  text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
+
+  def extract(output_file):
+    return encoder_activations.extract_file(text, output_file, ws.vocab, True, ws.config,
+                                            prefix, "-1,-2,-3", 16, 8)
+
+  # What a kill -9 while writing leaves: the next run of the same output removes it.
+  out = tmp_path / "features.jsonl"
+  (tmp_path / ".features.jsonl.tmp-0badf00d").write_text('{"linex_index": 0', "utf-8")
+  assert extract(str(out)) == 40
+  assert sorted(n for n in os.listdir(tmp_path) if "features" in n) == ["features.jsonl"]
+  with open(out, encoding="utf-8") as handle:
+    assert len(handle.readlines()) == 40
+  if full_disk is None:
+    return  # the writer's full-disk path is the file writers' test (injected)
+  full = str(full_disk / "features.jsonl")
+  with pytest.raises(script_utils.UserError) as error:
+    extract(full)
+  assert str(error.value) == _full(f"--output_file={full}")
+  assert os.listdir(full_disk) == ["filler"]
