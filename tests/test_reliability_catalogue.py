@@ -1686,3 +1686,76 @@ def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     extract(full)
   assert str(error.value) == _full(f"--output_file={full}")
   assert os.listdir(full_disk) == ["filler"]
+
+
+@pytest.mark.slow  # about 60 s on 2 cores: two pairs of localhost workers
+def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
+  """kill -9 of one of two multi_worker_mirrored workers: the chief used to end in a
+  traceback ("The tasks have crashed ... CollectiveReduceV2"), exit 1 (issue 27)."""
+  import socket  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+
+  logs = []
+
+  def workers(steps):
+    # stderr to files: a pipe nobody reads fills up with progress lines and blocks them.
+    ports = []
+    for _ in range(2):
+      with socket.socket() as s:
+        s.bind(("localhost", 0))
+        ports.append(s.getsockname()[1])
+    cluster = {"worker": [f"localhost:{p}" for p in ports]}
+    return [subprocess.Popen(
+        _pt_command(
+            tmp_path, out, f"--num_train_steps={steps}", "--save_checkpoints_steps=5",
+            "--learning_rate=1e-4", "--distribution_strategy=multi_worker_mirrored"),
+        env=dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster, "task": {
+            "type": "worker", "index": i}})),
+        stdout=subprocess.DEVNULL, stderr=log(f"{steps}-{i}"), cwd=ROOT)
+        for i in range(2)]
+
+  def log(name):
+    logs.append(open(tmp_path / f"worker-{name}.log", "w+", encoding="utf-8"))  # noqa: SIM115
+    return logs[-1]
+
+  def read(index):
+    logs[index].seek(0)
+    return logs[index].read()
+
+  def saved():
+    return out.exists() and any(n.endswith(".index") for n in os.listdir(out))
+
+  chief, lost = workers(100000)
+  try:
+    deadline = time.time() + 300
+    while not saved():
+      assert chief.poll() is None and time.time() < deadline, read(0)[-2000:]
+      time.sleep(0.5)
+    lost.kill()  # SIGKILL
+    lost.wait(timeout=60)
+    assert chief.wait(timeout=120) == 2, read(0)[-2000:]
+    stderr = read(0)
+  finally:
+    for process in (chief, lost):
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+  assert "Traceback" not in stderr, stderr[-3000:]
+  last = _last_line(stderr)
+  match = re.fullmatch(
+      r"run_pretraining\.py: error: the multi-worker run lost worker 1 \(localhost:\d+\) "
+      r"after step (\d+) \(([^)]*)\); rerun every worker with the same command: they "
+      r"resume from ckpt-(\d+) in " + re.escape(str(out)), last)
+  assert match, last
+  resumed_at = int(match.group(3))
+  assert f"ckpt-{resumed_at}.index" in os.listdir(out)
+  rerun = workers(resumed_at + 2)
+  results = [(p.wait(timeout=400), read(2 + i)) for i, p in enumerate(rerun)]
+  for code, err in results:
+    assert code == 0, err[-2000:]
+    assert f"Resumed from {out / f'ckpt-{resumed_at}'} at step {resumed_at}" in err
+  assert f"ckpt-{resumed_at + 2}.index" in os.listdir(out)
+  assert [n for n in os.listdir(out) if n.startswith(".")] == []
+  for handle in logs:
+    handle.close()
