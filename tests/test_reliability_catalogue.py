@@ -1431,6 +1431,7 @@ def _last_line(proc_stderr):
   return [l for l in proc_stderr.strip().splitlines() if l.strip()][-1]
 
 
+@pytest.mark.slow  # 30 s on 2 cores: three runs; the lock itself is tested fast below
 def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
   """Two runs at once in one output_dir would both save ckpt-N there (issue 27, item 3)."""
   import signal  # pylint: disable=g-import-not-at-top
@@ -1655,6 +1656,40 @@ def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp
       script_utils.lock_output(target, "output_file", is_file=True).acquire()
   assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == [
       ".other.jsonl.tmp-89abcdef"]
+
+
+def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
+  """The kernel drops a flock when its process dies: no stale lock after kill -9 (a
+  process that imports only script_utils: no TensorFlow, a fraction of a second)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  os.makedirs(out)
+  holder = subprocess.Popen(
+      [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+       "import script_utils; script_utils.lock_output(sys.argv[2]).acquire(); "
+       "print('locked', flush=True); time.sleep(300)", ROOT, str(out)],
+      stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline() == "locked\n"
+    with pytest.raises(script_utils.UserError) as error:
+      script_utils.lock_output(str(out)).acquire()
+    assert str(error.value).startswith(
+        f"--output_dir={out} is in use by another run (pid {holder.pid}: {sys.executable} -c "
+        "import sys, time;")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+  finally:
+    if holder.poll() is None:
+      holder.kill()
+      holder.wait()
+  assert os.path.exists(out / ".bert-run.lock")  # the dead holder's file stays...
+  started = time.time()
+  lock = script_utils.lock_output(str(out)).acquire()  # ...and binds no one
+  assert time.time() - started < 5
+  lock.release()
+  assert os.listdir(out) == []
 
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
