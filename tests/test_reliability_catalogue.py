@@ -1794,3 +1794,31 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
   assert [n for n in os.listdir(out) if n.startswith(".")] == []
   for handle in logs:
     handle.close()
+
+
+def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
+  """The two other places a diverged model could leave a result a user trusts."""
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import finetune  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))
+  weight = next(w for w in encoder.weights if len(w.shape) == 2 and w.shape[0] > 3)
+  values = np.array(weight.numpy())
+  values[3, 5] = np.nan
+  weight.assign(values)
+  prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
+  with pytest.raises(script_utils.UserError) as error:
+    checkpoints.save_google_checkpoint(encoder, prefix)
+  assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
+  assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
+                                   "and train again from the last good checkpoint")
+  assert os.listdir(tmp_path / "pretrained") == []
+  with pytest.raises(script_utils.UserError) as error:
+    finetune.write_eval_results(str(tmp_path), {"loss": float("nan"), "accuracy": 0.5}, 4)
+  assert str(error.value) == (
+      f"evaluation at step 4 gives loss = nan: the model's outputs are not finite (the "
+      f"weights diverged); {tmp_path}/eval_results.txt is not written; resume from an "
+      "earlier checkpoint with a lower --learning_rate")
+  assert sorted(os.listdir(tmp_path)) == ["pretrained"]
