@@ -76,11 +76,12 @@ _NO_SPACE = "No space left on device"
 
 def is_disk_full(exc):
   """True for a write that failed because the disk is full, whoever raised it: an OSError
-  with errno ENOSPC, a TensorFlow error (ResourceExhaustedError and others) or a
+  with errno ENOSPC (or EDQUOT/EFBIG: a quota or file-size limit), a TensorFlow error (ResourceExhaustedError and others) or a
   safetensors SafetensorError whose message says so."""
-  if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+  if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
     return True
-  return _NO_SPACE in str(exc) or "os error 28" in str(exc)
+  text = str(exc)
+  return _NO_SPACE in text or "os error 28" in text or "Disk quota exceeded" in text
 
 
 def disk_full_message(path=None):
@@ -502,8 +503,11 @@ class OutputLock:
       if same:
         break
       os.close(fd)
-    os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
+    # Who holds it, for a second run's message (on a full disk it stays empty: the
+    # refusal then reads the command line from /proc; the writers name the full disk).
+    with contextlib.suppress(OSError):
+      os.ftruncate(fd, 0)
+      os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
     self.fd = fd
     removed = remove_stale_temporaries(self.directory, self.name) if self.clean else []
     if removed:
@@ -533,15 +537,6 @@ def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=Tr
 
 
 # --------------------------------------------------------------------------- full disks at the writer (issue 27)
-
-
-def is_disk_full(exc):
-  """True for what a full disk (or quota) raises: OSError ENOSPC/EDQUOT/EFBIG, and
-  TensorFlow's or safetensors' errors whose message says "No space left"."""
-  import errno  # pylint: disable=g-import-not-at-top
-  if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-    return True
-  return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
 
 
 @contextlib.contextmanager

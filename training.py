@@ -59,6 +59,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import signal
 import time
 
@@ -414,7 +415,8 @@ class TrainLogger:
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = progress.Progress(config.num_train_steps, first_step)
     self.logdir = os.path.join(output_dir, "train")
-    self.writer = tf.summary.create_file_writer(self.logdir) if write else None
+    with script_utils.disk_full_names(self.logdir, atomic=False):
+      self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
   def log(self, step, steps_run, seconds, loss, norm, metrics, optimizer, state):
     self.progress.update(step)
@@ -490,7 +492,13 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
     while current < config.num_train_steps:
       steps = _next_call_length(current, config, first_call=current == resumed_at)
       started = time.time()
-      loss, norm, sums = train_loop(iterator, tf.constant(steps, tf.int32))
+      try:
+        loss, norm, sums = train_loop(iterator, tf.constant(steps, tf.int32))
+      except (tf.errors.UnavailableError, tf.errors.AbortedError,
+              tf.errors.DeadlineExceededError, tf.errors.CancelledError,
+              tf.errors.InternalError) as exc:
+        _stop_on_lost_worker(exc, strategy, state, current)
+        raise
       loss, seconds, current = float(loss), time.time() - started, int(state.loop.step.numpy())
       if not math.isfinite(loss) and not config.loss_scaling:
         _stop_on_bad_loss(loss, current, state)
@@ -527,6 +535,36 @@ def _stop_on_bad_loss(loss, step, state):
       + "; lower --learning_rate or check the data")
 
 
+def _stop_on_lost_worker(exc, strategy, state, step):
+  """A multi-worker run whose peer died (kill -9, a lost host): one line naming the
+  worker and how to resume (issue 27). Other strategies' errors keep their traceback."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    return
+  cluster = resolver.cluster_spec().as_dict()
+  if sum(len(tasks) for tasks in cluster.values()) < 2:
+    return
+  text = str(exc)
+  lost = "a worker"
+  for job, task in re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", text):
+    if (job, int(task)) != (resolver.task_type, resolver.task_id):
+      tasks = cluster.get(job, [])
+      address = tasks[int(task)] if int(task) < len(tasks) else "?"
+      lost = f"{job} {task} ({address})"
+      break
+  cause = next((p.strip() for p in re.split(r"\n|; ", text)
+                if "Connection" in p or "crashed" in p or "unavailable" in p.lower()), "")
+  try:
+    last = tf.train.latest_checkpoint(state.output_dir)
+  except (OSError, tf.errors.OpError):
+    last = None
+  raise script_utils.UserError(
+      f"the multi-worker run lost {lost} after step {step}"
+      + (f" ({cause.split('. ')[0].rstrip('.')[:120]})" if cause else "") + "; rerun every worker with the same command"
+      + (f": they resume from {os.path.basename(last)} in {state.output_dir}" if last
+         else ": no checkpoint was saved yet, they start again")) from None
+
+
 def _stop_on_non_finite_weights(state):
   """A checkpoint of NaN/inf weights is never saved (issue 27): the loss of the last
   step is computed before its update, so a step can diverge where the loss check cannot
@@ -554,13 +592,13 @@ def write_scalars(writer_or_dir, scalars, step):
   one in (output_dir/eval).
   """
   if isinstance(writer_or_dir, str):
-    writer = tf.summary.create_file_writer(writer_or_dir)
-    try:
-      with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+    with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+      writer = tf.summary.create_file_writer(writer_or_dir)
+      try:
         _write_scalars(writer, scalars, step)
-    finally:
-      with contextlib.suppress(tf.errors.OpError):
-        writer.close()
+      finally:
+        with contextlib.suppress(tf.errors.OpError):
+          writer.close()
     return
   _write_scalars(writer_or_dir, scalars, step)
 

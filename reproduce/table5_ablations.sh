@@ -16,6 +16,11 @@ TABLE=table5
 BERT_DIR="${ARGS[0]}"; CORPUS="${ARGS[1]}"; GLUE_DIR="${ARGS[2]}"; SQUAD_DIR="${ARGS[3]:-}"
 need_dir "$BERT_DIR" "BERT"; need_dir "$GLUE_DIR" "GLUE"
 [[ -f "$CORPUS" ]] || die "corpus '$CORPUS' does not exist"
+# An OUT_DIR given in SQUAD_DIR's place would silently drop the SQuAD column and write
+# the runs to the default folder.
+if [[ -n "$SQUAD_DIR" && ! -f "$SQUAD_DIR/train-v1.1.json" ]]; then
+  die "SQUAD_DIR '$SQUAD_DIR' has no train-v1.1.json (without SQuAD, pass '' as SQUAD_DIR before OUT_DIR)"
+fi
 setup_out table5_ablations "${ARGS[4]:-}"
 vocab_settings "$BERT_DIR"; pretrain_settings
 

@@ -1383,3 +1383,439 @@ def test_real_subprocess_matches_the_harness(ws):
   last = proc.stderr.strip().splitlines()[-1]
   assert last.startswith("run_classifier.py: error: " + os.path.join(d, "dev.tsv") + ":2:")
   assert not os.path.exists(os.path.join(out, "eval_results.txt"))
+
+
+# --------------------------------------------------------------------------- issue 27: true processes
+
+
+PT_CONFIG = {"vocab_size": 40, "hidden_size": 32, "num_hidden_layers": 3,
+             "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
+             "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
+             "max_position_embeddings": 16, "type_vocab_size": 2, "initializer_range": 0.02}
+
+
+def _pt_inputs(directory):
+  """A tiny pretraining config and 16 records of length 8 in `directory`."""
+  import input_pipeline  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+  config = os.path.join(directory, "bert_config.json")
+  records = os.path.join(directory, "data.tfrecord")
+  if not os.path.exists(records):
+    with open(config, "w", encoding="utf-8") as handle:
+      json.dump(PT_CONFIG, handle)
+
+    def record(i):
+      ids = [2] + [5 + (i * 7 + j * 3) % 35 for j in range(6)] + [3]
+      return {"input_ids": ids, "input_mask": [1] * 8, "segment_ids": [0] * 8,
+              "masked_lm_positions": [1, 2, 3], "masked_lm_ids": ids[1:4],
+              "masked_lm_weights": [1.0, 1.0, 1.0], "next_sentence_labels": [i % 2]}
+
+    input_pipeline.write_examples(records, (record(i) for i in range(16)))
+  return config, records
+
+
+def _pt_command(directory, out, *extra):
+  config, records = _pt_inputs(directory)
+  return [sys.executable, os.path.join(ROOT, "run_pretraining.py"), f"--input_file={records}",
+          f"--bert_config_file={config}", f"--output_dir={out}", "--do_train",
+          "--max_seq_length=8", "--max_predictions_per_seq=3", "--train_batch_size=4",
+          "--num_warmup_steps=1", "--steps_per_loop=1", *extra]
+
+
+ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _last_line(proc_stderr):
+  return [l for l in proc_stderr.strip().splitlines() if l.strip()][-1]
+
+
+@pytest.mark.slow  # 30 s on 2 cores: three runs; the lock itself is tested fast below
+def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
+  """Two runs at once in one output_dir would both save ckpt-N there (issue 27, item 3)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  first = subprocess.Popen(_pt_command(tmp_path, out, "--num_train_steps=1000000",
+                                       "--save_checkpoints_steps=5", "--learning_rate=1e-4"),
+                           env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True, cwd=ROOT)
+  try:
+    deadline = time.time() + 120
+    while not (out / "ckpt-5.index").exists():  # the first run holds the lock and trains
+      assert first.poll() is None and time.time() < deadline, first.stderr.read()[-2000:]
+      time.sleep(0.2)
+    # A stale temporary, as a run killed while writing leaves it.
+    (out / ".eval_results.txt.tmp-0123abcd").write_text("half", encoding="utf-8")
+    second = subprocess.run(_pt_command(tmp_path, out, "--num_train_steps=3"), env=ENV,
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert second.returncode == 2, second.stderr[-2000:]
+    assert "Traceback" not in second.stderr
+    assert _last_line(second.stderr).startswith(
+        f"run_pretraining.py: error: --output_dir={out} is in use by another run (pid "
+        f"{first.pid}: {sys.executable} {os.path.join(ROOT, 'run_pretraining.py')} "
+        "--input_file="), second.stderr[-2000:]
+    assert (out / ".eval_results.txt.tmp-0123abcd").exists()  # the holder's, untouched
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=60)
+  finally:
+    if first.poll() is None:
+      first.kill()
+      first.wait()
+  steps = sorted(int(n[5:-6]) for n in os.listdir(out) if n.endswith(".index"))
+  assert steps and steps[-1] >= 5
+  # The kernel dropped the dead run's lock: the rerun takes it, resumes, and removes what
+  # the killed run left half-written.
+  rerun = subprocess.run(_pt_command(tmp_path, out, f"--num_train_steps={steps[-1] + 1}",
+                                     "--learning_rate=1e-4"),
+                         env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-2000:]
+  assert f"Resumed from {out / f'ckpt-{steps[-1]}'}" in rerun.stderr
+  left = os.listdir(out)
+  assert ".eval_results.txt.tmp-0123abcd" not in left and ".bert-run.lock" not in left
+  assert [n for n in left if "_temp" in n or ".tmp-" in n] == []
+  assert f"ckpt-{steps[-1] + 1}.index" in left
+
+
+def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
+  """run_pretraining --learning_rate=1e6 --num_train_steps=4 --do_eval used to export NaN
+  weights to pretrained/bert_model.ckpt and `loss = nan` to eval_results.txt, exit 0."""
+  out = tmp_path / "out"
+  proc = subprocess.run(_pt_command(tmp_path, out, "--learning_rate=1e6", "--num_train_steps=4",
+                                    "--do_eval", "--save_checkpoints_steps=1",
+                                    "--log_every_steps=1"),
+                        env=ENV, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr
+  last = _last_line(proc.stderr)
+  assert re.fullmatch(
+      r"run_pretraining\.py: error: the (weights are not finite at step (\d) \(\d+ variable"
+      r"\(s\), \S+ first\): the training diverged|training loss is nan at step (\d)); "
+      r"the last good checkpoint ckpt-(\d) is kept in " + re.escape(str(out))
+      + r"; lower --learning_rate or check the data", last), last
+  step = int(re.search(r"at step (\d)", last).group(1))
+  kept = int(re.search(r"ckpt-(\d)", last).group(1))
+  assert kept == step - 1
+  assert not (out / "pretrained").exists() and not (out / "eval_results.txt").exists()
+  assert f"ckpt-{step}.index" not in os.listdir(out)
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(str(out / f"ckpt-{kept}"))
+  floats = [n for n, d in reader.get_variable_to_dtype_map().items() if d.is_floating]
+  assert len(floats) > 40 and all(np.isfinite(reader.get_tensor(n)).all() for n in floats)
+
+
+# --------------------------------------------------------------------------- issue 27: full disks at the writers
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+  """A directory on a full file system: a 96 KB tmpfs, filled (needs root: mount); None
+  where no tmpfs can be mounted."""
+  path = tmp_path / "full"
+  os.makedirs(path)
+  if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(path)],
+                    capture_output=True).returncode != 0:
+    yield None
+    return
+  try:
+    fd = os.open(path / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+      while os.write(fd, b"\0" * 1024):
+        pass
+    except OSError:
+      pass
+    finally:
+      os.close(fd)
+    yield path
+  finally:
+    subprocess.run(["umount", str(path)], check=False)
+
+
+def _full(path):
+  return (f"could not write {path}: the disk is full (No space left on device); nothing "
+          "was written under that name; free space and rerun")
+
+
+def _injected_full_disk(monkeypatch):
+  """Where no tmpfs can be mounted: every file script_utils opens for writing is full."""
+  import errno  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+
+  class Full:
+    def __init__(self, path):
+      self.path = path
+      open(path, "w").close()  # noqa: SIM115  the temporary exists, as on a real disk
+
+    def write(self, data):
+      raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __enter__(self):
+      return self
+
+    def __exit__(self, *exc):
+      return False
+
+  monkeypatch.setattr(script_utils, "open", lambda path, *a, **k: Full(path), raising=False)
+
+
+def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
+                                                                     monkeypatch):
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import ner_data  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  import squad_decoding  # pylint: disable=g-import-not-at-top
+  import swag_data  # pylint: disable=g-import-not-at-top
+  directory = full_disk
+  if directory is None:
+    directory = tmp_path / "injected"
+    os.makedirs(directory)
+    _injected_full_disk(monkeypatch)
+  big = {f"q{i}": "an answer of some length " * 20 for i in range(400)}  # ~200 KB
+  examples = [swag_data.SwagExample(str(i), "a man sits .", "he", ["a", "b", "c", "d"], 0)
+              for i in range(2000)]
+  sentences = [ner_data.NerExample(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
+                                   [[] for _ in range(400)]) for i in range(100)]
+  writers = {
+      "predictions.json": lambda p: squad_decoding.write_prediction_files(
+          big, big, {}, p, str(directory / "nbest.json")),
+      "test_results.tsv": lambda p: classifier_data.write_probabilities(
+          p, [[0.25, 0.75]] * 20000),
+      "test_predictions.csv": lambda p: swag_data.write_predictions(
+          p, examples, [[1.0, 2.0, 3.0, 4.0]] * 2000),
+      "test_predictions.txt": lambda p: ner_data.write_conll_predictions(
+          p, sentences, [["B-ORG", "O"] * 200] * 100, "iob2"),
+  }
+  for name, write in writers.items():
+    path = str(directory / name)
+    with pytest.raises(script_utils.UserError) as error:
+      write(path)
+    assert str(error.value) == _full(path), name
+  assert sorted(os.listdir(directory)) == ([] if full_disk is None else ["filler"])
+
+
+def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_disk):
+  """A SavedModel export and TensorBoard events (their own file systems calls: no
+  injection stands in for them, so this needs the tmpfs)."""
+  if full_disk is None:
+    pytest.skip("needs root to mount a tmpfs")
+  import modeling  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  import serving  # pylint: disable=g-import-not-at-top
+  import training  # pylint: disable=g-import-not-at-top
+  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
+  export_dir = str(full_disk / "export")
+  with pytest.raises(script_utils.UserError) as error:
+    serving.export_classifier(export_dir, model, ["0", "1"])
+  assert str(error.value) == _full(f"--export_dir={export_dir}")
+  logdir = str(full_disk / "eval")
+  with pytest.raises(script_utils.UserError) as error:
+    training.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
+  assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
+                              "device); free space and rerun")
+  # An event file is appended to (TensorBoard reads what is complete); no SavedModel, nor
+  # a temporary of one, is left.
+  assert sorted(n for n in os.listdir(full_disk) if n != "eval") == ["filler"]
+
+
+# --------------------------------------------------------------------------- issue 27: locks and stale temporaries
+
+
+def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
+  import script_utils  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  os.makedirs(out / "train")
+  stale = [".eval_results.txt.tmp-0123abcd", ".bert_model.ckpt.saving-x1y2", "ckpt-7_temp",
+           "checkpoint.tempstate123"]
+  keep = [".eval_results.txt.tmp-notours", "eval_results.txt", "ckpt-6.index", "train"]
+  for name in stale + keep[:-1]:
+    if name.endswith("_temp") or ".saving-" in name:
+      os.makedirs(out / name)
+    else:
+      (out / name).write_text("x", encoding="utf-8")
+  with script_utils.lock_output(str(out)):
+    assert sorted(os.listdir(out)) == sorted(keep + [".bert-run.lock"])
+    with open(out / ".bert-run.lock", encoding="utf-8") as handle:
+      assert handle.readline() == f"{os.getpid()}\n"
+    # flock locks belong to an open file: a second lock, even from this process, is refused.
+    with pytest.raises(script_utils.UserError) as error:
+      script_utils.lock_output(str(out)).acquire()
+    assert str(error.value).startswith(f"--output_dir={out} is in use by another run (pid "
+                                       f"{os.getpid()}: ")
+    assert str(error.value).endswith("); wait for it to finish or stop it, or use another "
+                                     "directory")
+  assert sorted(os.listdir(out)) == sorted(keep)  # the lock file goes with the lock
+  # One output file: its own lock beside it, and only its own temporaries are removed.
+  (tmp_path / ".features.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
+  (tmp_path / ".other.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
+  target = str(tmp_path / "features.jsonl")
+  with script_utils.lock_output(target, "output_file", is_file=True):
+    with pytest.raises(script_utils.UserError, match=r"--output_file=.*features\.jsonl is "
+                       r"in use by another run .*or use another output file$"):
+      script_utils.lock_output(target, "output_file", is_file=True).acquire()
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == [
+      ".other.jsonl.tmp-89abcdef"]
+
+
+def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
+  """The kernel drops a flock when its process dies: no stale lock after kill -9 (a
+  process that imports only script_utils: no TensorFlow, a fraction of a second)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+  os.makedirs(out)
+  holder = subprocess.Popen(
+      [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
+       "import script_utils; script_utils.lock_output(sys.argv[2]).acquire(); "
+       "print('locked', flush=True); time.sleep(300)", ROOT, str(out)],
+      stdout=subprocess.PIPE, text=True)
+  try:
+    assert holder.stdout.readline() == "locked\n"
+    with pytest.raises(script_utils.UserError) as error:
+      script_utils.lock_output(str(out)).acquire()
+    assert str(error.value).startswith(
+        f"--output_dir={out} is in use by another run (pid {holder.pid}: {sys.executable} -c "
+        "import sys, time;")
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+  finally:
+    if holder.poll() is None:
+      holder.kill()
+      holder.wait()
+  assert os.path.exists(out / ".bert-run.lock")  # the dead holder's file stays...
+  started = time.time()
+  lock = script_utils.lock_output(str(out)).acquire()  # ...and binds no one
+  assert time.time() - started < 5
+  lock.release()
+  assert os.listdir(out) == []
+
+
+def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
+    ws, full_disk, tmp_path):
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import encoder_activations  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
+  checkpoints.save_google_checkpoint(
+      modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
+  text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
+
+  def extract(output_file):
+    return encoder_activations.extract_file(text, output_file, ws.vocab, True, ws.config,
+                                            prefix, "-1,-2,-3", 16, 8)
+
+  # What a kill -9 while writing leaves: the next run of the same output removes it.
+  out = tmp_path / "features.jsonl"
+  (tmp_path / ".features.jsonl.tmp-0badf00d").write_text('{"linex_index": 0', "utf-8")
+  assert extract(str(out)) == 40
+  assert sorted(n for n in os.listdir(tmp_path) if "features" in n) == ["features.jsonl"]
+  with open(out, encoding="utf-8") as handle:
+    assert len(handle.readlines()) == 40
+  if full_disk is None:
+    return  # the writer's full-disk path is the file writers' test (injected)
+  full = str(full_disk / "features.jsonl")
+  with pytest.raises(script_utils.UserError) as error:
+    extract(full)
+  assert str(error.value) == _full(f"--output_file={full}")
+  assert os.listdir(full_disk) == ["filler"]
+
+
+@pytest.mark.slow  # about 60 s on 2 cores: two pairs of localhost workers
+def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
+  """kill -9 of one of two multi_worker_mirrored workers: the chief used to end in a
+  traceback ("The tasks have crashed ... CollectiveReduceV2"), exit 1 (issue 27)."""
+  import socket  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  out = tmp_path / "out"
+
+  logs = []
+
+  def workers(steps):
+    # stderr to files: a pipe nobody reads fills up with progress lines and blocks them.
+    ports = []
+    for _ in range(2):
+      with socket.socket() as s:
+        s.bind(("localhost", 0))
+        ports.append(s.getsockname()[1])
+    cluster = {"worker": [f"localhost:{p}" for p in ports]}
+    return [subprocess.Popen(
+        _pt_command(
+            tmp_path, out, f"--num_train_steps={steps}", "--save_checkpoints_steps=5",
+            "--learning_rate=1e-4", "--distribution_strategy=multi_worker_mirrored"),
+        env=dict(ENV, TF_CONFIG=json.dumps({"cluster": cluster, "task": {
+            "type": "worker", "index": i}})),
+        stdout=subprocess.DEVNULL, stderr=log(f"{steps}-{i}"), cwd=ROOT)
+        for i in range(2)]
+
+  def log(name):
+    logs.append(open(tmp_path / f"worker-{name}.log", "w+", encoding="utf-8"))  # noqa: SIM115
+    return logs[-1]
+
+  def read(index):
+    logs[index].seek(0)
+    return logs[index].read()
+
+  def saved():
+    return out.exists() and any(n.endswith(".index") for n in os.listdir(out))
+
+  chief, lost = workers(100000)
+  try:
+    deadline = time.time() + 300
+    while not saved():
+      assert chief.poll() is None and time.time() < deadline, read(0)[-2000:]
+      time.sleep(0.5)
+    lost.kill()  # SIGKILL
+    lost.wait(timeout=60)
+    assert chief.wait(timeout=120) == 2, read(0)[-2000:]
+    stderr = read(0)
+  finally:
+    for process in (chief, lost):
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+  assert "Traceback" not in stderr, stderr[-3000:]
+  last = _last_line(stderr)
+  match = re.fullmatch(
+      r"run_pretraining\.py: error: the multi-worker run lost worker 1 \(localhost:\d+\) "
+      r"after step (\d+) \(([^)]*)\); rerun every worker with the same command: they "
+      r"resume from ckpt-(\d+) in " + re.escape(str(out)), last)
+  assert match, last
+  resumed_at = int(match.group(3))
+  assert f"ckpt-{resumed_at}.index" in os.listdir(out)
+  rerun = workers(resumed_at + 2)
+  results = [(p.wait(timeout=400), read(2 + i)) for i, p in enumerate(rerun)]
+  for code, err in results:
+    assert code == 0, err[-2000:]
+    assert f"Resumed from {out / f'ckpt-{resumed_at}'} at step {resumed_at}" in err
+  assert f"ckpt-{resumed_at + 2}.index" in os.listdir(out)
+  assert [n for n in os.listdir(out) if n.startswith(".")] == []
+  for handle in logs:
+    handle.close()
+
+
+def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
+  """The two other places a diverged model could leave a result a user trusts."""
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import finetune  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import script_utils  # pylint: disable=g-import-not-at-top
+  encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))
+  weight = next(w for w in encoder.weights if len(w.shape) == 2 and w.shape[0] > 3)
+  values = np.array(weight.numpy())
+  values[3, 5] = np.nan
+  weight.assign(values)
+  prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
+  with pytest.raises(script_utils.UserError) as error:
+    checkpoints.save_google_checkpoint(encoder, prefix)
+  assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
+  assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
+                                   "and train again from the last good checkpoint")
+  assert not os.path.exists(tmp_path / "pretrained")  # checked before anything is created
+  with pytest.raises(script_utils.UserError) as error:
+    finetune.write_eval_results(str(tmp_path), {"loss": float("nan"), "accuracy": 0.5}, 4)
+  assert str(error.value) == (
+      f"evaluation at step 4 gives loss = nan: the model's outputs are not finite (the "
+      f"weights diverged); {tmp_path}/eval_results.txt is not written; resume from an "
+      "earlier checkpoint with a lower --learning_rate")
+  assert os.listdir(tmp_path) == []
