@@ -657,13 +657,15 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False):
 
 
 def _sparse_cross_entropy(labels, logits):
-  """-log softmax(logits)[label], float32 [...]: the original's masked-LM loss
-  (-sum(one_hot * log_softmax)) written as log_softmax + a gather. Equal to
+  """-log softmax(logits)[label], float32 [...]: the original's masked-LM loss as the
+  original writes it, -sum(one_hot(label) * log_softmax(logits)). Equal to
   tf.nn.sparse_softmax_cross_entropy_with_logits up to rounding; over a large vocabulary
   on CPU that fused kernel (loss and gradient together) ran 2-2.5x slower than
-  log_softmax and its gradient (issue 26's profile)."""
+  log_softmax and its gradient, and a gather's gradient (an UnsortedSegmentSum over
+  [batch, P, vocab]) slower still (issue 26's profile)."""
   log_probs = tf.nn.log_softmax(logits, axis=-1)
-  return -tf.gather(log_probs, labels, axis=-1, batch_dims=len(labels.shape))
+  one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=log_probs.dtype)
+  return -tf.reduce_sum(log_probs * one_hot, axis=-1)
 
 
 def pretraining_loss(features, outputs, use_next_sentence=True):
