@@ -521,7 +521,14 @@ class MaskedLMHead(ConfigLayer):
     # LayerNorm's output back to its input's dtype).
     transformed = self.layer_norm(ops.cast(self.dense(gathered), "float32"))
     table = ops.cast(embedding_table, transformed.dtype)
-    logits = ops.matmul(transformed, ops.transpose(table)) + self.output_bias
+    # One 2-D matmul against the table with transpose_b (issue 26): the same products as
+    # transformed @ table^T, but neither the forward nor the table's gradient
+    # ([vocab, hidden], straight from grad^T @ transformed) materialises a transpose of
+    # the vocab x hidden table, which cost about as much as the matmul itself on CPU.
+    batch, predictions = ops.shape(transformed)[0], ops.shape(transformed)[1]
+    flat = tf.reshape(transformed, (-1, self.config.hidden_size))
+    logits = tf.reshape(tf.linalg.matmul(flat, table, transpose_b=True),
+                        (batch, predictions, self.config.vocab_size)) + self.output_bias
     return ops.cast(logits, "float32")
 
   def google_variables(self, prefix="cls/predictions"):
@@ -653,6 +660,18 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False):
   return model, encoder
 
 
+def _sparse_cross_entropy(labels, logits):
+  """-log softmax(logits)[label], float32 [...]: the original's masked-LM loss as the
+  original writes it, -sum(one_hot(label) * log_softmax(logits)). Equal to
+  tf.nn.sparse_softmax_cross_entropy_with_logits up to rounding; over a large vocabulary
+  on CPU that fused kernel (loss and gradient together) ran 2-2.5x slower than
+  log_softmax and its gradient, and a gather's gradient (an UnsortedSegmentSum over
+  [batch, P, vocab]) slower still (issue 26's profile)."""
+  log_probs = tf.nn.log_softmax(logits, axis=-1)
+  one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=log_probs.dtype)
+  return -tf.reduce_sum(log_probs * one_hot, axis=-1)
+
+
 def pretraining_loss(features, outputs, use_next_sentence=True):
   """The original's masked-LM (+ next-sentence) loss, as a training loss_fn.
 
@@ -673,7 +692,7 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
   logits = tf.cast(outputs["masked_lm_logits"], tf.float32)
   label_ids = tf.cast(features["masked_lm_ids"], tf.int32)
   weights = tf.cast(features["masked_lm_weights"], tf.float32)
-  nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=logits)
+  nll = _sparse_cross_entropy(label_ids, logits)
   batch = tf.cast(tf.shape(label_ids)[0], tf.float32)
   global_batch = cross_replica_sum(batch)
   denominator = cross_replica_sum(tf.reduce_sum(weights)) + MLM_DENOMINATOR_EPSILON

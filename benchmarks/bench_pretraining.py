@@ -2,6 +2,12 @@
 
   .venv/bin/python benchmarks/bench_pretraining.py           # BERT-Base seq 128 + small
   .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
+  .venv/bin/python benchmarks/bench_pretraining.py --small [--rounds=3] [--baseline=DIR]
+      # issue 26: the Korean and demo shapes (benchmarks/small_step.py), XLA off and on,
+      # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
+      # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
+      # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
+      # tree's modeling/training/optimization, and each round gives a paired ratio.
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
 the real training loop (training.train: strategy.run, AdamWeightDecay, clipping)
@@ -163,7 +169,10 @@ def run(quick=False):
         if dtype == "float32" and not xla:
           ours[name] = rate
     results += _hf_rows(name, batch, steps, ours.get(name))
-  return results
+  # Issue 26's small shapes (Korean, demo): XLA off and on, alternating processes.
+  small = run_small(rounds=1 if quick else 3, steps=5 if quick else 20,
+                    reps=2 if quick else 3, peak=peaks["float32"])
+  return results + small[1:]
 
 
 # --------------------------------------------------------------------------- Hugging Face
@@ -194,7 +203,107 @@ def _hf_rows(name, batch, steps, ours):
   return rows
 
 
+# --------------------------------------------------------------------------- small (#26)
+
+def small_child(shape, xla, steps, reps):
+  """Runs in a subprocess (code from $BERT_BENCH_CODE_ROOT if set): prints one JSON line
+  with `reps` rates (sequences/s) of `steps`-step loop calls after a warm-up call."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import small_step  # pylint: disable=g-import-not-at-top
+  run = small_step.build(shape, xla=xla)
+  run.loop(2)
+  print(json.dumps({"rates": [run.rate(steps) for _ in range(reps)],
+                    "code_root": small_step.ROOT}))
+
+
+def _spread(values):
+  values = sorted(values)
+  n = len(values)
+  median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+  return median, values[0], values[-1]
+
+
+def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=None,
+              xla_settings=(False, True), peak=None):
+  """Rows for the small workload; variants alternate within each round."""
+  import small_step  # pylint: disable=g-import-not-at-top
+  if peak is None:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    peak = matmul_peak(tf.float32)
+  trees = [("ours", None)] + ([("baseline", os.path.abspath(baseline))] if baseline else [])
+  rows = [dict(name="matmul peak float32 (CPU)", value=round(peak / 1e9, 1), unit="GFLOP/s",
+               note=f"4096x4096 tf.matmul, best of 3; {small_step.cpu_model()}")]
+  for shape in shapes:
+    flops = small_step.flops_per_sequence(shape)
+    rates = {}       # (tree, xla) -> [rates]
+    per_round = {}   # (tree, xla) -> [median of the round]
+    for r in range(rounds):
+      order = [(t, x) for t in trees for x in xla_settings]
+      if r % 2:
+        order.reverse()
+      for (tree, root), xla in order:
+        env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+        env.pop("BERT_BENCH_CODE_ROOT", None)
+        if root:
+          env["BERT_BENCH_CODE_ROOT"] = root
+        proc = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--small-child", shape,
+             str(int(xla)), str(steps), str(reps)],
+            capture_output=True, text=True, timeout=1800, env=env)
+        key = (tree, xla)
+        if proc.returncode != 0:
+          rows.append(dict(name=f"small {shape} {tree} xla={'on' if xla else 'off'}",
+                           value=float("nan"), unit="sequences/s",
+                           note="failed: " + proc.stderr.strip().splitlines()[-1][:200]))
+          continue
+        got = json.loads(proc.stdout.strip().splitlines()[-1])["rates"]
+        rates.setdefault(key, []).extend(got)
+        per_round.setdefault(key, []).append(_spread(got)[0])
+    load = hf_bridge.load_average()
+    for (tree, xla), values in rates.items():
+      median, low, high = _spread(values)
+      label = f"small {shape} {tree} xla={'on' if xla else 'off'}"
+      rows.append(dict(name=label, value=round(median, 1), unit="sequences/s",
+                       note=f"median of {len(values)} calls of {steps} steps in {rounds} "
+                            f"processes, min {low:.1f} max {high:.1f}; "
+                            f"{small_step.describe(shape)}; {load}"))
+      rows.append(dict(name=label + " model FLOP/s", value=round(median * flops / 1e9, 1),
+                       unit="GFLOP/s",
+                       note=f"{flops / 1e6:.0f} MFLOP a sequence: {100 * median * flops / peak:.1f}% "
+                            f"of the measured float32 matmul peak (min {100 * low * flops / peak:.1f}%, "
+                            f"max {100 * high * flops / peak:.1f}%)"))
+    pairs = [(("ours", True), ("ours", False), "XLA on / off")]
+    if baseline:
+      pairs += [(("ours", x), ("baseline", x), f"ours / baseline, xla={'on' if x else 'off'}")
+                for x in xla_settings]
+    for a, b, what in pairs:
+      if a in per_round and b in per_round:
+        ratios = [p / q for p, q in zip(per_round[a], per_round[b])]
+        median, low, high = _spread(ratios)
+        rows.append(dict(name=f"small {shape} {what}", value=round(median, 3), unit="x",
+                         note=f"per-round ratios of medians, {len(ratios)} rounds: min "
+                              f"{low:.3f} max {high:.3f}"))
+  return rows
+
+
+def _arg(name, default):
+  for a in sys.argv:
+    if a.startswith(f"--{name}="):
+      return a.split("=", 1)[1]
+  return default
+
+
 def main():
+  if len(sys.argv) > 1 and sys.argv[1] == "--small-child":
+    small_child(sys.argv[2], bool(int(sys.argv[3])), int(sys.argv[4]), int(sys.argv[5]))
+    return
+  if "--small" in sys.argv:
+    shapes = tuple(_arg("shapes", "korean,demo").split(","))
+    xla = tuple(bool(int(x)) for x in _arg("xla", "0,1").split(","))
+    for row in run_small(shapes, int(_arg("rounds", 3)), int(_arg("steps", 20)),
+                         int(_arg("reps", 3)), _arg("baseline", None), xla):
+      print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
+    return
   if len(sys.argv) > 1 and sys.argv[1] == "--child":
     child(sys.argv[2], sys.argv[3], bool(int(sys.argv[4])), int(sys.argv[5]),
           int(sys.argv[6]))

@@ -98,8 +98,12 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
   softmax = [op for op in ops if op.type == "Softmax"]
   assert len(softmax) == CONFIG["num_hidden_layers"]
   assert all(op.get_attr("T") == tf.float32 for op in softmax)
-  cross_entropy = [op for op in ops if op.type == "SparseSoftmaxCrossEntropyWithLogits"]
-  assert len(cross_entropy) == 2  # masked LM, next sentence
+  # masked LM: the original's -sum(one_hot * log_softmax) (issue 26); next sentence: the
+  # fused kernel.
+  cross_entropy = [op for op in ops if op.type in ("SparseSoftmaxCrossEntropyWithLogits",
+                                                   "LogSoftmax")]
+  assert sorted(op.type for op in cross_entropy) == [
+      "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits"]
   assert all(op.get_attr("T") == tf.float32 for op in cross_entropy)
   # ... while the encoder's matmuls do run in the low-precision type.
   matmuls = [op for op in ops if op.type in ("MatMul", "BatchMatMulV2")]
