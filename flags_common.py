@@ -212,6 +212,12 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if train_limit:
     flags.DEFINE_integer("max_train_examples", 0,
                          "Use only the first N training examples (0: all).")
+  flags.DEFINE_integer(
+      "eval_every_steps", 0,
+      "With --do_train and --do_eval: also evaluate the dev set every N training steps, "
+      "its metrics into output_dir/eval under the training curves' tags (loss, "
+      "accuracy, ...); eval_results.txt keeps the final evaluation. 0: evaluate once, "
+      "at the end.")
   if eval_limit:
     flags.DEFINE_integer("max_eval_examples", 0,
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
@@ -270,6 +276,7 @@ class RunOptions:
   ltr: bool = False
   max_train_examples: int = 0
   max_eval_examples: int = 0
+  eval_every_steps: int = 0        # 0: evaluate once, after training
   verbose: bool = False
 
   def __post_init__(self):
@@ -306,6 +313,9 @@ def _check_options(options):
                     f"{MAX_SEQ_LENGTH_BOUND}")
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
     raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
+  if options.eval_every_steps < 0:
+    raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
+                    "(0: evaluate once, at the end)")
 
 
 # No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
