@@ -223,6 +223,19 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
 
 
+def define_export_version_flag():
+  """--export_version, for the scripts with --export_dir (TF Serving's layout)."""
+  if not _once("export_version"):
+    return
+  flags.DEFINE_integer(
+      "export_version", 0,
+      "With --export_dir: 0 writes export_dir/ (every signature) and, when there is a "
+      "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
+      "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
+      "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
+      "and export_dir/text is a --model_base_path).")
+
+
 # --------------------------------------------------------------------------- options
 
 
@@ -249,6 +262,7 @@ class RunOptions:
   do_eval: bool = False
   do_predict: bool = False
   export_dir: str = None
+  export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
   train_batch_size: int = 32
   eval_batch_size: int = 8
   predict_batch_size: int = 8
@@ -313,6 +327,9 @@ def _check_options(options):
                     f"{MAX_SEQ_LENGTH_BOUND}")
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
     raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
+  if options.export_version < 0:
+    raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
+                    "version folder)")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")

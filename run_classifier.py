@@ -53,6 +53,7 @@ flags.DEFINE_string(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`).")
+flags_common.define_export_version_flag()
 # The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
 flags.DEFINE_string("text_a_column", "0",
                     "tsv/csv task: column of the first text (0-based number, or a header name).")
