@@ -230,12 +230,14 @@ def run(task, options):
     if chief:
       task.after_training(model, global_step)
   if options.do_eval:
-    metrics = periodic.last if periodic.last_step == global_step else None
+    # The last periodic evaluation may be of these very weights: not evaluated twice.
+    reuse = periodic.last_step is not None and periodic.last_step == global_step
+    metrics = periodic.last if reuse else None
     if metrics is None:
       logging.info("***** Running evaluation: %s *****", task.name)
       metrics = task.evaluate(model, strategy)
     if chief:
-      write_eval_results(options.output_dir, metrics, global_step)
+      write_eval_results(options.output_dir, metrics, global_step, scalars=not reuse)
   if options.do_predict:
     logging.info("***** Running prediction: %s *****", task.name)
     scores = task.predict(model, global_step)
@@ -320,7 +322,7 @@ def training_config(options, num_train_steps):
       eval_every_steps=options.eval_every_steps)
 
 
-def write_eval_results(output_dir, metrics, global_step):
+def write_eval_results(output_dir, metrics, global_step, scalars=True):
   """eval_results.txt (the original's `key = value` lines, with `loss` = eval_loss and
   global_step) and TensorBoard scalars in output_dir/eval at `global_step` under the
   training twins' tags (eval_tags), so eval curves overlay the training curves."""
@@ -331,4 +333,6 @@ def write_eval_results(output_dir, metrics, global_step):
   logging.info("***** Eval results *****")
   script_utils.write_key_values(os.path.join(output_dir, "eval_results.txt"), values,
                                 log=lambda line: logging.info("  %s", line))
-  training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics), global_step)
+  if scalars:  # False: already written at this step (PeriodicEval)
+    training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
+                           global_step)

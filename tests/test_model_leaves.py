@@ -59,7 +59,7 @@ def mrpc_run(tmp_path_factory):
       "--task_name=MRPC", "--do_train", "--do_eval", f"--data_dir={data}",
       f"--vocab_file={UNCASED_VOCAB}", f"--bert_config_file={config}",
       "--max_seq_length=48", "--train_batch_size=8", "--learning_rate=1e-3",
-      "--num_train_steps=8", "--eval_every_steps=3", "--log_every_steps=1",
+      "--num_train_steps=9", "--eval_every_steps=3", "--log_every_steps=1",
       f"--output_dir={out}", f"--export_dir={export_dir}"])
   assert result.returncode == 0, result.stderr[-3000:]
   return {"tmp": tmp, "data": data, "config": config, "out": out, "export": export_dir,
@@ -77,22 +77,23 @@ def _scalars(folder):
 def test_eval_every_steps_draws_eval_curves_under_the_training_tags(mrpc_run):
   train, evals = _scalars(mrpc_run["out"] / "train"), _scalars(mrpc_run["out"] / "eval")
   assert {"loss", "accuracy"} <= set(train)
-  # Evaluated at 3 and 6 (every 3 steps) and at the end (8): loss and accuracy on the
+  # Evaluated at 3, 6 and 9 (every 3 steps; 9 is the last): loss and accuracy on the
   # training twins' cards, the task's own metrics beside them, no duplicate loss tag.
   assert sorted(evals) == ["accuracy", "eval_acc_and_f1", "eval_f1", "loss"]
-  assert [step for step, _ in evals["loss"]] == [3, 6, 8]
-  assert [step for step, _ in evals["accuracy"]] == [3, 6, 8]
+  assert [step for step, _ in evals["loss"]] == [3, 6, 9]
+  assert [step for step, _ in evals["accuracy"]] == [3, 6, 9]
+  assert [step for step, _ in evals["eval_f1"]] == [3, 6, 9]
   values = dict(line.split(" = ") for line in
                 (mrpc_run["out"] / "eval_results.txt").read_text().splitlines())
   assert sorted(values) == ["eval_acc_and_f1", "eval_accuracy", "eval_f1", "eval_loss",
                             "global_step", "loss"]
-  assert values["global_step"] == "8" and values["loss"] == values["eval_loss"]
+  assert values["global_step"] == "9" and values["loss"] == values["eval_loss"]
   # eval_results.txt holds the final evaluation, the last point of each curve.
   assert float(values["eval_loss"]) == pytest.approx(evals["loss"][-1][1], rel=1e-6)
   assert float(values["eval_accuracy"]) == pytest.approx(evals["accuracy"][-1][1], rel=1e-6)
-  # 3 and 6 during training; 8, the last step, by the final evaluation (once).
-  assert mrpc_run["stderr"].count("***** Evaluation at step") == 2
-  assert mrpc_run["stderr"].count("***** Running evaluation") == 1
+  # The evaluation at the last step is the final one: not run twice.
+  assert mrpc_run["stderr"].count("***** Evaluation at step") == 3
+  assert mrpc_run["stderr"].count("***** Running evaluation") == 0
 
 
 # A fresh interpreter in which `import tensorflow_text` fails, as in a stock TensorFlow
