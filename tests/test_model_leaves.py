@@ -253,3 +253,37 @@ def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path
   assert "Traceback" not in result.stderr
   assert not target.exists() and sorted(os.listdir(tmp_path)) == [
       "bert_config.json", "out"]
+
+
+def test_eval_tags_follow_the_training_twins():
+  import finetune  # pylint: disable=g-import-not-at-top
+  assert finetune.eval_tags({"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8,
+                             "loss": 0.5, "num_examples": 12, "note": "x"}) == {
+                                 "loss": 0.5, "accuracy": 0.75, "eval_f1": 0.8,
+                                 "num_examples": 12.0}
+  # Pretraining's evaluation has no eval_loss: its own loss is the loss tag.
+  assert finetune.eval_tags({"loss": 2.5, "masked_lm_accuracy": 0.1}) == {
+      "loss": 2.5, "masked_lm_accuracy": 0.1}
+
+
+def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypatch):
+  import errno  # pylint: disable=g-import-not-at-top
+  import hugging_face  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+  config = modeling.BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=40))
+  model, _ = modeling.build_classifier_model(config, 2)
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("".join(f"[PAD]\n" if i == 0 else f"w{i}\n" for i in range(40)))
+
+  def full(*args, **kwargs):
+    raise RuntimeError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
+                       'message: "No space left on device" })')
+
+  monkeypatch.setattr(hugging_face, "save_file", full)
+  target = tmp_path / "hf"
+  with pytest.raises(OSError) as caught:
+    hugging_face.write_hugging_face(
+        str(target), hugging_face.model_weights(model), config, str(vocab), True,
+        head_info={"task": "MRPC", "head": "classifier", "labels": ["0", "1"]})
+  assert caught.value.errno == errno.ENOSPC and str(target) in str(caught.value)
+  assert sorted(os.listdir(tmp_path)) == ["vocab.txt"]  # no temporary directory left
