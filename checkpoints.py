@@ -264,7 +264,7 @@ def read_google_checkpoint(prefix):
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
-def load_checkpoint(model, path, strict_encoder=True):
+def load_checkpoint(model, path, strict_encoder=True, head_info=None):
   """Loads a checkpoint of any supported kind into `model` (encoder and present heads).
 
   Returns a report dict: format, path, loaded / missing / unused variable names (logged,
@@ -283,7 +283,7 @@ def load_checkpoint(model, path, strict_encoder=True):
                                strict_encoder)
       report["global_step"] = 0
     else:
-      report = _restore_ours(model, resolved)
+      report = _restore_ours(model, resolved, head_info)
   report["format"] = kind
   _log_report(report)
   return report
@@ -297,6 +297,8 @@ def load_checkpoint(model, path, strict_encoder=True):
 #   model            the whole keras.Model being trained (encoder and heads)
 #   encoder          its BERT encoder (absent for models without one, e.g. a BiLSTM)
 #   model_signature  string: JSON of the model's weight names and shapes (see below)
+#   head_info        string: JSON of what the head means (Task.head_info(): task, head
+#                    kind, label names), when the run's task gives one
 #   optimizer        the optimizer and its slots (training runs only)
 #   rng_states       dropout seed-generator states (Keras 3 does not track them)
 #   loss_scale, good_steps   float16 dynamic loss scaling
@@ -308,6 +310,7 @@ def load_checkpoint(model, path, strict_encoder=True):
 
 _STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
 _SIGNATURE_KEY = "model_signature/.ATTRIBUTES/VARIABLE_VALUE"
+_HEAD_INFO_KEY = "head_info/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def model_signature(model):
@@ -332,6 +335,39 @@ def _signature_of(prefix):
   if _SIGNATURE_KEY not in names:
     return None
   return tf.train.load_checkpoint(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
+
+
+def head_info_of(prefix):
+  """What the head of checkpoint `prefix` means ({"task", "head", "labels", ...}, as the
+  run's Task.head_info() gave it), or None for a checkpoint that does not record it
+  (Google's, Hugging Face's, or ours written before runs recorded it)."""
+  names = dict(tf.train.list_variables(prefix))
+  if _HEAD_INFO_KEY not in names:
+    return None
+  return json.loads(tf.train.load_checkpoint(prefix).get_tensor(_HEAD_INFO_KEY))
+
+
+def saved_signature(prefix):
+  """{google_name: shape} of the weights of our TF2 checkpoint `prefix`, or None."""
+  saved = _signature_of(prefix)
+  return None if saved is None else json.loads(saved)["weights"]
+
+
+def describe_head(info):
+  """One phrase for a head_info dict: "MRPC's classifier (labels 0, 1)"."""
+  labels = info.get("labels")
+  text = f"{info.get('task', '?')}'s {info.get('head', '?')}"
+  if labels:
+    shown = ", ".join(str(label) for label in labels[:6])
+    text += f" (labels {shown}{', ...' if len(labels) > 6 else ''})"
+  return text
+
+
+def _head_mismatch(saved_info, head_info):
+  """A phrase when two head_info records disagree, else None (either absent: None)."""
+  if not saved_info or not head_info or saved_info == head_info:
+    return None
+  return f"{describe_head(saved_info)}, not this run's {describe_head(head_info)}"
 
 
 def _step_of(prefix):
@@ -359,11 +395,15 @@ def _describe_mismatch(saved, model):
   return "a model with different non-BERT weights"
 
 
-def _restore_ours(model, prefix):
-  """Restores our TF2 checkpoint into `model`: the whole model when its signature matches,
-  else the BERT encoder alone (heads differ between tasks)."""
+def _restore_ours(model, prefix, head_info=None):
+  """Restores our TF2 checkpoint into `model`: the whole model when its signature matches
+  (and, when both record it, its head means the same: head_info), else the BERT encoder
+  alone (heads differ between tasks)."""
   names = modeling.google_variable_map(model) if _has_encoder(model) else {}
-  if _signature_of(prefix) == model_signature(model):
+  other_head = _head_mismatch(head_info_of(prefix), head_info)
+  if other_head:
+    logging.warning("%s holds %s: loading its BERT encoder only", prefix, other_head)
+  if _signature_of(prefix) == model_signature(model) and not other_head:
     _restore_objects(prefix, {"model": model}, f"{prefix}: the checkpoint's model")
     return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
             "unused": [], "global_step": _step_of(prefix), "whole_model": True}
@@ -376,8 +416,10 @@ def _restore_ours(model, prefix):
                    f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
                        "it holds no BERT encoder (a model without one?)"))
   encoder_names = sorted(encoder.google_variables())
+  saved = saved_signature(prefix) or {}
   return {"format": None, "path": prefix, "loaded": encoder_names,
-          "missing": sorted(set(names) - set(encoder_names)), "unused": [],
+          "missing": sorted(set(names) - set(encoder_names)),
+          "unused": sorted(set(saved) - set(encoder_names)),
           "global_step": _step_of(prefix), "whole_model": False}
 
 
@@ -427,8 +469,9 @@ class RunCheckpoint:
   """
 
   def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
-               loss_scaling=False, loop=None):
+               loss_scaling=False, loop=None, head_info=None):
     self.output_dir, self.model, self.keep = output_dir, model, keep
+    self.head_info = head_info  # what the head means (Task.head_info()), saved with it
     self.chief = strategy is None or is_chief(strategy)
     scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
     with scope:
@@ -442,6 +485,9 @@ class RunCheckpoint:
                    **self.loop.trackables(with_optimizer=optimizer is not None))
     if _has_encoder(model):
       tracked["encoder"] = modeling.find_encoder(model)
+    if head_info is not None:
+      tracked["head_info"] = tf.Variable(json.dumps(head_info, sort_keys=True),
+                                         trainable=False)
     if optimizer is not None:
       tracked["optimizer"] = optimizer
     self._tracked = tracked
@@ -474,7 +520,14 @@ class RunCheckpoint:
           f"--output_dir={self.output_dir} holds a checkpoint ({os.path.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
           " the old checkpoints")
-    objects = {k: v for k, v in self._tracked.items() if k != "model_signature"}
+    other_head = _head_mismatch(head_info_of(prefix), self.head_info)
+    if other_head:
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir} holds a checkpoint "
+          f"({os.path.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
+          "that run as --init_checkpoint to start from its encoder only)")
+    objects = {k: v for k, v in self._tracked.items()
+               if k not in ("model_signature", "head_info")}
     if not whole_state:
       objects = {"model": self.model, "step": self.step}
     with _reading(prefix):
@@ -553,7 +606,8 @@ def start_weights(state, init_checkpoint, for_training):
                  "training resumes from it" if for_training else "evaluating it")
     return state.restore(latest, whole_state=for_training)
   if init_checkpoint:
-    report = load_checkpoint(state.model, init_checkpoint)
+    report = load_checkpoint(state.model, init_checkpoint,
+                             head_info=getattr(state, "head_info", None))
     if not for_training and report["missing"]:
       raise script_utils.UserError(
           f"--init_checkpoint={init_checkpoint} holds no trained weights for "

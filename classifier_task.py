@@ -5,7 +5,7 @@ the in-graph features in classifier_features.py, the metrics in metrics.py, the 
 its loss in modeling.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (the task's GLUE metrics as eval_*, eval_loss,
-loss, global_step), test_results.tsv (class probabilities per test row, as the original)
+and the driver's loss and global_step), test_results.tsv (class probabilities per test row, as the original)
 and the GLUE submission file (CoLA.tsv, ...); a SavedModel with a token-id and a raw-text
 signature for --export_dir.
 """
@@ -141,9 +141,13 @@ class ClassifierTask(finetune.Task):
                             eval_set.name)
       for key, value in self._eval_values(logits, eval_set.examples).items():
         values[eval_set.key_prefix + key] = value
-    # The original's `loss` is the (main) evaluation loss.
-    values["loss"] = values["eval_loss"]
-    return values
+    return values  # the driver adds the original's `loss` (= eval_loss)
+
+  def head_info(self):
+    labels = self.labels if self.labels is not None else self.processor.get_labels()
+    if self.processor.is_regression:
+      return {"task": self.name, "head": "regression"}
+    return {"task": self.name, "head": "classifier", "labels": [str(l) for l in labels]}
 
   def predict(self, model, global_step):
     del global_step
@@ -171,7 +175,8 @@ class ClassifierTask(finetune.Task):
     serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
                              max_seq_length=self.options.max_seq_length,
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                             num_texts=self.processor.num_texts)
+                             num_texts=self.processor.num_texts,
+                             version=self.options.export_version)
 
   def _logits(self, model, examples, batch_size, what):
     return predict_logits(model, examples, self.labels, self.tokenizer,
@@ -186,8 +191,7 @@ class ClassifierTask(finetune.Task):
       values["loss"] = float(np.mean((scores - labels) ** 2))
       return values
     labels = np.array([self.labels.index(e.label) for e in examples])
-    log_probs = metrics.log_softmax(logits.astype(np.float64))
     values = metrics.compute_metrics(self.processor.metric, logits.argmax(axis=1), labels)
-    values["loss"] = float(-np.mean(log_probs[np.arange(len(labels)), labels]))
+    values["loss"] = metrics.cross_entropy(logits, labels)
     return values
 

@@ -13,8 +13,12 @@ tensorflow_text (see docs/export_encoder.md and tfhub_modules.py for the interfa
 
 --format=huggingface writes <export_dir>/model.safetensors, config.json, vocab.txt and
 tokenizer_config.json, for transformers' `BertModel.from_pretrained(export_dir)` and
-`BertTokenizer.from_pretrained(export_dir)`: the encoder with its pooler, and the
-masked-LM and next-sentence heads when the checkpoint holds them (hugging_face.py).
+`BertTokenizer.from_pretrained(export_dir)`: the encoder with its pooler, and the head
+the checkpoint holds: the masked-LM and next-sentence heads (BertForPreTraining), or a
+fine-tuned run's head under the class transformers' pipeline() and AutoModelFor* pick
+(BertForSequenceClassification with the run's labels, BertForQuestionAnswering,
+BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
+is named in a warning (hugging_face.py, model_export.py).
 
   python export_encoder.py \\
     --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \\
@@ -37,10 +41,9 @@ from absl import logging
 
 import checkpoints
 import flags_common
-import tfhub_modules
-import hugging_face
-import modeling
+import model_export
 import script_utils
+import tfhub_modules
 import tokenization
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
@@ -51,7 +54,8 @@ flags.DEFINE_enum(
     "format", "tfhub", ["tfhub", "huggingface"],
     "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
     "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
-    "transformers' BertModel / BertForPreTraining and BertTokenizer load.")
+    "transformers' AutoModel* / pipeline() and BertTokenizer load, with the head the "
+    "checkpoint holds (a fine-tuned run's head under its task's class and labels).")
 flags.DEFINE_string(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
@@ -67,40 +71,6 @@ flags.mark_flag_as_required("export_dir")
 FLAGS = flags.FLAGS
 
 
-def _seq_length():
-  max_seq_length_set = FLAGS["max_seq_length"].present
-  if FLAGS.format == "huggingface":
-    for name in ("seq_length", "max_seq_length"):
-      if FLAGS[name].present:
-        raise script_utils.UserError(
-            f"--{name}={FLAGS[name].value} applies to --format=tfhub only; a Hugging Face "
-            "export takes the model's max_position_embeddings as model_max_length")
-    return None
-  if FLAGS.seq_length is None:
-    return FLAGS.max_seq_length
-  if max_seq_length_set and FLAGS.seq_length != FLAGS.max_seq_length:
-    raise script_utils.UserError(
-        f"--seq_length={FLAGS.seq_length} and --max_seq_length={FLAGS.max_seq_length} "
-        "disagree; pass only one of them")
-  return FLAGS.seq_length
-
-
-def _export_hugging_face(config):
-  """Loads the checkpoint with both pretraining heads' places; writes what it holds."""
-  model, _ = modeling.build_pretraining_model(config)
-  report = checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
-  names, architecture = hugging_face.exportable_names(report["loaded"])
-  # BertModel: no pretraining head in the checkpoint (the encoder and pooler only).
-  logging.info("Exporting %d weights as Hugging Face %s", len(names), architecture)
-  left_out = sorted(set(report["loaded"]) - set(names)) + report["unused"]
-  if left_out:
-    logging.warning("Not exported (no place in Hugging Face's %s): %s", architecture,
-                    ", ".join(left_out))
-  hugging_face.write_hugging_face(
-      FLAGS.export_dir, hugging_face.model_weights(model, names), config,
-      FLAGS.vocab_file, FLAGS.do_lower_case, overwrite=FLAGS.overwrite, log=logging.info)
-
-
 def main(_):
   flags_common.define_runtime_flags()
   with script_utils.report_user_errors(FLAGS.verbose):
@@ -113,7 +83,9 @@ def main(_):
           "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "
           "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
     config = checkpoints.load_bert_config(FLAGS.bert_config_file)
-    seq_length = _seq_length()
+    seq_length = model_export.resolve_seq_length(
+        FLAGS.format, FLAGS.seq_length, FLAGS.max_seq_length, FLAGS["seq_length"].present,
+        FLAGS["max_seq_length"].present)
     if seq_length is not None:
       checkpoints.check_max_seq_length(seq_length, config, flag="seq_length")
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
@@ -121,28 +93,25 @@ def main(_):
     vocab = tokenization.load_vocab(FLAGS.vocab_file)
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+    normalize = flags_common.normalize_option(FLAGS.normalize)
     if FLAGS.format == "huggingface":
-      if flags_common.normalize_option(FLAGS.normalize):
+      if normalize:
         raise script_utils.UserError(
             f"--normalize={FLAGS.normalize} with --format=huggingface: Hugging Face's "
             "BertTokenizer has no NFC step, so the export would tokenize decomposed text "
             "differently from training; normalise the text before it reaches the tokenizer "
             "or export --format=tfhub")
-      _export_hugging_face(config)
+      model_export.export_hugging_face(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                       FLAGS.vocab_file, FLAGS.do_lower_case,
+                                       overwrite=FLAGS.overwrite)
       logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
                    time.time() - start)
       return
-
-    encoder = modeling.BertModel(config)
-    report = checkpoints.load_checkpoint(encoder, FLAGS.init_checkpoint)
-    logging.info("Loaded %d encoder variables (%s)", len(report["loaded"]),
-                 report["format"])
-    encoder_path, preprocessor_path = tfhub_modules.export_encoder_and_preprocessor(
-        FLAGS.export_dir, encoder, FLAGS.vocab_file, FLAGS.do_lower_case,
-        seq_length=seq_length, overwrite=FLAGS.overwrite, log=logging.info,
-        normalize=flags_common.normalize_option(FLAGS.normalize))
-    logging.info("Wrote %s and %s in %.0f s", os.path.abspath(encoder_path),
-                 os.path.abspath(preprocessor_path), time.time() - start)
+    paths = model_export.export_tfhub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                      FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
+                                      overwrite=FLAGS.overwrite, normalize=normalize)
+    logging.info("Wrote %s and %s in %.0f s", *map(os.path.abspath, paths),
+                 time.time() - start)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,25 @@ The driver (`run`) does what every task shares, in this order, so that a flag li
      `task.after_training`;
   7. `task.evaluate` -> output_dir/eval_results.txt and TensorBoard scalars in
      output_dir/eval at the global step; `task.predict`; `task.export`.
+     With --eval_every_steps=N the dev set is also evaluated every N training steps
+     (scalars only; eval_results.txt holds the final evaluation).
+
+Evaluation results, the one convention every task follows: `Task.evaluate` returns
+{name: float} with the original's keys: `eval_loss` (the mean dev cross-entropy, or the
+mean squared error of a regression; metrics.cross_entropy computes it), `eval_accuracy`
+where it means something, and the task's own metrics beside them (f1, exact_match,
+eval_f1, eval_matthews_corrcoef, ...). A task does not add `loss`: the driver writes it
+(= eval_loss, as the original's Estimator did) into eval_results.txt. TensorBoard gets
+the same values in output_dir/eval at their global step under the tags of their
+training twins (`eval_loss` -> `loss`, `eval_accuracy` -> `accuracy`, every other key
+unchanged: `eval_tags`), so TensorBoard draws the train and eval curves on one card.
+
+What a head means, the other convention: `Task.head_info()` returns a JSON-able dict,
+{"task": "MRPC", "head": "classifier", "labels": ["0", "1"]}, with head one of
+HEAD_KINDS. The driver saves it in every checkpoint of the run (checkpoints.RunCheckpoint
+`head_info`): export_encoder.py --format=huggingface reads the task and label names from
+there, and a resume or evaluation into an output_dir whose checkpoint holds another task
+or label list is refused in one line.
 
 A Task subclass supplies (see each method's docstring): read_data, num_train_examples,
 build_model, loss, train_dataset, evaluate, predict, and optionally export and
@@ -55,6 +74,18 @@ class Task:
   loads_init_checkpoint = True
   needs_vocab = True
   exports = False  # True where the script has --export_dir
+
+  def head_info(self):
+    """What the trained head means, saved with every checkpoint (JSON-able dict):
+
+      task    the task's name (self.name)
+      head    one of HEAD_KINDS
+      labels  the label names, in the order of the head's outputs (classifier,
+              multi_label, token_classification); absent where outputs are not labels
+    plus anything else the task's outputs depend on (num_choices, ...). Two runs whose
+    head_info differs never share an output_dir. None: nothing recorded.
+    """
+    return None
 
   def __init__(self, options):
     self.options = options
@@ -135,6 +166,26 @@ class Task:
 
 # --------------------------------------------------------------------------- the driver
 
+# Task.head_info()["head"]: what the head computes (hugging_face.py exports each).
+HEAD_KINDS = ("classifier", "regression", "multi_label", "squad", "token_classification",
+              "multiple_choice", "pretraining", "feature_ner")
+# Evaluation keys drawn on the card of their training twin.
+_EVAL_TAGS = {"eval_loss": "loss", "eval_accuracy": "accuracy"}
+
+
+def eval_tags(metrics):
+  """{tag: value} for TensorBoard from Task.evaluate's {key: value} (numbers only):
+  eval_loss -> loss, eval_accuracy -> accuracy, other keys unchanged; a `loss` key of
+  the task's own is dropped when eval_loss is there (one loss per step)."""
+  tags = {}
+  for key, value in metrics.items():
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+      continue
+    if key == "loss" and "eval_loss" in metrics:
+      continue
+    tags[_EVAL_TAGS.get(key, key)] = float(value)
+  return tags
+
 
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
@@ -180,26 +231,33 @@ def _run_locked(task, options, config, strategy):
                                                 num_warmup_steps, options.optimizer)
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
-                                    loss_scaling=options.dtype == "float16")
+                                    loss_scaling=options.dtype == "float16",
+                                    head_info=task.head_info())
   global_step = checkpoints.start_weights(
       state, options.init_checkpoint if task.loads_init_checkpoint else None,
       for_training=options.do_train)
 
   chief = checkpoints.is_chief(strategy)
+  periodic = PeriodicEval(task, model, strategy, options, chief)
   if options.do_train:
     logging.info("***** Running training: %s *****", task.name)
     logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
                  num_warmup_steps, options.train_batch_size)
     result = training.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                            state, training_config(options, num_train_steps))
+                            state, training_config(options, num_train_steps),
+                            after_loop=periodic if options.eval_every_steps else None)
     global_step = result["global_step"]
     if chief:
       task.after_training(model, global_step)
   if options.do_eval:
-    logging.info("***** Running evaluation: %s *****", task.name)
-    metrics = task.evaluate(model, strategy)
+    # The last periodic evaluation may be of these very weights: not evaluated twice.
+    reuse = periodic.last_step is not None and periodic.last_step == global_step
+    metrics = periodic.last if reuse else None
+    if metrics is None:
+      logging.info("***** Running evaluation: %s *****", task.name)
+      metrics = task.evaluate(model, strategy)
     if chief:
-      write_eval_results(options.output_dir, metrics, global_step)
+      write_eval_results(options.output_dir, metrics, global_step, scalars=not reuse)
   if options.do_predict:
     logging.info("***** Running prediction: %s *****", task.name)
     scores = task.predict(model, global_step)
@@ -210,11 +268,36 @@ def _run_locked(task, options, config, strategy):
     logging.info("Exported a SavedModel to %s", options.export_dir)
 
 
+class PeriodicEval:
+  """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
+  N (training.train's after_loop hook), scalars into output_dir/eval at that step."""
+
+  def __init__(self, task, model, strategy, options, chief):
+    self.task, self.model, self.strategy = task, model, strategy
+    self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
+    self.last, self.last_step = None, None
+
+  def __call__(self, step, previous_step):
+    if not self.every or step // self.every == previous_step // self.every:
+      return
+    logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
+    self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
+    logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
+                                   if isinstance(v, (int, float))))
+    if self.chief:
+      training.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
+                             step)
+
+
 def _check_requested(task, options):
   if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
     raise script_utils.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
+  if options.eval_every_steps and not (options.do_train and options.do_eval):
+    raise script_utils.UserError(
+        f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
+        "needs --do_train and --do_eval")
 
 
 def check_segments(task, config, options):
@@ -266,12 +349,14 @@ def training_config(options, num_train_steps):
       gradient_accumulation_steps=options.gradient_accumulation_steps,
       save_checkpoints_steps=options.save_checkpoints_steps,
       log_every_steps=options.log_every_steps, jit_compile=options.enable_xla,
-      loss_scaling=options.dtype == "float16")
+      loss_scaling=options.dtype == "float16",
+      eval_every_steps=options.eval_every_steps)
 
 
-def write_eval_results(output_dir, metrics, global_step):
-  """eval_results.txt (the original's `key = value` lines) and TensorBoard scalars in
-  output_dir/eval at `global_step`, so eval curves overlay the training curves."""
+def write_eval_results(output_dir, metrics, global_step, scalars=True):
+  """eval_results.txt (the original's `key = value` lines, with `loss` = eval_loss and
+  global_step) and TensorBoard scalars in output_dir/eval at `global_step` under the
+  training twins' tags (eval_tags), so eval curves overlay the training curves."""
   values = dict(metrics)
   bad = sorted(k for k, v in values.items()
                if isinstance(v, (int, float)) and not math.isfinite(v))
@@ -281,10 +366,13 @@ def write_eval_results(output_dir, metrics, global_step):
         f": the model's outputs are not finite (the weights diverged); {output_dir}/"
         "eval_results.txt is not written; resume from an earlier checkpoint with a lower "
         "--learning_rate")
+  if "eval_loss" in values:
+    values["loss"] = values["eval_loss"]  # the original's Estimator wrote both
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
   path = os.path.join(output_dir, "eval_results.txt")
   with script_utils.disk_full_names(path):  # issue 27
     script_utils.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
-  scalars = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-  training.write_scalars(os.path.join(output_dir, "eval"), scalars, global_step)
+  if scalars:  # False: already written at this step (PeriodicEval)
+    training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
+                           global_step)

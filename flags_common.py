@@ -214,9 +214,28 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if train_limit:
     flags.DEFINE_integer("max_train_examples", 0,
                          "Use only the first N training examples (0: all).")
+  flags.DEFINE_integer(
+      "eval_every_steps", 0,
+      "With --do_train and --do_eval: also evaluate the dev set every N training steps, "
+      "its metrics into output_dir/eval under the training curves' tags (loss, "
+      "accuracy, ...); eval_results.txt keeps the final evaluation. 0: evaluate once, "
+      "at the end.")
   if eval_limit:
     flags.DEFINE_integer("max_eval_examples", 0,
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
+
+
+def define_export_version_flag():
+  """--export_version, for the scripts with --export_dir (TF Serving's layout)."""
+  if not _once("export_version"):
+    return
+  flags.DEFINE_integer(
+      "export_version", 0,
+      "With --export_dir: 0 writes export_dir/ (every signature) and, when there is a "
+      "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
+      "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
+      "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
+      "and export_dir/text is a --model_base_path).")
 
 
 # --------------------------------------------------------------------------- options
@@ -245,6 +264,7 @@ class RunOptions:
   do_eval: bool = False
   do_predict: bool = False
   export_dir: str = None
+  export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
   train_batch_size: int = 32
   eval_batch_size: int = 8
   predict_batch_size: int = 8
@@ -272,6 +292,7 @@ class RunOptions:
   ltr: bool = False
   max_train_examples: int = 0
   max_eval_examples: int = 0
+  eval_every_steps: int = 0        # 0: evaluate once, after training
   verbose: bool = False
 
   def __post_init__(self):
@@ -308,6 +329,12 @@ def _check_options(options):
                     f"{MAX_SEQ_LENGTH_BOUND}")
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
     raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
+  if options.export_version < 0:
+    raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
+                    "version folder)")
+  if options.eval_every_steps < 0:
+    raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
+                    "(0: evaluate once, at the end)")
 
 
 # No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.

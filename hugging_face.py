@@ -26,11 +26,36 @@ Only the heads whose weights are all given are written, and the architecture fol
 both pretraining heads -> BertForPreTraining, the masked-LM head alone ->
 BertForMaskedLM, next-sentence alone -> BertForNextSentencePrediction, none -> BertModel.
 
+A fine-tuned head is written when its meaning is given (`head_info`, what the run's
+Task.head_info() saved in its checkpoint), under the class that transformers'
+`pipeline()` and `AutoModelFor*` pick from config.json's `architectures`:
+
+  head (head_info)       architecture                    head weights (ours -> theirs)
+  classifier             BertForSequenceClassification   output_weights [n, H] ->
+                         (num_labels, id2label/label2id    classifier.weight [n, H];
+                         from the run's labels)            output_bias -> classifier.bias
+  regression (STS-B)     the same, num_labels 1, problem_type "regression"
+  multi_label            the same, problem_type "multi_label_classification"
+  token_classification   BertForTokenClassification      output_weights -> classifier.*
+                         (id2label: the tag names; no pooler)
+  multiple_choice        BertForMultipleChoice           output_weights [1, H] ->
+                                                           classifier.weight
+  squad                  BertForQuestionAnswering        cls/squad/output_weights [2, H]
+                         (no pooler)                       -> qa_outputs.weight (row 0
+                                                           start, row 1 end)
+  pretraining            BertForPreTraining (above)
+  feature_ner            refused: a BiLSTM over frozen features has no Hugging Face class
+
+Our [n, H] head weights already have torch Linear's [out, in] layout: not transposed.
+Weights that have no place in the chosen class (the pooler of a span or token head) are
+returned by `exportable_names` so the caller can name them in a warning.
+
 Reading theirs (checkpoints.load_checkpoint calls it): `read_hugging_face_checkpoint`
 and `config_from_hugging_face`; `google_to_hugging_face_name` is the exact inverse of
 `hugging_face_to_google_name`.
 """
 
+import errno
 import json
 import os
 import re
@@ -62,6 +87,24 @@ _HEAD_WEIGHTS = {
 _ARCHITECTURES = {(True, True): "BertForPreTraining", (True, False): "BertForMaskedLM",
                   (False, True): "BertForNextSentencePrediction",
                   (False, False): "BertModel"}
+# Fine-tuned heads (Task.head_info()["head"]) -> (architecture, our weight prefix, their
+# module, keeps the pooler).
+_TASK_HEADS = {
+    "classifier": ("BertForSequenceClassification", "", "classifier", True),
+    "regression": ("BertForSequenceClassification", "", "classifier", True),
+    "multi_label": ("BertForSequenceClassification", "", "classifier", True),
+    "token_classification": ("BertForTokenClassification", "", "classifier", False),
+    "multiple_choice": ("BertForMultipleChoice", "", "classifier", True),
+    "squad": ("BertForQuestionAnswering", "cls/squad/", "qa_outputs", False),
+}
+_PROBLEM_TYPES = {"classifier": "single_label_classification", "regression": "regression",
+                  "multi_label": "multi_label_classification"}
+# Heads with no Hugging Face counterpart: why, in one phrase.
+REFUSED_HEADS = {
+    "feature_ner": "feature-based NER's BiLSTM tagger over frozen BERT activations has no "
+                   "Hugging Face counterpart (export its encoder with --format=tfhub, or "
+                   "fine-tune with run_ner.py --mode=finetune for a BertForTokenClassification)",
+}
 _SPECIAL_TOKENS = {"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
                    "cls_token": "[CLS]", "mask_token": "[MASK]"}
 
@@ -144,8 +187,11 @@ def read_hugging_face_checkpoint(path):
 # --------------------------------------------------------------------------- names
 
 
-def google_to_hugging_face_name(name):
+def google_to_hugging_face_name(name, head=None):
   """Google TF1 name -> Hugging Face BertForPreTraining name, or None when it has none.
+
+  head: a fine-tuned head kind (see _TASK_HEADS): its output_weights/output_bias map to
+  the task class's classifier.* / qa_outputs.*.
 
   bert/encoder/layer_3/attention/self/query/kernel -> bert.encoder.layer.3.attention.self
   .query.weight; LayerNorm gamma/beta -> weight/bias; cls/predictions/output_bias ->
@@ -153,6 +199,11 @@ def google_to_hugging_face_name(name):
   Task heads this project adds (classifier `output_weights`, `cls/squad/...`) have no
   BertForPreTraining name: None.
   """
+  if head in _TASK_HEADS:
+    _, prefix, module, _ = _TASK_HEADS[head]
+    leaf = {f"{prefix}output_weights": "weight", f"{prefix}output_bias": "bias"}.get(name)
+    if leaf:
+      return f"{module}.{leaf}"
   if name.startswith("bert/embeddings/") and name.split("/")[-1] in _EMBEDDINGS:
     return "bert.embeddings." + name.split("/")[-1] + ".weight"
   if name == "cls/predictions/output_bias":
@@ -175,7 +226,7 @@ def _is_dense_kernel(name):
   return name.endswith("/kernel")
 
 
-def hugging_face_state_dict(tensors):
+def hugging_face_state_dict(tensors, head=None):
   """{google_name: float array} -> {hf_name: float32 C-contiguous np.ndarray}.
 
   Dense kernels [in, out] become torch Linear weights [out, in]; embeddings, LayerNorm
@@ -184,7 +235,7 @@ def hugging_face_state_dict(tensors):
   """
   state = {}
   for name, value in tensors.items():
-    hf_name = google_to_hugging_face_name(name)
+    hf_name = google_to_hugging_face_name(name, head)
     if hf_name is None:
       raise script_utils.UserError(
           f"{name}: no Hugging Face BertForPreTraining weight corresponds to it")
@@ -195,14 +246,33 @@ def hugging_face_state_dict(tensors):
   return state
 
 
-def exportable_names(names):
+def exportable_names(names, head_info=None):
   """The names Hugging Face has a place for, and the architecture they fill.
 
   names: the Google names of the weights at hand (the encoder's and any heads').
+  head_info: what a fine-tuned head means (Task.head_info()), or None (pretraining heads
+  or the encoder alone, decided by the names present).
   Returns (sorted exportable names, architecture). ValueError for a head that is only
-  partly present, which would otherwise load half random.
+  partly present, which would otherwise load half random; script_utils.UserError for a
+  head with no Hugging Face counterpart.
   """
   names = set(names)
+  head = (head_info or {}).get("head")
+  if head in REFUSED_HEADS:
+    raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
+                                 f"{REFUSED_HEADS[head]}")
+  if head in _TASK_HEADS:
+    architecture, prefix, _, pooler = _TASK_HEADS[head]
+    required = (f"{prefix}output_weights", f"{prefix}output_bias")
+    missing = [n for n in required if n not in names]
+    if missing:
+      raise ValueError(f"the checkpoint's {head} head lacks {missing[0]}")
+    keep = sorted(n for n in names if n in required or (
+        n.startswith("bert/") and google_to_hugging_face_name(n) is not None
+        and (pooler or not n.startswith("bert/pooler/"))))
+    return keep, architecture
+  if head not in (None, "pretraining"):
+    raise script_utils.UserError(f"head {head!r}: no Hugging Face export is known for it")
   present = {}
   for prefix, required in _HEAD_WEIGHTS.items():
     have = [n for n in required if n in names]
@@ -229,12 +299,35 @@ def model_weights(model, names=None):
 # --------------------------------------------------------------------------- configs
 
 
-def hugging_face_config(config, architecture="BertModel", pad_token_id=0):
-  """modeling.BertConfig -> the dict of a Hugging Face BertConfig with the same numbers."""
+def head_labels(head_info):
+  """{"id2label", "label2id", "num_labels", "problem_type"} config entries of a head."""
+  head = (head_info or {}).get("head")
+  values = {}
+  labels = (head_info or {}).get("labels")
+  if head in ("classifier", "multi_label", "token_classification") and labels:
+    labels = [str(label) for label in labels]
+    if len(set(labels)) != len(labels):
+      raise script_utils.UserError(f"the run's label list repeats a label: {labels}")
+    values["id2label"] = {str(i): label for i, label in enumerate(labels)}
+    values["label2id"] = {label: i for i, label in enumerate(labels)}
+    values["num_labels"] = len(labels)
+  elif head == "regression":
+    values.update(id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0}, num_labels=1)
+  if head in _PROBLEM_TYPES:
+    values["problem_type"] = _PROBLEM_TYPES[head]
+  if head == "multiple_choice":
+    values["num_choices"] = int(head_info.get("num_choices", 0)) or None
+  return {k: v for k, v in values.items() if v is not None}
+
+
+def hugging_face_config(config, architecture="BertModel", pad_token_id=0, head_info=None):
+  """modeling.BertConfig -> the dict of a Hugging Face BertConfig with the same numbers
+  (and, for a fine-tuned head, its labels and problem type: head_labels)."""
   if config.hidden_act not in _ACTIVATIONS_TO_HF:
     raise script_utils.UserError(
         f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
-  if architecture not in _ARCHITECTURES.values():
+  known = set(_ARCHITECTURES.values()) | {v[0] for v in _TASK_HEADS.values()}
+  if architecture not in known:
     raise ValueError(f"unknown architecture {architecture!r}")
   values = config.to_dict()
   values.update({
@@ -243,6 +336,9 @@ def hugging_face_config(config, architecture="BertModel", pad_token_id=0):
       "layer_norm_eps": LAYER_NORM_EPS, "pad_token_id": int(pad_token_id),
       "classifier_dropout": None, "tie_word_embeddings": True, "dtype": "float32",
       "is_decoder": False, "add_cross_attention": False, "use_cache": True})
+  values.update(head_labels(head_info))
+  if head_info and head_info.get("task"):
+    values["finetuning_task"] = str(head_info["task"])
   return dict(sorted(values.items()))
 
 
@@ -275,22 +371,23 @@ def _write_json(path, obj):
 
 
 def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
-                       overwrite=False, log=None):
+                       overwrite=False, log=None, head_info=None):
   """Writes a Hugging Face BERT directory (weights, config, vocabulary, tokenizer config).
 
   tensors: {google_name: array} of the weights to export: the whole encoder and the heads
   to include (see exportable_names). config: modeling.BertConfig. Everything is written
   under a temporary directory beside export_dir, renamed into place when complete; an
   existing non-empty export_dir is refused unless `overwrite`. `log`: a function taking a
-  %-format and arguments (absl's logging.info). Returns the architecture written.
+  %-format and arguments (absl's logging.info). head_info: what a fine-tuned head means
+  (see the module docstring). Returns the architecture written.
   """
   log = log or (lambda *args: None)
-  names, architecture = exportable_names(tensors)
+  names, architecture = exportable_names(tensors, head_info)
   if set(names) != set(tensors):
     extra = sorted(set(tensors) - set(names))[0]
     raise script_utils.UserError(
-        f"{extra}: no Hugging Face BertForPreTraining weight corresponds to it")
-  state = hugging_face_state_dict(tensors)
+        f"{extra}: no Hugging Face {architecture} weight corresponds to it")
+  state = hugging_face_state_dict(tensors, (head_info or {}).get("head"))
   _check_shapes(state, config)
   vocab = [line.strip() for _, line in script_utils.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
@@ -299,8 +396,14 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
     os.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
     weights_file, config_file = os.path.join(tmp, WEIGHTS_NAME), os.path.join(tmp, CONFIG_NAME)
-    save_file(state, weights_file, metadata={"format": "pt"})
-    _write_json(config_file, hugging_face_config(config, architecture, pad_token_id))
+    try:
+      save_file(state, weights_file, metadata={"format": "pt"})
+    except Exception as exc:  # safetensors' SafetensorError: not an OSError
+      if "No space left" in str(exc) or "StorageFull" in str(exc):
+        raise OSError(errno.ENOSPC, "No space left on device", export_dir) from None
+      raise
+    _write_json(config_file, hugging_face_config(config, architecture, pad_token_id,
+                                                 head_info))
     # safetensors creates its file private (0600); give it the mode of a file open() makes.
     shutil.copymode(config_file, weights_file)
     shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_NAME))

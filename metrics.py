@@ -40,6 +40,16 @@ def log_softmax(logits, axis=-1):
   return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
+def cross_entropy(logits, labels):
+  """Mean softmax cross-entropy (nats) of float logits [n, k] against label ids [n], in
+  float64: every task's eval_loss (the training loss's twin, without dropout)."""
+  labels = np.asarray(labels, np.int64)
+  if not labels.size:
+    return 0.0
+  log_probs = log_softmax(np.asarray(logits, np.float64))
+  return float(-np.mean(log_probs[np.arange(len(labels)), labels]))
+
+
 # --------------------------------------------------------------------------- classification
 
 

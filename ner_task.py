@@ -266,6 +266,11 @@ class NerTask(finetune.Task):
 
   # ------------------------------------------------------------------ model
 
+  def head_info(self):
+    return {"task": self.name,
+            "head": "feature_ner" if self.feature_mode else "token_classification",
+            "labels": list(self.label_list)}
+
   def build_model(self, config):
     settings = self.settings
     if self.feature_mode:

@@ -69,6 +69,7 @@ flags.DEFINE_float(
 flags.DEFINE_string(
     "export_dir", None,
     "Write a SavedModel here (token ids -> start_logits, end_logits) after training.")
+flags_common.define_export_version_flag()
 flags.DEFINE_bool(
     "fast_tokenization", True,
     "Tokenize the SQuAD words and questions in batches with tokenization.FastTokenizer "

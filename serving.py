@@ -9,6 +9,18 @@ Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but 
 
 A SavedModel that contains the tokenizer (tensorflow-text ops) needs `import
 tensorflow_text` in the process that loads it; nothing else of this project is needed.
+Stock servers (tensorflow_model_server, `saved_model_cli run`) do not carry those ops, so
+every export that has a raw-text signature also writes the token-id signatures alone, in
+a SavedModel of stock ops (`write_serving_models`):
+
+  export_version 0 (default)    export_dir/       every signature (token ids and raw text)
+                                export_dir/ids/   the token-id signatures only (stock ops)
+  export_version N              export_dir/text/N/  every signature
+                                export_dir/ids/N/   the token-id signatures only
+                                (TF Serving's layout: export_dir/ids is a model_base_path)
+
+An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
+(or export_dir/ids/N/) alone.
 
 API (generic pieces first, then the classifier's export built from them):
   * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
@@ -23,11 +35,14 @@ API (generic pieces first, then the classifier's export built from them):
   * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
     one also as `serving_default` when none is named so, atomically (a temporary
     directory renamed into place, so a failed export never leaves a half-written one).
+  * `write_serving_models(export_dir, endpoints, track, version=0)`: the layout above,
+    all of it atomically.
   * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
     signatures (see there).
 """
 
 import dataclasses
+import os
 from typing import Callable, Sequence
 
 import keras
@@ -47,6 +62,7 @@ class Endpoint:
   name: str
   fn: Callable
   input_signature: Sequence
+  custom_ops: bool = False  # True: runs tensorflow-text ops (a raw-text signature)
 
 
 def token_id_specs(batch_shape=(None,), seq_length=None):
@@ -103,6 +119,13 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
   resources the endpoints use (the model, a tokenizer holding lookup tables).
   Returns export_dir.
   """
+  with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
+    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+      _write_archive(tmp, endpoints, track)
+  return export_dir
+
+
+def _write_archive(path, endpoints, track):
   archive = keras.export.ExportArchive()
   for resource in track:
     archive.track(resource)
@@ -114,10 +137,42 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
     first = endpoints[0]
     archive.add_endpoint("serving_default", first.fn,
                          input_signature=list(first.input_signature))
+  archive.write_out(path, verbose=False)
+
+
+def serving_paths(export_dir, version=0, has_text=True):
+  """{"text": path or None, "ids": path} of write_serving_models' layout."""
+  if version:
+    return {"text": f"{export_dir}/text/{version}" if has_text else None,
+            "ids": f"{export_dir}/ids/{version}"}
+  return {"text": export_dir if has_text else None,
+          "ids": f"{export_dir}/ids" if has_text else export_dir}
+
+
+def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=True):
+  """Writes the serving layout (module docstring) atomically; returns serving_paths.
+
+  endpoints: every signature; those with custom_ops (raw text) go to the text model only.
+  track: what the endpoints use; tensorflow-text resources (a FastTokenizer) are tracked
+  by the text model only, so the token-id model holds no custom op.
+  """
+  if version is None or version < 0:
+    raise ValueError(f"export version {version}: must be 0 (no version folder) or >= 1")
+  ids_endpoints = [e for e in endpoints if not e.custom_ops]
+  if not ids_endpoints:
+    raise ValueError("no token-id signature to export")
+  has_text = len(ids_endpoints) != len(endpoints)
+  paths = serving_paths(export_dir, version, has_text)
+  ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
   with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
     with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
-      archive.write_out(tmp, verbose=False)
-  return export_dir
+      local = serving_paths(tmp, version, has_text)
+      if has_text:
+        os.makedirs(os.path.dirname(local["text"]), exist_ok=True)
+        _write_archive(local["text"], endpoints, track)
+      os.makedirs(os.path.dirname(local["ids"]), exist_ok=True)
+      _write_archive(local["ids"], ids_endpoints, ids_track)
+  return paths
 
 
 # --------------------------------------------------------------------------- classifier
@@ -160,13 +215,15 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
         outputs["label"] = tf.gather(labels, outputs["label_id"])
       return outputs
 
-    endpoints.append(Endpoint("serve_text", serve_text, text_specs(num_texts)))
+    endpoints.append(Endpoint("serve_text", serve_text, text_specs(num_texts),
+                              custom_ops=True))
   return endpoints
 
 
 def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
-                      cls_id=None, sep_id=None, num_texts=1):
-  """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures."""
+                      cls_id=None, sep_id=None, num_texts=1, version=0):
+  """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
+  in the serving layout (write_serving_models); returns its paths."""
   packer = None
   if tokenizer is not None:
     packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)
@@ -174,4 +231,4 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
   track = [model]
   if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
     track.append(tokenizer)
-  return write_saved_model(export_dir, endpoints, track=track)
+  return write_serving_models(export_dir, endpoints, track=track, version=version)

@@ -119,6 +119,7 @@ class SquadTask(finetune.Task):
     self.train_record = os.path.join(options.output_dir, "train.tf_record")
     self.predicted = False  # predict once, though evaluate and predict both ask
     self.scores = None
+    self.predict_features = None
 
   # ------------------------------------------------------------------ data
 
@@ -203,7 +204,11 @@ class SquadTask(finetune.Task):
     returns the official scores of the predicted questions ({} for a file without
     answers), which the driver writes to eval_results.txt with the global step."""
     del strategy
+    self.predicted = False  # each evaluation (--eval_every_steps) predicts afresh
     return self.predict(model, None) or {}
+
+  def head_info(self):
+    return {"task": self.name, "head": "squad"}
 
   def predict(self, model, global_step=None):
     del global_step
@@ -212,12 +217,14 @@ class SquadTask(finetune.Task):
     if self.predicted:
       return self.scores
     started = time.time()
-    features = self._convert(self.predict_examples, is_training=False)
     eval_record = os.path.join(self.options.output_dir, "eval.tf_record")
-    squad_features.write_tf_record(eval_record, features, is_training=False)
-    logging.info("  Num orig examples = %d", len(self.predict_examples))
-    logging.info("  Num split examples = %d (converted in %.1fs)", len(features),
-                 time.time() - started)
+    if self.predict_features is None:  # converted once, however often it is evaluated
+      self.predict_features = self._convert(self.predict_examples, is_training=False)
+      squad_features.write_tf_record(eval_record, self.predict_features, is_training=False)
+      logging.info("  Num orig examples = %d", len(self.predict_examples))
+      logging.info("  Num split examples = %d (converted in %.1fs)",
+                   len(self.predict_features), time.time() - started)
+    features = self.predict_features
     results = self._raw_results(model, eval_record, len(features))
     settings = self.settings
     predictions, nbest, null_odds = squad_decoding.compute_predictions(
@@ -250,7 +257,8 @@ class SquadTask(finetune.Task):
 
   def export(self, model, export_dir):
     """serving_default: input_ids, input_mask, segment_ids int32 [batch, seq] ->
-    start_logits, end_logits float32 [batch, seq]."""
+    start_logits, end_logits float32 [batch, seq]; stock ops only: export_dir/ itself,
+    or export_dir/ids/N/ with --export_version=N (serving.write_serving_models)."""
 
     def serve(input_ids, input_mask, segment_ids):
       outputs = model({"input_ids": input_ids, "input_mask": input_mask,
@@ -258,5 +266,6 @@ class SquadTask(finetune.Task):
       return {"start_logits": tf.cast(outputs["start_logits"], tf.float32),
               "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
 
-    serving.write_saved_model(export_dir, [serving.Endpoint(
-        "serving_default", serve, serving.token_id_specs())], track=[model])
+    serving.write_serving_models(export_dir, [serving.Endpoint(
+        "serving_default", serve, serving.token_id_specs())], track=[model],
+        version=self.options.export_version)

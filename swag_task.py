@@ -89,6 +89,10 @@ class SwagTask(finetune.Task):
     return make_dataset(self.splits["train"].arrays, batch_size, True,
                         seed=self.options.seed, input_context=input_context)
 
+  def head_info(self):
+    return {"task": self.name, "head": "multiple_choice",
+            "num_choices": swag_data.NUM_CHOICES}
+
   def build_model(self, config):
     model, _ = modeling.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
                                                     causal=self.options.ltr)
@@ -102,11 +106,10 @@ class SwagTask(finetune.Task):
     split = self.splits["dev"]
     logits = self._logits(model, split, self.options.eval_batch_size, "dev")
     labels = split.arrays["label_ids"]
-    log_probs = np.log(metrics.softmax(logits.astype(np.float64)))
     swag_data.write_predictions(os.path.join(self.options.output_dir,
                                              "dev_predictions.csv"), split.examples, logits)
     return {"eval_accuracy": metrics.accuracy(np.argmax(logits, -1), labels),
-            "eval_loss": float(-np.mean(log_probs[np.arange(len(labels)), labels])),
+            "eval_loss": metrics.cross_entropy(logits, labels),
             "num_examples": len(split.examples)}
 
   def predict(self, model, global_step):

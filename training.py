@@ -267,6 +267,7 @@ class TrainConfig:
   jit_compile: bool = False
   loss_scaling: bool = False       # float16: dynamic loss scaling
   resume_data_position: bool = True
+  eval_every_steps: int = 0        # loop calls also end at multiples of it (0: no eval)
 
 
 class LoopState:
@@ -446,9 +447,11 @@ def _next_call_length(current, config, first_call=False):
   call makes one step, so that its tracing time stays out of every rate and ETA."""
   if first_call:
     return 1
+  every = config.eval_every_steps or config.num_train_steps
   return min(config.steps_per_loop, config.num_train_steps - current,
              config.log_every_steps - current % config.log_every_steps,
-             config.save_checkpoints_steps - current % config.save_checkpoints_steps)
+             config.save_checkpoints_steps - current % config.save_checkpoints_steps,
+             every - current % every)
 
 
 def _train_iterator(strategy, dataset_fn, config, resumed_at):
@@ -468,13 +471,15 @@ def _train_iterator(strategy, dataset_fn, config, resumed_at):
   return iter(strategy.distribute_datasets_from_function(accumulated))
 
 
-def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
+def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config, after_loop=None):
   """Trains until state.loop.step reaches config.num_train_steps; returns the last figures.
 
   dataset_fn(input_context, per_replica_batch_size) -> repeated tf.data.Dataset of dicts
   (see the module docstring); loss_fn(features, outputs) -> (per_example_loss, metrics);
   state: a checkpoints.RunCheckpoint, already restored when resuming. Returns a dict:
   global_step, loss (mean of the last loop call), the metrics, examples_per_second.
+  after_loop(step, previous_step): called after each loop call (and its checkpoint), e.g.
+  the driver's periodic evaluation (finetune.PeriodicEval, --eval_every_steps).
   """
   resumed_at = int(state.loop.step.numpy())
   element_spec = dataset_fn(tf.distribute.InputContext(), 1).element_spec
@@ -514,6 +519,8 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config):
                         current)
         state.cleanup()
         raise SystemExit(PREEMPTED_EXIT_CODE)
+      if after_loop is not None:
+        after_loop(current, current - steps)
   state.cleanup()
   logger.close()
   return result

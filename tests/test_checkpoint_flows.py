@@ -129,8 +129,10 @@ def test_tensorboard_shows_train_and_eval_curves(pretrained, tmp_path):
   _classify(pretrained, out, pretrained / "pretrain")
   assert {"loss", "accuracy", "learning_rate"} <= set(_scalars(out / "train"))
   evaluation = _scalars(out / "eval")
-  assert {"eval_accuracy", "eval_loss", "loss"} <= set(evaluation)
-  assert [step for step, _ in evaluation["eval_accuracy"]] == [3]
+  # Issue 24: eval_accuracy / eval_loss under the training twins' tags (one card each).
+  assert {"accuracy", "loss"} <= set(evaluation)
+  assert not {"eval_accuracy", "eval_loss"} & set(evaluation)
+  assert [step for step, _ in evaluation["accuracy"]] == [3]
   tensorboard = os.path.join(os.path.dirname(sys.executable), "tensorboard")
   version = subprocess.run([tensorboard, "--version"], capture_output=True, text=True,
                            timeout=120)

@@ -17,6 +17,9 @@ def test_is_noise_drops_runtime_lines_and_keeps_everything_else():
       b"W0000 00:00:1795383917.375666   17627 dataset.cc:997] Input of GeneratorDatasetOp",
       b"E0000 00:00:1795382930.458092    5192 cuda_platform.cc:52] failed call to cuInit: "
       b"INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)",
+      b"E0000 00:00:1764043712.120943   21040 util.cc:131] oneDNN supports DT_INT64 only "
+      b"on platforms with AVX-512. Falling back to the default Eigen-based implementation "
+      b"if present.",
       b"To enable the following instructions: AVX2 FMA, in other operations, rebuild "
       b"TensorFlow with the appropriate compiler flags.",
       b"I1122 21:45:58.767910 140133446048640 functional_saver.py:440] Sharding callback "

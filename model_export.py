@@ -1,0 +1,137 @@
+"""What export_encoder.py does, as library functions taking plain arguments.
+
+Middle floor: imports checkpoints, hugging_face, modeling, tfhub_modules, script_utils;
+never reads absl FLAGS (export_encoder.py's main() reads them once and calls these).
+
+  * `resolve_seq_length(...)`: --seq_length / --max_seq_length for each format;
+  * `load_for_export(config, init_checkpoint)`: the model the checkpoint holds (encoder
+    and head, built from what the run recorded about its head), the head's meaning, and
+    the names of every checkpoint weight;
+  * `export_hugging_face(...)`: the checkpoint's encoder and head as a Hugging Face model
+    directory; every checkpoint weight not written is named in one warning;
+  * `export_tfhub(...)`: the encoder and preprocessor SavedModels (tfhub_modules).
+"""
+
+from absl import logging
+
+import checkpoints
+import hugging_face
+import modeling
+import script_utils
+import tfhub_modules
+
+
+def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set,
+                       max_seq_length_set):
+  """The preprocessor's sequence length (tfhub), or None (huggingface).
+
+  seq_length / max_seq_length: the flag values; *_set: whether the user gave them.
+  """
+  if export_format == "huggingface":
+    for name, value, given in (("seq_length", seq_length, seq_length_set),
+                               ("max_seq_length", max_seq_length, max_seq_length_set)):
+      if given:
+        raise script_utils.UserError(
+            f"--{name}={value} applies to --format=tfhub only; a Hugging Face "
+            "export takes the model's max_position_embeddings as model_max_length")
+    return None
+  if seq_length is None:
+    return max_seq_length
+  if max_seq_length_set and seq_length != max_seq_length:
+    raise script_utils.UserError(
+        f"--seq_length={seq_length} and --max_seq_length={max_seq_length} "
+        "disagree; pass only one of them")
+  return seq_length
+
+
+def _model_for_head(config, head_info, signature):
+  """The keras model whose weights the checkpoint holds, from its head_info/signature."""
+  head = head_info.get("head")
+  if head in hugging_face.REFUSED_HEADS:
+    raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
+                                 f"{hugging_face.REFUSED_HEADS[head]}")
+  if head in ("classifier", "multi_label"):
+    return modeling.build_classifier_model(config, len(head_info["labels"]))[0]
+  if head == "regression":
+    return modeling.build_classifier_model(config, 1)[0]
+  if head == "token_classification":
+    return modeling.build_token_classifier_model(config, len(head_info["labels"]))[0]
+  if head == "multiple_choice":
+    return modeling.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
+  if head == "squad":
+    return modeling.build_squad_model(config)[0]
+  if head == "pretraining":
+    return modeling.build_pretraining_model(
+        config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
+  raise script_utils.UserError(f"the checkpoint's head {head!r} is not one this "
+                               "project exports")
+
+
+def load_for_export(config, init_checkpoint):
+  """Loads a checkpoint for export: (model, head_info or None, every weight name it holds).
+
+  Our TF2 checkpoints (a run's output_dir or ckpt-N) are rebuilt as the very model they
+  hold, from the head_info the run saved (task, head, labels); one written before runs
+  recorded it, or holding no fine-tuned head, loads into a pretraining model (masked-LM
+  and next-sentence heads when present). Google and Hugging Face checkpoints load by name
+  into a pretraining model, as before.
+  """
+  kind, resolved = checkpoints.resolve_checkpoint(init_checkpoint)
+  head_info = signature = None
+  if kind == checkpoints.OURS:
+    head_info = checkpoints.head_info_of(resolved)
+    signature = checkpoints.saved_signature(resolved) or {}
+  if head_info:
+    model = _model_for_head(config, head_info, signature)
+    report = checkpoints.load_checkpoint(model, resolved, head_info=head_info)
+    if not report.get("whole_model"):
+      raise script_utils.UserError(
+          f"--init_checkpoint={init_checkpoint}: its weights do not fit the "
+          f"{checkpoints.describe_head(head_info)} model built from --bert_config_file; "
+          "use the bert_config.json of that run")
+    return model, head_info, sorted(signature)
+  model = modeling.build_pretraining_model(
+      config, use_next_sentence=signature is None
+      or "cls/seq_relationship/output_weights" in signature)[0]
+  report = checkpoints.load_checkpoint(model, resolved)
+  held = sorted(set(report["loaded"]) | set(report["unused"]) | set(signature or ()))
+  return model, None, held
+
+
+def export_hugging_face(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
+                        overwrite=False, log=None, warn=None):
+  """Writes the checkpoint's encoder and head as a Hugging Face model directory.
+
+  Returns (architecture, names written, names not written). Every checkpoint weight not
+  written is named through `warn` (absl logging.warning by default): nothing is dropped
+  silently.
+  """
+  log = log or logging.info
+  warn = warn or logging.warning
+  model, head_info, held = load_for_export(config, init_checkpoint)
+  variables = modeling.google_variable_map(model)
+  names, architecture = hugging_face.exportable_names(
+      [n for n in held if n in variables], head_info)
+  if head_info:
+    log("The checkpoint holds %s", checkpoints.describe_head(head_info))
+  log("Exporting %d weights as Hugging Face %s", len(names), architecture)
+  left_out = sorted(set(held) - set(names))
+  if left_out:
+    warn("Not exported (no place in Hugging Face's %s): %s", architecture,
+         ", ".join(left_out))
+  tensors = {name: variables[name].numpy() for name in names}
+  hugging_face.write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
+                                  overwrite=overwrite, log=log, head_info=head_info)
+  return architecture, names, left_out
+
+
+def export_tfhub(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
+                 seq_length, overwrite=False, normalize=None, log=None):
+  """The encoder and preprocessor SavedModels; returns their two paths."""
+  log = log or logging.info
+  encoder = modeling.BertModel(config)
+  report = checkpoints.load_checkpoint(encoder, init_checkpoint)
+  log("Loaded %d encoder variables (%s)", len(report["loaded"]), report["format"])
+  return tfhub_modules.export_encoder_and_preprocessor(
+      export_dir, encoder, vocab_file, do_lower_case, seq_length=seq_length,
+      overwrite=overwrite, log=log, normalize=normalize)
