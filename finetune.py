@@ -232,7 +232,7 @@ def _run_locked(task, options, config, strategy):
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
                                     loss_scaling=options.dtype == "float16",
-                                    head_info=task.head_info())
+                                    head_info=recorded_head_info(task, options))
   global_step = checkpoints.start_weights(
       state, options.init_checkpoint if task.loads_init_checkpoint else None,
       for_training=options.do_train)
@@ -287,6 +287,15 @@ class PeriodicEval:
     if self.chief:
       training.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
                              step)
+
+
+def recorded_head_info(task, options):
+  """task.head_info(), plus `"ltr": true` for a left-to-right (causal-mask) run: the
+  exports must know that the model attends one way only."""
+  info = task.head_info()
+  if info is not None and options.ltr:
+    info = dict(info, ltr=True)
+  return info
 
 
 def _check_requested(task, options):

@@ -258,6 +258,11 @@ def exportable_names(names, head_info=None):
   """
   names = set(names)
   head = (head_info or {}).get("head")
+  if (head_info or {}).get("ltr"):
+    raise script_utils.UserError(
+        "cannot export a left-to-right (--ltr) model to Hugging Face: its attention is "
+        "causal, and Hugging Face's BERT classes attend in both directions, so they would "
+        "compute other numbers than this model; use it with this project's scripts (--ltr)")
   if head in REFUSED_HEADS:
     raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{REFUSED_HEADS[head]}")

@@ -65,6 +65,10 @@ class PretrainingTask(finetune.Task):
     self.config = None
     self.files = self.eval_files = None
 
+  def head_info(self):
+    return {"task": self.name, "head": "pretraining",
+            "next_sentence": self.use_next_sentence}
+
   def read_data(self, config):
     options = self.options
     if self.max_predictions_per_seq < 1 or self.max_eval_steps < 1:

@@ -255,6 +255,43 @@ def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path
       "bert_config.json", "out"]
 
 
+def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
+  """An --ltr run records ltr with its head: Hugging Face's BERT attends both ways, so an
+  export would compute other numbers than the model; one line, nothing written."""
+  import types  # pylint: disable=g-import-not-at-top
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import finetune  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+
+  class Pretraining(finetune.Task):
+    def head_info(self):
+      return {"task": "pretraining", "head": "pretraining", "next_sentence": False}
+
+  info = finetune.recorded_head_info(Pretraining(None), types.SimpleNamespace(ltr=True))
+  assert info == {"task": "pretraining", "head": "pretraining", "next_sentence": False,
+                  "ltr": True}
+  assert "ltr" not in finetune.recorded_head_info(Pretraining(None),
+                                                  types.SimpleNamespace(ltr=False))
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps(TINY_CONFIG))
+  model, _ = modeling.build_pretraining_model(modeling.BertConfig.from_dict(TINY_CONFIG),
+                                              use_next_sentence=False)
+  out = tmp_path / "out"
+  out.mkdir()
+  checkpoints.RunCheckpoint(str(out), model, head_info=info).save()
+  target = tmp_path / "hf"
+  result = _script("export_encoder.py", [
+      "--format=huggingface", f"--init_checkpoint={out}", f"--bert_config_file={config}",
+      f"--vocab_file={UNCASED_VOCAB}", f"--export_dir={target}"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert result.stderr.strip().splitlines()[-1] == (
+      "export_encoder.py: error: cannot export a left-to-right (--ltr) model to Hugging "
+      "Face: its attention is causal, and Hugging Face's BERT classes attend in both "
+      "directions, so they would compute other numbers than this model; use it with this "
+      "project's scripts (--ltr)")
+  assert not target.exists()
+
+
 def test_eval_tags_follow_the_training_twins():
   import finetune  # pylint: disable=g-import-not-at-top
   assert finetune.eval_tags({"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8,
