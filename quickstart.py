@@ -15,6 +15,7 @@ Each step is the same command a user would type (printed before it runs), so the
 quickstart doubles as a worked example of every script. Under 10 minutes on 2 CPU cores.
 """
 
+import dataclasses
 import json
 import math
 import os
@@ -44,36 +45,47 @@ SMALL_CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads
                 "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 128,
                 "type_vocab_size": 2, "initializer_range": 0.02}
 
+@dataclasses.dataclass(frozen=True)
+class DemoOptions:
+  """The demo's settings, read from FLAGS once in main()."""
+  vocab_size: int
+  max_seq_length: int
+  pretrain_steps: int
+  finetune_epochs: float
+
+
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     started = time.time()
-    check_flags(FLAGS)  # before any step writes a file (issue 27)
+    options = DemoOptions(FLAGS.vocab_size, FLAGS.max_seq_length, FLAGS.pretrain_steps,
+                          FLAGS.finetune_epochs)
+    check_flags(options)  # before any step writes a file (issue 27)
     out = os.path.abspath(FLAGS.output_dir)
     script_utils.ensure_output_dir(out)
     with script_utils.lock_output(out):
-      run_demo(out, started)
+      run_demo(out, started, options)
 
 
-def check_flags(flag_values):
+def check_flags(options):
   """Every flag value a later step would refuse, refused now in one line."""
-  if flag_values.pretrain_steps < 1:
+  if options.pretrain_steps < 1:
     raise script_utils.UserError(
-        f"--pretrain_steps={flag_values.pretrain_steps}: must be at least 1")
-  if flag_values.vocab_size < 200:
+        f"--pretrain_steps={options.pretrain_steps}: must be at least 1")
+  if options.vocab_size < 200:
     raise script_utils.UserError(
-        f"--vocab_size={flag_values.vocab_size}: must be at least 200 (the special tokens, "
+        f"--vocab_size={options.vocab_size}: must be at least 200 (the special tokens, "
         "the characters and some words)")
-  if not 8 <= flag_values.max_seq_length <= SMALL_CONFIG["max_position_embeddings"]:
+  if not 8 <= options.max_seq_length <= SMALL_CONFIG["max_position_embeddings"]:
     raise script_utils.UserError(
-        f"--max_seq_length={flag_values.max_seq_length}: must be between 8 and "
+        f"--max_seq_length={options.max_seq_length}: must be between 8 and "
         f"{SMALL_CONFIG['max_position_embeddings']} (the small model's positions)")
-  epochs = flag_values.finetune_epochs
+  epochs = options.finetune_epochs
   if not (math.isfinite(epochs) and epochs > 0):
     raise script_utils.UserError(
         f"--finetune_epochs={epochs}: must be a positive finite number")
 
 
-def run_demo(out, started):
+def run_demo(out, started, options):
   """The steps, while this process holds output_dir's lock."""
   paths = {name: os.path.join(out, name) for name in (
       "corpus.txt", "vocab.txt", "bert_config.json", "pretraining.tfrecord", "pretrain",
@@ -87,13 +99,13 @@ def run_demo(out, started):
 
   run_step("Learn a WordPiece vocabulary", "create_vocab.py", [
       f"--input_file={paths['corpus.txt']}", f"--output_file={paths['vocab.txt']}",
-      f"--vocab_size={FLAGS.vocab_size}", "--do_lower_case=True"], log)
+      f"--vocab_size={options.vocab_size}", "--do_lower_case=True"], log)
   with open(paths["vocab.txt"], encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
   with script_utils.atomic_open(paths["bert_config.json"]) as f:
     json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
 
-  seq = FLAGS.max_seq_length
+  seq = options.max_seq_length
   run_step("Create masked-LM / next-sentence pretraining data",
            "create_pretraining_data.py", [
                f"--input_file={paths['corpus.txt']}",
@@ -107,8 +119,8 @@ def run_demo(out, started):
       "--do_train=True", "--do_eval=True",
       f"--bert_config_file={paths['bert_config.json']}", "--train_batch_size=32",
       f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
-      f"--num_train_steps={FLAGS.pretrain_steps}",
-      f"--num_warmup_steps={FLAGS.pretrain_steps // 10}", "--learning_rate=3e-4",
+      f"--num_train_steps={options.pretrain_steps}",
+      f"--num_warmup_steps={options.pretrain_steps // 10}", "--learning_rate=3e-4",
       "--max_eval_steps=20", "--save_checkpoints_steps=200", "--log_every_steps=50"], log)
 
   run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
@@ -119,7 +131,7 @@ def run_demo(out, started):
       f"--init_checkpoint={os.path.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
       "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
       "--train_batch_size=32", "--learning_rate=3e-4",
-      f"--num_train_epochs={FLAGS.finetune_epochs}", f"--output_dir={paths['classifier']}",
+      f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={paths['classifier']}",
       f"--export_dir={paths['export']}"], log)
 
   print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "

@@ -14,6 +14,7 @@ The contract with users (DEVELOPERS.md, "Errors a user can act on"):
 
 import contextlib
 import errno
+import fcntl
 import glob as _glob
 import json
 import os
@@ -25,6 +26,7 @@ import traceback
 import uuid
 
 from absl import flags as absl_flags
+from absl import logging
 
 import file_io
 
@@ -469,7 +471,6 @@ class OutputLock:
     self.fd = None
 
   def acquire(self):
-    import fcntl  # pylint: disable=g-import-not-at-top
     if file_io.is_remote(self.path):
       return self
     while True:
@@ -511,7 +512,6 @@ class OutputLock:
     self.fd = fd
     removed = remove_stale_temporaries(self.directory, self.name) if self.clean else []
     if removed:
-      from absl import logging  # pylint: disable=g-import-not-at-top
       logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
                    len(removed), self.directory, ", ".join(removed[:5]))
     return self
