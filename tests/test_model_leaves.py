@@ -18,13 +18,19 @@ import pytest
 from safetensors.numpy import load_file
 
 from conftest import ROOT, UNCASED_VOCAB, shared_path
+from tiny import tiny_config_dict
 
-TINY_CONFIG = {
-    "vocab_size": 30522, "hidden_size": 32, "num_hidden_layers": 3,
-    "num_attention_heads": 4, "intermediate_size": 37, "hidden_act": "gelu",
-    "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-    "max_position_embeddings": 64, "type_vocab_size": 2, "initializer_range": 0.02,
-}
+TINY_CONFIG = tiny_config_dict(30522)
+
+
+def _refusal_vocab(tmp_path):
+  """A vocabulary of the config's size for the refusal tests (they need no real words, so
+  they run without ../shared)."""
+  path = tmp_path / "vocab.txt"
+  special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  words = special + [f"w{i}" for i in range(TINY_CONFIG["vocab_size"] - len(special))]
+  path.write_text("\n".join(words) + "\n", encoding="utf-8")
+  return str(path)
 
 
 def _env():
@@ -245,14 +251,14 @@ def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path
   target = tmp_path / "hf"
   result = _script("export_encoder.py", [
       "--format=huggingface", f"--init_checkpoint={out}", f"--bert_config_file={config}",
-      f"--vocab_file={UNCASED_VOCAB}", f"--export_dir={target}"])
+      f"--vocab_file={_refusal_vocab(tmp_path)}", f"--export_dir={target}"])
   assert result.returncode == 2
   lines = result.stderr.strip().splitlines()
   assert lines[-1].startswith("export_encoder.py: error: cannot export a feature_ner head "
                               "to Hugging Face: feature-based NER's BiLSTM")
   assert "Traceback" not in result.stderr
   assert not target.exists() and sorted(os.listdir(tmp_path)) == [
-      "bert_config.json", "out"]
+      "bert_config.json", "out", "vocab.txt"]
 
 
 def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
@@ -282,7 +288,7 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
   target = tmp_path / "hf"
   result = _script("export_encoder.py", [
       "--format=huggingface", f"--init_checkpoint={out}", f"--bert_config_file={config}",
-      f"--vocab_file={UNCASED_VOCAB}", f"--export_dir={target}"])
+      f"--vocab_file={_refusal_vocab(tmp_path)}", f"--export_dir={target}"])
   assert result.returncode == 2, result.stderr[-2000:]
   assert result.stderr.strip().splitlines()[-1] == (
       "export_encoder.py: error: cannot export a left-to-right (--ltr) model to Hugging "
