@@ -34,6 +34,12 @@ def _category_runs():
   return runs
 
 
+# A row of these characters only (printable ASCII, tab, newline, return) takes
+# FastTokenizer's short path; any other character, ASCII control characters included,
+# sends its row through the whole normalisation.
+_PRINTABLE_ASCII_ROW = r"[\t\n\r\x20-\x7e]*"
+
+
 def _ranges(category_test, add=(), remove=()):
   """Sorted (first, last) code point ranges: categories passing the test, plus `add`
   code points or ranges, minus `remove`; surrogates (never in UTF-8 text) left out."""
@@ -257,11 +263,19 @@ class FastTokenizer(tf.Module):
     # One character no token holds: it stands for long words and unassigned ones.
     self._placeholder = _placeholder_for_long_words(tokens)
     self._unassigned = _unassigned_pattern(tokens)
-    self._tokenizer = tf_text.FastBertTokenizer(
+    # tensorflow-text's FastWordpieceTokenizer splits on whitespace and punctuation and
+    # runs WordPiece (FastBertTokenizer is it behind a FastBertNormalizer, which would
+    # only turn the control and format characters into spaces that _normalize has
+    # already dropped: all but tab, newline and return, which it splits on as spaces).
+    self._wordpiece = tf_text.FastWordpieceTokenizer(
         vocab=tokens, token_out_type=tf.int32, unknown_token=tokenization.UNK_TOKEN,
         # Room for 200 characters of 4 bytes; longer words are replaced beforehand.
-        max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD + 4,
-        lower_case_nfd_strip_accents=False)
+        max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD + 4)
+    # For printable-ASCII rows one byte is one character, so its own byte limit is the
+    # original's character limit (a word of 201 characters is [UNK]).
+    self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
+        vocab=tokens, token_out_type=tf.int32, unknown_token=tokenization.UNK_TOKEN,
+        max_bytes_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD)
     self._vocab_tensor = tf.constant(tokens, tf.string)
 
   def _normalize(self, strings):
@@ -293,10 +307,45 @@ class FastTokenizer(tf.Module):
     fixed = tf.strings.reduce_join(pieces, axis=1)
     return tf.tensor_scatter_nd_update(text, rows, fixed)
 
+  def _ascii_ids(self, strings):
+    """Ids of rows of printable ASCII (and tab, newline, return) only.
+
+    On such a row the original's normalisation is at most ASCII lower-casing: it holds
+    no control or format character to drop (tab, newline and return are spaces to it
+    and to FastWordpieceTokenizer alike), no accent, nothing unassigned, and no word
+    of more bytes than characters.
+    """
+    if self.do_lower_case:
+      strings = tf.strings.lower(strings)  # ASCII letters only; enough here
+    return self._ascii_wordpiece.tokenize(strings)
+
+  def _general_ids(self, strings):
+    """Ids of any rows: the whole normalisation, then WordPiece."""
+    return self._wordpiece.tokenize(self._normalize(strings))
+
+  def _ids(self, strings):
+    """strings [batch] -> ragged int32 ids [batch, (pieces)].
+
+    Rows of printable ASCII take the short path (_ascii_ids); the others the whole
+    normalisation. A batch of ASCII rows only runs the short path alone; a mixed one
+    is split by rows and the ids put back in the rows' order.
+    """
+    ascii_row = tf.strings.regex_full_match(strings, _PRINTABLE_ASCII_ROW)
+
+    def mixed():
+      ascii_rows = tf.where(ascii_row)[:, 0]
+      other_rows = tf.where(tf.logical_not(ascii_row))[:, 0]
+      ids = tf.concat([self._ascii_ids(tf.gather(strings, ascii_rows)),
+                       self._general_ids(tf.gather(strings, other_rows))], axis=0)
+      order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
+      return tf.gather(ids, order)
+
+    return tf.cond(tf.reduce_all(ascii_row), lambda: self._ascii_ids(strings), mixed)
+
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize(self, strings):
     """strings: tf.string [batch] -> tf.RaggedTensor int32 [batch, (pieces)] of ids."""
-    return self.tokenize_untraced(strings)
+    return self._ids(strings)
 
   def tokenize_untraced(self, strings):
     """tokenize() run op by op, not traced into a graph.
@@ -305,13 +354,12 @@ class FastTokenizer(tf.Module):
     and exits (create_pretraining_data.py) starts faster without it, and a batch of
     thousands of sentences runs as fast either way.
     """
-    return self._tokenizer.tokenize(self._normalize(strings))
+    return self._ids(tf.convert_to_tensor(strings, tf.string))
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize_to_pieces(self, strings):
     """strings: tf.string [batch] -> tf.RaggedTensor tf.string [batch, (pieces)]."""
-    ids = self._tokenizer.tokenize(self._normalize(strings))
-    return tf.ragged.map_flat_values(tf.gather, self._vocab_tensor, ids)
+    return tf.ragged.map_flat_values(tf.gather, self._vocab_tensor, self._ids(strings))
 
   def tokenize_batch(self, texts, batch_size=4096):
     """list of str -> list of lists of int ids, like FullTokenizer + convert_tokens_to_ids."""
