@@ -34,10 +34,15 @@ def _category_runs():
   return runs
 
 
-# A row of these characters only (printable ASCII, tab, newline, return) takes
-# FastTokenizer's short path; any other character, ASCII control characters included,
-# sends its row through the whole normalisation.
-_PRINTABLE_ASCII_ROW = r"[\t\n\r\x20-\x7e]*"
+# Rows that take FastTokenizer's short path: printable ASCII, tab, newline and return
+# only, and no word longer than the original's limit. In ASCII every character but
+# letters and digits is a space or punctuation, so a word is a run of [A-Za-z0-9]. Any
+# other character (ASCII control characters included), or a run of more than
+# MAX_INPUT_CHARS_PER_WORD letters and digits, sends the row through the whole
+# normalisation.
+_ASCII_SEPARATOR = r"[\t\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]"
+_SHORT_ASCII_ROW = r"{sep}*(?:[0-9A-Za-z]{{1,{n}}}{sep}+)*[0-9A-Za-z]{{0,{n}}}".format(
+    sep=_ASCII_SEPARATOR, n=tokenization.MAX_INPUT_CHARS_PER_WORD)
 
 
 def _ranges(category_test, add=(), remove=()):
@@ -271,11 +276,6 @@ class FastTokenizer(tf.Module):
         vocab=tokens, token_out_type=tf.int32, unknown_token=tokenization.UNK_TOKEN,
         # Room for 200 characters of 4 bytes; longer words are replaced beforehand.
         max_bytes_per_word=4 * tokenization.MAX_INPUT_CHARS_PER_WORD + 4)
-    # For printable-ASCII rows one byte is one character, so its own byte limit is the
-    # original's character limit (a word of 201 characters is [UNK]).
-    self._ascii_wordpiece = tf_text.FastWordpieceTokenizer(
-        vocab=tokens, token_out_type=tf.int32, unknown_token=tokenization.UNK_TOKEN,
-        max_bytes_per_word=tokenization.MAX_INPUT_CHARS_PER_WORD)
     self._vocab_tensor = tf.constant(tokens, tf.string)
 
   def _normalize(self, strings):
@@ -307,40 +307,31 @@ class FastTokenizer(tf.Module):
     fixed = tf.strings.reduce_join(pieces, axis=1)
     return tf.tensor_scatter_nd_update(text, rows, fixed)
 
-  def _ascii_ids(self, strings):
-    """Ids of rows of printable ASCII (and tab, newline, return) only.
+  def _normalize_short_ascii(self, strings):
+    """The normalisation of rows that match _SHORT_ASCII_ROW: at most ASCII lower-casing.
 
-    On such a row the original's normalisation is at most ASCII lower-casing: it holds
-    no control or format character to drop (tab, newline and return are spaces to it
-    and to FastWordpieceTokenizer alike), no accent, nothing unassigned, and no word
-    of more bytes than characters.
+    Such a row holds no control or format character to drop (tab, newline and return
+    are spaces to the original and to FastWordpieceTokenizer alike), no accent, nothing
+    unassigned, and no word over the limit.
     """
-    if self.do_lower_case:
-      strings = tf.strings.lower(strings)  # ASCII letters only; enough here
-    return self._ascii_wordpiece.tokenize(strings)
-
-  def _general_ids(self, strings):
-    """Ids of any rows: the whole normalisation, then WordPiece."""
-    return self._wordpiece.tokenize(self._normalize(strings))
+    return tf.strings.lower(strings) if self.do_lower_case else strings  # ASCII only
 
   def _ids(self, strings):
     """strings [batch] -> ragged int32 ids [batch, (pieces)].
 
-    Rows of printable ASCII take the short path (_ascii_ids); the others the whole
-    normalisation. A batch of ASCII rows only runs the short path alone; a mixed one
-    is split by rows and the ids put back in the rows' order.
+    Rows of short-word printable ASCII are only lower-cased; the others get the whole
+    normalisation (gathered, normalised, and put back in their places).
     """
-    ascii_row = tf.strings.regex_full_match(strings, _PRINTABLE_ASCII_ROW)
+    short_ascii = tf.strings.regex_full_match(strings, _SHORT_ASCII_ROW)
 
     def mixed():
-      ascii_rows = tf.where(ascii_row)[:, 0]
-      other_rows = tf.where(tf.logical_not(ascii_row))[:, 0]
-      ids = tf.concat([self._ascii_ids(tf.gather(strings, ascii_rows)),
-                       self._general_ids(tf.gather(strings, other_rows))], axis=0)
-      order = tf.math.invert_permutation(tf.concat([ascii_rows, other_rows], axis=0))
-      return tf.gather(ids, order)
+      others = tf.where(tf.logical_not(short_ascii))
+      return tf.tensor_scatter_nd_update(self._normalize_short_ascii(strings), others,
+                                         self._normalize(tf.gather_nd(strings, others)))
 
-    return tf.cond(tf.reduce_all(ascii_row), lambda: self._ascii_ids(strings), mixed)
+    text = tf.cond(tf.reduce_all(short_ascii),
+                   lambda: self._normalize_short_ascii(strings), mixed)
+    return self._wordpiece.tokenize(text)
 
   @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
   def tokenize(self, strings):
