@@ -9,16 +9,21 @@ BertTokenizerFast (Rust) batch call is timed on the same lines in that interpret
 package's BertWordPieceTokenizer when importable here; else a row says how to enable it.
 Neither is ever a dependency of this project.
 
-  python benchmarks/bench_tokenization.py           # about 3.5 MB; ~2 minutes
-  python benchmarks/bench_tokenization.py --quick   # about 0.4 MB
+  python benchmarks/bench_tokenization.py            # about 3.5 MB, 3 rounds; ~3 minutes
+  python benchmarks/bench_tokenization.py --quick    # about 0.4 MB
+  python benchmarks/bench_tokenization.py --rounds=5
 
-`run(quick=False)` returns the rows for benchmarks/run_all.py.
+The machines these run on are shared: every round times each path once in turn and
+the ratios are taken round by round, then reported as the median and the range.
+
+`run(quick=False, rounds=3)` returns the rows for benchmarks/run_all.py.
 """
 
 import argparse
 import json
 import os
 import random
+import statistics
 import sys
 import time
 
@@ -126,43 +131,95 @@ def _transformers_batch(lines, vocab_file):
   return ids, result["seconds"], result["versions"]
 
 
-def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
-  """transformers' BertTokenizerFast (Rust) in batch mode on the same lines, where the
-  Hugging Face venv exists; else the `tokenizers` package in this process, if any."""
+def _hf_timer(vocab_file):
+  """(label, note, time_lines) for Hugging Face's tokenizer, time_lines(lines) -> (ids per
+  line, seconds) or (None, why); or (None, row, None) with a row saying it is skipped.
+
+  transformers' BertTokenizerFast (Rust) batch call in the Hugging Face venv where it
+  exists (a new process each call, timed inside it: best of 2 after a warm-up); else the
+  `tokenizers` package's BertWordPieceTokenizer in this process, if importable.
+  """
   if hf_bridge.hf_python() is not None:
-    ids, seconds, versions = _transformers_batch(lines, vocab_file)
-    if ids is None:
-      return [{"name": "HF BertTokenizerFast batch", "value": "failed", "unit": "",
-               "note": seconds}]
-    label, note = "HF transformers BertTokenizerFast batch call", (
-        f"tokenizer(lines, add_special_tokens=False), best of 2, its own threads; "
-        f"{versions}")
-  else:
-    try:
-      from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
-    except ImportError:
-      return [{"name": "HF tokenizer comparison", "value": "skipped", "unit": "",
-               "note": hf_bridge.HF_HINT}]
-    hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
-                                clean_text=True, handle_chinese_chars=True)
+    versions = {}
+
+    def time_lines(lines):
+      ids, seconds, found = _transformers_batch(lines, vocab_file)
+      versions["found"] = found
+      return ids, seconds
+
+    label = "HF transformers BertTokenizerFast batch call"
+    note = lambda: (f"tokenizer(lines, add_special_tokens=False), best of 2, its own threads; "
+                    f"{versions.get('found')}")
+    return label, note, time_lines
+  try:
+    from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None, {"name": "HF tokenizer comparison", "value": "skipped", "unit": "",
+                  "note": hf_bridge.HF_HINT}, None
+  hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
+                              clean_text=True, handle_chinese_chars=True)
+
+  def time_lines(lines):
     hf.encode_batch(lines[:100], add_special_tokens=False)
     encodings, seconds = _time(lambda: hf.encode_batch(lines, add_special_tokens=False),
                                repeats=2)
-    ids = [e.ids for e in encodings]
-    label, note = ("HF tokenizers BertWordPieceTokenizer.encode_batch",
-                   "best of 2, its own threads")
-  same = sum(a == b for a, b in zip(ids, slow_ids)) / len(lines)
+    return [e.ids for e in encodings], seconds
+
+  return ("HF tokenizers BertWordPieceTokenizer.encode_batch",
+          lambda: "best of 2, its own threads", time_lines)
+
+
+def _spread(values, fmt="{:,.1f}"):
+  """'median (min-max over N rounds)' of a list of numbers."""
+  ordered = sorted(values)
+  median = statistics.median(ordered)
+  if len(ordered) == 1:
+    return fmt.format(median) + " (one round)"
+  return (fmt.format(median) + " (" + fmt.format(ordered[0]) + "-" + fmt.format(ordered[-1]) +
+          f" over {len(ordered)} rounds)")
+
+
+def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
+  """Hugging Face's rows against FastTokenizer's seconds: each of hf_s, graph_s, lists_s a
+  number or a list with one per round (the ratios are taken round by round)."""
+  label, note, time_lines = _hf_timer(vocab_file)
+  if label is None:
+    return [note]
+  graph_s = graph_s if isinstance(graph_s, list) else [graph_s]
+  lists_s = lists_s if isinstance(lists_s, list) else [lists_s]
+  hf_s, same = [], []
+  for _ in graph_s:
+    ids, seconds = time_lines(lines)
+    if ids is None:
+      return [{"name": "HF BertTokenizerFast batch", "value": "failed", "unit": "",
+               "note": seconds}]
+    hf_s.append(seconds)
+    same.append(sum(a == b for a, b in zip(ids, slow_ids)) / len(lines))
+  return _hf_result_rows(label, note(), num_tokens, hf_s, min(same), graph_s, lists_s)
+
+
+def _hf_result_rows(label, note, num_tokens, hf_s, same, graph_s, lists_s):
+  graph_x = [h / g for h, g in zip(hf_s, graph_s)]
+  lists_x = [h / l for h, l in zip(hf_s, lists_s)]
   return [
-      {"name": f"{label} tokens/s", "value": num_tokens / seconds, "unit": "tokens/s",
-       "note": f"{note}; identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
-      {"name": "FastTokenizer (in-graph) / HF batch", "value": seconds / graph_s,
-       "unit": "x", "note": "target >= 5x (issue 8)"},
-      {"name": "FastTokenizer (lists) / HF batch", "value": seconds / lists_s,
-       "unit": "x", "note": "both give Python lists of ids"},
+      {"name": f"{label} tokens/s",
+       "value": statistics.median([num_tokens / h for h in hf_s]),
+       "unit": "tokens/s",
+       "note": f"{note}; {_spread([num_tokens / h for h in hf_s], '{:,.0f}')}; "
+               f"identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
+      {"name": "FastTokenizer (in-graph) / HF batch", "value": statistics.median(graph_x),
+       "unit": "x", "note": "median of the rounds' ratios, " + _spread(graph_x) +
+                           "; target >= 10x (issue 26)"},
+      {"name": "FastTokenizer (lists) / HF batch", "value": statistics.median(lists_x),
+       "unit": "x", "note": "both give Python lists of ids; " + _spread(lists_x)},
   ]
 
 
-def run(quick=False):
+def run(quick=False, rounds=3):
+  """Rows of the benchmark. Each round times every path once on all lines, one after
+  the other (the original's algorithm, FullTokenizer, FastTokenizer in-graph and as
+  lists, Hugging Face), so that each round's ratios compare runs taken under the same
+  load; the rows give the median over the rounds and the range."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   num_bytes = 400_000 if quick else 3_500_000
   lines, source, size, vocab_file = load_text(num_bytes)
@@ -171,57 +228,95 @@ def run(quick=False):
   rows = []
 
   full = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
-  slow_ids, slow_s = _time(lambda: [full.convert_tokens_to_ids(full.tokenize(l))
-                                    for l in lines])
-  num_tokens = sum(map(len, slow_ids))
-
+  full_pass = lambda: [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines]
   # The original's algorithm as it wrote it (no memoised character classes): the yardstick
-  # issue 8's 40x is measured against.
+  # issue 26's 40x is measured against.
   plain = tokenization_reference.Tokenizer(tokenization.load_vocab(vocab_file))
-  plain_ids, plain_s = _time(lambda: [plain.ids(l) for l in lines])
-
+  plain_pass = lambda: [plain.ids(l) for l in lines]
   fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=True)
   batches = [tf.constant(lines[i:i + FAST_BATCH]) for i in range(0, len(lines), FAST_BATCH)]
   fast.tokenize(batches[0])  # trace once, outside the timing
-  _, graph_s = _time(lambda: [fast.tokenize(b).flat_values.numpy() for b in batches],
-                     repeats=3)
-  fast_ids, lists_s = _time(lambda: fast.tokenize_batch(lines, batch_size=FAST_BATCH),
-                            repeats=2)
-  mismatches = sum(a != b or a != c for a, b, c in zip(slow_ids, fast_ids, plain_ids, strict=True))
-  if mismatches:
-    raise AssertionError(f"FastTokenizer differs from FullTokenizer on {mismatches} lines")
+  graph_pass = lambda: [fast.tokenize(b).flat_values.numpy() for b in batches]
+  lists_pass = lambda: fast.tokenize_batch(lines, batch_size=FAST_BATCH)
+  label, hf_note, hf_time = _hf_timer(vocab_file)
 
-  note = f"{len(lines):,} lines, {mb:.2f} MB {source}, {num_tokens:,} tokens"
-  slow_rate = num_tokens / slow_s
+  times = {"plain": [], "full": [], "graph": [], "lists": [], "hf": []}
+  hf_same, hf_failed = 1.0, None
+  for round_index in range(rounds):
+    plain_ids, seconds = _time(plain_pass)
+    times["plain"].append(seconds)
+    slow_ids, seconds = _time(full_pass)
+    times["full"].append(seconds)
+    _, seconds = _time(graph_pass, repeats=3)
+    times["graph"].append(seconds)
+    fast_ids, seconds = _time(lists_pass, repeats=2)
+    times["lists"].append(seconds)
+    if round_index == 0:
+      num_tokens = sum(map(len, slow_ids))
+      mismatches = sum(a != b or a != c
+                       for a, b, c in zip(slow_ids, fast_ids, plain_ids, strict=True))
+      if mismatches:
+        raise AssertionError(f"FastTokenizer differs from FullTokenizer on {mismatches} lines")
+    if hf_time is not None and hf_failed is None:
+      hf_ids, seconds = hf_time(lines)
+      if hf_ids is None:
+        hf_failed = seconds
+      else:
+        times["hf"].append(seconds)
+        hf_same = min(hf_same, sum(a == b for a, b in zip(hf_ids, slow_ids)) / len(lines))
+
+  rates = {k: [num_tokens / t for t in v] for k, v in times.items()}
+  plain_x = [p / g for p, g in zip(times["plain"], times["graph"])]
+  full_x = [f / g for f, g in zip(times["full"], times["graph"])]
+  full_lists_x = [f / l for f, l in zip(times["full"], times["lists"])]
+  rate = lambda key: _spread(rates[key], "{:,.0f}")
+  note = (f"{len(lines):,} lines, {mb:.2f} MB {source}, {num_tokens:,} tokens; "
+          f"median of {rounds} rounds (min-max)")
   rows += [
-      {"name": "original algorithm, plain Python tokens/s", "value": num_tokens / plain_s,
-       "unit": "tokens/s", "note": "benchmarks/tokenization_reference.py; " + note},
-      {"name": "FullTokenizer (pure Python, memoised) tokens/s", "value": slow_rate,
-       "unit": "tokens/s", "note": "this project's Python path"},
+      {"name": "original algorithm, plain Python tokens/s",
+       "value": statistics.median(rates["plain"]), "unit": "tokens/s",
+       "note": f"benchmarks/tokenization_reference.py, one pass a round: {rate('plain')}; "
+               + note},
+      {"name": "FullTokenizer (pure Python, memoised) tokens/s",
+       "value": statistics.median(rates["full"]), "unit": "tokens/s",
+       "note": f"this project's Python path, one pass a round: {rate('full')}"},
       {"name": "FastTokenizer tokens/s (in-graph, ids as tensors)",
-       "value": num_tokens / graph_s, "unit": "tokens/s",
-       "note": f"batches of {FAST_BATCH} lines, best of 3"},
+       "value": statistics.median(rates["graph"]), "unit": "tokens/s",
+       "note": f"batches of {FAST_BATCH} lines, best of 3 a round: {rate('graph')}"},
       {"name": "FastTokenizer tokens/s (tokenize_batch, Python lists)",
-       "value": num_tokens / lists_s, "unit": "tokens/s", "note": "best of 2"},
-      {"name": "FastTokenizer (in-graph) / original algorithm", "value": plain_s / graph_s,
-       "unit": "x", "note": "target >= 40x (issue 8)"},
-      {"name": "FastTokenizer / FullTokenizer (in-graph)", "value": slow_s / graph_s,
-       "unit": "x", "note": "against this project's faster Python path"},
-      {"name": "FastTokenizer / FullTokenizer (lists)", "value": slow_s / lists_s,
-       "unit": "x", "note": ""},
+       "value": statistics.median(rates["lists"]), "unit": "tokens/s",
+       "note": f"best of 2 a round: {rate('lists')}"},
+      {"name": "FastTokenizer (in-graph) / original algorithm",
+       "value": statistics.median(plain_x), "unit": "x",
+       "note": "median of the rounds' ratios, " + _spread(plain_x) +
+               "; target >= 40x (issue 26)"},
+      {"name": "FastTokenizer / FullTokenizer (in-graph)", "value": statistics.median(full_x),
+       "unit": "x", "note": "against this project's faster Python path; " + _spread(full_x)},
+      {"name": "FastTokenizer / FullTokenizer (lists)",
+       "value": statistics.median(full_lists_x), "unit": "x", "note": _spread(full_lists_x)},
       {"name": "lines with different ids, fast vs slow vs plain", "value": mismatches,
        "unit": "lines", "note": "must be 0"},
   ]
-
-  rows += _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s)
+  if hf_time is None:
+    rows.append(hf_note)
+  elif hf_failed is not None:
+    rows.append({"name": "HF BertTokenizerFast batch", "value": "failed", "unit": "",
+                 "note": hf_failed})
+  else:
+    rows += _hf_result_rows(label, hf_note(), num_tokens, times["hf"], hf_same,
+                            times["graph"], times["lists"])
+  rows.append({"name": "load average after the rounds", "value": os.getloadavg()[0],
+               "unit": "", "note": hf_bridge.load_average()})
   return rows
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="about 0.4 MB instead of 3.5")
+  parser.add_argument("--rounds", type=int, default=3,
+                      help="rounds of every path in turn; ratios are medians over them")
   args = parser.parse_args()
-  rows = run(quick=args.quick)
+  rows = run(quick=args.quick, rounds=args.rounds)
   width = max(len(r["name"]) for r in rows)
   print(f"| {'measure'.ljust(width)} | value | unit | note |")
   print(f"|{'-' * (width + 2)}|---:|---|---|")
