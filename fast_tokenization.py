@@ -3,8 +3,8 @@
 Ground floor, beside `tokenization` (the pure-Python tokenizer, which stays free of
 TensorFlow); imports only it and file_io of ours. `FastTokenizer` runs the original's
 tokenization inside a graph (tf.data, SavedModels) on tensorflow-text's
-`FastBertTokenizer`; `pack_inputs` packs one or two segments into BERT's inputs with the
-original's truncation. The character classes come from this Python's `unicodedata`, the
+`FastWordpieceTokenizer`; `pack_inputs` packs one or two segments into BERT's inputs
+with the original's truncation. The character classes come from this Python's `unicodedata`, the
 tables the pure-Python tokenizer uses, so both paths agree code point for code point.
 """
 
@@ -240,9 +240,11 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
 class FastTokenizer(tf.Module):
   """FullTokenizer in the graph: the same tokens and ids, usable in tf.data and SavedModels.
 
-  tensorflow-text's FastBertTokenizer does the splitting and WordPiece; the text is
-  normalised first the way the original's BasicTokenizer does it (its own lower-casing
-  would apply NFKC folding, and it keeps format characters the original drops).
+  tensorflow-text's FastWordpieceTokenizer does the splitting and WordPiece; the text is
+  normalised first the way the original's BasicTokenizer does it (FastBertTokenizer's own
+  lower-casing would apply NFKC folding, and it keeps format characters the original
+  drops). Rows of printable ASCII with no over-long word, where that normalisation is
+  at most ASCII lower-casing, skip the rest of it (docs/tokenization.md).
   """
 
   def __init__(self, vocab_file, do_lower_case=True, name=None, normalize=None):

@@ -65,11 +65,11 @@ def test_row_test_matches_its_definition():
     for word in ("a" * n, "Z9" * (n // 2) + "q" * (n % 2), "7" * n):
       texts += [word, "x " + word + "!", "(" + word + ")", word + "\x01", word + "_" + word,
                 "\u00e9 " + word]
-  got = tf.strings.regex_full_match(tf.constant(texts), fast_tokenization._SHORT_ASCII_ROW)  # pylint: disable=protected-access
+  pattern = fast_tokenization._SHORT_ASCII_ROW  # pylint: disable=protected-access
+  got = tf.strings.regex_full_match(tf.constant(texts), pattern)
   expected = [_short_by_definition(t) for t in texts]
   assert got.numpy().tolist() == expected
-  assert [re.fullmatch(fast_tokenization._SHORT_ASCII_ROW, t) is not None  # pylint: disable=protected-access
-          for t in texts] == expected
+  assert [re.fullmatch(pattern, t) is not None for t in texts] == expected
   # Control characters (tab, newline, return apart), DEL and non-ASCII leave the path.
   assert [c for c in ASCII if not _short_by_definition(c)] == [
       chr(cp) for cp in list(range(0x00, 0x09)) + [0x0B, 0x0C] + list(range(0x0E, 0x20)) + [0x7F]]
