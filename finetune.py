@@ -199,14 +199,21 @@ def run(task, options):
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
-  script_utils.ensure_output_dir(options.output_dir)
+  created = script_utils.ensure_output_dir(options.output_dir, report_created=True)
   # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
   # its own lock there, and only the chief's removes an interrupted run's temporaries.
   chief = checkpoints.is_chief(strategy)
   resolver = getattr(strategy, "cluster_resolver", None)
   suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
-  with script_utils.lock_output(options.output_dir, suffix=suffix, clean=chief):
-    _run_locked(task, options, config, strategy)
+  try:
+    with script_utils.lock_output(options.output_dir, suffix=suffix, clean=chief):
+      _run_locked(task, options, config, strategy)
+  except BaseException:
+    # A run refused before it wrote anything (a bad data file, say) leaves no empty
+    # output_dir behind that it created itself.
+    if created:
+      script_utils.remove_if_empty(options.output_dir)
+    raise
 
 
 def _run_locked(task, options, config, strategy):

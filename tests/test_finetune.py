@@ -185,6 +185,13 @@ def test_nothing_trained_to_evaluate_is_refused_before_building(tmp_path, config
   with pytest.raises(script_utils.UserError, match="nothing trained to evaluate: "
                      f"--output_dir={tmp_path / 'empty'} holds no checkpoint"):
     finetune.run(task, options)
+  # The refused run leaves no output_dir of its own making; one the user made stays.
+  assert not os.path.exists(tmp_path / "empty")
+  (tmp_path / "given").mkdir()
+  options = _options(tmp_path / "given", config_file, do_eval=True)
+  with pytest.raises(script_utils.UserError, match="nothing trained to evaluate"):
+    finetune.run(ToyTask(options), options)
+  assert os.path.isdir(tmp_path / "given") and not os.listdir(tmp_path / "given")
 
 
 def test_more_steps_continue_and_another_models_output_dir_is_refused(tmp_path, config_file):
