@@ -828,7 +828,7 @@ def type_vocab_size_one(ws):
   path = ws.write("sq-tv1.json.data", _squad_json([GOOD_QA]))
   return dict(argv=_squad(ws, ws.path("sq-tv1-out"), "--do_train", f"--train_file={path}",
                           config=config),
-              expect=[config, "type_vocab_size is 1, but SQuAD packs 2 segments"])
+              expect=[config, "type_vocab_size=1, but SQuAD packs 2 segments"])
 
 
 # ---- run_ner.py
