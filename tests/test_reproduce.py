@@ -2,6 +2,7 @@
 (slow) every table script's --smoke mode, run for real on a few rows of the shared data."""
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -139,7 +140,8 @@ def tiny_bert(tmp_path_factory):
 def smoke(script, tiny_bert, tmp_path, *data, env=None):
   out = str(tmp_path / "out")
   proc = run_table(script, "--smoke", tiny_bert, *data, out, env=env)
-  rows = [line for line in proc.stdout.splitlines() if line.startswith("| table")]
+  # The table's rows ("| table4 | ..."), not its header ("| table | model / variant |").
+  rows = [line for line in proc.stdout.splitlines() if re.match(r"\| table\d", line)]
   return out, rows
 
 
