@@ -727,8 +727,9 @@ def predict(model, dataset, total=None, what="predict"):
   """Yields one dict of NumPy arrays per batch: the model outputs + the other features.
 
   Runs on the current device, batch by batch in order (no strategy: predictions must come
-  back in input order). `dataset`: any iterable of dicts of tensors or NumPy arrays. Features that are not model inputs (unique ids, example indices)
-  are passed through unchanged, so outputs can be matched to examples. Only the model
+  back in input order). `dataset`: any iterable of dicts of tensors or NumPy arrays.
+  Features that are not model inputs (unique ids, example indices) are passed through
+  unchanged, so outputs can be matched to examples. Only the model
   inputs enter the traced function, so datasets that differ in the other features (eval
   and test sets) share its traces. Logs progress (examples/s, ETA against `total`).
   """
