@@ -39,14 +39,16 @@ test-slow: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/run_all.py
 
-## bench-hf-setup: a separate venv (.venv-hf) with PyTorch + Hugging Face transformers, so the
-## benchmarks also time the same work with them and the slow tests load our Hugging Face
-## exports there; never a dependency of this project
+## bench-hf-setup: a separate venv (.venv-hf) with PyTorch + Hugging Face transformers + ONNX
+## Runtime (and onnx, for exporting transformers' model to it), so the benchmarks also time
+## the same work with them and the slow tests load our Hugging Face exports there; never a
+## dependency of this project
 HF_VENV ?= .venv-hf
 bench-hf-setup:
 	$(PYTHON) -m venv $(HF_VENV)
 	$(HF_VENV)/bin/python -m pip install -q --upgrade pip
 	$(HF_VENV)/bin/python -m pip install -q torch==2.13.0 transformers==5.23.0 tokenizers==0.23.3 numpy
+	$(HF_VENV)/bin/python -m pip install -q onnxruntime==1.32.0 onnx==1.23.2
 	$(HF_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
 
 ## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions

@@ -9,6 +9,9 @@ Features come two ways, with identical token ids:
     padded only to its own longest row (`input_pipeline.trim_to_longest`; bucketing by
     length while training, sorting inside a window for eval/predict) unless
     `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
+  * `predict_batches(...)`: make_dataset's eval/predict batches, element for element the
+    same (rows, order, padding), made eagerly in NumPy without tf.data: a prediction
+    process that runs once does not pay for tracing the tokenizer into a dataset map.
   * `convert_single_example(...)`: the original's Python conversion with FullTokenizer,
     kept as the reference the fast path is tested against.
 
@@ -76,9 +79,12 @@ def pack_texts(tokenizer, text_a, text_b, seq_length):
   `if tokens_b:` does. Returns int32 [batch, seq_length] input_ids, input_mask,
   segment_ids, plus "length" int32 [batch] (real tokens per row).
   """
-  segments = [tokenizer.tokenize(text_a)]
+  # Eagerly (predict_batches) op by op: tracing the tokenizer costs more than running it
+  # once over thousands of rows. In a graph (tf.data) its traced function.
+  tokenize = tokenizer.tokenize_untraced if tf.executing_eagerly() else tokenizer.tokenize
+  segments = [tokenize(text_a)]
   if text_b is not None:
-    segments.append(tokenizer.tokenize(text_b))
+    segments.append(tokenize(text_b))
   packed = fast_tokenization.pack_inputs(segments, seq_length, tokenizer.cls_id, tokenizer.sep_id)
   packed = {k: tf.cast(packed[k], tf.int32) for k in FEATURE_NAMES}
   packed["length"] = tf.reduce_sum(packed["input_mask"], axis=1)
@@ -199,3 +205,52 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
 
   return dataset.map(finish, num_parallel_calls=tf.data.AUTOTUNE,
                      deterministic=True).prefetch(tf.data.AUTOTUNE)
+
+
+# --------------------------------------------------------------------------- eager batches
+
+# Rows tokenized per eager call: large calls cost less per row (each op runs once per
+# call); rounded to whole sorting windows.
+EAGER_CHUNK_ROWS = 8192
+
+
+def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size, *,
+                    fixed_padding=False, window_batches=32, pad_to_multiple_of=8):
+  """Yields make_dataset(..., is_training=False)'s batches as dicts of NumPy arrays.
+
+  The same elements, key for key and value for value: input_ids, input_mask,
+  segment_ids int32 [batch, length], label_ids, example_index; each window of
+  `window_batches` batches sorted by length (stable), each batch cut to its longest row
+  rounded up to `pad_to_multiple_of` (or every batch max_seq_length long, in order, with
+  fixed_padding). Made without tf.data: the texts are tokenized and packed eagerly, a
+  few thousand rows per call, so nothing is traced.
+  """
+  if not examples:
+    raise script_utils.UserError("no examples to feed")
+  columns = _text_columns(examples, label_list)
+  has_b = "text_b" in columns
+  window = batch_size * max(int(window_batches), 1)
+  chunk = max(EAGER_CHUNK_ROWS // window, 1) * window
+  multiple = max(int(pad_to_multiple_of), 1)
+  for start in range(0, len(examples), chunk):
+    stop = min(start + chunk, len(examples))
+    text_b = (tf.constant(columns["text_b"][start:stop], tf.string) if has_b else None)
+    packed = pack_texts(tokenizer, tf.constant(columns["text_a"][start:stop], tf.string),
+                        text_b, max_seq_length)
+    rows = {k: packed[k].numpy() for k in FEATURE_NAMES + ("length",)}
+    rows["label_ids"] = columns["label_ids"][start:stop]
+    rows["example_index"] = columns["example_index"][start:stop]
+    if not fixed_padding:  # sorted within each window, as make_dataset's convert()
+      order = np.concatenate([
+          w + np.argsort(rows["length"][w:w + window], kind="stable")
+          for w in range(0, stop - start, window)])
+      rows = {k: v[order] for k, v in rows.items()}
+    for first in range(0, stop - start, batch_size):
+      batch = {k: v[first:first + batch_size] for k, v in rows.items()}
+      lengths = batch.pop("length")
+      if not fixed_padding:  # input_pipeline.trim_to_longest
+        length = max(int(lengths.max()), 1)
+        length = min((length + multiple - 1) // multiple * multiple, max_seq_length)
+        for key in FEATURE_NAMES:
+          batch[key] = batch[key][:, :length]
+      yield batch

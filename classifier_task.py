@@ -66,11 +66,11 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   """Logits float32 [len(examples), outputs] in example order, with progress logs.
 
   Batches are sorted by length within windows (per-batch padding); each carries
-  `example_index` to put its rows back in file order.
+  `example_index` to put its rows back in file order. They are make_dataset's eval
+  batches, built eagerly (classifier_features.predict_batches: nothing to trace).
   """
-  dataset = classifier_features.make_dataset(
-      examples, labels, tokenizer, max_seq_length, batch_size, is_training=False,
-      fixed_padding=fixed_padding)
+  dataset = classifier_features.predict_batches(
+      examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
   logits = None
   for batch in training.predict(model, dataset, total=len(examples), what=what):
     values = batch["logits"].astype(np.float32)

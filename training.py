@@ -650,6 +650,10 @@ class _ProgressLog:
                  self.progress.done, seconds, self.progress.done / max(seconds, 1e-9))
 
 
+def _numpy(value):
+  return value.numpy() if hasattr(value, "numpy") else value  # already NumPy
+
+
 def _batch_size(features):
   return int(tf.shape(tf.nest.flatten(features)[0])[0])
 
@@ -723,8 +727,9 @@ def predict(model, dataset, total=None, what="predict"):
   """Yields one dict of NumPy arrays per batch: the model outputs + the other features.
 
   Runs on the current device, batch by batch in order (no strategy: predictions must come
-  back in input order). Features that are not model inputs (unique ids, example indices)
-  are passed through unchanged, so outputs can be matched to examples. Only the model
+  back in input order). `dataset`: any iterable of dicts of tensors or NumPy arrays.
+  Features that are not model inputs (unique ids, example indices) are passed through
+  unchanged, so outputs can be matched to examples. Only the model
   inputs enter the traced function, so datasets that differ in the other features (eval
   and test sets) share its traces. Logs progress (examples/s, ETA against `total`).
   """
@@ -732,7 +737,7 @@ def predict(model, dataset, total=None, what="predict"):
   forward = _predict_forward(model)
   log, done = _ProgressLog(what, total), 0
   for index, features in enumerate(dataset):
-    inputs = _model_inputs(model, features)
+    inputs = {k: tf.convert_to_tensor(v) for k, v in _model_inputs(model, features).items()}
     if index == 0:
       logging.info("%s: tracing the model", what)
       # One trace serves every batch: traced for unknown dimensions before the first call
@@ -741,7 +746,7 @@ def predict(model, dataset, total=None, what="predict"):
           k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
           for k, v in inputs.items()})
     outputs = forward(inputs)
-    batch = {k: v.numpy() for k, v in features.items() if k not in names}
+    batch = {k: _numpy(v) for k, v in features.items() if k not in names}
     batch.update({k: v.numpy() for k, v in outputs.items()} if isinstance(outputs, dict)
                  else {"outputs": outputs.numpy()})
     done += _batch_size(features)

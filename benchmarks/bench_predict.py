@@ -1,0 +1,284 @@
+"""Whole-process prediction: ours vs ONNX Runtime vs Hugging Face transformers (issue 26).
+
+Three whole processes, each timed from spawn to exit (start-up, imports, reading the
+file, tokenizing, the model, writing the results), on the same sentences (the first N of
+SST-2 train.tsv written as a GLUE test.tsv), with the same weights (the shared MiniLM,
+L6 H384 A12, and one classifier head), batch 32, max_seq_length 128:
+  ours  the user's command: `run_classifier.py --task_name=sst2 --do_predict` on an
+        output_dir that holds the run's checkpoint (prepared, untimed);
+  hf    transformers' BertForSequenceClassification (saved with save_pretrained,
+        untimed), BertTokenizerFast, batches in file order padded to their longest row
+        (DataCollatorWithPadding), torch.inference_mode (benchmarks/hf_side.py
+        predict_file);
+  ort   the same model exported to ONNX and fused by ONNX Runtime's transformer optimizer
+        (untimed), ORT_ENABLE_ALL, the `tokenizers` package's WordPiece, batches as HF's
+        (hf_side.py ort_predict_file).
+Rounds are interleaved (the order rotates each round), so load from other work on the
+machine falls on every side alike; per round the ratios hf/ours and ort/ours, then their
+median and min-max. The results files are checked against each other: the same class on
+every row, probabilities within PROBABILITY_TOLERANCE.
+
+  python benchmarks/bench_predict.py [--quick] [--rounds=3] [--sentences=10000]
+      [--sides=ours,ort,hf] [--ours_flags="--dtype=bfloat16"] [--baseline_tree=DIR]
+
+--quick: 1,000 sentences, 1 round. The HF and ORT sides need `make bench-hf-setup`
+(.venv-hf, or $BERT_HF_PYTHON); without it only our side is timed.
+"""
+
+import argparse
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (ROOT, HERE):
+  if _path not in sys.path:
+    sys.path.insert(0, _path)
+
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+DATA = os.path.join(ROOT, "..", "shared", "data")
+SST2 = os.path.join(DATA, "glue", "SST-2")
+MODEL_DIR = os.path.join(DATA, "models", "uncased_L-6_H-384_A-12")
+VOCAB = os.path.join(MODEL_DIR, "vocab.txt")
+BATCH = 32
+SEQ = 128
+# |p_ours - p_other| allowed on every probability: the three runtimes sum in different
+# orders (and ORT fuses attention and GELU), so equal to rounding, not bit for bit.
+PROBABILITY_TOLERANCE = 1e-4
+SIDES = ("ours", "ort", "hf")  # and "before": --baseline_tree's run_classifier.py
+
+
+def cpu_model():
+  try:
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
+      for line in handle:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  import platform  # pylint: disable=g-import-not-at-top
+  return platform.processor() or "unknown CPU"
+
+
+def write_test_file(path, sentences):
+  """The first `sentences` of SST-2 train.tsv as a GLUE test.tsv (index, sentence)."""
+  with open(os.path.join(SST2, "train.tsv"), encoding="utf-8") as handle:
+    rows = handle.read().split("\n")[1:sentences + 1]
+  texts = [row.split("\t")[0] for row in rows if row]
+  if len(texts) < sentences:
+    raise SystemExit(f"{SST2}/train.tsv has only {len(texts)} sentences")
+  with open(path, "w", encoding="utf-8") as handle:
+    handle.write("index\tsentence\n")
+    for i, text in enumerate(texts):
+      handle.write(f"{i}\t{text}\n")
+  return texts
+
+
+def prepare_ours(output_dir, head_file):
+  """output_dir holding a classifier checkpoint as run_classifier's training leaves it:
+  the MiniLM encoder and a seeded random head (saved to head_file for the other sides)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  import checkpoints  # pylint: disable=g-import-not-at-top
+  import classifier_data  # pylint: disable=g-import-not-at-top
+  import modeling  # pylint: disable=g-import-not-at-top
+
+  tf.keras.utils.set_random_seed(7)
+  config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
+  model, _ = modeling.build_classifier_model(config, 2)
+  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
+  # A head with weights of standard deviation 1 (not the initialiser's 0.02): logits far
+  # enough apart that "the same class" is a real check, not a coin toss at p = 0.5.
+  for name, variable in modeling.google_variable_map(model).items():
+    if name.startswith("output_weights"):
+      variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
+  processor = classifier_data.Sst2Processor()
+  head_info = {"task": type(processor).__name__.replace("Processor", ""),
+               "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
+  checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()
+  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
+          if k.startswith("output_")}
+  np.savez(head_file, **head)
+
+
+def our_command(data_dir, output_dir, extra_flags=(), tree=ROOT):
+  return [sys.executable, os.path.join(tree, "run_classifier.py"), "--task_name=sst2",
+          "--do_predict", f"--data_dir={data_dir}", f"--vocab_file={VOCAB}",
+          f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
+          f"--output_dir={output_dir}", f"--max_seq_length={SEQ}",
+          f"--predict_batch_size={BATCH}", *extra_flags]
+
+
+def time_process(command, env=None):
+  """Wall seconds from spawn to exit; raises with the output's tail on failure."""
+  started = time.perf_counter()
+  proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                        env=dict(os.environ, **(env or {})))
+  seconds = time.perf_counter() - started
+  if proc.returncode != 0:
+    tail = (proc.stderr.strip() or proc.stdout.strip() or "no output")[-1500:]
+    raise RuntimeError(f"{shlex.join(command[:3])} ... failed (exit {proc.returncode}):\n"
+                       f"{tail}")
+  return seconds
+
+
+def read_probabilities(path):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  with open(path, encoding="utf-8") as handle:
+    return np.array([[float(v) for v in line.split("\t")] for line in handle if line.strip()])
+
+
+def _same_bytes(path, other):
+  with open(path, "rb") as one, open(other, "rb") as two:
+    return one.read() == two.read()
+
+
+def _ratio_summary(values):
+  return (f"median {statistics.median(values):.2f} (min {min(values):.2f}, "
+          f"max {max(values):.2f}, {len(values)} rounds)")
+
+
+def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
+        baseline_tree=None):
+  """Returns [{name, value, unit, note}]."""
+  import json  # pylint: disable=g-import-not-at-top
+
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  rounds = rounds or (1 if quick else 3)
+  sentences = sentences or (1000 if quick else 10000)
+  sides = list(sides)
+  hf_python = hf_bridge.hf_python()
+  rows = []
+  if hf_python is None and any(s in ("hf", "ort") for s in sides):
+    rows.append({"name": "predict_whole_process_hf_ort", "value": "skipped", "unit": "",
+                 "note": hf_bridge.HF_HINT})
+    sides = [s for s in sides if s not in ("hf", "ort")]
+  with tempfile.TemporaryDirectory(prefix="bench-predict-") as work:
+    data_dir = os.path.join(work, "data")
+    os.makedirs(data_dir)
+    test_file = os.path.join(data_dir, "test.tsv")
+    write_test_file(test_file, sentences)
+    output_dir = os.path.join(work, "ours")
+    head_file = os.path.join(work, "head.npz")
+    prepare_ours(output_dir, head_file)
+    commands = {"ours": our_command(data_dir, output_dir, ours_flags)}
+    results = {"ours": os.path.join(output_dir, "test_results.tsv")}
+    if baseline_tree:  # the same command in another tree (before/after), its own copy
+      before_dir = os.path.join(work, "before")
+      shutil.copytree(output_dir, before_dir)
+      commands["before"] = our_command(data_dir, before_dir, (), baseline_tree)
+      results["before"] = os.path.join(before_dir, "test_results.tsv")
+      sides = [s for s in sides if s != "before"] + ["before"]
+    else:
+      sides = [s for s in sides if s != "before"]
+    versions = {}
+    if any(s in ("hf", "ort") for s in sides):
+      prepared, why = hf_bridge.run_hf("prepare_predict", {
+          "threads": hf_bridge.threads(), "head_file": head_file,
+          "hf_model_dir": os.path.join(work, "hf_model"),
+          "onnx_file": os.path.join(work, "model.onnx"),
+          "onnx_optimized_file": os.path.join(work, "model.opt.onnx")}, work)
+      if prepared is None:
+        rows.append({"name": "predict_whole_process_hf_ort", "value": "failed", "unit": "",
+                     "note": why})
+        sides = [s for s in sides if s not in ("hf", "ort")]
+      else:
+        versions["prepared"] = prepared
+      for side, mode, extra in (
+          ("hf", "predict_file", {"hf_model_dir": os.path.join(work, "hf_model")}),
+          ("ort", "ort_predict_file",
+           {"onnx_file": os.path.join(work, "model.opt.onnx")})):
+        if side not in sides:
+          continue
+        results[side] = os.path.join(work, f"{side}_results.tsv")
+        request = os.path.join(work, f"{side}-request.json")
+        with open(request, "w", encoding="utf-8") as handle:
+          json.dump({"threads": hf_bridge.threads(), "vocab_file": VOCAB,
+                     "test_file": test_file, "results_file": results[side],
+                     "batch_size": BATCH, "max_seq_length": SEQ, **extra}, handle)
+        commands[side] = [hf_python, hf_bridge.HF_SIDE, mode, request]
+    seconds = {side: [] for side in sides}
+    loads = []
+    for round_index in range(rounds):
+      order = sides[round_index % len(sides):] + sides[:round_index % len(sides)]
+      for side in order:
+        loads.append(os.getloadavg()[0])
+        seconds[side].append(time_process(commands[side]))
+      print(f"[predict] round {round_index + 1}: " + ", ".join(
+          f"{s} {seconds[s][-1]:.1f} s" for s in sides), file=sys.stderr, flush=True)
+    probabilities = {side: read_probabilities(results[side]) for side in sides}
+    identical = {side: _same_bytes(results[side], results["ours"]) for side in sides}
+
+  scope = (f"{sentences:,} SST-2 train sentences, MiniLM L6 H384, batch {BATCH}, "
+           f"max_seq_length {SEQ}; {cpu_model()}, {hf_bridge.threads()} threads; load avg "
+           f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}")
+  notes = {"ours": "run_classifier.py --do_predict, whole process"
+                   + (f" ({' '.join(ours_flags)})" if ours_flags else ""),
+           "hf": "transformers BertForSequenceClassification, dynamic padding, whole "
+                 "process",
+           "ort": "ONNX Runtime, transformers' export fused by its BERT optimizer, "
+                  "ORT_ENABLE_ALL, whole process",
+           "before": f"run_classifier.py --do_predict in {baseline_tree}, whole process"}
+  for side in sides:
+    per_round = ", ".join(f"{s:.1f}" for s in seconds[side])
+    rows.append({"name": f"predict_whole_process_{side}",
+                 "value": round(statistics.median(seconds[side]), 1), "unit": "s (median)",
+                 "note": f"{notes[side]}; rounds: {per_round} s; {scope}"})
+  if "prepared" in versions:
+    fused = versions["prepared"].get("fused", {})
+    rows.append({"name": "predict_whole_process_versions", "value": "", "unit": "",
+                 "note": f"{versions['prepared']['versions']}; ORT fused ops "
+                         + ", ".join(f"{k} {v}" for k, v in sorted(fused.items()) if v)})
+  ours = probabilities["ours"]
+  for side in sides:
+    if side == "ours":
+      continue
+    ratios = [theirs / mine for theirs, mine in zip(seconds[side], seconds["ours"])]
+    diff = float(np.max(np.abs(probabilities[side] - ours)))
+    same = int(np.sum(probabilities[side].argmax(1) == ours.argmax(1)))
+    agree = same == len(ours) and diff <= PROBABILITY_TOLERANCE
+    target = {"ort": 2.0, "hf": 3.0}.get(side)
+    rows.append({"name": f"predict_whole_process_ours_vs_{side}",
+                 "value": round(statistics.median(ratios), 2), "unit": "x",
+                 "note": f"{side} s / ours s per round: {_ratio_summary(ratios)}; "
+                         + (f"target >= {target:g}x (issue 26)" if target else
+                            "before/after")
+                         + "; predictions "
+                         + ("agree" if agree else "DISAGREE")
+                         + f": same class on {same:,} of {len(ours):,}, max |p diff| "
+                         f"{diff:.1e}"
+                         + (f"; byte-identical files: {identical[side]}"
+                            if side == "before" else "")})
+  return rows
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true")
+  parser.add_argument("--rounds", type=int, default=None)
+  parser.add_argument("--sentences", type=int, default=None)
+  parser.add_argument("--sides", default=",".join(SIDES))
+  parser.add_argument("--ours_flags", default="",
+                      help="extra run_classifier flags for our side, e.g. an opt-in")
+  parser.add_argument("--baseline_tree", default=None,
+                      help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
+                           "its run_classifier.py is timed too, as side 'before'")
+  args = parser.parse_args()
+  rows = run(args.quick, args.rounds, args.sentences,
+             [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
+             args.baseline_tree)
+  for row in rows:
+    print(f"{row['name']:42s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
+
+
+if __name__ == "__main__":
+  main()
