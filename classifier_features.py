@@ -163,6 +163,8 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   eval/predict sort each window of `window_batches` batches by length.
 
   Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
+  run_classifier's eval and predict take `predict_batches` instead (the same batches,
+  made eagerly); this graph version of them is the reference it is tested against.
   """
   if not examples:
     raise script_utils.UserError("no examples to feed")
@@ -246,11 +248,8 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
           for w in range(0, stop - start, window)])
       rows = {k: v[order] for k, v in rows.items()}
     for first in range(0, stop - start, batch_size):
-      batch = {k: v[first:first + batch_size] for k, v in rows.items()}
-      lengths = batch.pop("length")
-      if not fixed_padding:  # input_pipeline.trim_to_longest
-        length = max(int(lengths.max()), 1)
-        length = min((length + multiple - 1) // multiple * multiple, max_seq_length)
-        for key in FEATURE_NAMES:
-          batch[key] = batch[key][:, :length]
+      batch = {k: v[first:first + batch_size] for k, v in rows.items() if k != "length"}
+      if not fixed_padding:
+        batch = {k: np.asarray(v) for k, v in input_pipeline.trim_to_longest(
+            batch, FEATURE_NAMES, multiple=multiple).items()}
       yield batch

@@ -53,6 +53,7 @@ import os
 from absl import logging
 
 import checkpoints
+import file_io
 import optimization
 import script_utils
 import tokenization
@@ -199,7 +200,9 @@ def run(task, options):
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
-  created = script_utils.ensure_output_dir(options.output_dir, report_created=True)
+  created = (not file_io.is_remote(options.output_dir)
+             and not os.path.isdir(options.output_dir))
+  script_utils.ensure_output_dir(options.output_dir)
   # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
   # its own lock there, and only the chief's removes an interrupted run's temporaries.
   chief = checkpoints.is_chief(strategy)

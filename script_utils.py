@@ -304,27 +304,22 @@ def check_tfrecord_framing(path, flag_name="input_file"):
 # --------------------------------------------------------------------------- outputs
 
 
-def ensure_output_dir(path, flag_name="output_dir", report_created=False):
-  """Creates the directory if needed and checks that it can be written to.
-
-  Returns the path; with report_created, whether this call created it (a local
-  directory only; remote ones are never reported as created).
-  """
+def ensure_output_dir(path, flag_name="output_dir"):
+  """Creates the directory if needed and checks that it can be written to."""
   if not path:
     raise UserError(f"--{flag_name} is required")
   if file_io.is_remote(path):
     file_io.gfile().makedirs(path)
-    return False if report_created else path
+    return path
   if os.path.exists(path) and not os.path.isdir(path):
     raise UserError(f"--{flag_name}={path}: exists and is not a directory")
-  existed = os.path.isdir(path)
   try:
     os.makedirs(path, exist_ok=True)
   except OSError as exc:
     raise UserError(f"--{flag_name}={path}: cannot create it ({exc.strerror})") from None
   if not os.access(path, os.W_OK | os.X_OK):
     raise UserError(f"--{flag_name}={path}: not writable (check its permissions)")
-  return (not existed) if report_created else path
+  return path
 
 
 def remove_if_empty(path):

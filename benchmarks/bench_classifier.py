@@ -4,9 +4,9 @@
 
 Builds run_classifier's model for the shared MiniLM config (6 layers, hidden 384; the
 weights do not matter for speed, so they stay random) and feeds it SST-2 dev sentences
-(872, median about 25 WordPieces) through classifier_features.make_dataset, once with
-per-batch padding (the default) and once with --fixed_padding (every batch 128 long),
-in the same process:
+(872, median about 25 WordPieces) through classifier_features (predict_batches for
+prediction, make_dataset for training, as run_classifier), once with per-batch padding
+(the default) and once with --fixed_padding (every batch 128 long), in the same process:
   * prediction examples/s (batch 32; the whole dev set, after one warm-up pass so that
     tracing is not timed);
   * training examples/s (batch 32, forward + backward + AdamWeightDecay update, after
@@ -51,7 +51,8 @@ BATCH = 32
 SEQ = 128
 
 
-def _predict_rate(tf, model, dataset, num_examples):
+def _predict_rate(tf, model, batches, num_examples):
+  """Examples/s of a second pass over batches() (tokenizing included); the first traces."""
   names = [t.name for t in model.inputs]
 
   @tf.function(reduce_retracing=True)
@@ -59,10 +60,10 @@ def _predict_rate(tf, model, dataset, num_examples):
     return model({n: features[n] for n in names}, training=False)["logits"]
 
   def one_pass():
-    for batch in dataset:
-      forward(batch).numpy()
+    for batch in batches():
+      forward({n: batch[n] for n in names}).numpy()
 
-  one_pass()  # warm-up: traces, tf.data start-up
+  one_pass()  # warm-up: traces
   started = time.perf_counter()
   one_pass()
   return num_examples / (time.perf_counter() - started)
@@ -105,7 +106,7 @@ PREDICT_REPEATS = 3  # timed passes on each side, the best kept (the machine is 
 
 def _our_predict(model, tokenizer, examples):
   """(logits float32 [n, 2] in example order, seconds): run_classifier's predict path,
-  from the texts (make_dataset tokenizes in tf.data) to the logits."""
+  from the texts (classifier_features.predict_batches) to the logits."""
   import classifier_task  # pylint: disable=g-import-not-at-top
   started = time.perf_counter()
   logits = classifier_task.predict_logits(model, examples, ["0", "1"], tokenizer, SEQ,
@@ -145,7 +146,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   timing = f"best of {PREDICT_REPEATS} passes after a warm-up pass"
   rows = [{"name": "classifier_predict_ours", "value": round(n / seconds, 1),
            "unit": "examples/s",
-           "note": f"run_classifier path (make_dataset + training.predict), texts to logits, "
+           "note": f"run_classifier path (predict_batches + training.predict), texts to logits, "
                    f"{timing}; first pass {n / first_seconds:.1f}/s; {load}"}]
   if hf is None:
     return rows + [{"name": "classifier_predict_hf", "value": "failed", "unit": "",
@@ -290,9 +291,10 @@ def run(quick=False, hf_only=False):
   for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
     model, _ = modeling.build_classifier_model(config, 2)
-    dataset = classifier_features.make_dataset(examples, ["0", "1"], tokenizer, SEQ, BATCH,
-                                               is_training=False, fixed_padding=fixed)
-    rates[("predict", fixed)] = _predict_rate(tf, model, dataset, len(examples))
+    # The batches run_classifier's eval and predict feed, made anew in each pass.
+    rates[("predict", fixed)] = _predict_rate(
+        tf, model, lambda: classifier_features.predict_batches(
+            examples, ["0", "1"], tokenizer, SEQ, BATCH, fixed_padding=fixed), len(examples))
     steps = 4 if quick else 12
     optimizer = optimization.create_optimizer(2e-5, 1000, 100)
     train_dataset = classifier_features.make_dataset(examples, ["0", "1"], tokenizer, SEQ,

@@ -42,30 +42,14 @@ for _path in (ROOT, HERE):
     sys.path.insert(0, _path)
 
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# The classifier benchmark's data, model and shapes: SST-2, the shared MiniLM, 32 x 128.
+from bench_classifier import BATCH, MODEL_DIR, SEQ, SST2  # noqa: E402  pylint: disable=g-import-not-at-top
 
-DATA = os.path.join(ROOT, "..", "shared", "data")
-SST2 = os.path.join(DATA, "glue", "SST-2")
-MODEL_DIR = os.path.join(DATA, "models", "uncased_L-6_H-384_A-12")
-VOCAB = os.path.join(MODEL_DIR, "vocab.txt")
-BATCH = 32
-SEQ = 128
+VOCAB = os.path.join(MODEL_DIR, "vocab.txt")  # the model's own, as a user passes it
 # |p_ours - p_other| allowed on every probability: the three runtimes sum in different
 # orders (and ORT fuses attention and GELU), so equal to rounding, not bit for bit.
 PROBABILITY_TOLERANCE = 1e-4
 SIDES = ("ours", "ort", "hf")  # and "before": --baseline_tree's run_classifier.py
-
-
-def cpu_model():
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as handle:
-      for line in handle:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  import platform  # pylint: disable=g-import-not-at-top
-  return platform.processor() or "unknown CPU"
 
 
 def write_test_file(path, sentences):
@@ -142,11 +126,6 @@ def _same_bytes(path, other):
     return one.read() == two.read()
 
 
-def _ratio_summary(values):
-  return (f"median {statistics.median(values):.2f} (min {min(values):.2f}, "
-          f"max {max(values):.2f}, {len(values)} rounds)")
-
-
 def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         baseline_tree=None):
   """Returns [{name, value, unit, note}]."""
@@ -219,7 +198,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     identical = {side: _same_bytes(results[side], results["ours"]) for side in sides}
 
   scope = (f"{sentences:,} SST-2 train sentences, MiniLM L6 H384, batch {BATCH}, "
-           f"max_seq_length {SEQ}; {cpu_model()}, {hf_bridge.threads()} threads; load avg "
+           f"max_seq_length {SEQ}; {hf_bridge.cpu_model()}, {hf_bridge.threads()} threads; load avg "
            f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}")
   notes = {"ours": "run_classifier.py --do_predict, whole process"
                    + (f" ({' '.join(ours_flags)})" if ours_flags else ""),
@@ -249,7 +228,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     target = {"ort": 2.0, "hf": 3.0}.get(side)
     rows.append({"name": f"predict_whole_process_ours_vs_{side}",
                  "value": round(statistics.median(ratios), 2), "unit": "x",
-                 "note": f"{side} s / ours s per round: {_ratio_summary(ratios)}; "
+                 "note": f"{side} s / ours s per round: median {hf_bridge.spread(ratios, '{:.2f}')}; "
                          + (f"target >= {target:g}x (issue 26)" if target else
                             "before/after")
                          + "; predictions "

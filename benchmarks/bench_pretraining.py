@@ -232,7 +232,7 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
     peak = matmul_peak(tf.float32)
   trees = [("ours", None)] + ([("baseline", os.path.abspath(baseline))] if baseline else [])
   rows = [dict(name="matmul peak float32 (CPU)", value=round(peak / 1e9, 1), unit="GFLOP/s",
-               note=f"4096x4096 tf.matmul, best of 3; {small_step.cpu_model()}")]
+               note=f"4096x4096 tf.matmul, best of 3; {hf_bridge.cpu_model()}")]
   for shape in shapes:
     flops = small_step.flops_per_sequence(shape)
     rates = {}       # (tree, xla) -> [rates]

@@ -174,16 +174,6 @@ def _hf_timer(vocab_file):
           lambda: "best of 2, its own threads", time_lines)
 
 
-def _spread(values, fmt="{:,.1f}"):
-  """'median (min-max over N rounds)' of a list of numbers."""
-  ordered = sorted(values)
-  median = statistics.median(ordered)
-  if len(ordered) == 1:
-    return fmt.format(median) + " (one round)"
-  return (fmt.format(median) + " (" + fmt.format(ordered[0]) + "-" + fmt.format(ordered[-1]) +
-          f" over {len(ordered)} rounds)")
-
-
 def _hf_rows(lines, vocab_file, slow_ids, num_tokens, graph_s, lists_s):
   """Hugging Face's rows against FastTokenizer's seconds: each of hf_s, graph_s, lists_s a
   number or a list with one per round (the ratios are taken round by round)."""
@@ -210,13 +200,13 @@ def _hf_result_rows(label, note, num_tokens, hf_s, same, graph_s, lists_s):
       {"name": f"{label} tokens/s",
        "value": statistics.median([num_tokens / h for h in hf_s]),
        "unit": "tokens/s",
-       "note": f"{note}; {_spread([num_tokens / h for h in hf_s], '{:,.0f}')}; "
+       "note": f"{note}; {hf_bridge.spread([num_tokens / h for h in hf_s], '{:,.0f}')}; "
                f"identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
       {"name": "FastTokenizer (in-graph) / HF batch", "value": statistics.median(graph_x),
-       "unit": "x", "note": "median of the rounds' ratios, " + _spread(graph_x) +
+       "unit": "x", "note": "median of the rounds' ratios, " + hf_bridge.spread(graph_x) +
                            "; target >= 10x (issue 26)"},
       {"name": "FastTokenizer (lists) / HF batch", "value": statistics.median(lists_x),
-       "unit": "x", "note": "both give Python lists of ids; " + _spread(lists_x)},
+       "unit": "x", "note": "both give Python lists of ids; " + hf_bridge.spread(lists_x)},
   ]
 
 
@@ -276,7 +266,7 @@ def run(quick=False, rounds=3):
   plain_cpu_x = [p / g for p, g in zip(cpu["plain"], cpu["graph"])]
   full_x = [f / g for f, g in zip(times["full"], times["graph"])]
   full_lists_x = [f / l for f, l in zip(times["full"], times["lists"])]
-  rate = lambda key: _spread(rates[key], "{:,.0f}")
+  rate = lambda key: hf_bridge.spread(rates[key], "{:,.0f}")
   note = (f"{len(lines):,} lines, {mb:.2f} MB {source}, {num_tokens:,} tokens; "
           f"median of {rounds} rounds (min-max)")
   rows += [
@@ -295,15 +285,15 @@ def run(quick=False, rounds=3):
        "note": f"best of 2 a round: {rate('lists')}"},
       {"name": "FastTokenizer (in-graph) / original algorithm",
        "value": statistics.median(plain_x), "unit": "x",
-       "note": "median of the rounds' ratios, " + _spread(plain_x) +
+       "note": "median of the rounds' ratios, " + hf_bridge.spread(plain_x) +
                "; target >= 40x (issue 26)"},
       {"name": "the same in process CPU seconds", "value": statistics.median(plain_cpu_x),
        "unit": "x", "note": "CPU time of the same passes (every thread of this process), "
-                           "less sensitive to other load: " + _spread(plain_cpu_x)},
+                           "less sensitive to other load: " + hf_bridge.spread(plain_cpu_x)},
       {"name": "FastTokenizer / FullTokenizer (in-graph)", "value": statistics.median(full_x),
-       "unit": "x", "note": "against this project's faster Python path; " + _spread(full_x)},
+       "unit": "x", "note": "against this project's faster Python path; " + hf_bridge.spread(full_x)},
       {"name": "FastTokenizer / FullTokenizer (lists)",
-       "value": statistics.median(full_lists_x), "unit": "x", "note": _spread(full_lists_x)},
+       "value": statistics.median(full_lists_x), "unit": "x", "note": hf_bridge.spread(full_lists_x)},
       {"name": "lines with different ids, fast vs slow vs plain", "value": mismatches,
        "unit": "lines", "note": "must be 0"},
   ]

@@ -33,6 +33,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 import small_step  # noqa: E402  pylint: disable=g-import-not-at-top
 
 # (class, regex on "op/name:OpType"), first match wins.
@@ -123,7 +124,7 @@ def main():
   rates, wall, by_class, ops, executor = profile(args.shape, args.steps, args.xla)
   total = sum(by_class.values())
   print(f"{small_step.describe(args.shape)}, XLA {'on' if args.xla else 'off'}, "
-        f"{small_step.cpu_model()}")
+        f"{hf_bridge.cpu_model()}")
   print("unprofiled rates (sequences/s): " + ", ".join(f"{r:.1f}" for r in rates))
   print(f"profiled step: {wall:.1f} ms wall; {total:.1f} ms op time summed over the op "
         f"threads; {ops:.0f} ops a step; executor {executor:.1f} ms "

@@ -18,7 +18,6 @@ Model FLOPs a sequence (`flops_per_sequence`), forward + backward = 3x forward:
 """
 
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -52,17 +51,6 @@ def flops_per_sequence(shape):
   matmul_params = layers * (4 * h * h + 2 * h * inter)
   return (6 * matmul_params * seq + 12 * layers * seq * seq * h
           + 6 * s["predictions"] * (h * h + h * s["vocab"]) + 6 * (h * h + 2 * h))
-
-
-def cpu_model():
-  try:
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip() + f", {os.cpu_count()} logical CPUs"
-  except OSError:
-    pass
-  return platform.processor() or "unknown CPU"
 
 
 class Run:
