@@ -128,23 +128,19 @@ def _text_columns(examples, label_list):
   return columns
 
 
-def _batch_rows(dataset, batch_size, max_seq_length, *, is_training, fixed_padding,
-                pad_to_multiple_of):
-  """Batches of packed rows: fixed, length-bucketed (training) or in order."""
-  if fixed_padding:
-    return dataset.batch(batch_size, drop_remainder=is_training)
-  if is_training:
-    step = max(int(pad_to_multiple_of), 1)
-    boundaries = list(range(step + 1, max_seq_length + 1, step))
-    return dataset.bucket_by_sequence_length(
-        lambda features: features["length"], bucket_boundaries=boundaries,
-        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1), drop_remainder=True)
-  return dataset.batch(batch_size)
+def _batch_rows(dataset, batch_size, *, is_training, fixed_padding, seed, window_batches):
+  """Batches of packed rows. Training drops the remainder; with per-batch padding its
+  batches (cut from length-sorted windows) are shuffled within a window's worth of
+  batches, so that the lengths do not come in order."""
+  dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  if is_training and not fixed_padding:
+    dataset = dataset.shuffle(window_batches, seed=seed + 1, reshuffle_each_iteration=True)
+  return dataset
 
 
 def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
                  is_training, fixed_padding=False, seed=12345, window_batches=32,
-                 pad_to_multiple_of=8, input_context=None):
+                 pad_to_multiple_of=None, input_context=None):
   """A tf.data pipeline of batches for training, eval or prediction.
 
   examples: list of classifier_data.InputExample. label_list: label strings, or None for
@@ -157,10 +153,13 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   results back in order).
 
   Padding: with fixed_padding every batch is max_seq_length long (static shapes, for
-  TPUs). Otherwise a batch is only as long as its longest row, rounded up to a multiple
-  of `pad_to_multiple_of` (which bounds the number of distinct shapes each tf.function
-  traces): training buckets rows of similar length (tf.data bucket_by_sequence_length),
-  eval/predict sort each window of `window_batches` batches by length.
+  TPUs). Otherwise rows are sorted by length within each window of `window_batches`
+  batches (for training, a window of the shuffled stream, at most one epoch long, as
+  Hugging Face's group_by_length does; its batches are then shuffled again), and a batch
+  is only as long as its longest row, rounded up to a multiple of `pad_to_multiple_of`
+  (which bounds the number of distinct shapes a tf.function traces). By default that is
+  1 for training, whose loop (training.py) takes any length in one trace, and 8 for
+  eval/predict; pass 8 where every shape compiles, as with XLA.
 
   Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
   run_classifier's eval and predict take `predict_batches` instead (the same batches,
@@ -168,17 +167,23 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   """
   if not examples:
     raise script_utils.UserError("no examples to feed")
+  if pad_to_multiple_of is None:
+    pad_to_multiple_of = 1 if is_training else 8
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
   dataset = tf.data.Dataset.from_tensor_slices(columns)
   if input_context is not None and input_context.num_input_pipelines > 1:
     dataset = dataset.shard(input_context.num_input_pipelines,
                             input_context.input_pipeline_id)
+  window_batches = max(int(window_batches), 1)
+  window = batch_size * window_batches
   if is_training:
     dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.repeat()
-  window = batch_size * max(int(window_batches), 1)
-  sort_windows = not is_training and not fixed_padding
+    # A window longer than an epoch would put copies of one example in one batch.
+    rows = len(examples) // max(getattr(input_context, "num_input_pipelines", 1), 1)
+    window = max(batch_size, min(window, rows))
+  sort_windows = not fixed_padding
   packer = _packer(tokenizer, max_seq_length, has_b)
 
   def convert(batch):
@@ -194,8 +199,8 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
 
   dataset = dataset.batch(window).map(convert, num_parallel_calls=tf.data.AUTOTUNE,
                                       deterministic=True).unbatch()
-  dataset = _batch_rows(dataset, batch_size, max_seq_length, is_training=is_training,
-                        fixed_padding=fixed_padding, pad_to_multiple_of=pad_to_multiple_of)
+  dataset = _batch_rows(dataset, batch_size, is_training=is_training,
+                        fixed_padding=fixed_padding, seed=seed, window_batches=window_batches)
 
   def finish(features):
     features = dict(features)
@@ -229,6 +234,8 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
   """
   if not examples:
     raise script_utils.UserError("no examples to feed")
+  if pad_to_multiple_of is None:
+    pad_to_multiple_of = 1 if is_training else 8
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
   window = batch_size * max(int(window_batches), 1)

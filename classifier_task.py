@@ -122,7 +122,8 @@ class ClassifierTask(finetune.Task):
     return classifier_features.make_dataset(
         self.train_examples, self.labels, self.tokenizer, self.options.max_seq_length,
         batch_size, is_training=True, fixed_padding=self.fixed_padding,
-        seed=self.options.seed, input_context=input_context)
+        seed=self.options.seed, input_context=input_context,
+        pad_to_multiple_of=8 if self.options.enable_xla else None)
 
   def build_model(self, config):
     model, _ = modeling.build_classifier_model(config, self.processor.num_outputs,

@@ -92,6 +92,66 @@ def test_optimizer_steps_match_numpy(kind, reference):
   assert not np.allclose(variables[0].numpy(), start[0], atol=1e-4)
 
 
+def _graph_op_types(function, *args):
+  graph = function.get_concrete_function(*args).graph
+  kinds = {op.type for op in graph.get_operations()}
+  for f in graph._functions.values():  # pylint: disable=protected-access
+    kinds |= {n.op for n in f.definition.node_def}
+  return kinds
+
+
+@pytest.mark.parametrize("in_graph", [False, True])
+def test_adamw_fused_update_equals_numpy_and_the_plain_ops(in_graph):
+  # Issue 26: from fuse_from_num_weights weights on, AdamWeightDecay runs all variables'
+  # updates in one XLA-compiled call. The toy model is small, so the threshold is lowered
+  # to make it fuse; 0 / None run both paths over the same 5 steps with decay.
+  rng = np.random.default_rng(1)
+  steps = [[rng.normal(size=v.shape).astype("float32") for v in _toy_variables()]
+           for _ in range(5)]
+  runs = []
+  for threshold in (0, None):
+    variables = _toy_variables()
+    start = [v.numpy() for v in variables]
+    optimizer = optimization.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=2)
+    optimizer.fuse_from_num_weights = threshold
+    apply = _applier(optimizer, variables)
+    if in_graph:
+      apply = tf.function(apply)
+      kinds = _graph_op_types(apply, [tf.constant(g) for g in steps[0]])
+      # The compiled call is a function call in the graph; the op-by-op path has none.
+      assert ("StatefulPartitionedCall" in kinds or "XlaLaunch" in kinds) == (threshold == 0)
+    for grads in steps:
+      apply([tf.constant(g) for g in grads])
+    assert (len(optimizer.__dict__.get("_fused_updates", {})) == 1) == (threshold == 0)
+    decay_mask = [optimizer.do_use_weight_decay(v) for v in variables]
+    expected = _numpy_adamw(start, steps, [0.0, 5e-3, 8e-3, 7e-3, 6e-3], decay_mask)
+    for v, e in zip(variables, expected):
+      np.testing.assert_allclose(v.numpy(), e, rtol=2e-5, atol=2e-6)
+    runs.append([v.numpy() for v in variables] + [m.numpy() for m in optimizer._m]
+                + [v.numpy() for v in optimizer._v])
+  for fused, plain in zip(*runs):
+    np.testing.assert_allclose(fused, plain, rtol=1e-6, atol=1e-7)
+  # A real move, not a no-op.
+  assert not np.allclose(runs[0][0], _toy_variables()[0].numpy(), atol=1e-4)
+
+
+def _applier(optimizer, variables):
+  # A closure (not default arguments): tf.function would take those as its inputs.
+  return lambda grads: optimizer.apply_gradients(zip(grads, variables))
+
+
+def test_adamw_fuses_only_from_its_threshold():
+  variables = _toy_variables()  # 4 x 3 + 4 + 4 + 4 = 24 weights
+  grads = [tf.ones(v.shape) for v in variables]
+  optimizer = optimization.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+  assert optimizer.fuse_from_num_weights == 1_000_000
+  optimizer.apply_gradients(zip(grads, variables))
+  assert not optimizer.__dict__.get("_fused_updates")
+  optimizer.fuse_from_num_weights = 24
+  optimizer.apply_gradients(zip(grads, variables))
+  assert len(optimizer.__dict__["_fused_updates"]) == 1
+
+
 def test_adamw_differs_from_keras_adamw_bias_correction():
   # One step of the original with lr 1e-3: update = m/(sqrt(v)+eps) with m = 0.1 g and
   # v = 0.001 g^2, so |step| = lr * 0.1|g| / (sqrt(0.001)|g| + 1e-6) ~ 3.162e-3, where
