@@ -20,7 +20,7 @@ each in its own process, both from the shared MiniLM weights:
     head, so the logits are compared too; a warm-up pass is untimed on both sides;
   * fine-tuning: the same random SST-2 train subset, same steps, batch, learning rate,
     warm-up and clipping; examples/s over the second half of the steps (the first half
-    traces / warms up), then each side's dev accuracy. Ours buckets batches by length;
+    traces / warms up), then each side's dev accuracy. Ours groups batches by length;
     theirs are shuffled and padded per batch (their default), and once more grouped by
     length (Trainer's group_by_length style) for information.
 --quick: 256 sentences and fewer training steps (30 fine-tuning steps: too few for the
@@ -217,7 +217,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
                                        workdir)
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
-           "note": f"training.train + make_dataset (length buckets), AdamWeightDecay; dev "
+           "note": f"training.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
                    f"{hf_bridge.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
@@ -227,7 +227,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
                "dev_labels": [int(e.label) for e in dev]}, handle)
   # HF's default batches (shuffled, padded to their longest row) are the target's
   # comparison; its length-grouped batches (Trainer's group_by_length, off by default) show
-  # how much of the gap our length buckets make.
+  # how much of the gap our length grouping makes.
   for group, suffix in ((False, ""), (True, "_grouped")):
     hf, why = hf_bridge.run_hf("finetune", {
         "threads": hf_bridge.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
