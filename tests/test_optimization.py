@@ -144,7 +144,7 @@ def test_adamw_fuses_only_from_its_threshold():
   variables = _toy_variables()  # 4 x 3 + 4 + 4 + 4 = 24 weights
   grads = [tf.ones(v.shape) for v in variables]
   optimizer = optimization.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
-  assert optimizer.fuse_from_num_weights == 1_000_000
+  assert optimizer.fuse_from_num_weights == 10_000_000
   optimizer.apply_gradients(zip(grads, variables))
   assert not optimizer.__dict__.get("_fused_updates")
   optimizer.fuse_from_num_weights = 24
