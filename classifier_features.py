@@ -234,8 +234,6 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
   """
   if not examples:
     raise script_utils.UserError("no examples to feed")
-  if pad_to_multiple_of is None:
-    pad_to_multiple_of = 1 if is_training else 8
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
   window = batch_size * max(int(window_batches), 1)

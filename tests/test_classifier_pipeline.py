@@ -89,14 +89,17 @@ def test_per_batch_padding_and_fixed_padding(tokenizers):
   assert list(order) == list(range(200))
 
 
-def test_training_batches_full_bucketed_and_seeded(tokenizers):
+def test_training_batches_full_length_grouped_and_seeded(tokenizers):
   fast, _ = tokenizers
-  examples = cd.MrpcProcessor().get_dev_examples(shared_path("glue", "MRPC"))[:50]
+  # Single sentences (MRPC's first texts), mostly shorter than 40 WordPieces, so the
+  # batch widths tell the padding apart.
+  examples = [cd.InputExample(e.guid, e.text_a, None, e.label)
+              for e in cd.MrpcProcessor().get_dev_examples(shared_path("glue", "MRPC"))[:50]]
 
   def first_batches(dataset):
     return [(b["example_index"].numpy(), b["input_ids"].numpy()) for b in dataset.take(12)]
 
-  def build(seed):  # max_seq_length 40 shares the traced packer of the MRPC test above
+  def build(seed):
     return cf.make_dataset(examples, ["0", "1"], fast, 40, 8, is_training=True, seed=seed)
 
   # Same seed, new pipeline (a rerun that resumes): the same batches.
@@ -105,13 +108,20 @@ def test_training_batches_full_bucketed_and_seeded(tokenizers):
     np.testing.assert_array_equal(index1, index2)
     np.testing.assert_array_equal(ids1, ids2)
   assert any(not np.array_equal(a[0], b[0]) for a, b in zip(run1, other))
+  ranges, widths = [], set()
   for index, ids in run1:
     assert len(index) == 8  # drop_remainder: every training batch is full
+    # The window (at most one epoch: 50 rows here) never holds one example twice.
+    assert len(set(index)) == 8
     lengths = (ids != 0).sum(axis=1)
-    # Bucketed: all rows of a batch fall in one bucket (1-8, 9-16, 17-24, 25-32, 33-40).
-    buckets = {min((length - 1) // 8, 4) for length in lengths}
-    assert len(buckets) == 1
-    assert ids.shape[1] == min(-(-lengths.max() // 8) * 8, 40)
+    assert ids.shape[1] == lengths.max()  # padded to its longest row, not rounded up
+    ranges.append(lengths.max() - lengths.min())
+    widths.add(ids.shape[1])
+  # Cut from length-sorted windows: rows of a batch have similar lengths, while the
+  # batches do not all have one length.
+  all_lengths = np.concatenate([(ids != 0).sum(axis=1) for _, ids in run1])
+  assert np.median(ranges) <= 0.25 * (all_lengths.max() - all_lengths.min()), ranges
+  assert len(widths) > 3
   # 12 batches of 8 from 50 examples: the repeat crossed an epoch boundary.
   seen = np.concatenate([index for index, _ in run1])
   assert set(seen) <= set(range(50)) and len(seen) == 96
