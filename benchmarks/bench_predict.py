@@ -21,6 +21,10 @@ every row, probabilities within PROBABILITY_TOLERANCE.
   python benchmarks/bench_predict.py [--quick] [--rounds=3] [--sentences=10000]
       [--sides=ours,ort,hf] [--ours_flags="--dtype=bfloat16"] [--baseline_tree=DIR]
 
+With an ORT side, the run ends with the matmul floor of the same sentences
+(benchmarks/step_floor.py, in this process): the forward matmuls alone at the sentences'
+unpadded mean length, and ORT's median time over it, the most any process built on this
+machine's matmul kernels could reach against ORT (--no_floor skips it).
 --quick: 1,000 sentences, 1 round. The HF and ORT sides need `make bench-hf-setup`
 (.venv-hf, or $BERT_HF_PYTHON); without it only our side is timed.
 """
@@ -127,8 +131,9 @@ def _same_bytes(path, other):
 
 
 def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
-        baseline_tree=None):
-  """Returns [{name, value, unit, note}]."""
+        baseline_tree=None, floor=True):
+  """Returns [{name, value, unit, note}]. floor: with an ORT side, also the matmul floor
+  (step_floor.py) of the same sentences, in this process after the rounds."""
   import json  # pylint: disable=g-import-not-at-top
 
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -145,7 +150,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     data_dir = os.path.join(work, "data")
     os.makedirs(data_dir)
     test_file = os.path.join(data_dir, "test.tsv")
-    write_test_file(test_file, sentences)
+    texts = write_test_file(test_file, sentences)
     output_dir = os.path.join(work, "ours")
     head_file = os.path.join(work, "head.npz")
     prepare_ours(output_dir, head_file)
@@ -237,7 +242,37 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
                          f"{diff:.1e}"
                          + (f"; byte-identical files: {identical[side]}"
                             if side == "before" else "")})
+  if floor and "ort" in sides:
+    rows += _floor_rows(texts, {side: statistics.median(seconds[side])
+                                for side in ("ort", "hf") if side in sides})
   return rows
+
+
+def _floor_rows(texts, their_seconds):
+  """What stands in the way of 2x ONNX Runtime (issue 26): the forward matmuls alone of
+  every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
+  LayerNorm or GELU), at the rate benchmarks/step_floor.py measures in this process."""
+  import fast_tokenization  # pylint: disable=g-import-not-at-top
+  import step_floor  # pylint: disable=g-import-not-at-top
+  tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
+  lengths = [min(len(ids) + 2, SEQ) for ids in tokenizer.tokenize_batch(texts)]
+  mean = sum(lengths) / len(lengths)
+  out = step_floor.ceiling_at(mean, BATCH, update=False)
+  floor_seconds = len(texts) / out["predict_ceiling"]
+  rate = out["forward_flops"] / (BATCH / out["predict_ceiling"])
+  return [
+      {"name": "predict_floor_forward_matmuls", "value": round(floor_seconds, 1),
+       "unit": "s", "note": f"{len(texts):,} sentences at {mean:.2f} tokens, batch {BATCH}: "
+                            f"{rate / 1e9:.1f} GFLOP/s, {100 * rate / out['peak']:.0f}% of "
+                            f"this process's 4096^2 peak {out['peak'] / 1e9:.1f} GFLOP/s; "
+                            f"{hf_bridge.load_average()}"},
+  ] + [
+      {"name": f"predict_floor_{side}_vs_floor",
+       "value": round(their_seconds[side] / floor_seconds, 2), "unit": "x",
+       "note": f"{side}'s whole process (median) / the forward matmuls alone: the most any "
+               f"process on this machine's matmul kernels could reach against {side} in "
+               f"this run; below {target:g} the issue-26 target cannot be met"}
+      for side, target in (("ort", 2), ("hf", 3)) if side in their_seconds]
 
 
 def main():
@@ -248,13 +283,15 @@ def main():
   parser.add_argument("--sides", default=",".join(SIDES))
   parser.add_argument("--ours_flags", default="",
                       help="extra run_classifier flags for our side, e.g. an opt-in")
+  parser.add_argument("--no_floor", action="store_true",
+                      help="skip the matmul floor rows (benchmarks/step_floor.py)")
   parser.add_argument("--baseline_tree", default=None,
                       help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
                            "its run_classifier.py is timed too, as side 'before'")
   args = parser.parse_args()
   rows = run(args.quick, args.rounds, args.sentences,
              [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
-             args.baseline_tree)
+             args.baseline_tree, not args.no_floor)
   for row in rows:
     print(f"{row['name']:42s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
 

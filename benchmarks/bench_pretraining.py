@@ -2,6 +2,8 @@
 
   .venv/bin/python benchmarks/bench_pretraining.py           # BERT-Base seq 128 + small
   .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
+  .venv/bin/python benchmarks/bench_pretraining.py --base [--rounds=3] [--steps=3] \
+      [--batch=8] [--xla=0,1]   # issue 26: BERT-Base float32, % of each round's peak
   .venv/bin/python benchmarks/bench_pretraining.py --small [--rounds=3] [--baseline=DIR]
       # issue 26: the Korean and demo shapes (benchmarks/small_step.py), XLA off and on,
       # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
@@ -286,6 +288,45 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
   return rows
 
 
+def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
+  """Issue 26's BERT-Base target (65% of the float32 matmul peak): the seq-128 float32
+  step (child()) in fresh processes, each round measuring the 4096^2 peak just before
+  its processes, so every fraction has a peak from the same minute."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  flops = training_flops_per_example(**CONFIGS["base"])
+  fractions = {xla: [] for xla in xla_settings}
+  rates = {xla: [] for xla in xla_settings}
+  peaks = []
+  for round_index in range(rounds):
+    peaks.append(matmul_peak(tf.float32))
+    for xla in xla_settings:
+      command = [sys.executable, os.path.abspath(__file__), "--child", "base", "float32",
+                 str(int(xla)), str(batch), str(steps)]
+      proc = subprocess.run(command, capture_output=True, text=True, timeout=3600,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+      if proc.returncode != 0:
+        raise RuntimeError(proc.stderr.strip()[-1500:])
+      rate = json.loads(proc.stdout.strip().splitlines()[-1])["examples_per_second"]
+      rates[xla].append(rate)
+      fractions[xla].append(rate * flops / peaks[-1])
+      print(f"[base] round {round_index + 1} xla={int(xla)}: {rate:.2f} examples/s, "
+            f"{100 * fractions[xla][-1]:.1f}% of {peaks[-1] / 1e9:.1f} GFLOP/s; "
+            f"{hf_bridge.load_average()}", file=sys.stderr, flush=True)
+  rows = [dict(name="matmul peak float32 (CPU), per round", value=round(max(peaks) / 1e9, 1),
+               unit="GFLOP/s", note="max; " + hf_bridge.spread([p / 1e9 for p in peaks])
+               + f"; {hf_bridge.cpu_model()}")]
+  for xla in xla_settings:
+    label = f"pretraining base seq{SEQ} b{batch} float32 xla={'on' if xla else 'off'}"
+    rows.append(dict(name=label, value=round(sorted(rates[xla])[len(rates[xla]) // 2], 2),
+                     unit="examples/s", note=hf_bridge.spread(rates[xla], "{:.2f}")
+                     + f"; {steps} timed steps after tracing; {flops / 1e9:.0f} GFLOP an example"))
+    rows.append(dict(name=label + " % of peak",
+                     value=round(100 * sorted(fractions[xla])[len(fractions[xla]) // 2], 1),
+                     unit="%", note=hf_bridge.spread([100 * f for f in fractions[xla]])
+                     + " (each round's rate over that round's peak); target 65% (issue 26)"))
+  return rows
+
+
 def _arg(name, default):
   for a in sys.argv:
     if a.startswith(f"--{name}="):
@@ -302,6 +343,12 @@ def main():
     xla = tuple(bool(int(x)) for x in _arg("xla", "0,1").split(","))
     for row in run_small(shapes, int(_arg("rounds", 3)), int(_arg("steps", 20)),
                          int(_arg("reps", 3)), _arg("baseline", None), xla):
+      print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
+    return
+  if "--base" in sys.argv:
+    xla = tuple(bool(int(x)) for x in _arg("xla", "0,1").split(","))
+    for row in run_base(int(_arg("rounds", 3)), int(_arg("steps", 3)), int(_arg("batch", 8)),
+                        xla):
       print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
     return
   if len(sys.argv) > 1 and sys.argv[1] == "--child":

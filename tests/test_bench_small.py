@@ -47,3 +47,40 @@ def test_flops_per_sequence_by_hand():
 ])
 def test_profile_op_classes(name, expected):
   assert profile_small_step.classify(name).startswith(expected)
+
+
+def test_step_floor_flops_by_hand():
+  import step_floor  # pylint: disable=g-import-not-at-top
+  # MiniLM at [32, 14], 448 rows: 24 x 2 x 448 x 384^2 = 3,170,893,824 (Q, K, V, output);
+  # 12 x 2 x 448 x 384 x 1536 = 6,341,787,648 (intermediate, output); attention 2 x 6 x 2
+  # x 384 x 14 x 32 x 14 = 57,802,752; pooler 2 x 32 x 384^2 = 9,437,184; classifier
+  # 2 x 32 x 384 x 2 = 49,152.
+  gemms = step_floor.forward_gemms(batch=32, seq=14, **step_floor.MINILM)
+  assert step_floor.flops(gemms, training=False) == 9_579_970_560
+  assert step_floor.flops(gemms, training=True) == 3 * 9_579_970_560
+
+
+def test_step_floor_runs_every_matmul_once():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  import step_floor  # pylint: disable=g-import-not-at-top
+  gemms = step_floor.forward_gemms(layers=2, hidden=12, heads=3, intermediate=20, batch=3,
+                                   seq=5)
+  count = sum(c for c, *_ in gemms)  # 8 + 2 + 2 + 2 + 2 + 1 + 1
+  assert count == 18
+  for training, per_gemm in ((False, 1), (True, 3)):
+    operands = step_floor._operands(tf, gemms, training)  # pylint: disable=protected-access
+    graph = step_floor.gemm_function(False).get_concrete_function(operands).graph
+    types = [op.type for op in graph.get_operations()]
+    # 2-D as in the model: Q, K, V, output, intermediate, output, pooler, classifier.
+    assert types.count("MatMul") == 14 * per_gemm
+    assert types.count("BatchMatMulV2") == 4 * per_gemm  # attention: batch x heads = 9
+
+
+@pytest.mark.parametrize("shape", ["korean", "demo"])
+def test_step_floor_pretraining_gemms_match_small_step_flops(shape):
+  import step_floor  # pylint: disable=g-import-not-at-top
+  s = small_step.SHAPES[shape]
+  gemms = step_floor.forward_gemms(**s)
+  assert step_floor.flops(gemms, training=True) == s["batch"] * small_step.flops_per_sequence(
+      shape)
