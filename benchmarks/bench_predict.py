@@ -264,7 +264,7 @@ def _floor_rows(texts, their_seconds):
       {"name": "predict_floor_forward_matmuls", "value": round(floor_seconds, 1),
        "unit": "s", "note": f"{len(texts):,} sentences at {mean:.2f} tokens, batch {BATCH}: "
                             f"{rate / 1e9:.1f} GFLOP/s, {100 * rate / out['peak']:.0f}% of "
-                            f"this process's 4096^2 peak {out['peak'] / 1e9:.1f} GFLOP/s; "
+                            f"this process's matmul peak {out['peak'] / 1e9:.1f} GFLOP/s; "
                             f"{hf_bridge.load_average()}"},
   ] + [
       {"name": f"predict_floor_{side}_vs_floor",

@@ -6,8 +6,9 @@ batch 32, vocabulary 15,742, 10 predictions); "demo" is quickstart.py's (L=2 H=1
 I=512, sequence 64, batch 32, 10 predictions, its 4,000-piece vocabulary).
 
 `build(shape, xla)` makes the model, modeling.pretraining_loss, AdamWeightDecay and
-training.py's own step and loop (training.make_train_step / make_train_loop) on
-synthetic batches held in memory, as training.train would run them; `Run.rate(steps)`
+training.py's own strategy, step, loop and input iterator (create_strategy("one_device"),
+make_train_step / make_train_loop, the iterator training.train makes) on synthetic
+batches held in memory, as run_pretraining would run them; `Run.rate(steps)`
 times one loop call of `steps` steps after the caller made a warm-up call.
 
 Model FLOPs a sequence (`flops_per_sequence`), forward + backward = 3x forward:
@@ -81,7 +82,7 @@ def build(shape, xla=False, seed=0):
   import training  # pylint: disable=g-import-not-at-top
 
   s = SHAPES[shape]
-  strategy = tf.distribute.get_strategy()
+  strategy = training.create_strategy("one_device")  # run_pretraining's default
   training.setup_precision("float32")
   training.setup_determinism(1, False)
   config = modeling.BertConfig(
@@ -114,5 +115,8 @@ def build(shape, xla=False, seed=0):
   step = training.make_train_step(model, optimizer, modeling.pretraining_loss, names,
                                   train_config, state)
   loop = training.make_train_loop(strategy, step, names)
-  iterator = iter(strategy.experimental_distribute_dataset(dataset))
+  # The loop's input as training.train makes it (for the CPU: the dataset itself since
+  # issue 26, tf.distribute's iterator before), so a --baseline tree times its own.
+  iterator = training._train_iterator(  # pylint: disable=protected-access
+      strategy, lambda context, per_replica: dataset, train_config, 0)
   return Run(loop, iterator, batch)

@@ -17,7 +17,7 @@ every step). Then, in examples/s:
 Nothing else of a step is counted: no softmax, LayerNorm, GELU, dropout, embedding
 lookup or gradient, loss, clipping, input pipeline or host loop. So the ceilings are
 optimistic bounds; a target above them cannot be reached with these kernels on this
-machine. The fraction of the 4096^2 matmul peak the step's matmuls reach is printed
+machine. The fraction of the matmul peak (bench_pretraining.matmul_peak: the fastest square matmul of 1024-4096) the step's matmuls reach is printed
 beside them: small matrices run further from the peak than large ones.
 
   python benchmarks/step_floor.py [--shape=minilm|korean|demo] [--seq=14] [--batch=32]
@@ -164,7 +164,7 @@ def update_seconds(shape, repeats=5):
 
 
 def measure(seq, batch=32, shape=None, repeats=5, update=True):
-  """{name: value} of one run: the 4096^2 peak, the forward and training matmuls at
+  """{name: value} of one run: the matmul peak, the forward and training matmuls at
   [batch, seq] (best of the two kernel sets), the classifier's update (update=False: 0,
   as for a pretraining shape, whose model this does not build), and the two ceilings."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -211,7 +211,7 @@ def ceiling_at(mean_tokens, batch=32, shape=None, repeats=5, update=True):
 def describe(out, batch, seq):
   """Printable rows (name, value, unit, note) of measure()'s result."""
   peak = out["peak"]
-  rows = [("matmul peak float32, 4096^2", out["peak"] / 1e9, "GFLOP/s",
+  rows = [("matmul peak float32", out["peak"] / 1e9, "GFLOP/s",
            f"best of 3, before; {out['peak_after'] / 1e9:.1f} after")]
   for mode, what in (("forward", "forward matmuls"), ("train", "forward + backward matmuls")):
     rate = out[f"{mode}_flops"] / out[f"{mode}_seconds"]
