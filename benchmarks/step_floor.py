@@ -118,11 +118,16 @@ def time_gemms(gemms, training, xla, repeats=5):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   operands = _operands(tf, gemms, training)
   run = gemm_function(xla)
-  run(operands).numpy()
+  return _best_and_median(lambda: run(operands).numpy(), repeats)
+
+
+def _best_and_median(call, repeats):
+  """(best, median) seconds of `repeats` timed calls, after one untimed call."""
+  call()
   seconds = []
   for _ in range(repeats):
     started = time.perf_counter()
-    run(operands).numpy()
+    call()
     seconds.append(time.perf_counter() - started)
   seconds.sort()
   return seconds[0], seconds[len(seconds) // 2]
@@ -152,15 +157,8 @@ def update_seconds(shape, repeats=5):
     optimizer.apply_gradients(zip(grads, variables))
     return optimizer.iterations
 
-  apply(grads).numpy()
-  seconds = []
-  for _ in range(repeats):
-    started = time.perf_counter()
-    apply(grads).numpy()
-    seconds.append(time.perf_counter() - started)
-  seconds.sort()
-  num_weights = sum(int(tf.size(v)) for v in variables)
-  return seconds[0], seconds[len(seconds) // 2], num_weights
+  best, median = _best_and_median(lambda: apply(grads).numpy(), repeats)
+  return best, median, sum(int(tf.size(v)) for v in variables)
 
 
 def measure(seq, batch=32, shape=None, repeats=5, update=True):
