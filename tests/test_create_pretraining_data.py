@@ -264,9 +264,10 @@ def _layout(rows):
 
 @pytest.mark.parametrize("vocab,kwargs", [
     (UNCASED_VOCAB, dict(dupe_factor=3, random_seed=3)),
-    (CASED_VOCAB, dict(dupe_factor=2, random_seed=4, do_lower_case=False,
-                       do_whole_word_mask=True, max_seq_length=64,
-                       max_predictions_per_seq=10, short_seq_prob=0.3)),
+    pytest.param(CASED_VOCAB, dict(dupe_factor=2, random_seed=4, do_lower_case=False,
+                                   do_whole_word_mask=True, max_seq_length=64,
+                                   max_predictions_per_seq=10, short_seq_prob=0.3),
+                 marks=pytest.mark.slow),
 ])
 def test_output_is_statistically_the_originals(tmp_path, vocab, kwargs):
   """Ours against the plain reimplementation of the original on the Reuters corpus.
@@ -532,24 +533,50 @@ def test_cli_missing_input_is_one_line_exit_2(tmp_path):
   assert "Traceback" not in result.stderr and os.listdir(tmp_path) == ["test_vocab.txt"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--num_output_shards=0"], "--num_output_shards=0: must be at least 1"),
-    (["--max_seq_length=1000000000"],
+_DEFAULT_OPTIONS = dict(  # create_pretraining_data.py's flag defaults
+    do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
+    random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
+    mask_token_prob=0.8, random_token_prob=0.1, num_workers=None, documents_per_chunk=1000)
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("num_output_shards=0", "--num_output_shards=0: must be at least 1"),
+    ("max_seq_length=1000000000",
      "--max_seq_length=1000000000: more than 8,192, beyond any sane run"),
-    (["--max_predictions_per_seq=100000"],
+    ("max_predictions_per_seq=100000",
      "--max_predictions_per_seq=100000: more than 8,192, beyond any sane run"),
-    (["--dupe_factor=0"], "--dupe_factor=0: must be at least 1"),
-    (["--dupe_factor=1000000"], "--dupe_factor=1000000: more than 1,000, beyond any sane run"),
-    (["--num_workers=-1"], "--num_workers=-1: must be 0 or more"),
-    (["--split_sentences=nltk"], "--split_sentences=nltk: unknown; choose one of pysbd"),
+    ("dupe_factor=0", "--dupe_factor=0: must be at least 1"),
+    ("dupe_factor=1000000", "--dupe_factor=1000000: more than 1,000, beyond any sane run"),
+    ("num_workers=-1", "--num_workers=-1: must be 0 or more"),
+    ("split_sentences=nltk", "--split_sentences=nltk: unknown; choose one of pysbd"),
 ])
-def test_cli_flag_errors_are_one_line_before_any_work(tmp_path, args, message):
+def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
+  """The checks main() runs before reading the corpus, in order, in this process; the
+  subprocess test below shows one of them reaching the shell as one line and exit 2."""
+  corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
+  out = str(tmp_path / "out.tfrecord")
+  vocab = _test_vocab(tmp_path)
+  name, value = flag.split("=")
+  with pytest.raises(script_utils.UserError) as raised:
+    if name == "split_sentences":
+      cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS)
+      cpd.sentence_splitter(value)
+    elif name == "num_output_shards":
+      cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS, num_output_shards=int(value))
+    else:
+      cpd.check_run(corpus, out, vocab, dict(_DEFAULT_OPTIONS, **{name: int(value)}))
+  assert str(raised.value) == message
+  assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "test_vocab.txt"]
+
+
+def test_cli_flag_error_is_one_line_exit_2_before_any_work(tmp_path):
   corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
   out = tmp_path / "out.tfrecord"
-  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", *args,
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", "--dupe_factor=0",
                        vocab=_test_vocab(tmp_path))
   assert result.returncode == 2, result.stderr[-2000:]
-  assert _last_line(result) == f"create_pretraining_data.py: error: {message}"
+  assert _last_line(result) == ("create_pretraining_data.py: error: --dupe_factor=0: must be "
+                                "at least 1")
   assert "Traceback" not in result.stderr
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "test_vocab.txt"]
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import numpy_bert
@@ -117,6 +118,7 @@ def test_empty_input_fails_in_one_line_and_writes_nothing(tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["bert_config.json", "in.txt", "vocab.txt"]
 
 
+@pytest.mark.slow  # --normalize=nfc in the default suite: test_export_encoder, test_create_vocab
 def test_normalize_nfc_composes_decomposed_input(tmp_path):
   """--normalize=nfc: NFD Hangul (as macOS writes it) gives the tokens and values of the
   NFC text, byte for byte; without it the decomposed syllables are [UNK]. Needs no

@@ -1475,6 +1475,7 @@ def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lo
   assert f"ckpt-{steps[-1] + 1}.index" in left
 
 
+@pytest.mark.slow  # a NaN loss in the default suite: test_faults
 def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
   """run_pretraining --learning_rate=1e6 --num_train_steps=4 --do_eval used to export NaN
   weights to pretrained/bert_model.ckpt and `loss = nan` to eval_results.txt, exit 0."""

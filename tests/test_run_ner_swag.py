@@ -142,6 +142,7 @@ def _feature_run(tiny_model, conll_dir, out, *extra):
   return run_script("run_ner.py", *common, *extra)
 
 
+@pytest.mark.slow  # run_ner end to end in the default suite: test_run_ner_finetune_eval_predict
 def test_run_ner_feature_mode(tiny_model, conll_dir, tmp_path):
   out = str(tmp_path / "ner_feature")
   _feature_run(tiny_model, conll_dir, out, "--do_train", "--do_eval", "--train_batch_size=8",

@@ -207,8 +207,10 @@ def _train_precision(output_dir, dtype, jit_compile, steps=6):
     training.setup_precision("float32")
 
 
-@pytest.mark.parametrize("dtype,jit_compile", [("float32", True), ("bfloat16", False),
-                                               ("float16", False)])
+# bfloat16 and float16 policies in the default suite: test_precision; here, slow.
+@pytest.mark.parametrize("dtype,jit_compile", [
+    ("float32", True), pytest.param("bfloat16", False, marks=pytest.mark.slow),
+    pytest.param("float16", False, marks=pytest.mark.slow)])
 def test_mixed_precision_and_xla_train_like_float32(tmp_path, dtype, jit_compile):
   """The paths a GPU/TPU run takes (XLA, bfloat16, float16 with loss scaling), on CPU:
   the same start, the same data, an update close to the float32 one."""
