@@ -109,13 +109,14 @@ def main(_):
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
         mask_token_prob=FLAGS.mask_token_prob, random_token_prob=FLAGS.random_token_prob,
         num_workers=FLAGS.num_workers, documents_per_chunk=FLAGS.documents_per_chunk)
-    input_files, outputs = pretraining_data.check_run(
-        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
-        num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
+    # Flags checked before check_run, which creates the output's folder.
     normalize = flags_common.normalize_option(FLAGS.normalize)
     splitter = (pretraining_data.sentence_splitter(FLAGS.split_sentences,
                                                    FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)
+    input_files, outputs = pretraining_data.check_run(
+        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
+        num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
     corpus_check.log_report(corpus_check.check_corpus(
         corpus_check.read_sample(input_files), FLAGS.do_lower_case,
         vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,

@@ -551,15 +551,14 @@ _DEFAULT_OPTIONS = dict(  # create_pretraining_data.py's flag defaults
     ("split_sentences=nltk", "--split_sentences=nltk: unknown; choose one of pysbd"),
 ])
 def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
-  """The checks main() runs before reading the corpus, in order, in this process; the
-  subprocess test below shows one of them reaching the shell as one line and exit 2."""
+  """The checks main() runs before reading the corpus, in this process; the subprocess
+  test below shows one of them reaching the shell as one line and exit 2."""
   corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
-  out = str(tmp_path / "out.tfrecord")
+  out = str(tmp_path / "new" / "out.tfrecord")  # a folder check_run would create
   vocab = _test_vocab(tmp_path)
   name, value = flag.split("=")
   with pytest.raises(script_utils.UserError) as raised:
-    if name == "split_sentences":
-      cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS)
+    if name == "split_sentences":  # main() builds the splitter before check_run
       cpd.sentence_splitter(value)
     elif name == "num_output_shards":
       cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS, num_output_shards=int(value))
@@ -570,13 +569,15 @@ def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
 
 
 def test_cli_flag_error_is_one_line_exit_2_before_any_work(tmp_path):
+  """Also: the output's new folder is not created (--split_sentences was checked after
+  check_run had made it, which left an empty folder behind)."""
   corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
-  out = tmp_path / "out.tfrecord"
-  result = _run_script(f"--input_file={corpus}", f"--output_file={out}", "--dupe_factor=0",
-                       vocab=_test_vocab(tmp_path))
+  out = tmp_path / "new" / "out.tfrecord"
+  result = _run_script(f"--input_file={corpus}", f"--output_file={out}",
+                       "--split_sentences=nltk", vocab=_test_vocab(tmp_path))
   assert result.returncode == 2, result.stderr[-2000:]
-  assert _last_line(result) == ("create_pretraining_data.py: error: --dupe_factor=0: must be "
-                                "at least 1")
+  assert _last_line(result) == ("create_pretraining_data.py: error: --split_sentences=nltk: "
+                                "unknown; choose one of pysbd")
   assert "Traceback" not in result.stderr
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "test_vocab.txt"]
 

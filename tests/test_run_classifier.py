@@ -145,7 +145,7 @@ _NFC_ROWS = [("정말 재미있다.", "1"), ("지루하다 최악.", "0"), ("배
              ("영화 별로.", "0"), ("정말 좋다.", "1"), ("연기 최악.", "0")]
 
 
-@pytest.mark.slow  # --normalize=nfc also in test_export_encoder, test_extract_features
+@pytest.mark.slow  # --normalize=nfc in the default suite: test_export_encoder, test_create_vocab
 def test_normalize_nfc_reads_decomposed_text_as_composed_in_training_and_export(tmp_path):
   """--normalize=nfc: Hangul written decomposed (NFD, as macOS copies it) is tokenized as
   the composed text both when the run reads its files and in the exported serve_text
