@@ -6,8 +6,8 @@ script_utils; never reads absl FLAGS.
 Features come two ways, with identical token ids:
   * `make_dataset(...)`: the fast path. Texts go into tf.data, `fast_tokenization.FastTokenizer`
     and `fast_tokenization.pack_inputs` run in the graph (`pack_texts`), and each batch is
-    padded only to its own longest row (`input_pipeline.trim_to_longest`; bucketing by
-    length while training, sorting inside a window for eval/predict) unless
+    padded only to its own longest row (`input_pipeline.trim_to_longest`; rows sorted by
+    length inside windows, shuffled ones while training) unless
     `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
   * `predict_batches(...)`: make_dataset's eval/predict batches, element for element the
     same (rows, order, padding), made eagerly in NumPy without tf.data: a prediction
@@ -139,8 +139,8 @@ def _batch_rows(dataset, batch_size, *, is_training, fixed_padding, seed, window
 
 
 def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                 is_training, fixed_padding=False, seed=12345, window_batches=32,
-                 pad_to_multiple_of=None, input_context=None):
+                 is_training, fixed_padding=False, seed=12345, window_batches=None,
+                 pad_to_multiple_of=1, input_context=None):
   """A tf.data pipeline of batches for training, eval or prediction.
 
   examples: list of classifier_data.InputExample. label_list: label strings, or None for
@@ -156,10 +156,12 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   TPUs). Otherwise rows are sorted by length within each window of `window_batches`
   batches (for training, a window of the shuffled stream, at most one epoch long, as
   Hugging Face's group_by_length does; its batches are then shuffled again), and a batch
-  is only as long as its longest row, rounded up to a multiple of `pad_to_multiple_of`
-  (which bounds the number of distinct shapes a tf.function traces). By default that is
-  1 for training, whose loop (training.py) takes any length in one trace, and 8 for
-  eval/predict; pass 8 where every shape compiles, as with XLA.
+  is only as long as its longest row, rounded up to a multiple of `pad_to_multiple_of`.
+  Default windows: 32 batches for training; for eval/predict one eager chunk
+  (`eval_window_batches`), as long as the rows are sorted at no cost. The default
+  multiple is 1: training's loop and training.predict/evaluate take any length in one
+  trace, and every padded position is matmul work; pass 8 where every shape compiles, as
+  with XLA, to bound the number of shapes.
 
   Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
   run_classifier's eval and predict take `predict_batches` instead (the same batches,
@@ -167,8 +169,8 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   """
   if not examples:
     raise script_utils.UserError("no examples to feed")
-  if pad_to_multiple_of is None:
-    pad_to_multiple_of = 1 if is_training else 8
+  if window_batches is None:
+    window_batches = TRAIN_WINDOW_BATCHES if is_training else eval_window_batches(batch_size)
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
   dataset = tf.data.Dataset.from_tensor_slices(columns)
@@ -219,10 +221,20 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
 # Rows tokenized per eager call: large calls cost less per row (each op runs once per
 # call); rounded to whole sorting windows.
 EAGER_CHUNK_ROWS = 8192
+# Training's length-sorted windows, in batches (group_by_length's 50 is of the same kind).
+TRAIN_WINDOW_BATCHES = 32
+
+
+def eval_window_batches(batch_size):
+  """Eval/predict windows: one eager chunk of rows, all sorted by length together. Batch
+  widths then follow the length distribution closely (the first 5,000 SST-2 training
+  sentences at batch 32: 14.3 tokens a row with windows of 32 batches, 13.7 with 256)
+  and nothing waits longer for it: a chunk is tokenized in one call anyway."""
+  return max(EAGER_CHUNK_ROWS // max(int(batch_size), 1), 1)
 
 
 def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                    fixed_padding=False, window_batches=32, pad_to_multiple_of=8):
+                    fixed_padding=False, window_batches=None, pad_to_multiple_of=1):
   """Yields make_dataset(..., is_training=False)'s batches as dicts of NumPy arrays.
 
   The same elements, key for key and value for value: input_ids, input_mask,
@@ -236,6 +248,8 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
     raise script_utils.UserError("no examples to feed")
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
+  if window_batches is None:
+    window_batches = eval_window_batches(batch_size)
   window = batch_size * max(int(window_batches), 1)
   chunk = max(EAGER_CHUNK_ROWS // window, 1) * window
   multiple = max(int(pad_to_multiple_of), 1)

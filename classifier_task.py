@@ -123,7 +123,7 @@ class ClassifierTask(finetune.Task):
         self.train_examples, self.labels, self.tokenizer, self.options.max_seq_length,
         batch_size, is_training=True, fixed_padding=self.fixed_padding,
         seed=self.options.seed, input_context=input_context,
-        pad_to_multiple_of=8 if self.options.enable_xla else None)
+        pad_to_multiple_of=8 if self.options.enable_xla else 1)
 
   def build_model(self, config):
     model, _ = modeling.build_classifier_model(config, self.processor.num_outputs,

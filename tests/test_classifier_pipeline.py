@@ -76,8 +76,8 @@ def test_per_batch_padding_and_fixed_padding(tokenizers):
   for batch in dataset:
     longest = int(batch["input_mask"].numpy().sum(axis=1).max())
     width = int(batch["input_ids"].shape[1])
-    # Each batch is its longest row rounded up to a multiple of 8, not 128.
-    assert width == -(-longest // 8) * 8
+    # Each batch is as wide as its longest row, not 128.
+    assert width == longest
     total_width += width * len(batch["example_index"])
   assert total_width / len(examples) < 48  # SST-2 sentences are short
   fixed = cf.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
@@ -87,6 +87,27 @@ def test_per_batch_padding_and_fixed_padding(tokenizers):
   # Fixed padding keeps the file order; sorted windows only reorder inside a window.
   order = np.concatenate([b["example_index"].numpy() for b in fixed])
   assert list(order) == list(range(200))
+
+
+def test_eval_windows_default_to_one_eager_chunk(tokenizers, monkeypatch):
+  # By default eval/predict rows are sorted by length over a whole eager chunk (here 64
+  # rows, 8 batches of 8), not 32 batches, and each batch is exactly its longest row.
+  fast, _ = tokenizers
+  monkeypatch.setattr(cf, "EAGER_CHUNK_ROWS", 64)
+  assert cf.eval_window_batches(8) == 8 and cf.eval_window_batches(100) == 1
+  examples = cd.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:150]
+  for batches in (list(cf.predict_batches(examples, ["0", "1"], fast, 128, 8)),
+                  [{k: v.numpy() for k, v in b.items()} for b in
+                   cf.make_dataset(examples, ["0", "1"], fast, 128, 8, is_training=False)]):
+    lengths = np.concatenate([b["input_mask"].sum(axis=1) for b in batches])
+    order = np.concatenate([b["example_index"] for b in batches])
+    assert sorted(order) == list(range(150))
+    for start in range(0, 150, 64):  # sorted inside each chunk, not across chunks
+      assert list(lengths[start:start + 64]) == sorted(lengths[start:start + 64])
+      assert set(order[start:start + 64]) == set(range(start, min(start + 64, 150)))
+    assert lengths[64] < lengths[63]  # the second chunk starts short again
+    for batch in batches:
+      assert batch["input_ids"].shape[1] == batch["input_mask"].sum(axis=1).max()
 
 
 def test_training_batches_full_length_grouped_and_seeded(tokenizers):
