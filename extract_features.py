@@ -21,8 +21,10 @@ get -10000 in the attention mask and so change nothing in the real tokens' value
 """
 
 import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
 
 runtime_log.quiet()
+cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app

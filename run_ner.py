@@ -22,8 +22,10 @@ for a labelled test file, test_results.txt (test_f1, ...).
 """
 
 import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
 
 runtime_log.quiet()
+cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app

@@ -71,6 +71,8 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   """
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   sys.path.insert(0, ROOT)
+  import cpu_memory  # pylint: disable=g-import-not-at-top
+  cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import checkpoints  # pylint: disable=g-import-not-at-top
@@ -224,6 +226,12 @@ def small_child(shape, xla, steps, reps):
   with `reps` rates (sequences/s) of `steps`-step loop calls after a warm-up call."""
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import small_step  # pylint: disable=g-import-not-at-top
+  try:  # the tree small_step runs (a baseline from before cpu_memory.py has none)
+    import cpu_memory  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    cpu_memory = None
+  if cpu_memory is not None:
+    cpu_memory.keep_freed_memory()  # as that tree's scripts do
   run = small_step.build(shape, xla=xla)
   run.loop(2)
   print(json.dumps({"rates": [run.rate(steps) for _ in range(reps)],
