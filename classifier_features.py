@@ -158,10 +158,10 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   Hugging Face's group_by_length does; its batches are then shuffled again), and a batch
   is only as long as its longest row, rounded up to a multiple of `pad_to_multiple_of`.
   Default windows: 32 batches for training; for eval/predict one eager chunk
-  (`eval_window_batches`), as long as the rows are sorted at no cost. The default
-  multiple is 1: training's loop and training.predict/evaluate take any length in one
-  trace, and every padded position is matmul work; pass 8 where every shape compiles, as
-  with XLA, to bound the number of shapes.
+  (`eval_window_batches`: its rows are tokenized together, so sorting them all costs
+  nothing more). The default multiple is 1: training's loop and training.predict and
+  evaluate take any length in one trace, and every padded position is matmul work; pass
+  8 where every shape compiles, as with XLA, to bound the number of shapes.
 
   Training repeats forever, reshuffles each epoch (seeded) and drops the remainder.
   run_classifier's eval and predict take `predict_batches` instead (the same batches,
@@ -221,7 +221,8 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
 # Rows tokenized per eager call: large calls cost less per row (each op runs once per
 # call); rounded to whole sorting windows.
 EAGER_CHUNK_ROWS = 8192
-# Training's length-sorted windows, in batches (group_by_length's 50 is of the same kind).
+# Training's length-sorted windows, in batches (Hugging Face's group_by_length sorts
+# "megabatches" of up to 50 batches the same way).
 TRAIN_WINDOW_BATCHES = 32
 
 
