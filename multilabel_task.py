@@ -30,7 +30,9 @@ import serving
 import tokenization
 import training
 
-# Batches are cut to their longest row rounded up to a multiple of this (few shapes).
+# Training batches are cut to their longest row rounded up to a multiple of this (few
+# shapes for a compiled step); eval and prediction batches to their longest row exactly
+# (training.predict traces one shape-generic graph).
 LENGTH_MULTIPLE = 16
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -140,7 +142,6 @@ class MultiLabelTask(finetune.Task):
   @staticmethod
   def _logits(model, arrays, batch_size, what):
     """Logits float32 [num_examples, num_labels], in file order."""
-    dataset = input_pipeline.array_dataset(arrays, batch_size, False, _SEQUENCE_KEYS,
-                                           LENGTH_MULTIPLE)
+    dataset = input_pipeline.array_dataset(arrays, batch_size, False, _SEQUENCE_KEYS)
     batches = training.predict(model, dataset, total=len(arrays["input_ids"]), what=what)
     return np.concatenate([batch["logits"] for batch in batches], axis=0)

@@ -43,8 +43,11 @@ DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
                  "dev": ("valid.txt", "dev.txt", "eng.testa"),
                  "test": ("test.txt", "eng.testb")}
 
-# Batches are cut to their longest window rounded up to a multiple of this: short CoNLL
-# sentences cost little, and prediction's tf.function sees only a few distinct shapes.
+# Training batches are cut to their longest window rounded up to a multiple of this: few
+# distinct shapes for a compiled (--enable_xla) step. Eval and prediction batches are cut
+# to their longest window exactly: training.predict traces one shape-generic graph, and
+# every padded position is matmul work. The feature cache keeps the multiple (its
+# tf.function traces once per shape).
 LENGTH_MULTIPLE = ner_features.LENGTH_BUCKET
 _TOKEN_KEYS = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
@@ -72,15 +75,19 @@ class NerSettings:
           f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
 
 
-def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None):
+def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,
+                 multiple=None):
   """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
-  (S the batch's longest window rounded up to LENGTH_MULTIPLE), feature_index int32 [B].
+  (S the batch's longest window rounded up to `multiple`: by default LENGTH_MULTIPLE for
+  training, 1 otherwise), feature_index int32 [B].
 
   training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches;
   else one pass in feature order.
   """
+  if multiple is None:
+    multiple = LENGTH_MULTIPLE if training_data else 1
   return input_pipeline.array_dataset(arrays, batch_size, training_data, _TOKEN_KEYS,
-                                      LENGTH_MULTIPLE, seed, input_context)
+                                      multiple, seed, input_context)
 
 
 class Split:
@@ -229,7 +236,8 @@ class NerTask(finetune.Task):
       if os.path.exists(split.cache):
         logging.info("Using cached %s features: %s", split.name, split.cache)
         continue
-      dataset = make_dataset(split.arrays, settings.feature_batch_size, False)
+      dataset = make_dataset(split.arrays, settings.feature_batch_size, False,
+                             multiple=LENGTH_MULTIPLE)
       ner_features.write_feature_cache(split.cache, encoder, dataset,
                                        settings.feature_layers, len(split.features),
                                        label=f"{split.name} features")

@@ -67,26 +67,35 @@ def test_layer_choice_needs_enough_layers():
     ner_features.check_layer_choice("last_two", 12)
 
 
-def test_token_batches_are_trimmed_to_multiples_of_32():
+def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
   arrays = token_arrays()
-  batches = list(ner_task.make_dataset(arrays, 2, False))
-  # Rows (5, 9) -> 32; (3, 40) -> 64; (7) -> 32. feature_index is not cut.
-  assert [b["input_ids"].shape[1] for b in batches] == [32, 64, 32]
-  for batch, rows in zip(batches, ([0, 1], [2, 3], [4])):
-    width = batch["input_ids"].shape[1]
-    assert batch["feature_index"].numpy().tolist() == rows
-    for key in ("input_ids", "input_mask", "segment_ids", "label_ids"):
-      np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
+  # Rows (5, 9), (3, 40), (7). Eval/predict batches are their longest window exactly;
+  # with multiple=32 (training's default, and the feature cache's) 32, 64, 32.
+  # feature_index is not cut.
+  for multiple, widths in ((None, [9, 40, 7]), (ner_task.LENGTH_MULTIPLE, [32, 64, 32])):
+    batches = list(ner_task.make_dataset(arrays, 2, False, multiple=multiple))
+    assert [b["input_ids"].shape[1] for b in batches] == widths
+    for batch, rows in zip(batches, ([0, 1], [2, 3], [4])):
+      width = batch["input_ids"].shape[1]
+      assert batch["feature_index"].numpy().tolist() == rows
+      for key in ("input_ids", "input_mask", "segment_ids", "label_ids"):
+        np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
+  # Training batches: multiples of 32 that hold their longest window.
+  for batch in ner_task.make_dataset(arrays, 2, True).take(6):
+    width = int(batch["input_ids"].shape[1])
+    longest = int(batch["input_mask"].numpy().sum(axis=1).max())
+    assert width % 32 == 0 and longest <= width < longest + 32
   # Never wider than the arrays: a 16-wide window stays 16.
   short = token_arrays(max_seq_length=16, lengths=[3, 16])
-  assert next(iter(ner_task.make_dataset(short, 2, False)))["input_ids"].shape[1] == 16
+  assert next(iter(ner_task.make_dataset(short, 2, False, multiple=32)))[
+      "input_ids"].shape[1] == 16
 
 
 def test_feature_cache_round_trip(encoder, tmp_path):
   arrays = token_arrays()
   path = str(tmp_path / "dev.tfrecord")
-  ner_features.write_feature_cache(path, encoder, ner_task.make_dataset(arrays, 2, False),
-                                   "sum_all", len(LENGTHS))
+  dataset = ner_task.make_dataset(arrays, 2, False, multiple=ner_task.LENGTH_MULTIPLE)
+  ner_features.write_feature_cache(path, encoder, dataset, "sum_all", len(LENGTHS))
   outputs = encoder({k: arrays[k] for k in ("input_ids", "input_mask", "segment_ids")},
                     training=False)
   expected = sum(x.numpy() for x in outputs["encoder_outputs"]).astype(np.float16)

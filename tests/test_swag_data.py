@@ -79,3 +79,28 @@ def test_predictions_file(tmp_path):
   assert rows[0] == ["id", "prediction", "prob0", "prob1", "prob2", "prob3", "label"]
   assert rows[1] == ["0", "3"] + [f"{p:.6f}" for p in e / e.sum()] + ["3"]
   assert [r[1] for r in rows[1:]] == ["3", "0", "2"]
+
+
+def test_swag_batches_exact_for_eval_multiples_of_32_for_training():
+  import swag_task  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  lengths = [[5, 9, 3, 2], [40, 3, 3, 3], [7, 7, 7, 6]]  # [example, choice]
+  seq = 64
+  arrays = {k: np.zeros((3, swag_data.NUM_CHOICES, seq), np.int32)
+            for k in ("input_ids", "input_mask", "segment_ids")}
+  for i, row in enumerate(lengths):
+    for c, n in enumerate(row):
+      arrays["input_ids"][i, c, :n] = np.arange(1, n + 1)
+      arrays["input_mask"][i, c, :n] = 1
+  arrays["label_ids"] = np.array([0, 1, 2], np.int32)
+  batches = list(swag_task.make_dataset(arrays, 2, False))
+  # Examples (0, 1) then (2): each batch as wide as its longest choice, in file order.
+  assert [b["input_ids"].shape[-1] for b in batches] == [40, 7]
+  for batch, rows in zip(batches, ([0, 1], [2])):
+    width = batch["input_ids"].shape[-1]
+    np.testing.assert_array_equal(batch["input_ids"].numpy(),
+                                  arrays["input_ids"][rows][..., :width])
+    assert batch["label_ids"].numpy().tolist() == arrays["label_ids"][rows].tolist()
+  for batch in swag_task.make_dataset(arrays, 2, True).take(4):
+    width = int(batch["input_ids"].shape[-1])
+    longest = int(batch["input_mask"].numpy().sum(axis=-1).max())
+    assert width % 32 == 0 and longest <= width < longest + 32
