@@ -278,7 +278,8 @@ for name, seconds in times.items():
 lines.append(f"| total | {sum(times.values())} | {sum(cpu.values())} |")
 answers = os.path.join(out, "nsmc", "export_answers.json")
 if os.path.exists(answers):
-  lines += ["", "Exported NSMC model (out/korean/nsmc/export, signature serve_text) on raw "
+  export = os.path.join(out, "nsmc", "export")
+  lines += ["", f"Exported NSMC model ({export}, signature serve_text) on raw "
             "text, from a fresh process importing only tensorflow and tensorflow_text "
             "(label 1 = positive):", "", "| review | label | probability |", "|---|---|---|"]
   for a in json.load(open(answers, encoding="utf-8")):
