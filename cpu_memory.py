@@ -1,4 +1,4 @@
-"""glibc's allocator told to keep the memory a process frees, so big tensors reuse warm pages.
+"""glibc told to keep the memory a process frees, so that big tensors reuse warm pages.
 
 Ground floor: imports nothing of ours, and nothing of TensorFlow. The scripts that run a
 model call `keep_freed_memory()` right after `runtime_log.quiet()`.
@@ -19,7 +19,8 @@ heap is kept, not handed back. What a process frees stays in it for its next all
 its resident memory no longer shrinks after a peak.
 
 Left alone (returns False): a C library other than glibc, and a user who set any of
-glibc's MALLOC_* variables or a glibc.malloc tunable (their choice wins) or BERT_KEEP_FREED_MEMORY=0.
+glibc's MALLOC_* variables, a glibc.malloc tunable (their choice wins) or
+BERT_KEEP_FREED_MEMORY=0.
 """
 
 import ctypes
