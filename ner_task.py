@@ -76,16 +76,20 @@ class NerSettings:
 
 
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,
-                 multiple=None):
+                 multiple=None, sort_by_length=False):
   """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
   (S the batch's longest window rounded up to `multiple`: by default LENGTH_MULTIPLE for
   training, 1 otherwise), feature_index int32 [B].
 
   training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches;
-  else one pass in feature order.
+  else one pass in feature order, or with sort_by_length in order of window length
+  (stable), so that short windows share batches; feature_index puts results back.
   """
   if multiple is None:
     multiple = LENGTH_MULTIPLE if training_data else 1
+  if sort_by_length and not training_data:
+    order = np.argsort(arrays["input_mask"].sum(axis=1), kind="stable")
+    arrays = {k: v[order] for k, v in arrays.items()}
   return input_pipeline.array_dataset(arrays, batch_size, training_data, _TOKEN_KEYS,
                                       multiple, seed, input_context)
 
@@ -266,8 +270,9 @@ class NerTask(finetune.Task):
       return ner_features.feature_dataset(split.cache, self.feature_dim, batch_size,
                                           training_data, seed=self.options.seed,
                                           input_context=input_context)
+    # Eval/predict in order of length: collect_predictions places rows by feature_index.
     return make_dataset(split.arrays, batch_size, training_data, seed=self.options.seed,
-                        input_context=input_context)
+                        input_context=input_context, sort_by_length=not training_data)
 
   def train_dataset(self, input_context, batch_size):
     return self._dataset(self.splits["train"], batch_size, True, input_context)

@@ -80,6 +80,15 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
       assert batch["feature_index"].numpy().tolist() == rows
       for key in ("input_ids", "input_mask", "segment_ids", "label_ids"):
         np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
+  # sort_by_length (run_ner's eval and predict): windows in order of length, stable,
+  # lengths 3, 5 | 7, 9 | 40, each batch exactly its longest; feature_index says whose.
+  batches = list(ner_task.make_dataset(arrays, 2, False, sort_by_length=True))
+  assert [b["input_ids"].shape[1] for b in batches] == [5, 9, 40]
+  for batch, rows in zip(batches, ([2, 0], [4, 1], [3])):
+    width = batch["input_ids"].shape[1]
+    assert batch["feature_index"].numpy().tolist() == rows
+    for key in ("input_ids", "input_mask", "segment_ids", "label_ids"):
+      np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
   # Training batches: multiples of 32 that hold their longest window.
   for batch in ner_task.make_dataset(arrays, 2, True).take(6):
     width = int(batch["input_ids"].shape[1])
