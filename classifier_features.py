@@ -240,7 +240,8 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
 
   The same elements, key for key and value for value: input_ids, input_mask,
   segment_ids int32 [batch, length], label_ids, example_index; each window of
-  `window_batches` batches sorted by length (stable), each batch cut to its longest row
+  `window_batches` batches (default: one eager chunk, `eval_window_batches`) sorted by
+  length (stable), each batch cut to its longest row
   rounded up to `pad_to_multiple_of` (or every batch max_seq_length long, in order, with
   fixed_padding). Made without tf.data: the texts are tokenized and packed eagerly, a
   few thousand rows per call, so nothing is traced.

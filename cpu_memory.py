@@ -24,7 +24,6 @@ BERT_KEEP_FREED_MEMORY=0.
 """
 
 import ctypes
-import ctypes.util
 import os
 
 # glibc's malloc.h.
@@ -37,9 +36,12 @@ _GLIBC_TUNING = ("MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRE
 
 
 def _glibc():
-  """glibc's handle, or None on another C library (musl, macOS, Windows)."""
+  """glibc's handle, or None on another C library (musl, macOS, Windows).
+
+  The process's own symbols: no library search (ctypes.util.find_library("c") runs
+  ldconfig in a subprocess, at every script's start)."""
   try:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    libc = ctypes.CDLL(None)
     version = libc.gnu_get_libc_version
   except (OSError, AttributeError):
     return None
