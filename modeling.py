@@ -353,10 +353,20 @@ class TransformerLayer(ConfigLayer):
     x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
     return ops.transpose(x, (0, 2, 1, 3))
 
-  def call(self, hidden_states, attention_bias, training=None):
+  def call(self, hidden_states, attention_bias, training=None, first_token_only=False):
     """hidden_states: float [batch, seq, hidden]; attention_bias: float32
-    [batch, 1, seq or 1, seq] from attention_mask_bias() -> float [batch, seq, hidden]."""
-    q = self._split_heads(self.query(hidden_states))
+    [batch, 1, seq or 1, seq] from attention_mask_bias() -> float [batch, seq, hidden].
+
+    first_token_only=True: only position 0 ([CLS]) queries (keys and values still come
+    from every position) and goes on through the output and feed-forward layers. Returns
+    the first row of the full call, [batch, 1, hidden], for about 1/seq of the work of
+    the query, output and feed-forward matmuls: all a last layer needs when only the
+    pooled output is read.
+    """
+    queries = hidden_states[:, :1, :] if first_token_only else hidden_states
+    if first_token_only:
+      attention_bias = attention_bias[:, :, :1, :]
+    q = self._split_heads(self.query(queries))
     k = self._split_heads(self.key(hidden_states))
     v = self._split_heads(self.value(hidden_states))
     scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
@@ -366,13 +376,13 @@ class TransformerLayer(ConfigLayer):
     probs = ops.softmax(scores, axis=-1)
     probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
     context = ops.matmul(probs, v)
-    batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+    batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
     context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
                           (batch, seq, self.config.hidden_size))
     attention = self.attention_output_dropout(self.attention_output(context),
                                               training=training)
     attention = self.attention_layer_norm(ops.cast(attention, "float32")
-                                          + ops.cast(hidden_states, "float32"))
+                                          + ops.cast(queries, "float32"))
     layer_output = self.output_dense(self.intermediate(attention))
     layer_output = self.output_dropout(layer_output, training=training)
     # The residual sum in float32 (the LayerNorm's dtype): under a mixed policy the
@@ -446,9 +456,14 @@ class BertModel(keras.Model):
   Under a mixed policy, sequence_output, encoder_outputs and embedding_output stay
   float32 (the residual stream); pooled_output is in the compute dtype.
   `causal=True` restricts attention to the left context (the paper's LTR ablation).
+  `pooled_only=True` (the classifier and multiple-choice models): the only output is
+  `pooled_output`, and the last layer computes the [CLS] position alone
+  (TransformerLayer's first_token_only), the one row the pooler reads. Same weights,
+  same checkpoint layout and the same pooled_output up to float rounding, for less work:
+  with a 6-layer encoder over 13-token rows, about 13% fewer matmul FLOPs.
   """
 
-  def __init__(self, config, causal=False, name="bert", **kwargs):
+  def __init__(self, config, causal=False, pooled_only=False, name="bert", **kwargs):
     if isinstance(config, dict):
       config = BertConfig.from_dict(config)
     inputs = _encoder_inputs()
@@ -458,14 +473,22 @@ class BertModel(keras.Model):
     hidden = embedding_output
     encoder_outputs = []
     for index in range(config.num_hidden_layers):
-      hidden = TransformerLayer(config, name=f"layer_{index}")(hidden, attention_bias)
+      layer = TransformerLayer(config, name=f"layer_{index}")
+      if pooled_only and index == config.num_hidden_layers - 1:
+        hidden = layer(hidden, attention_bias, first_token_only=True)
+      else:
+        hidden = layer(hidden, attention_bias)
       encoder_outputs.append(hidden)
     pooled = BertPooler(config, name="pooler")(hidden)
-    outputs = {"sequence_output": hidden, "pooled_output": pooled,
-               "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
+    if pooled_only:
+      outputs = {"pooled_output": pooled}
+    else:
+      outputs = {"sequence_output": hidden, "pooled_output": pooled,
+                 "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
     super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
     self.config = config
     self.causal = causal
+    self.pooled_only = pooled_only
 
   @property
   def embeddings_layer(self):
@@ -485,7 +508,8 @@ class BertModel(keras.Model):
     return variables
 
   def get_config(self):
-    return {"config": self.config.to_dict(), "causal": self.causal, "name": self.name}
+    return {"config": self.config.to_dict(), "causal": self.causal,
+            "pooled_only": self.pooled_only, "name": self.name}
 
   @classmethod
   def from_config(cls, config, custom_objects=None):
@@ -719,10 +743,11 @@ def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
 
   Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression). The same
   model serves softmax classification (classifier_loss) and multi-label classification
-  (multi_label_loss: one sigmoid per label).
+  (multi_label_loss: one sigmoid per label). The encoder is pooled_only: its last layer
+  computes [CLS] alone. Returns (model, encoder).
   """
   config = _as_config(config)
-  encoder = BertModel(config, causal=causal)
+  encoder = BertModel(config, causal=causal, pooled_only=True)
   inputs = _encoder_inputs()
   pooled = encoder(inputs)["pooled_output"]
   logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
@@ -872,7 +897,7 @@ def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=
   Outputs: logits float32 [batch, num_choices] (softmax over choices in the loss).
   """
   config = _as_config(config)
-  encoder = BertModel(config, causal=causal)
+  encoder = BertModel(config, causal=causal, pooled_only=True)
   inputs = _encoder_inputs(prefix_shape=(num_choices, None))
   fold = _FoldChoices(name="fold_choices")
   pooled = encoder({k: fold(v) for k, v in inputs.items()})["pooled_output"]

@@ -1,8 +1,9 @@
 """The matmul floor of a BERT classifier step (issue 26): the fastest a step could run on
 this machine if it were nothing but its matrix multiplications and its optimizer update.
 
-Every implementation (ours, transformers, ONNX Runtime) must do the encoder's matmuls;
-they are most of a step's FLOPs. This module lists them for a batch of shape
+Every implementation (ours, transformers, ONNX Runtime) must do the encoder's matmuls
+(a classifier's last layer only at [CLS], all it reads; transformers and ONNX Runtime do
+more); they are most of a step's FLOPs. This module lists them for a batch of shape
 [batch, seq] (`forward_gemms`; the backward pass does two matmuls of the same size for
 each forward one: dX = dY W^T and dW = X^T dY), runs exactly those matmuls alone, each
 on its own random operands with no dependency between them, in one tf.function, and
@@ -56,18 +57,30 @@ def forward_gemms(layers, hidden, heads, intermediate, batch, seq, num_labels=2,
   (batch*heads x [seq, H/heads] @ [H/heads, seq]) and context (batch*heads x [seq, seq]
   @ [seq, H/heads]). After the layers: the pooler and the classifier (or next-sentence
   output), on [CLS] only; with `predictions` (pretraining), the masked-LM transform and
-  output over the vocabulary at batch*predictions rows.
+  output over the vocabulary at batch*predictions rows. A classifier (no `predictions`)
+  reads the last layer at [CLS] only, so its last layer is counted as a classifier needs
+  it (modeling.BertModel's pooled_only): keys and values at every row, the query, the
+  attention output and the feed-forward layers at the batch's [CLS] rows. Transformers
+  and ONNX Runtime compute that layer at every row.
   """
   rows, head = batch * seq, hidden // heads
+  full = layers if predictions else layers - 1  # layers computed at every row
   gemms = [
-      (4 * layers, 1, rows, hidden, hidden),
-      (layers, 1, rows, hidden, intermediate),
-      (layers, 1, rows, intermediate, hidden),
-      (layers, batch * heads, seq, head, seq),
-      (layers, batch * heads, seq, seq, head),
+      (4 * full, 1, rows, hidden, hidden),
+      (full, 1, rows, hidden, intermediate),
+      (full, 1, rows, intermediate, hidden),
+      (full, batch * heads, seq, head, seq),
+      (full, batch * heads, seq, seq, head),
       (1, 1, batch, hidden, hidden),
       (1, 1, batch, hidden, num_labels),
   ]
+  if not predictions:  # the last layer, [CLS] only
+    gemms += [(2, 1, rows, hidden, hidden),          # key, value
+              (2, 1, batch, hidden, hidden),         # query, attention output
+              (1, 1, batch, hidden, intermediate),
+              (1, 1, batch, intermediate, hidden),
+              (1, batch * heads, 1, head, seq),
+              (1, batch * heads, 1, seq, head)]
   if predictions:
     gemms += [(1, 1, batch * predictions, hidden, hidden),
               (1, 1, batch * predictions, hidden, vocab)]

@@ -51,13 +51,16 @@ def test_profile_op_classes(name, expected):
 
 def test_step_floor_flops_by_hand():
   import step_floor  # pylint: disable=g-import-not-at-top
-  # MiniLM at [32, 14], 448 rows: 24 x 2 x 448 x 384^2 = 3,170,893,824 (Q, K, V, output);
-  # 12 x 2 x 448 x 384 x 1536 = 6,341,787,648 (intermediate, output); attention 2 x 6 x 2
-  # x 384 x 14 x 32 x 14 = 57,802,752; pooler 2 x 32 x 384^2 = 9,437,184; classifier
-  # 2 x 32 x 384 x 2 = 49,152.
+  # MiniLM at [32, 14], 448 rows. Layers 1-5: 20 x 2 x 448 x 384^2 = 2,642,411,520 (Q, K,
+  # V, output); 10 x 2 x 448 x 384 x 1536 = 5,284,823,040 (intermediate, output);
+  # attention 5 x 2 x 2 x 384 x 14 x 32 x 14 = 48,168,960. Layer 6 at [CLS] only: key and
+  # value 2 x 2 x 448 x 384^2 = 264,241,152; query and output 2 x 2 x 32 x 384^2 =
+  # 18,874,368; feed-forward 2 x 2 x 32 x 384 x 1536 = 75,497,472; attention 2 x 2 x 384
+  # x 1 x 32 x 14 = 688,128. Pooler 2 x 32 x 384^2 = 9,437,184; classifier 2 x 32 x 384
+  # x 2 = 49,152. (Every layer at every row, as transformers computes it: 9,579,970,560.)
   gemms = step_floor.forward_gemms(batch=32, seq=14, **step_floor.MINILM)
-  assert step_floor.flops(gemms, training=False) == 9_579_970_560
-  assert step_floor.flops(gemms, training=True) == 3 * 9_579_970_560
+  assert step_floor.flops(gemms, training=False) == 8_344_190_976
+  assert step_floor.flops(gemms, training=True) == 3 * 8_344_190_976
 
 
 def test_step_floor_runs_every_matmul_once():
@@ -66,13 +69,16 @@ def test_step_floor_runs_every_matmul_once():
   import step_floor  # pylint: disable=g-import-not-at-top
   gemms = step_floor.forward_gemms(layers=2, hidden=12, heads=3, intermediate=20, batch=3,
                                    seq=5)
-  count = sum(c for c, *_ in gemms)  # 8 + 2 + 2 + 2 + 2 + 1 + 1
+  # layer 1: 4 + 1 + 1 + 1 + 1; pooler, classifier: 1 + 1; layer 2 ([CLS] only):
+  # 2 + 2 + 1 + 1 + 1 + 1
+  count = sum(c for c, *_ in gemms)
   assert count == 18
   for training, per_gemm in ((False, 1), (True, 3)):
     operands = step_floor._operands(tf, gemms, training)  # pylint: disable=protected-access
     graph = step_floor.gemm_function(False).get_concrete_function(operands).graph
     types = [op.type for op in graph.get_operations()]
-    # 2-D as in the model: Q, K, V, output, intermediate, output, pooler, classifier.
+    # 2-D as in the model: Q, K, V, output, intermediate, output (twice), pooler,
+    # classifier.
     assert types.count("MatMul") == 14 * per_gemm
     assert types.count("BatchMatMulV2") == 4 * per_gemm  # attention: batch x heads = 9
 

@@ -91,6 +91,28 @@ def test_our_tf2_checkpoint_restores_the_encoder(tmp_path):
   assert all(np.array_equal(a[k].numpy(), b[k].numpy()) for k in a)
 
 
+def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
+  """Classifier checkpoints written before the encoder became pooled_only (a full
+  BertModel inside) restore as whole models: the object graph is the same."""
+  cfg = modeling.BertConfig(**TINY)
+  encoder = modeling.BertModel(cfg)
+  inputs = {name: tf.keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+  logits = modeling.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
+      encoder(inputs)["pooled_output"])
+  before = tf.keras.Model(inputs=inputs, outputs={"logits": logits}, name="bert_classifier")
+  for variable in before.trainable_variables:
+    variable.assign(tf.random.normal(variable.shape, seed=3))
+  checkpoint = checkpoints.RunCheckpoint(str(tmp_path), before, head_info={
+      "task": "t", "head": "classifier", "labels": ["0", "1"]})
+  checkpoint.save()
+  model, _ = modeling.build_classifier_model(cfg, 2)
+  report = checkpoints.load_checkpoint(model, str(tmp_path))
+  assert report["whole_model"] and report["format"] == checkpoints.OURS
+  a, b = _values(before), _values(model)
+  assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 def test_shape_mismatch_names_the_variable(tmp_path):
   model, _ = modeling.build_classifier_model(modeling.BertConfig(**TINY), 2)
   checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))

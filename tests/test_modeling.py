@@ -55,6 +55,38 @@ def test_encoder_matches_numpy_reference(act, causal):
     np.testing.assert_allclose(a.numpy(), b, atol=2e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_pooled_only_encoder_computes_the_same_pooled_output(causal):
+  """pooled_only runs the last layer at [CLS] alone: the same weights under the same
+  names, the NumPy reference's pooled output (full encoder) on padded rows, and nothing
+  else to read, so no caller can take its [batch, 1, hidden] last layer for the sequence."""
+  cfg = modeling.BertConfig.from_dict(TINY)
+  full = modeling.BertModel(cfg, causal=causal)
+  pooled = modeling.BertModel(cfg, causal=causal, pooled_only=True)
+  assert [v.path for v in pooled.weights] == [v.path for v in full.weights]
+  _randomize(full)
+  for source, target in zip(full.weights, pooled.weights):
+    target.assign(source)
+  x = _inputs()
+  out = pooled(x, training=False)
+  assert sorted(out) == ["pooled_output"]
+  ref = numpy_bert.encoder(_weights(full), TINY, x["input_ids"], x["input_mask"],
+                           x["segment_ids"], causal=causal)
+  np.testing.assert_allclose(out["pooled_output"].numpy(), ref["pooled_output"], atol=2e-4,
+                             rtol=1e-4)
+  np.testing.assert_allclose(out["pooled_output"].numpy(),
+                             full(x, training=False)["pooled_output"].numpy(), atol=1e-5)
+  last = pooled.get_layer(f"layer_{cfg.num_hidden_layers - 1}")
+  hidden = full(x, training=False)["encoder_outputs"][-2]
+  bias = modeling.attention_mask_bias(x["input_mask"], causal=causal)
+  first = last(hidden, bias, training=False, first_token_only=True).numpy()
+  assert first.shape == (3, 1, cfg.hidden_size)
+  np.testing.assert_allclose(first[:, 0], full(x, training=False)["sequence_output"][:, 0],
+                             atol=1e-5)
+  clone = modeling.BertModel.from_config(pooled.get_config())
+  assert clone.pooled_only and sorted(clone(x)) == ["pooled_output"]
+
+
 def test_padding_does_not_leak_into_real_tokens():
   cfg = modeling.BertConfig.from_dict(TINY)
   model = modeling.BertModel(cfg)
