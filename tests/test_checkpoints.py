@@ -5,6 +5,7 @@ import importlib.util
 import json
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -96,11 +97,11 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   BertModel inside) restore as whole models: the object graph is the same."""
   cfg = modeling.BertConfig(**TINY)
   encoder = modeling.BertModel(cfg)
-  inputs = {name: tf.keras.Input(shape=(None,), dtype="int32", name=name)
+  inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("input_ids", "input_mask", "segment_ids")}
   logits = modeling.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
       encoder(inputs)["pooled_output"])
-  before = tf.keras.Model(inputs=inputs, outputs={"logits": logits}, name="bert_classifier")
+  before = keras.Model(inputs=inputs, outputs={"logits": logits}, name="bert_classifier")
   for variable in before.trainable_variables:
     variable.assign(tf.random.normal(variable.shape, seed=3))
   checkpoint = checkpoints.RunCheckpoint(str(tmp_path), before, head_info={
