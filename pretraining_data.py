@@ -24,13 +24,11 @@ import bisect
 import collections
 import contextlib
 import functools
-import glob
 import hashlib
 import itertools
 import multiprocessing
 import os
 import random
-import re
 import struct
 import time
 
@@ -713,7 +711,8 @@ def prepare_output(path):
   """Creates the output's folder if needed and checks that `path` can be written.
 
   Fails before the long run, not after it. Also removes the temporary files that an
-  earlier run of the same output left when it was killed (see remove_stale_temporaries).
+  earlier run of the same output left when it was killed
+  (script_utils.remove_stale_temporaries).
   """
   if file_io.is_remote(path):
     return
@@ -735,23 +734,7 @@ def prepare_output(path):
         f"--output_file={path}: directory {directory} is not writable")
   if os.path.isdir(path):
     raise script_utils.UserError(f"--output_file={path}: is a directory, expected a file")
-  remove_stale_temporaries(path)
-
-
-def remove_stale_temporaries(path):
-  """Removes `.NAME.tmp-XXXXXXXX` files beside `path`: script_utils.atomic_path's
-  temporaries for this very output, left behind by a run killed with SIGKILL (a clean
-  failure removes its own). Returns the removed paths. Nothing else is touched. Two runs
-  writing the same output at once are not supported (they would race for the final name
-  anyway): the second removes the first's temporary."""
-  directory, name = os.path.split(os.path.abspath(path))
-  pattern = re.compile(re.escape(f".{name}.tmp-") + r"[0-9a-f]{8}")
-  removed = []
-  for candidate in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(name)}.tmp-*")):
-    if pattern.fullmatch(os.path.basename(candidate)) and os.path.isfile(candidate):
-      os.remove(candidate)
-      removed.append(candidate)
-  return removed
+  script_utils.remove_stale_temporaries(*os.path.split(os.path.abspath(path)))
 
 
 def _import_tensorflow():

@@ -24,7 +24,6 @@ from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_li
 import corpus_check
 import file_io
 import modeling
-import pretraining_data
 import progress
 import script_utils
 import tokenization
@@ -214,7 +213,7 @@ def prepare_output_file(path, flag_name):
     ) from None
   if not os.access(directory, os.W_OK | os.X_OK):
     raise script_utils.UserError(f"--{flag_name}={path}: directory {directory} is not writable")
-  pretraining_data.remove_stale_temporaries(path)
+  script_utils.remove_stale_temporaries(*os.path.split(os.path.abspath(path)))
 
 
 def config_path(output_file, output_config_file):
