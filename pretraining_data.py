@@ -703,38 +703,8 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
   script_utils.check_input_file(vocab_file, "vocab_file")
   if prepare_outputs:
     for path in outputs:
-      prepare_output(path)
+      script_utils.prepare_output_file(path, "output_file")
   return input_files, outputs
-
-
-def prepare_output(path):
-  """Creates the output's folder if needed and checks that `path` can be written.
-
-  Fails before the long run, not after it. Also removes the temporary files that an
-  earlier run of the same output left when it was killed
-  (script_utils.remove_stale_temporaries).
-  """
-  if file_io.is_remote(path):
-    return
-  directory = os.path.dirname(os.path.abspath(path))
-  parent = directory
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
-  if not os.path.isdir(parent):
-    raise script_utils.UserError(
-        f"--output_file={path}: {parent} is a file, not a directory")
-  try:
-    os.makedirs(directory, exist_ok=True)
-  except OSError as exc:
-    raise script_utils.UserError(
-        f"--output_file={path}: cannot create directory {directory} "
-        f"({exc.strerror})") from None
-  if not os.access(directory, os.W_OK | os.X_OK):
-    raise script_utils.UserError(
-        f"--output_file={path}: directory {directory} is not writable")
-  if os.path.isdir(path):
-    raise script_utils.UserError(f"--output_file={path}: is a directory, expected a file")
-  script_utils.remove_stale_temporaries(*os.path.split(os.path.abspath(path)))
 
 
 def _import_tensorflow():
@@ -880,7 +850,7 @@ def _validate(input_files, output_files, vocab_file, options):
     script_utils.check_input_file(path, "input_file", allow_empty=True)
   script_utils.check_input_file(vocab_file, "vocab_file")
   for path in output_files:
-    prepare_output(path)
+    script_utils.prepare_output_file(path, "output_file")
 
 
 def _start_workers(opt, num_workers):

@@ -322,6 +322,33 @@ def ensure_output_dir(path, flag_name="output_dir"):
   return path
 
 
+def prepare_output_file(path, flag_name="output_file"):
+  """Checks before the long run that a file can be written at `path`; creates its folder.
+
+  Fails before the work, not after it. Also removes the temporaries that an earlier run
+  of the same output left when it was killed (remove_stale_temporaries).
+  """
+  if file_io.is_remote(path):
+    return
+  if os.path.isdir(path):
+    raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
+  directory = os.path.dirname(os.path.abspath(path))
+  parent = directory
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    raise UserError(f"--{flag_name}={path}: {parent} is a file, not a directory")
+  try:
+    os.makedirs(directory, exist_ok=True)
+  except OSError as exc:
+    raise UserError(
+        f"--{flag_name}={path}: cannot create directory {directory} ({exc.strerror})"
+    ) from None
+  if not os.access(directory, os.W_OK | os.X_OK):
+    raise UserError(f"--{flag_name}={path}: directory {directory} is not writable")
+  remove_stale_temporaries(directory, os.path.basename(path))
+
+
 def remove_if_empty(path):
   """Removes the local directory `path` if it holds nothing (quietly otherwise)."""
   try:

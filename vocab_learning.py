@@ -193,29 +193,6 @@ def write_config(path, template, vocab_size):
     handle.write(config.to_json_string())
 
 
-def prepare_output_file(path, flag_name):
-  """Checks before learning that a file can be written at `path`; creates its folder."""
-  if file_io.is_remote(path):
-    return
-  if os.path.isdir(path):
-    raise script_utils.UserError(f"--{flag_name}={path}: is a directory, expected a file")
-  directory = os.path.dirname(os.path.abspath(path))
-  parent = directory
-  while not os.path.exists(parent):
-    parent = os.path.dirname(parent)
-  if not os.path.isdir(parent):
-    raise script_utils.UserError(f"--{flag_name}={path}: {parent} is a file, not a directory")
-  try:
-    os.makedirs(directory, exist_ok=True)
-  except OSError as exc:
-    raise script_utils.UserError(
-        f"--{flag_name}={path}: cannot create directory {directory} ({exc.strerror})"
-    ) from None
-  if not os.access(directory, os.W_OK | os.X_OK):
-    raise script_utils.UserError(f"--{flag_name}={path}: directory {directory} is not writable")
-  script_utils.remove_stale_temporaries(*os.path.split(os.path.abspath(path)))
-
-
 def config_path(output_file, output_config_file):
   """Where bert_config.json goes: output_config_file, else beside the vocabulary ("": none)."""
   if output_config_file is not None:
@@ -305,9 +282,9 @@ def create_vocab(input_patterns, output_file, options, output_config_file=None,
   if check_only:
     return None
   config_file = config_path(output_file, output_config_file)
-  prepare_output_file(output_file, "output_file")
+  script_utils.prepare_output_file(output_file, "output_file")
   if config_file:
-    prepare_output_file(config_file, "output_config_file")
+    script_utils.prepare_output_file(config_file, "output_config_file")
 
   start = time.time()
   vocab, counter, num_lines, held_out, learn_seconds = learn(files, reserved, options,
