@@ -864,22 +864,6 @@ def _start_workers(opt, num_workers):
       num_workers, initializer=_init_worker, initargs=(opt,))
 
 
-@contextlib.contextmanager
-def _disk_full_names(output_files):
-  """A full disk while writing (TensorFlow's ResourceExhaustedError, an OSError ENOSPC)
-  becomes a one-line UserError naming the outputs; atomic_path has removed the
-  temporaries by then. Anything else propagates unchanged."""
-  try:
-    yield
-  except Exception as exc:  # pylint: disable=broad-except
-    # While writing TFRecords, TensorFlow's ResourceExhaustedError is a full disk (or quota).
-    if isinstance(exc, script_utils.UserError) or not (
-        script_utils.is_disk_full(exc) or type(exc).__name__ == "ResourceExhaustedError"):
-      raise
-    raise script_utils.UserError(
-        script_utils.disk_full_message(", ".join(output_files))) from None
-
-
 def generate(input_files, output_files, vocab_file, do_lower_case=True,
              do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
@@ -910,7 +894,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(STAT_KEYS + ("unk_tokens",), 0)
   report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
-  with _disk_full_names(output_files), contextlib.ExitStack() as stack:
+  with script_utils.disk_full_names(", ".join(output_files)), contextlib.ExitStack() as stack:
     pool = _start_workers(opt, num_workers)
     if pool is not None:
       stack.callback(pool.terminate)

@@ -132,5 +132,6 @@ def test_a_full_disk_while_writing_records_is_one_line_and_leaves_nothing(
                               max_predictions_per_seq=5, dupe_factor=2, num_workers=0,
                               log=lambda _: None)
   assert str(info.value) == (f"could not write {out}: the disk is full (No space left on "
-                             "device)")
+                             "device); nothing was written under that name; free space and "
+                             "rerun")
   assert os.listdir(out.parent) == []  # no temporary, no final name
