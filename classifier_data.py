@@ -30,7 +30,6 @@ import sys
 from typing import Optional
 
 import numpy as np
-import tensorflow as tf
 
 import file_io
 import script_utils
@@ -77,20 +76,6 @@ class PredictSet:
 # --------------------------------------------------------------------------- reading
 
 
-def _read_bytes(path):
-  if file_io.is_remote(path):
-    if not tf.io.gfile.exists(path):
-      raise UserError(f"{path}: no such file; check --data_dir")
-    with tf.io.gfile.GFile(path, "rb") as handle:
-      return handle.read()
-  if not os.path.exists(path):
-    raise UserError(f"{path}: no such file; check --data_dir")
-  if os.path.isdir(path):
-    raise UserError(f"{path}: is a directory, expected a file")
-  with open(path, "rb") as handle:
-    return handle.read()
-
-
 def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   """Returns [(line_number, fields)] of a delimited UTF-8 file; line numbers start at 1.
 
@@ -101,7 +86,7 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   Blank lines are skipped (they carry no row). The line number of a row is the line
   where it ends (a quoted CSV field may span lines).
   """
-  data = _read_bytes(path)
+  data = file_io.read_bytes(path, missing_hint="; check --data_dir")
   try:
     text = data.decode("utf-8-sig")
   except UnicodeDecodeError as exc:

@@ -67,8 +67,17 @@ def open_binary(path, mode="rb"):
   return open(path, mode)  # pylint: disable=unspecified-encoding
 
 
-def read_bytes(path):
-  """The whole file as bytes."""
+def read_bytes(path, label="", missing_hint="", expected="a file"):
+  """The whole file as bytes; a missing file or a directory is an InputError naming it.
+
+  The messages: `{label}{path}: no such file{missing_hint}` and `{label}{path}: is a
+  directory, expected {expected}` (for example label "vocab file ", missing_hint
+  "; check --data_dir").
+  """
+  if not exists(path):
+    raise InputError(f"{label}{path}: no such file{missing_hint}")
+  if isdir(path):
+    raise InputError(f"{label}{path}: is a directory, expected {expected}")
   with open_binary(path) as handle:
     return handle.read()
 

@@ -142,16 +142,6 @@ def printable_text(text):
   return convert_to_unicode(text)
 
 
-def _read_bytes(path):
-  if not file_io.exists(path):
-    raise file_io.InputError(f"vocab file {path}: no such file (pass --vocab_file=<the "
-                             "vocab.txt of your model>)")
-  if file_io.isdir(path):
-    raise file_io.InputError(f"vocab file {path}: is a directory, expected the vocab.txt "
-                             "file")
-  return file_io.read_bytes(path)
-
-
 def load_vocab(vocab_file):
   """Reads a vocabulary file into an OrderedDict token -> id (id = line number, from 0).
 
@@ -159,7 +149,9 @@ def load_vocab(vocab_file):
   original, which silently drops undecodable bytes and lets a later duplicate overwrite
   an earlier id, both fail here with a ValueError naming the file and line(s).
   """
-  data = _read_bytes(vocab_file)
+  data = file_io.read_bytes(vocab_file, "vocab file ",
+                           " (pass --vocab_file=<the vocab.txt of your model>)",
+                           "the vocab.txt file")
   vocab = collections.OrderedDict()
   first_line = {}
   lines = data.split(b"\n")
