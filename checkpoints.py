@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+import file_io
 import hugging_face
 import modeling
 import script_utils
@@ -61,7 +62,7 @@ def load_bert_config(path):
         f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
         f"{exc.msg}") from None
   except UnicodeDecodeError:
-    raise script_utils.UserError(f"{path}: not valid UTF-8") from None
+    raise script_utils.UserError(file_io.not_utf8_message(path)) from None
   if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
     return hugging_face.config_from_hugging_face(data, source=path)
   return modeling.BertConfig.from_dict(data, source=path)

@@ -90,9 +90,7 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   try:
     text = data.decode("utf-8-sig")
   except UnicodeDecodeError as exc:
-    line = data[:exc.start].count(b"\n") + 1
-    raise UserError(f"{path}:{line}: not valid UTF-8 (byte {exc.start}); "
-                    "convert the file to UTF-8") from None
+    raise UserError(file_io.not_utf8_message(path, exc, data)) from None
   kwargs = {"delimiter": delimiter, "quoting": quoting}
   if quoting == csv.QUOTE_NONE:
     kwargs["quotechar"] = None

@@ -10,6 +10,7 @@ it. It holds what many modules would otherwise each write again:
   * `is_remote(path)`: gs://, s3://, hdfs://... paths (tf.io.gfile reads them).
   * `read_bytes`, `open_binary`, `open_text`, `exists`, `isdir`, `glob`: local files
     through the standard library, remote ones through tf.io.gfile.
+  * `not_utf8_message`: the one line for a file that is not valid UTF-8.
 
 TensorFlow is imported only when a remote path is used (`gfile()`): the pure-Python
 tokenizer and the scripts' flag checks must not pay seconds for it.
@@ -80,6 +81,20 @@ def read_bytes(path, label="", missing_hint="", expected="a file"):
     raise InputError(f"{label}{path}: is a directory, expected {expected}")
   with open_binary(path) as handle:
     return handle.read()
+
+
+def not_utf8_message(path, exc=None, data=None, line=None):
+  """The one line for a file that is not valid UTF-8, for every reader of ours.
+
+  Names the file, the line (given, or counted in `data`, the file's bytes, up to the bad
+  byte) and the bad byte's offset when the UnicodeDecodeError `exc` is known:
+  `{path}:{line}: not valid UTF-8 (byte {n}); convert the file to UTF-8`.
+  """
+  if line is None and data is not None and exc is not None:
+    line = data[:exc.start].count(b"\n") + 1
+  where = f"{path}:{line}" if line is not None else str(path)
+  byte = f" (byte {exc.start})" if exc is not None else ""
+  return f"{where}: not valid UTF-8{byte}; convert the file to UTF-8"
 
 
 def open_text(path, encoding="utf-8-sig"):

@@ -139,7 +139,7 @@ class BertConfig:
       with open(json_file, "r", encoding="utf-8") as reader:
         text = reader.read()
     except UnicodeDecodeError:
-      raise file_io.InputError(f"{json_file}: not valid UTF-8") from None
+      raise file_io.InputError(file_io.not_utf8_message(json_file)) from None
     except IsADirectoryError:
       raise file_io.InputError(
           f"{json_file}: is a directory, expected bert_config.json") from None

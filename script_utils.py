@@ -120,8 +120,7 @@ def _describe(exc):
   if is_disk_full(exc) and not isinstance(exc, file_io.InputError):
     return disk_full_message(_disk_full_path(exc))
   if isinstance(exc, UnicodeDecodeError):
-    return (f"input is not valid UTF-8 ({exc}); convert the file to UTF-8 (--verbose shows "
-            "the traceback)")
+    return f"{file_io.not_utf8_message('input', exc)} (--verbose shows the traceback)"
   if isinstance(exc, OSError) and getattr(exc, "filename", None):
     return f"{exc.filename}: {exc.strerror or exc}"
   message = getattr(exc, "message", None) or str(exc)
@@ -233,8 +232,7 @@ def read_text_lines(path, encoding_errors="strict"):
       except UnicodeDecodeError as exc:
         if encoding_errors == "skip":
           continue
-        raise UserError(f"{path}:{number}: not valid UTF-8 (byte {exc.start}); "
-                        "convert the file to UTF-8") from None
+        raise UserError(file_io.not_utf8_message(path, exc, line=number)) from None
 
 
 _CRC32C_TABLE = []

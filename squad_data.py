@@ -266,8 +266,7 @@ def load_squad_json(input_file):
   try:
     input_json = json.loads(raw.decode("utf-8-sig"))
   except UnicodeDecodeError as exc:
-    raise script_utils.UserError(
-        f"{input_file}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8") from None
+    raise script_utils.UserError(file_io.not_utf8_message(input_file, exc)) from None
   except json.JSONDecodeError as exc:
     raise script_utils.UserError(
         f"{input_file}:{exc.lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None

@@ -23,6 +23,7 @@ import json
 import re
 import string
 
+import file_io
 import script_utils
 
 _PUNCTUATION = frozenset(string.punctuation)
@@ -343,8 +344,7 @@ def load_json(path, what="JSON file"):
         f"{path}: the key {exc.args[0]!r} appears twice in one JSON object; each {what} "
         "entry must be unique") from None
   except UnicodeDecodeError as exc:
-    raise script_utils.UserError(
-        f"{path}: not valid UTF-8 (byte {exc.start}); convert the {what} to UTF-8") from None
+    raise script_utils.UserError(file_io.not_utf8_message(path, exc)) from None
   except json.JSONDecodeError as exc:
     raise script_utils.UserError(
         f"{path}:{exc.lineno}:{exc.colno}: malformed {what} ({exc.msg})") from None

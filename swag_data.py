@@ -53,11 +53,9 @@ def _not_utf8(path):
   data = file_io.read_bytes(path)
   try:
     data.decode("utf-8-sig")
-    where = path
   except UnicodeDecodeError as exc:
-    line = data[:exc.start].count(b"\n") + 1
-    where = f"{path}:{line}"
-  return script_utils.UserError(f"{where}: not valid UTF-8; convert the file to UTF-8")
+    return script_utils.UserError(file_io.not_utf8_message(path, exc, data))
+  return script_utils.UserError(file_io.not_utf8_message(path))
 
 
 def _open_text(path):

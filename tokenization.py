@@ -161,8 +161,8 @@ def load_vocab(vocab_file):
     try:
       token = raw.decode("utf-8").strip()
     except UnicodeDecodeError as exc:
-      raise file_io.InputError(f"vocab file {vocab_file}:{index + 1}: not valid UTF-8 (byte "
-                               f"{exc.start}); convert the file to UTF-8") from None
+      raise file_io.InputError(file_io.not_utf8_message(f"vocab file {vocab_file}", exc,
+                                                        line=index + 1)) from None
     if token in vocab:
       raise file_io.InputError(
           f"vocab file {vocab_file}:{index + 1}: token {token!r} duplicates "
