@@ -30,10 +30,6 @@ import serving
 import tokenization
 import training
 
-# Training batches are cut to their longest row rounded up to a multiple of this (few
-# shapes for a compiled step); eval and prediction batches to their longest row exactly
-# (training.predict traces one shape-generic graph).
-LENGTH_MULTIPLE = 16
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -80,7 +76,8 @@ class MultiLabelTask(finetune.Task):
 
   def train_dataset(self, input_context, batch_size):
     return input_pipeline.array_dataset(self.splits["train"], batch_size, True,
-                                        _SEQUENCE_KEYS, LENGTH_MULTIPLE,
+                                        _SEQUENCE_KEYS,
+                                        input_pipeline.TRAINING_LENGTH_MULTIPLE,
                                         self.options.seed, input_context)
 
   def build_model(self, config):

@@ -23,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 import checkpoints
+import input_pipeline
 import script_utils
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.
@@ -31,11 +32,6 @@ LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
 
 # Layers each choice needs (at least); the others work with any encoder.
 _LAYERS_NEEDED = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}
-
-# Cached batches are padded to their longest window rounded up to a multiple of this, as
-# the token batches of fine-tuning are trimmed (input_pipeline.trim_to_longest): few
-# distinct shapes, so prediction's tf.function traces few times.
-LENGTH_BUCKET = 32
 
 # A progress line every this many encoder batches while caching.
 _LOG_EVERY_BATCHES = 20
@@ -154,11 +150,12 @@ def write_feature_cache(path, encoder, dataset, choice, num_windows, label="feat
 
 
 def _bucket_up(length):
-  return (tf.maximum(length, 1) + LENGTH_BUCKET - 1) // LENGTH_BUCKET * LENGTH_BUCKET
+  multiple = input_pipeline.TRAINING_LENGTH_MULTIPLE
+  return (tf.maximum(length, 1) + multiple - 1) // multiple * multiple
 
 
 def pad_to_bucket(batch):
-  """Pads a padded batch of cached windows to S rounded up to LENGTH_BUCKET.
+  """Pads a padded batch of cached windows to S rounded up to TRAINING_LENGTH_MULTIPLE.
 
   batch: features float32 [B, S, D], input_mask int32 [B, S], label_ids int32 [B, S]
   (padded with 0, 0 and -1), feature_index int32 [B]. Returns the same keys, S -> S'.
@@ -190,8 +187,9 @@ def feature_dataset(path, dim, batch_size, training, seed=0, input_context=None)
 
   Elements: features float32 [B, S, dim], input_mask int32 [B, S], label_ids int32
   [B, S] (-1 on padding), feature_index int32 [B]; S is the batch's longest window
-  rounded up to LENGTH_BUCKET. training: sharded by input pipeline (input_context),
-  shuffled (seeded), repeated, full batches only; else one pass in file order.
+  rounded up to input_pipeline.TRAINING_LENGTH_MULTIPLE. training: sharded by input
+  pipeline (input_context), shuffled (seeded), repeated, full batches only; else one
+  pass in file order.
   """
   dataset = tf.data.TFRecordDataset(path)
   if training:

@@ -43,12 +43,6 @@ DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
                  "dev": ("valid.txt", "dev.txt", "eng.testa"),
                  "test": ("test.txt", "eng.testb")}
 
-# Training batches are cut to their longest window rounded up to a multiple of this: few
-# distinct shapes for a compiled (--enable_xla) step. Eval and prediction batches are cut
-# to their longest window exactly: training.predict traces one shape-generic graph, and
-# every padded position is matmul work. The feature cache keeps the multiple (its
-# tf.function traces once per shape).
-LENGTH_MULTIPLE = ner_features.LENGTH_BUCKET
 _TOKEN_KEYS = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
 
@@ -78,7 +72,8 @@ class NerSettings:
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,
                  multiple=None, sort_by_length=False):
   """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
-  (S the batch's longest window rounded up to `multiple`: by default LENGTH_MULTIPLE for
+  (S the batch's longest window rounded up to `multiple`: by default
+  input_pipeline.TRAINING_LENGTH_MULTIPLE for
   training, 1 otherwise), feature_index int32 [B].
 
   training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches;
@@ -86,7 +81,7 @@ def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,
   (stable), so that short windows share batches; feature_index puts results back.
   """
   if multiple is None:
-    multiple = LENGTH_MULTIPLE if training_data else 1
+    multiple = input_pipeline.TRAINING_LENGTH_MULTIPLE if training_data else 1
   if sort_by_length and not training_data:
     order = np.argsort(arrays["input_mask"].sum(axis=1), kind="stable")
     arrays = {k: v[order] for k, v in arrays.items()}
@@ -241,7 +236,7 @@ class NerTask(finetune.Task):
         logging.info("Using cached %s features: %s", split.name, split.cache)
         continue
       dataset = make_dataset(split.arrays, settings.feature_batch_size, False,
-                             multiple=LENGTH_MULTIPLE)
+                             multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
       ner_features.write_feature_cache(split.cache, encoder, dataset,
                                        settings.feature_layers, len(split.features),
                                        label=f"{split.name} features")

@@ -23,10 +23,6 @@ import swag_data
 import tokenization
 import training
 
-# Training batches are cut to their longest pair rounded up to a multiple of this: few
-# distinct shapes for a compiled (--enable_xla) step. Eval and prediction batches are cut
-# to their longest pair exactly: training.predict traces one shape-generic graph.
-LENGTH_MULTIPLE = 32
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
 
@@ -34,11 +30,13 @@ def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None):
   """Batches of swag_data.convert_examples_to_features arrays.
 
   Elements: input_ids, input_mask, segment_ids int32 [B, NUM_CHOICES, S] with S the
-  batch's longest pair (rounded up to LENGTH_MULTIPLE for training); label_ids int32 [B].
+  batch's longest pair (rounded up to input_pipeline.TRAINING_LENGTH_MULTIPLE for
+  training); label_ids int32 [B].
   training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches.
   """
   return input_pipeline.array_dataset(arrays, batch_size, training_data, _SEQUENCE_KEYS,
-                                      LENGTH_MULTIPLE if training_data else 1, seed,
+                                      input_pipeline.TRAINING_LENGTH_MULTIPLE
+                                      if training_data else 1, seed,
                                       input_context)
 
 

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 import checkpoints
+import input_pipeline
 import modeling
 import ner_features
 import ner_task
@@ -72,7 +73,7 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
   # Rows (5, 9), (3, 40), (7). Eval/predict batches are their longest window exactly;
   # with multiple=32 (training's default, and the feature cache's) 32, 64, 32.
   # feature_index is not cut.
-  for multiple, widths in ((None, [9, 40, 7]), (ner_task.LENGTH_MULTIPLE, [32, 64, 32])):
+  for multiple, widths in ((None, [9, 40, 7]), (input_pipeline.TRAINING_LENGTH_MULTIPLE, [32, 64, 32])):
     batches = list(ner_task.make_dataset(arrays, 2, False, multiple=multiple))
     assert [b["input_ids"].shape[1] for b in batches] == widths
     for batch, rows in zip(batches, ([0, 1], [2, 3], [4])):
@@ -103,7 +104,7 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
 def test_feature_cache_round_trip(encoder, tmp_path):
   arrays = token_arrays()
   path = str(tmp_path / "dev.tfrecord")
-  dataset = ner_task.make_dataset(arrays, 2, False, multiple=ner_task.LENGTH_MULTIPLE)
+  dataset = ner_task.make_dataset(arrays, 2, False, multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
   ner_features.write_feature_cache(path, encoder, dataset, "sum_all", len(LENGTHS))
   outputs = encoder({k: arrays[k] for k in ("input_ids", "input_mask", "segment_ids")},
                     training=False)
