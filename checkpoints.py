@@ -34,6 +34,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+import atomic_output
 import file_io
 import hugging_face
 import modeling
@@ -681,7 +682,7 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
       os.replace(os.path.join(tmp_dir, name), os.path.join(directory, name))
   finally:
     shutil.rmtree(tmp_dir, ignore_errors=True)
-  with script_utils.atomic_open(os.path.join(directory, "checkpoint")) as handle:
+  with atomic_output.atomic_open(os.path.join(directory, "checkpoint")) as handle:
     handle.write(f'model_checkpoint_path: "{basename}"\n'
                  f'all_model_checkpoint_paths: "{basename}"\n')
   return prefix

@@ -31,6 +31,7 @@ from typing import Optional
 
 import numpy as np
 
+import atomic_output
 import file_io
 import script_utils
 
@@ -738,7 +739,7 @@ def submission_index(example, position):
 
 def write_submission(path, processor, examples, predictions):
   """GLUE server format: header "index\\tprediction", one line per test row, in order."""
-  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     handle.write("index\tprediction\n")
     for position, (example, value) in enumerate(zip(examples, predictions, strict=True)):
       handle.write(f"{submission_index(example, position)}\t"
@@ -751,6 +752,6 @@ def write_probabilities(path, probabilities):
   probabilities = np.asarray(probabilities)
   if probabilities.ndim == 1:
     probabilities = probabilities[:, None]
-  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     for row in probabilities:
       handle.write("\t".join(str(float(v)) for v in row) + "\n")

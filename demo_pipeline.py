@@ -13,6 +13,7 @@ import time
 
 from pydoc_data import topics
 
+import atomic_output
 import runtime_log
 import script_utils
 
@@ -29,7 +30,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
 def write_corpus(path):
   """pydoc_data's help topics as documents: one sentence a line, blank line between."""
   documents = 0
-  with script_utils.atomic_open(path) as out:
+  with atomic_output.atomic_open(path) as out:
     for _, text in sorted(topics.topics.items()):
       lines = []
       for paragraph in re.split(r"\n\s*\n", text):

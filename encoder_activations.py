@@ -19,8 +19,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+import atomic_output
 import checkpoints
 import modeling
+import output_lock
 import progress
 import script_utils
 import tokenization
@@ -163,8 +165,8 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   encoder = modeling.BertModel(config)
   checkpoints.load_checkpoint(encoder, init_checkpoint)
   # One run per output file; a killed run's hidden temporary is removed (issue 27).
-  with script_utils.lock_output(output_file, "output_file", is_file=True):
+  with output_lock.lock_output(output_file, "output_file", is_file=True):
     with script_utils.disk_full_names(output_file, "output_file"):
-      with script_utils.atomic_open(output_file) as writer:
+      with atomic_output.atomic_open(output_file) as writer:
         extract(features, encoder, layer_indexes, batch_size, writer)
   return len(features)

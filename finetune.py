@@ -52,9 +52,11 @@ import os
 
 from absl import logging
 
+import atomic_output
 import checkpoints
 import file_io
 import optimization
+import output_lock
 import script_utils
 import tokenization
 import training
@@ -202,20 +204,20 @@ def run(task, options):
       options.gcp_project, options.num_gpus, options.num_tpu_cores)
   created = (not file_io.is_remote(options.output_dir)
              and not os.path.isdir(options.output_dir))
-  script_utils.ensure_output_dir(options.output_dir)
+  atomic_output.ensure_output_dir(options.output_dir)
   # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
   # its own lock there, and only the chief's removes an interrupted run's temporaries.
   chief = checkpoints.is_chief(strategy)
   resolver = getattr(strategy, "cluster_resolver", None)
   suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
   try:
-    with script_utils.lock_output(options.output_dir, suffix=suffix, clean=chief):
+    with output_lock.lock_output(options.output_dir, suffix=suffix, clean=chief):
       _run_locked(task, options, config, strategy)
   except BaseException:
     # A run refused before it wrote anything (a bad data file, say) leaves no empty
     # output_dir behind that it created itself.
     if created:
-      script_utils.remove_if_empty(options.output_dir)
+      atomic_output.remove_if_empty(options.output_dir)
     raise
 
 
@@ -391,7 +393,7 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   logging.info("***** Eval results *****")
   path = os.path.join(output_dir, "eval_results.txt")
   with script_utils.disk_full_names(path):  # issue 27
-    script_utils.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
+    atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
     training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
                            global_step)

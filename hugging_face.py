@@ -65,6 +65,7 @@ import numpy as np
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
+import atomic_output
 import modeling
 import script_utils
 
@@ -397,7 +398,7 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   vocab = [line.strip() for _, line in script_utils.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
   _check_target(export_dir, overwrite)
-  with script_utils.atomic_path(export_dir, overwrite=True) as tmp:
+  with atomic_output.atomic_path(export_dir, overwrite=True) as tmp:
     os.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
     weights_file, config_file = os.path.join(tmp, WEIGHTS_NAME), os.path.join(tmp, CONFIG_NAME)

@@ -20,7 +20,9 @@ import os
 
 import tensorflow as tf
 
+import atomic_output
 import script_utils
+import tfrecord_framing
 
 # name -> (length key, dtype) of create_pretraining_data.py's records (the spec's table).
 PRETRAINING_FEATURES = collections.OrderedDict([
@@ -123,7 +125,7 @@ def write_examples(path, feature_dicts, float_features=None):
   float_features: as for make_example. Returns the number of records written.
   """
   count = 0
-  with script_utils.atomic_path(path) as tmp:
+  with atomic_output.atomic_path(path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       for features in feature_dicts:
         writer.write(make_example(features, float_features).SerializeToString())
@@ -170,7 +172,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
   for path in list(files)[:max_files]:
     # A file cut short (an interrupted copy) would otherwise fail hours into training,
     # inside a step, without its name; the header walk reads 12 bytes a record.
-    script_utils.check_tfrecord_framing(path, flag_name)
+    tfrecord_framing.check_tfrecord_framing(path, flag_name)
     try:
       records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:

@@ -26,6 +26,7 @@ from typing import List, Optional
 
 import numpy as np
 
+import atomic_output
 import metrics
 import script_utils
 import tokenization
@@ -143,7 +144,7 @@ def write_results(path, label_list, probabilities, threshold):
   """test_results.tsv: a header `labels<TAB>name...`, then per line of the input its
   predicted labels (comma-separated, empty for none) and each label's probability."""
   predictions = decode(probabilities, threshold)
-  with script_utils.atomic_open(path) as handle:
+  with atomic_output.atomic_open(path) as handle:
     handle.write("\t".join(["labels"] + list(label_list)) + "\n")
     for probs, chosen in zip(probabilities, predictions, strict=True):
       names = ",".join(name for name, on in zip(label_list, chosen) if on)

@@ -29,6 +29,7 @@ from typing import List, Optional
 
 import numpy as np
 
+import atomic_output
 import script_utils
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,
@@ -514,7 +515,7 @@ def write_conll_predictions(path, examples, predicted_tags, scheme):
   the input that conlleval reads. Predicted tags are converted to `scheme`; unlabelled
   input gets only the predicted column. -DOCSTART- lines are left out so that the
   file's conlleval token count equals our `tokens`."""
-  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     for example, tags in zip(examples, predicted_tags, strict=True):
       tags = convert_tags(tags, scheme)
       for index, word in enumerate(example.words):

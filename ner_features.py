@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+import atomic_output
 import checkpoints
 import input_pipeline
 import script_utils
@@ -132,7 +133,7 @@ def write_feature_cache(path, encoder, dataset, choice, num_windows, label="feat
     return combine_layers(outputs, choice)
 
   done, start = 0, time.time()
-  with script_utils.atomic_path(path) as tmp:
+  with atomic_output.atomic_path(path) as tmp:
     with tf.io.TFRecordWriter(tmp) as writer:
       for number, batch in enumerate(dataset, start=1):
         values = extract(batch).numpy().astype(np.float16)

@@ -28,6 +28,7 @@ from absl import logging
 import keras
 import numpy as np
 
+import atomic_output
 import checkpoints
 import finetune
 import input_pipeline
@@ -220,7 +221,7 @@ class NerTask(finetune.Task):
     settings, options = self.settings, self.options
     cache_dir = settings.feature_cache_dir or os.path.join(options.output_dir,
                                                            "feature_cache")
-    script_utils.ensure_output_dir(cache_dir, "feature_cache_dir")
+    atomic_output.ensure_output_dir(cache_dir, "feature_cache_dir")
     # Seeded as the driver seeds the trained model: a random encoder (no checkpoint)
     # gives the same activations on every run.
     keras.utils.set_random_seed(int(options.seed))
@@ -302,7 +303,7 @@ class NerTask(finetune.Task):
     results = self._score(model, "test", self.options.predict_batch_size)
     if results is not None:
       results["global_step"] = global_step
-      script_utils.write_key_values(
+      atomic_output.write_key_values(
           os.path.join(self.options.output_dir, "test_results.txt"), results,
           log=logging.info)
 
@@ -324,7 +325,7 @@ class NerTask(finetune.Task):
     metrics = ner_data.evaluate_examples(split.examples, tags, split.scheme)
     report = ner_data.conlleval_report(metrics)
     report_file = os.path.join(out, f"{name}_conlleval.txt")
-    with script_utils.disk_full_names(report_file), script_utils.atomic_open(
+    with script_utils.disk_full_names(report_file), atomic_output.atomic_open(
         report_file) as handle:
       handle.write(report)
     for line in report.splitlines():

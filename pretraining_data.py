@@ -35,6 +35,7 @@ import time
 from absl import logging
 import numpy as np
 
+import atomic_output
 import fast_tokenization
 import file_io
 import progress
@@ -703,7 +704,7 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
   script_utils.check_input_file(vocab_file, "vocab_file")
   if prepare_outputs:
     for path in outputs:
-      script_utils.prepare_output_file(path, "output_file")
+      atomic_output.prepare_output_file(path, "output_file")
   return input_files, outputs
 
 
@@ -850,7 +851,7 @@ def _validate(input_files, output_files, vocab_file, options):
     script_utils.check_input_file(path, "input_file", allow_empty=True)
   script_utils.check_input_file(vocab_file, "vocab_file")
   for path in output_files:
-    script_utils.prepare_output_file(path, "output_file")
+    atomic_output.prepare_output_file(path, "output_file")
 
 
 def _start_workers(opt, num_workers):
@@ -900,7 +901,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       stack.callback(pool.terminate)
     tf = _import_tensorflow()
     tokenizer = get_tokenizer(vocab_file, do_lower_case, normalize)
-    tmp_paths = [stack.enter_context(script_utils.atomic_path(p)) for p in output_files]
+    tmp_paths = [stack.enter_context(atomic_output.atomic_path(p)) for p in output_files]
     write = _RoundRobinWriter(
         [stack.enter_context(tf.io.TFRecordWriter(p)) for p in tmp_paths], totals, report)
     documents = read_documents(input_files, on_encoding_error, counters, split_sentences)

@@ -18,6 +18,7 @@ import os
 from absl import logging
 import tensorflow as tf
 
+import atomic_output
 import checkpoints
 import finetune
 import input_pipeline
@@ -135,7 +136,7 @@ class PretrainingTask(finetune.Task):
     prefix = os.path.join(directory, "bert_model.ckpt")
     with script_utils.disk_full_names(prefix):  # issue 27: one line naming it
       checkpoints.save_google_checkpoint(model, prefix, global_step=global_step)
-      with script_utils.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
+      with atomic_output.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,
                  global_step)

@@ -28,6 +28,8 @@ from absl import flags
 import flags_common
 from demo_pipeline import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
+import atomic_output
+import output_lock
 import script_utils
 
 flags.DEFINE_string("output_dir", "out/quickstart", "Where every output of the run goes.")
@@ -61,8 +63,8 @@ def main(_):
                           FLAGS.finetune_epochs)
     check_flags(options)  # before any step writes a file (issue 27)
     out = os.path.abspath(FLAGS.output_dir)
-    script_utils.ensure_output_dir(out)
-    with script_utils.lock_output(out):
+    atomic_output.ensure_output_dir(out)
+    with output_lock.lock_output(out):
       run_demo(out, started, options)
 
 
@@ -102,7 +104,7 @@ def run_demo(out, started, options):
       f"--vocab_size={options.vocab_size}", "--do_lower_case=True"], log)
   with open(paths["vocab.txt"], encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
-  with script_utils.atomic_open(paths["bert_config.json"]) as f:
+  with atomic_output.atomic_open(paths["bert_config.json"]) as f:
     json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
 
   seq = options.max_seq_length

@@ -48,6 +48,7 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
+import atomic_output
 import fast_tokenization
 import input_pipeline
 import script_utils
@@ -120,7 +121,7 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
   Returns export_dir.
   """
   with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
-    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       _write_archive(tmp, endpoints, track)
   return export_dir
 
@@ -165,7 +166,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=T
   paths = serving_paths(export_dir, version, has_text)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
   with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
-    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       local = serving_paths(tmp, version, has_text)
       if has_text:
         os.makedirs(os.path.dirname(local["text"]), exist_ok=True)

@@ -21,6 +21,7 @@ import math
 from absl import logging
 import numpy as np
 
+import atomic_output
 import script_utils
 import tokenization
 
@@ -348,7 +349,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
 
 def _write_json_like_original(path, obj):
   # json.dumps(indent=4) with ASCII escapes plus a newline: byte for byte the original.
-  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as writer:
+  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as writer:
     writer.write(json.dumps(obj, indent=4) + "\n")
 
 

@@ -17,6 +17,7 @@ import sys
 from absl import app
 from absl import flags
 
+import atomic_output
 import flags_common
 import script_utils
 import squad_metrics
@@ -87,7 +88,7 @@ def main(argv):
         na_prob_thresh=FLAGS["na-prob-thresh"].value, version=FLAGS["squad-version"].value)
     out_file = FLAGS["out-file"].value
     if out_file:
-      with script_utils.atomic_open(out_file) as handle:
+      with atomic_output.atomic_open(out_file) as handle:
         json.dump(results, handle)
     elif version == "1.1":
       print(json.dumps(results))

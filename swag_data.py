@@ -25,6 +25,7 @@ from typing import List, Optional
 
 import numpy as np
 
+import atomic_output
 import file_io
 import metrics
 import script_utils
@@ -178,7 +179,7 @@ def write_predictions(path, examples, logits):
   when the input had one). logits: float [len(examples), NUM_CHOICES]; probabilities
   are computed in float64."""
   probabilities = metrics.softmax(np.asarray(logits, np.float64))
-  with script_utils.disk_full_names(path), script_utils.atomic_open(path) as handle:
+  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     writer = csv.writer(handle, lineterminator="\n")
     has_label = any(e.label is not None for e in examples)
     header = ["id", "prediction"] + [f"prob{i}" for i in range(NUM_CHOICES)]

@@ -63,6 +63,7 @@ import keras
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
+import atomic_output
 import fast_tokenization
 import modeling
 import script_utils
@@ -291,7 +292,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
   """
   log = log or (lambda *args: None)
   check_export_dir(export_dir, overwrite)
-  with script_utils.disk_full_names(export_dir, "export_dir"), script_utils.atomic_path(
+  with script_utils.disk_full_names(export_dir, "export_dir"), atomic_output.atomic_path(
       export_dir, overwrite=True) as tmp:  # a full disk: one line naming it (issue 27)
     os.makedirs(tmp)
     for name, build, args in (

@@ -21,6 +21,7 @@ from typing import Optional
 from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
+import atomic_output
 import corpus_check
 import file_io
 import modeling
@@ -189,7 +190,7 @@ def write_config(path, template, vocab_size):
   else:
     config = modeling.BertConfig.from_dict(dict(_BERT_BASE), source="BERT-Base defaults")
   config.vocab_size = vocab_size
-  with script_utils.atomic_open(path) as handle:
+  with atomic_output.atomic_open(path) as handle:
     handle.write(config.to_json_string())
 
 
@@ -282,14 +283,14 @@ def create_vocab(input_patterns, output_file, options, output_config_file=None,
   if check_only:
     return None
   config_file = config_path(output_file, output_config_file)
-  script_utils.prepare_output_file(output_file, "output_file")
+  atomic_output.prepare_output_file(output_file, "output_file")
   if config_file:
-    script_utils.prepare_output_file(config_file, "output_config_file")
+    atomic_output.prepare_output_file(config_file, "output_config_file")
 
   start = time.time()
   vocab, counter, num_lines, held_out, learn_seconds = learn(files, reserved, options,
                                                              input_patterns)
-  with script_utils.atomic_open(output_file) as handle:
+  with atomic_output.atomic_open(output_file) as handle:
     for token in vocab:
       handle.write(token + "\n")
   if config_file:

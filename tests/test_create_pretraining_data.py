@@ -15,6 +15,7 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
+import atomic_output  # noqa: E402
 import pretraining_data as cpd  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
 import script_utils  # noqa: E402
@@ -604,7 +605,7 @@ def test_cli_creates_the_output_folder_and_removes_killed_runs_temporaries(tmp_p
   out_dir = tmp_path / "new" / "folder"
   out = out_dir / "out.tfrecord"
   out_dir.mkdir(parents=True)
-  leftovers = [script_utils._temporary_sibling(str(out)) for _ in range(2)]  # pylint: disable=protected-access
+  leftovers = [atomic_output._temporary_sibling(str(out)) for _ in range(2)]  # pylint: disable=protected-access
   others = [str(out_dir / ".out.tfrecord.tmp-notours"), str(out_dir / ".other.tmp-12345678"),
             str(out_dir / "out.tfrecord.tmp-12345678")]
   for path in leftovers + others:

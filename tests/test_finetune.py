@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import atomic_output
 import checkpoints
 import file_io
 import finetune
@@ -101,7 +102,7 @@ class ToyTask(finetune.Task):
     dataset = tf.data.Dataset.from_tensor_slices(self.splits["test"]).batch(
         self.options.predict_batch_size)
     logits = np.concatenate([b["logits"] for b in training.predict(model, dataset)])
-    with script_utils.atomic_open(os.path.join(self.options.output_dir,
+    with atomic_output.atomic_open(os.path.join(self.options.output_dir,
                                                "test_results.tsv")) as handle:
       for row in metrics.softmax(logits.astype(np.float64)):
         handle.write("\t".join(repr(float(p)) for p in row) + "\n")

@@ -1537,9 +1537,9 @@ def _full(path):
 
 
 def _injected_full_disk(monkeypatch):
-  """Where no tmpfs can be mounted: every file script_utils opens for writing is full."""
+  """Where no tmpfs can be mounted: every file atomic_output opens for writing is full."""
   import errno  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  import atomic_output  # pylint: disable=g-import-not-at-top
 
   class Full:
     def __init__(self, path):
@@ -1555,7 +1555,7 @@ def _injected_full_disk(monkeypatch):
     def __exit__(self, *exc):
       return False
 
-  monkeypatch.setattr(script_utils, "open", lambda path, *a, **k: Full(path), raising=False)
+  monkeypatch.setattr(atomic_output, "open", lambda path, *a, **k: Full(path), raising=False)
 
 
 def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
@@ -1621,6 +1621,7 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
 
 
 def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
+  import output_lock  # pylint: disable=g-import-not-at-top
   import script_utils  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out / "train")
@@ -1632,13 +1633,13 @@ def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp
       os.makedirs(out / name)
     else:
       (out / name).write_text("x", encoding="utf-8")
-  with script_utils.lock_output(str(out)):
+  with output_lock.lock_output(str(out)):
     assert sorted(os.listdir(out)) == sorted(keep + [".bert-run.lock"])
     with open(out / ".bert-run.lock", encoding="utf-8") as handle:
       assert handle.readline() == f"{os.getpid()}\n"
     # flock locks belong to an open file: a second lock, even from this process, is refused.
     with pytest.raises(script_utils.UserError) as error:
-      script_utils.lock_output(str(out)).acquire()
+      output_lock.lock_output(str(out)).acquire()
     assert str(error.value).startswith(f"--output_dir={out} is in use by another run (pid "
                                        f"{os.getpid()}: ")
     assert str(error.value).endswith("); wait for it to finish or stop it, or use another "
@@ -1648,31 +1649,32 @@ def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp
   (tmp_path / ".features.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
   (tmp_path / ".other.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
   target = str(tmp_path / "features.jsonl")
-  with script_utils.lock_output(target, "output_file", is_file=True):
+  with output_lock.lock_output(target, "output_file", is_file=True):
     with pytest.raises(script_utils.UserError, match=r"--output_file=.*features\.jsonl is "
                        r"in use by another run .*or use another output file$"):
-      script_utils.lock_output(target, "output_file", is_file=True).acquire()
+      output_lock.lock_output(target, "output_file", is_file=True).acquire()
   assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == [
       ".other.jsonl.tmp-89abcdef"]
 
 
 def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
   """The kernel drops a flock when its process dies: no stale lock after kill -9 (a
-  process that imports only script_utils: no TensorFlow, a fraction of a second)."""
+  process that imports only output_lock: no TensorFlow, a fraction of a second)."""
   import signal  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
+  import output_lock  # pylint: disable=g-import-not-at-top
   import script_utils  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out)
   holder = subprocess.Popen(
       [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
-       "import script_utils; script_utils.lock_output(sys.argv[2]).acquire(); "
+       "import output_lock; output_lock.lock_output(sys.argv[2]).acquire(); "
        "print('locked', flush=True); time.sleep(300)", ROOT, str(out)],
       stdout=subprocess.PIPE, text=True)
   try:
     assert holder.stdout.readline() == "locked\n"
     with pytest.raises(script_utils.UserError) as error:
-      script_utils.lock_output(str(out)).acquire()
+      output_lock.lock_output(str(out)).acquire()
     assert str(error.value).startswith(
         f"--output_dir={out} is in use by another run (pid {holder.pid}: {sys.executable} -c "
         "import sys, time;")
@@ -1684,7 +1686,7 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
       holder.wait()
   assert os.path.exists(out / ".bert-run.lock")  # the dead holder's file stays...
   started = time.time()
-  lock = script_utils.lock_output(str(out)).acquire()  # ...and binds no one
+  lock = output_lock.lock_output(str(out)).acquire()  # ...and binds no one
   assert time.time() - started < 5
   lock.release()
   assert os.listdir(out) == []

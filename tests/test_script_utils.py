@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 import script_utils
+import tfrecord_framing
 
 
 def _write_records(path, payloads):
@@ -16,13 +17,13 @@ def _write_records(path, payloads):
 
 def test_crc32c_matches_the_standard_check_value():
   # The CRC-32C check value of the ASCII digits 1..9 (RFC 3720, B.4).
-  assert script_utils._crc32c(b"123456789") == 0xE3069283
+  assert tfrecord_framing._crc32c(b"123456789") == 0xE3069283
 
 
 def test_framing_counts_records_of_a_good_file(tmp_path):
   path = _write_records(tmp_path / "a.tfrecord", [b"x" * n for n in (0, 1, 300, 70000)])
-  assert script_utils.check_tfrecord_framing(path) == 4
-  assert script_utils.check_tfrecord_framing(_write_records(tmp_path / "e.tfrecord", [])) == 0
+  assert tfrecord_framing.check_tfrecord_framing(path) == 4
+  assert tfrecord_framing.check_tfrecord_framing(_write_records(tmp_path / "e.tfrecord", [])) == 0
 
 
 @pytest.mark.parametrize("cut, record, message", [
@@ -37,7 +38,7 @@ def test_framing_names_the_truncated_record(tmp_path, cut, record, message):
   with open(path, "r+b") as handle:
     handle.truncate(86 - cut)
   with pytest.raises(script_utils.UserError) as info:
-    script_utils.check_tfrecord_framing(path, "input_file")
+    tfrecord_framing.check_tfrecord_framing(path, "input_file")
   text = str(info.value)
   assert text.startswith(f"--input_file: {path} record {record} at byte ")
   assert message.replace("cut short", "is cut short") in text
@@ -48,7 +49,7 @@ def test_a_cut_between_records_is_a_shorter_valid_file(tmp_path):
   path = _write_records(tmp_path / "t.tfrecord", [b"a" * 9, b"b" * 9, b"c" * 20])
   with open(path, "r+b") as handle:
     handle.truncate(50)
-  assert script_utils.check_tfrecord_framing(path) == 2
+  assert tfrecord_framing.check_tfrecord_framing(path) == 2
 
 
 def test_framing_rejects_a_text_file(tmp_path):
@@ -56,7 +57,7 @@ def test_framing_rejects_a_text_file(tmp_path):
   path.write_text("the cat sat on the mat .\n" * 10, encoding="utf-8")
   with pytest.raises(script_utils.UserError, match="corpus.txt is not a TFRecord file .bad record header 0 "
                                                    "at byte 0"):
-    script_utils.check_tfrecord_framing(str(path))
+    tfrecord_framing.check_tfrecord_framing(str(path))
 
 
 def test_tensorflow_runtime_error_is_one_clean_line(capsys):

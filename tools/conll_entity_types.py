@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import atomic_output  # noqa: E402
 import ner_data  # noqa: E402
 import script_utils  # noqa: E402
 
@@ -36,7 +37,7 @@ def entity_types(example):
 
 def convert(conll_dir, output_dir):
   """Writes output_dir/{labels.txt,train.tsv,dev.tsv,test.tsv}; returns the counts."""
-  script_utils.ensure_output_dir(output_dir, "output_dir")
+  atomic_output.ensure_output_dir(output_dir, "output_dir")
   rows, counts = {}, {}
   for source, target in SPLITS:
     path = os.path.join(conll_dir, source)
@@ -54,9 +55,9 @@ def convert(conll_dir, output_dir):
       if unknown:
         raise script_utils.UserError(f"{target} sentence {number}: entity type(s) "
                                      f"{sorted(unknown)} never seen in train.txt")
-    with script_utils.atomic_open(os.path.join(output_dir, target)) as handle:
+    with atomic_output.atomic_open(os.path.join(output_dir, target)) as handle:
       handle.writelines(f"{text}\t{','.join(types)}\n" for text, types in split_rows)
-  with script_utils.atomic_open(os.path.join(output_dir, "labels.txt")) as handle:
+  with atomic_output.atomic_open(os.path.join(output_dir, "labels.txt")) as handle:
     handle.writelines(f"{label}\n" for label in labels)
   return counts
 
