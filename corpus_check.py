@@ -14,7 +14,7 @@ measures, on that sample:
     --normalize=nfc, which both scripts apply to every line);
   * corpora of one paragraph a line (the generator takes a line for a sentence): the share
     of next-sentence pairs that would be random-next, estimated by running the generator's
-    own pairing (pretraining_data.plan_instances) over the sample, without and with a
+    own pairing (pretraining_instances.plan_instances) over the sample, without and with a
     sentence splitter; and wiki-style heading lines (" = Title = ").
 Nothing here reads FLAGS; the check never changes the data, it only reports.
 """
@@ -27,7 +27,8 @@ import unicodedata
 
 from absl import logging
 
-import pretraining_data
+import pretraining_corpus
+import pretraining_instances
 import script_utils
 import tokenization
 
@@ -156,7 +157,8 @@ def estimate_random_next(documents, count_tokens, max_seq_length=128, short_seq_
   """The share of random-next pairs the generator would make of these documents.
 
   documents: list of lists of sentences; count_tokens: sentence -> token count. Runs
-  pretraining_data.plan_instances (the generator's own pairing) three passes over them.
+  pretraining_instances.plan_instances (the generator's own pairing) three passes over
+  them.
   None when fewer than two documents have tokens.
   """
   prefixes, starts, offset = [], [], 0
@@ -171,13 +173,13 @@ def estimate_random_next(documents, count_tokens, max_seq_length=128, short_seq_
       offset += prefix[-1]
   if len(prefixes) < 2:
     return None
-  opt = pretraining_data.InstanceOptions(
+  opt = pretraining_instances.InstanceOptions(
       max_seq_length=max_seq_length, max_predictions_per_seq=20, dupe_factor=3,
       short_seq_prob=short_seq_prob, masked_lm_prob=0.15, mask_token_prob=0.8,
       random_token_prob=0.1, do_whole_word_mask=False, cls_id=0, sep_id=0, mask_id=0,
       vocab_ids=[], is_subword=b"")
-  random_next = pretraining_data.plan_instances(prefixes, starts, opt,
-                                                random.Random(seed))[4]
+  random_next = pretraining_instances.plan_instances(prefixes, starts, opt,
+                                                     random.Random(seed))[4]
   return sum(random_next) / len(random_next) if random_next else None
 
 
@@ -249,7 +251,7 @@ def _estimate_pairs(report, documents, count_tokens, split_sentences, max_seq_le
                                             short_seq_prob)
   if split_sentences is None and _looks_like_paragraphs(report):
     try:
-      splitter = pretraining_data.sentence_splitter("pysbd")
+      splitter = pretraining_corpus.sentence_splitter("pysbd")
     except script_utils.UserError:
       return
     report.splitter = "pysbd"

@@ -36,6 +36,7 @@ from absl import logging
 
 import corpus_check
 import flags_common
+import pretraining_corpus
 import pretraining_data
 import script_utils
 
@@ -111,8 +112,8 @@ def main(_):
         num_workers=FLAGS.num_workers, documents_per_chunk=FLAGS.documents_per_chunk)
     # Flags checked before check_run, which creates the output's folder.
     normalize = flags_common.normalize_option(FLAGS.normalize)
-    splitter = (pretraining_data.sentence_splitter(FLAGS.split_sentences,
-                                                   FLAGS.sentence_language)
+    splitter = (pretraining_corpus.sentence_splitter(FLAGS.split_sentences,
+                                                     FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)
     input_files, outputs = pretraining_data.check_run(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,

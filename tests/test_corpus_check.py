@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 import corpus_check
-import pretraining_data
+import pretraining_corpus
 import script_utils
 from conftest import shared_path
 
@@ -120,7 +120,7 @@ def test_sentence_splitting_estimate_with_pysbd():
   assert report.splitter == "pysbd" and not report.split_applied
   # Split into ~10-word sentences, the pairs are the usual mix again.
   assert 0.45 < report.random_next_split < 0.7
-  splitter = pretraining_data.sentence_splitter("pysbd", "en")
+  splitter = pretraining_corpus.sentence_splitter("pysbd", "en")
   applied = corpus_check.check_corpus(_wiki_documents(), True, split_sentences=splitter,
                                       splitter_name="pysbd")
   assert applied.split_applied and 0.45 < applied.random_next < 0.7
@@ -131,11 +131,11 @@ def test_sentence_splitting_estimate_with_pysbd():
 def test_missing_splitter_is_one_line_error(monkeypatch):
   monkeypatch.setitem(sys.modules, "pysbd", None)  # import pysbd -> ImportError
   with pytest.raises(script_utils.UserError) as error:
-    pretraining_data.sentence_splitter("pysbd")
+    pretraining_corpus.sentence_splitter("pysbd")
   assert str(error.value) == ("--split_sentences=pysbd: the pysbd package is not installed "
                               "(pip install pysbd)")
   with pytest.raises(script_utils.UserError, match="--split_sentences=nltk: unknown"):
-    pretraining_data.sentence_splitter("nltk")
+    pretraining_corpus.sentence_splitter("nltk")
 
 
 def test_random_next_estimate_is_the_generators_pairing():

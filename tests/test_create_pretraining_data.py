@@ -16,8 +16,12 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import atomic_output  # noqa: E402
+import example_encoder  # noqa: E402
+import pretraining_corpus  # noqa: E402
 import pretraining_data as cpd  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
+import pretraining_instances  # noqa: E402
+import pretraining_tokenizer  # noqa: E402
 import script_utils  # noqa: E402
 import tokenization  # noqa: E402
 
@@ -119,7 +123,7 @@ def _example(ids, num_a, positions, labels, is_random_next, seq, preds):
 
 def test_encoded_examples_equal_protobuf_serialization():
   seq, preds = 300, 3
-  encoder = cpd.ExampleEncoder(max_seq_length=seq, max_predictions_per_seq=preds)
+  encoder = example_encoder.ExampleEncoder(max_seq_length=seq, max_predictions_per_seq=preds)
   # 131 tokens: positions >= 128 and ids >= 16384 take multi-byte varints; the second
   # instance is short, so cached per-length pieces must not leak between the two.
   long_ids = [CLS] + [20000 + i for i in range(64)] + [SEP] + list(range(5, 69)) + [SEP]
@@ -146,11 +150,11 @@ def test_encoded_examples_equal_protobuf_serialization():
 
 def test_varint_rows_match_protobuf_varints():
   values = np.array([[0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1]])
-  packed, lengths = cpd.varint_rows(values)
+  packed, lengths = example_encoder.varint_rows(values)
   expected = tf.train.Int64List(value=values[0].tolist()).SerializeToString()[2:]
   assert bytes(packed) == expected and lengths.tolist() == [len(expected)]
   with pytest.raises(ValueError):
-    cpd.varint_rows(np.array([[2 ** 28]]))
+    example_encoder.varint_rows(np.array([[2 ** 28]]))
 
 
 def _simulated_truncation(la, lb, max_num_tokens):
@@ -169,8 +173,8 @@ def test_truncation_cuts_as_the_original_and_fronts_are_fair_coins():
   la = rng.integers(1, 200, 4000)
   lb = rng.integers(1, 200, 4000)
   a_start, b_start = rng.integers(0, 10 ** 6, 4000), rng.integers(0, 10 ** 6, 4000)
-  new_a, new_la, new_b, new_lb = cpd.truncate_pairs(a_start, la, b_start, lb, 125,
-                                                    np.random.default_rng(1))
+  new_a, new_la, new_b, new_lb = pretraining_instances.truncate_pairs(
+      a_start, la, b_start, lb, 125, np.random.default_rng(1))
   cuts = np.array([_simulated_truncation(x, y, 125) for x, y in zip(la, lb, strict=True)])
   np.testing.assert_array_equal(la - new_la, cuts[:, 0])
   np.testing.assert_array_equal(lb - new_lb, cuts[:, 1])
@@ -224,9 +228,9 @@ def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head
       prefixes.append(list(itertools.accumulate((len(s) for s in d), initial=0)))
       for s in d:
         flat.extend(full.convert_tokens_to_ids(s))
-    opt = cpd.InstanceOptions(max_seq_length, 20, 2, short_seq_prob, 0.15, 0.8, 0.1,
-                              False, CLS, SEP, 103, [], b"")
-    a_start, a_len, b_start, b_len, random_next = cpd.plan_instances(
+    opt = pretraining_instances.InstanceOptions(max_seq_length, 20, 2, short_seq_prob, 0.15,
+                                                0.8, 0.1, False, CLS, SEP, 103, [], b"")
+    a_start, a_len, b_start, b_len, random_next = pretraining_instances.plan_instances(
         prefixes, starts, opt, random.Random(5))
     assert len(pairs) == len(a_start) > 500
     assert random_next == [int(x) for x in labels]
@@ -237,12 +241,25 @@ def test_pairing_is_the_originals_instance_by_instance(monkeypatch, reuters_head
 
 def test_chunks_keep_order_and_fold_a_tiny_last_chunk():
   docs = [[f"d{i}"] for i in range(11)]
-  chunks = list(cpd.chunk_documents(iter(docs), 4))
+  chunks = list(pretraining_corpus.chunk_documents(iter(docs), 4))
   assert [len(c) for c in chunks] == [4, 4, 3]
-  chunks = list(cpd.chunk_documents(iter(docs[:9]), 4))
+  chunks = list(pretraining_corpus.chunk_documents(iter(docs[:9]), 4))
   assert [len(c) for c in chunks] == [4, 5]  # a last chunk of 1 joins the one before
   assert [d for c in chunks for d in c] == docs[:9]
-  assert cpd.chunk_seed(7, 1) != cpd.chunk_seed(8, 1) != cpd.chunk_seed(8, 0)
+  chunk_seed = pretraining_instances.chunk_seed
+  assert chunk_seed(7, 1) != chunk_seed(8, 1) != chunk_seed(8, 0)
+
+
+def test_the_driver_and_its_workers_load_no_tensorflow_until_generate_needs_it():
+  """A spawned worker imports the script's modules and pretraining_workers: NumPy only, so
+  none of --num_workers processes pays TensorFlow's start-up; the parent imports it (with
+  pretraining_tokenizer) only after the pool started."""
+  code = ("import sys; import corpus_check, pretraining_data, pretraining_workers; "
+          "print(sorted(m for m in ('tensorflow', 'fast_tokenization', 'pretraining_tokenizer')"
+          " if m in sys.modules))")
+  result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+  assert result.stdout == "[]\n"
 
 
 # --------------------------------------------------------------------------- faithfulness
@@ -560,7 +577,7 @@ def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
   name, value = flag.split("=")
   with pytest.raises(script_utils.UserError) as raised:
     if name == "split_sentences":  # main() builds the splitter before check_run
-      cpd.sentence_splitter(value)
+      pretraining_corpus.sentence_splitter(value)
     elif name == "num_output_shards":
       cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS, num_output_shards=int(value))
     else:
@@ -679,7 +696,7 @@ def test_round_trip_segments_come_from_the_documents(tmp_path):
   np.testing.assert_array_equal(batch["input_ids"].numpy(), rows["input_ids"][:4])
   np.testing.assert_array_equal(batch["masked_lm_weights"].numpy(),
                                 rows["masked_lm_weights"][:4])
-  tokenizer = cpd.get_tokenizer(UNCASED_VOCAB, True)
+  tokenizer = pretraining_tokenizer.get_tokenizer(UNCASED_VOCAB, True)
   with open(corpus, encoding="utf-8") as handle:
     blocks = [b.split("\n") for b in handle.read().split("\n\n")]
   streams = []
@@ -745,7 +762,8 @@ def test_split_sentences_turns_paragraph_lines_into_sentences(tmp_path):
                 short_seq_prob=0.0)
   _, as_lines = _generate(tmp_path, corpus, name="lines.tfrecord", **common)
   _, split = _generate(tmp_path, corpus, name="split.tfrecord",
-                       split_sentences=cpd.sentence_splitter("pysbd", "en"), **common)
+                       split_sentences=pretraining_corpus.sentence_splitter("pysbd", "en"),
+                       **common)
   # 3 paragraph lines a document, each of 6 sentences: as lines, 150 sentences; split,
   # 900, and the same tokens.
   assert (as_lines["sentences"], split["sentences"]) == (150, 900)
