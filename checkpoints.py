@@ -163,7 +163,7 @@ def resolve_checkpoint(path):
 
 def _check_state_file(directory):
   """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
-  error saying which (issue 27), before TensorFlow logs its own E line about it."""
+  error saying which, before TensorFlow logs its own E line about it."""
   state_file = os.path.join(directory, "checkpoint")
   if not os.path.isfile(state_file):
     return
@@ -654,7 +654,7 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
     values["global_step"] = np.asarray(global_step, dtype=np.int64)
   bad = [n for n, v in sorted(values.items())
          if v.dtype.kind == "f" and not np.isfinite(v).all()]
-  if bad:  # the file every other script loads never holds NaN/inf (issue 27)
+  if bad:  # the file every other script loads never holds NaN/inf
     raise script_utils.UserError(
         f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
         "the training diverged; lower --learning_rate and train again from the last good "

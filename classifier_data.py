@@ -599,8 +599,8 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     return Columns(**resolved, header=bool(self.has_header))
 
   def _refuse_header_read_as_data(self, path, label_column):
-    """A header line read as data would make its label ("label") a class of its own
-    (issue 27). When --has_header was not given at all (None) and the first row's label
+    """A header line read as data would make its label ("label") a class of its own,
+    silently. When --has_header was not given at all (None) and the first row's label
     looks like a column name, stop and ask; --has_header=false says the row is data."""
     if self.has_header is not None or label_column is None:
       return

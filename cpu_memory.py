@@ -8,10 +8,9 @@ mmap threshold (adaptive, at most 32 MiB on 64-bit Linux) with a mapping of its 
 unmaps it on free, so the next tensor of that size faults in every 4 KiB page again, and
 the kernel zeroes each one. A fine-tuning step makes such tensors every step: the
 word-embedding gradient made dense (30,522 x 384 floats = 47 MB for the MiniLM, 94 MB
-for BERT-Base), and attention and feed-forward activations at long sequences. Measured on
-a 2-core AMD EPYC (docs/benchmarks.md, issue 26): zeros of 47 MB took 36 ms a call, 12 ms
-with freed memory kept; run_classifier's MiniLM SST-2 loop ran 1.08-1.36x as fast (median
-1.10 over 9 windows of 20 steps, 3 process pairs), at the same peak resident memory.
+for BERT-Base), and attention and feed-forward activations at long sequences.
+docs/benchmarks.md has the measurements: a fresh tensor's page faults, and the
+fine-tuning loop's speed with freed memory kept, at the same peak resident memory.
 
 What: mallopt(M_MMAP_MAX, 0): no block gets a mapping of its own, the heaps grow
 instead; mallopt(M_TRIM_THRESHOLD, 1 GiB): up to that much free memory at the top of a

@@ -156,7 +156,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)
   pairs = [e for e in examples if e.text_b is not None]
-  if pairs and config.type_vocab_size < 2:  # segment 1 has no embedding (issue 27)
+  if pairs and config.type_vocab_size < 2:  # segment 1 has no embedding
     raise script_utils.UserError(
         f"{input_file}:{pairs[0].unique_id + 1}: the line is a pair ('text_a ||| text_b', "
         f"segment 1), but {bert_config_file} has type_vocab_size "
@@ -164,7 +164,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   features = convert_examples_to_features(examples, max_seq_length, tokenizer)
   encoder = modeling.BertModel(config)
   checkpoints.load_checkpoint(encoder, init_checkpoint)
-  # One run per output file; a killed run's hidden temporary is removed (issue 27).
+  # One run per output file; a killed run's hidden temporary is removed.
   with output_lock.lock_output(output_file, "output_file", is_file=True):
     with script_utils.disk_full_names(output_file, "output_file"):
       with atomic_output.atomic_open(output_file) as writer:

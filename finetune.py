@@ -205,8 +205,9 @@ def run(task, options):
   created = (not file_io.is_remote(options.output_dir)
              and not os.path.isdir(options.output_dir))
   atomic_output.ensure_output_dir(options.output_dir)
-  # One run at a time in output_dir (issue 27); each worker of a multi-worker run holds
-  # its own lock there, and only the chief's removes an interrupted run's temporaries.
+  # One run at a time in output_dir (two would both save ckpt-N there); each worker of a
+  # multi-worker run holds its own lock there, and only the chief's removes an
+  # interrupted run's temporaries.
   chief = checkpoints.is_chief(strategy)
   resolver = getattr(strategy, "cluster_resolver", None)
   suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
@@ -381,7 +382,7 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   values = dict(metrics)
   bad = sorted(k for k, v in values.items()
                if isinstance(v, (int, float)) and not math.isfinite(v))
-  if bad:  # a diverged model: its figures must not look like results (issue 27)
+  if bad:  # a diverged model: its figures must not look like results
     raise script_utils.UserError(
         f"evaluation at step {global_step} gives {', '.join(f'{k} = {values[k]}' for k in bad)}"
         f": the model's outputs are not finite (the weights diverged); {output_dir}/"
@@ -392,7 +393,7 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
   path = os.path.join(output_dir, "eval_results.txt")
-  with script_utils.disk_full_names(path):  # issue 27
+  with script_utils.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
     training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),

@@ -14,9 +14,10 @@ Weights are laid out exactly as in Google's TF1 checkpoints (query/key/value ker
 name with no reshaping; `google_variable_map(model)` gives that name for every weight.
 
 Each build_*_model function is followed by its task's loss (pretraining_loss,
-classifier_loss, squad_loss, token_classification_loss, multiple_choice_loss): each
-takes (features, outputs) and returns (per_example_loss float32 [B], metrics {name:
-(numerator, denominator)} float32 scalars summed over the batch), computed in float32.
+classifier_loss, squad_loss, token_classification_loss, multiple_choice_loss, and
+multi_label_loss on the classifier's head): each takes (features, outputs) and returns
+(per_example_loss float32 [B], metrics {name: (numerator, denominator)} float32 scalars
+summed over the batch), computed in float32.
 
 Mixed precision goes through Keras dtype policies: set the global policy (for example
 "mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
@@ -459,8 +460,8 @@ class BertModel(keras.Model):
   `pooled_only=True` (the classifier and multiple-choice models): the only output is
   `pooled_output`, and the last layer computes the [CLS] position alone
   (TransformerLayer's first_token_only), the one row the pooler reads. Same weights,
-  same checkpoint layout and the same pooled_output up to float rounding, for less work:
-  with a 6-layer encoder over 14-token rows, 12.9% fewer matmul FLOPs.
+  same checkpoint layout and the same pooled_output up to float rounding, for less work
+  (the last layer's other rows are skipped; docs/benchmarks.md counts the FLOPs saved).
   """
 
   def __init__(self, config, causal=False, pooled_only=False, name="bert", **kwargs):
@@ -545,7 +546,7 @@ class MaskedLMHead(ConfigLayer):
     # LayerNorm's output back to its input's dtype).
     transformed = self.layer_norm(ops.cast(self.dense(gathered), "float32"))
     table = ops.cast(embedding_table, transformed.dtype)
-    # One 2-D matmul against the table with transpose_b (issue 26): the same products as
+    # One 2-D matmul against the table with transpose_b: the same products as
     # transformed @ table^T, but neither the forward nor the table's gradient
     # ([vocab, hidden], straight from grad^T @ transformed) materialises a transpose of
     # the vocab x hidden table, which cost about as much as the matmul itself on CPU.
@@ -688,9 +689,9 @@ def _sparse_cross_entropy(labels, logits):
   """-log softmax(logits)[label], float32 [...]: the original's masked-LM loss as the
   original writes it, -sum(one_hot(label) * log_softmax(logits)). Equal to
   tf.nn.sparse_softmax_cross_entropy_with_logits up to rounding; over a large vocabulary
-  on CPU that fused kernel (loss and gradient together) ran 2-2.5x slower than
-  log_softmax and its gradient, and a gather's gradient (an UnsortedSegmentSum over
-  [batch, P, vocab]) slower still (issue 26's profile)."""
+  on CPU that fused kernel (loss and gradient together) ran slower than log_softmax and
+  its gradient, and a gather's gradient (an UnsortedSegmentSum over [batch, P, vocab])
+  slower still (docs/benchmarks.md, the small pretraining step's profile)."""
   log_probs = tf.nn.log_softmax(logits, axis=-1)
   one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=log_probs.dtype)
   return -tf.reduce_sum(log_probs * one_hot, axis=-1)

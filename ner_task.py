@@ -65,7 +65,7 @@ class NerSettings:
   dropout_rate: float = 0.1
 
   def __post_init__(self):
-    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too (issue 27's sibling)
+    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too: every comparison is false
       raise script_utils.UserError(
           f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
 

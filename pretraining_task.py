@@ -134,7 +134,7 @@ class PretrainingTask(finetune.Task):
     directory = os.path.join(self.options.output_dir, "pretrained")
     os.makedirs(directory, exist_ok=True)
     prefix = os.path.join(directory, "bert_model.ckpt")
-    with script_utils.disk_full_names(prefix):  # issue 27: one line naming it
+    with script_utils.disk_full_names(prefix):  # a full disk: one line naming it
       checkpoints.save_google_checkpoint(model, prefix, global_step=global_step)
       with atomic_output.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")

@@ -61,7 +61,7 @@ def main(_):
     started = time.time()
     options = DemoOptions(FLAGS.vocab_size, FLAGS.max_seq_length, FLAGS.pretrain_steps,
                           FLAGS.finetune_epochs)
-    check_flags(options)  # before any step writes a file (issue 27)
+    check_flags(options)  # before any step writes a file
     out = os.path.abspath(FLAGS.output_dir)
     atomic_output.ensure_output_dir(out)
     with output_lock.lock_output(out):

@@ -90,7 +90,7 @@ def main(_):
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        # Not given at all: a first row that looks like a header is refused (issue 27).
+        # Not given at all: a first row that looks like a header is refused.
         has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
         delimiter=FLAGS.delimiter,
         regression=FLAGS.regression)

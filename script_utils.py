@@ -3,7 +3,8 @@
 Middle floor: imported by the scripts, never reads absl FLAGS itself. A script's `main()`
 passes the flag values it read (for example `verbose`) to these helpers.
 
-The contract with users (DEVELOPERS.md, "Errors a user can act on"):
+The contract with users (docs/reliability.md says it in full, with the tests that hold
+the scripts to it):
   * a bad file, flag or config fails fast with ONE line on stderr that names the file
     (and line or record) and what to do, and a non-zero exit status;
   * no Python traceback unless `--verbose`; but only bad input is reported that way: a
@@ -233,7 +234,7 @@ def read_text_lines(path, encoding_errors="strict"):
         raise UserError(file_io.not_utf8_message(path, exc, line=number)) from None
 
 
-# --------------------------------------------------------------------------- full disks at the writer (issue 27)
+# --------------------------------------------------------------------------- full disks at the writer
 
 
 @contextlib.contextmanager

@@ -120,7 +120,7 @@ def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
   resources the endpoints use (the model, a tokenizer holding lookup tables).
   Returns export_dir.
   """
-  with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
+  with script_utils.disk_full_names(export_dir, "export_dir"):  # a full disk: one line
     with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       _write_archive(tmp, endpoints, track)
   return export_dir
@@ -165,7 +165,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=T
   has_text = len(ids_endpoints) != len(endpoints)
   paths = serving_paths(export_dir, version, has_text)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
-  with script_utils.disk_full_names(export_dir, "export_dir"):  # issue 27
+  with script_utils.disk_full_names(export_dir, "export_dir"):  # a full disk: one line
     with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       local = serving_paths(tmp, version, has_text)
       if has_text:

@@ -154,7 +154,7 @@ def _training_answer(qa, where, qas_id, paragraph_text, doc_tokens, char_to_word
   answer_offset = answer.get("answer_start") if isinstance(answer, dict) else None
   for field, value, kind in (("text", orig_answer_text, str),
                              ("answer_start", answer_offset, int)):
-    # A wrong type is a malformed file, not an answer that is missing (issue 27): the
+    # A wrong type is a malformed file, not an answer that is missing: the
     # original crashes on it; skipping it would train on fewer answers without a word.
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
       raise script_utils.UserError(

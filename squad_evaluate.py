@@ -79,7 +79,7 @@ def main(argv):
     script_utils.check_input_file(data_file, "data_file")
     script_utils.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value
-    if not math.isfinite(threshold):  # every comparison with NaN is false (issue 27)
+    if not math.isfinite(threshold):  # every comparison with NaN is false
       raise script_utils.UserError(f"--na-prob-thresh={threshold}: must be a finite number")
     if FLAGS["na-prob-file"].value:
       script_utils.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")

@@ -408,7 +408,7 @@ def check_dataset(obj, path):
             raise script_utils.UserError(
                 f"{path}: question {qa['id']} has an answer without a \"text\" string")
         qa.setdefault("answers", [])
-  if not seen:  # nothing to score: name the file (issue 27)
+  if not seen:  # nothing to score: name the file
     raise script_utils.UserError(
         f"{path}: the SQuAD file has no questions (every article's paragraphs have empty "
         "\"qas\" lists); pass the data file the predictions were made on")

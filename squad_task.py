@@ -53,7 +53,7 @@ class SquadSettings:
 
   def __post_init__(self):
     # Every comparison with NaN is false: a NaN threshold would silently never (or, as
-    # inf, always) predict "no answer" (issue 27).
+    # inf, always) predict "no answer".
     if not math.isfinite(self.null_score_diff_threshold):
       raise script_utils.UserError(
           f"--null_score_diff_threshold={self.null_score_diff_threshold}: must be a finite "

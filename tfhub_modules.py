@@ -293,7 +293,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
   log = log or (lambda *args: None)
   check_export_dir(export_dir, overwrite)
   with script_utils.disk_full_names(export_dir, "export_dir"), atomic_output.atomic_path(
-      export_dir, overwrite=True) as tmp:  # a full disk: one line naming it (issue 27)
+      export_dir, overwrite=True) as tmp:  # a full disk: one line naming it
     os.makedirs(tmp)
     for name, build, args in (
         (ENCODER_DIR, build_encoder_module, (model,)),

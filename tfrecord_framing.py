@@ -36,10 +36,9 @@ def check_tfrecord_framing(path, flag_name="input_file"):
   """Walks the record headers of a local TFRecord file; returns its number of records.
 
   TFRecord framing is [length uint64][masked crc32c of length][data][masked crc32c of
-  data]. Only the 12-byte headers are read (a seek over each record's data): about 9 us
-  a record measured on a busy 2-core machine (150 MB of 1.5 kB records in 0.9 s); a file
-  cut short (an interrupted copy or write) or one
-  that is not a TFRecord file fails now, with a UserError naming the file and record,
+  data]. Only the 12-byte headers are read (a seek over each record's data; its speed is
+  in docs/benchmarks.md); a file cut short (an interrupted copy or write) or one that is
+  not a TFRecord file fails now, with a UserError naming the file and record,
   instead of hours later deep inside a training step. Data checksums are not verified
   here (TensorFlow does it while reading). Remote paths are not walked (returns None).
   """

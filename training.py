@@ -103,7 +103,7 @@ _NO_ACCELERATOR_CAUSE = (
 
 
 def _check_accelerators(name, num_gpus, tpu_name):
-  """Stops a run that asked for accelerators TensorFlow does not see (issue 27).
+  """Stops a run that asked for accelerators TensorFlow does not see.
 
   Physical devices only: listing them does not start the TensorFlow context, which
   MultiWorkerMirroredStrategy needs untouched.
@@ -434,7 +434,7 @@ class TrainLogger:
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
         scalars["loss_scale"] = float(state.loop.loss_scale.numpy())
-      with script_utils.disk_full_names(self.logdir, atomic=False):  # issue 27
+      with script_utils.disk_full_names(self.logdir, atomic=False):  # a full disk: one line
         write_scalars(self.writer, scalars, step)
 
   def close(self):
@@ -476,7 +476,7 @@ def _per_replica_input(strategy, dataset_fn):
 
   One replica on this host's CPU reads the dataset itself: tf.distribute's input (a
   MultiDeviceIterator even for one device, prefetching to the device it is already on)
-  made a MiniLM fine-tuning step about 1.6x slower on a 2-core CPU (issue 26). The same
+  made a MiniLM fine-tuning step slower on CPU (docs/benchmarks.md). The same
   batches either way.
   """
   devices = strategy.extended.worker_devices
@@ -559,7 +559,7 @@ def _stop_on_bad_loss(loss, step, state):
 
 def _stop_on_lost_worker(exc, strategy, state, step):
   """A multi-worker run whose peer died (kill -9, a lost host): one line naming the
-  worker and how to resume (issue 27). Other strategies' errors keep their traceback."""
+  worker and how to resume. Other strategies' errors keep their traceback."""
   resolver = getattr(strategy, "cluster_resolver", None)
   if resolver is None or not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
     return
@@ -588,7 +588,7 @@ def _stop_on_lost_worker(exc, strategy, state, step):
 
 
 def _stop_on_non_finite_weights(state):
-  """A checkpoint of NaN/inf weights is never saved (issue 27): the loss of the last
+  """A checkpoint of NaN/inf weights is never saved: the loss of the last
   step is computed before its update, so a step can diverge where the loss check cannot
   see it. The last good checkpoint stays the newest one."""
   bad = [getattr(v, "path", v.name) for v in state.model.weights
@@ -614,7 +614,7 @@ def write_scalars(writer_or_dir, scalars, step):
   one in (output_dir/eval).
   """
   if isinstance(writer_or_dir, str):
-    with script_utils.disk_full_names(writer_or_dir, atomic=False):  # issue 27
+    with script_utils.disk_full_names(writer_or_dir, atomic=False):  # a full disk: one line
       writer = tf.summary.create_file_writer(writer_or_dir)
       try:
         _write_scalars(writer, scalars, step)

@@ -164,7 +164,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
                f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {hf_bridge.load_average()}"},
       {"name": "classifier_predict_ours_vs_hf", "value": round((n / seconds) / hf_rate, 2),
        "unit": "x", "note": f"same weights (max |logit diff| {diff:.1e}, same class on "
-                            f"{agree:.1%}), batch {BATCH}; target >= 2x (issue 8)"}]
+                            f"{agree:.1%}), batch {BATCH}; target >= 2x"}]
 
 
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
@@ -254,8 +254,8 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
          "note": f"dev accuracy ours {accuracy:.4f} vs HF {hf['accuracy']:.4f} ("
                  + ("within" if abs(accuracy - hf["accuracy"]) <= ACCURACY_MATCH else
                     "NOT within") + f" {100 * ACCURACY_MATCH:g} points); " + (
-             "target >= 2x at matching accuracy (issue 26)" if group else
-             "target >= 1.3x at matching accuracy (issue 8)")}]
+             "target >= 2x at matching accuracy" if group else
+             "target >= 1.3x at matching accuracy")}]
     if group:
       grouped_rate = hf["examples_per_second"]
   if grouped_rate:
@@ -264,7 +264,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
 
 
 def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
-  """What stands in the way of 2x HF grouped (issue 26): step_floor's training ceiling
+  """What stands in the way of 2x HF grouped (the target): step_floor's training ceiling
   at the subset's mean length without padding, the least work any implementation does."""
   import step_floor  # pylint: disable=g-import-not-at-top
   pieces = tokenizer.tokenize_batch([e.text_a for e in train])

@@ -1,4 +1,4 @@
-"""Whole-process prediction: ours vs ONNX Runtime vs Hugging Face transformers (issue 26).
+"""Whole-process prediction: ours vs ONNX Runtime vs Hugging Face transformers.
 
 Three whole processes, each timed from spawn to exit (start-up, imports, reading the
 file, tokenizing, the model, writing the results), on the same sentences (the first N of
@@ -234,7 +234,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     rows.append({"name": f"predict_whole_process_ours_vs_{side}",
                  "value": round(statistics.median(ratios), 2), "unit": "x",
                  "note": f"{side} s / ours s per round: median {hf_bridge.spread(ratios, '{:.2f}')}; "
-                         + (f"target >= {target:g}x (issue 26)" if target else
+                         + (f"target >= {target:g}x" if target else
                             "before/after")
                          + "; predictions "
                          + ("agree" if agree else "DISAGREE")
@@ -249,7 +249,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
 
 
 def _floor_rows(texts, their_seconds):
-  """What stands in the way of 2x ONNX Runtime (issue 26): the forward matmuls alone of
+  """What stands in the way of 2x ONNX Runtime (the target): the forward matmuls alone of
   every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
   LayerNorm or GELU), at the rate benchmarks/step_floor.py measures in this process."""
   import fast_tokenization  # pylint: disable=g-import-not-at-top

@@ -3,9 +3,9 @@
   .venv/bin/python benchmarks/bench_pretraining.py           # BERT-Base seq 128 + small
   .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
   .venv/bin/python benchmarks/bench_pretraining.py --base [--rounds=3] [--steps=3] \
-      [--batch=8] [--xla=0,1]   # issue 26: BERT-Base float32, % of each round's peak
+      [--batch=8] [--xla=0,1]   # BERT-Base float32, % of each round's peak
   .venv/bin/python benchmarks/bench_pretraining.py --small [--rounds=3] [--baseline=DIR]
-      # issue 26: the Korean and demo shapes (benchmarks/small_step.py), XLA off and on,
+      # the Korean and demo shapes (benchmarks/small_step.py), XLA off and on,
       # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
       # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
       # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
@@ -185,7 +185,7 @@ def run(quick=False):
         if dtype == "float32" and not xla:
           ours[name] = rate
     results += _hf_rows(name, batch, steps, ours.get(name))
-  # Issue 26's small shapes (Korean, demo): XLA off and on, alternating processes.
+  # The small shapes (Korean, demo): XLA off and on, alternating processes.
   small = run_small(rounds=1 if quick else 3, steps=5 if quick else 20,
                     reps=2 if quick else 3, peak=peaks["float32"])
   return results + small[1:]
@@ -214,12 +214,11 @@ def _hf_rows(name, batch, steps, ours):
   if ours:
     rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",
                      value=round(ours / hf["examples_per_second"], 2), unit="x",
-                     note="same config, batch and data, same run; target >= 1x for base "
-                          "(issue 8)"))
+                     note="same config, batch and data, same run; target >= 1x for base"))
   return rows
 
 
-# --------------------------------------------------------------------------- small (#26)
+# --------------------------------------------------------------------------- small
 
 def small_child(shape, xla, steps, reps):
   """Runs in a subprocess (code from $BERT_BENCH_CODE_ROOT if set): prints one JSON line
@@ -309,7 +308,7 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
 
 
 def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
-  """Issue 26's BERT-Base target (65% of the float32 matmul peak): the seq-128 float32
+  """The BERT-Base target (65% of the float32 matmul peak): the seq-128 float32
   step (child()) in fresh processes, each round measuring the matmul peak just before
   its processes, so every fraction has a peak from the same minute."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -343,7 +342,7 @@ def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
     rows.append(dict(name=label + " % of peak",
                      value=round(100 * sorted(fractions[xla])[len(fractions[xla]) // 2], 1),
                      unit="%", note=hf_bridge.spread([100 * f for f in fractions[xla]])
-                     + " (each round's rate over that round's peak); target 65% (issue 26)"))
+                     + " (each round's rate over that round's peak); target 65%"))
   return rows
 
 

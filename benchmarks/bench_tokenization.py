@@ -204,7 +204,7 @@ def _hf_result_rows(label, note, num_tokens, hf_s, same, graph_s, lists_s):
                f"identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
       {"name": "FastTokenizer (in-graph) / HF batch", "value": statistics.median(graph_x),
        "unit": "x", "note": "median of the rounds' ratios, " + hf_bridge.spread(graph_x) +
-                           "; target >= 10x (issue 26)"},
+                           "; target >= 10x"},
       {"name": "FastTokenizer (lists) / HF batch", "value": statistics.median(lists_x),
        "unit": "x", "note": "both give Python lists of ids; " + hf_bridge.spread(lists_x)},
   ]
@@ -225,7 +225,7 @@ def run(quick=False, rounds=3):
   full = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   full_pass = lambda: [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines]
   # The original's algorithm as it wrote it (no memoised character classes): the yardstick
-  # issue 26's 40x is measured against.
+  # the 40x target is measured against.
   plain = tokenization_reference.Tokenizer(tokenization.load_vocab(vocab_file))
   plain_pass = lambda: [plain.ids(l) for l in lines]
   fast = fast_tokenization.FastTokenizer(vocab_file, do_lower_case=True)
@@ -286,7 +286,7 @@ def run(quick=False, rounds=3):
       {"name": "FastTokenizer (in-graph) / original algorithm",
        "value": statistics.median(plain_x), "unit": "x",
        "note": "median of the rounds' ratios, " + hf_bridge.spread(plain_x) +
-               "; target >= 40x (issue 26)"},
+               "; target >= 40x"},
       {"name": "the same in process CPU seconds", "value": statistics.median(plain_cpu_x),
        "unit": "x", "note": "CPU time of the same passes (every thread of this process), "
                            "less sensitive to other load: " + hf_bridge.spread(plain_cpu_x)},

@@ -1,4 +1,4 @@
-"""Profile: where a small pretraining step's time goes, per op class (issue 26).
+"""Profile: where a small pretraining step's time goes, per op class.
 
   .venv/bin/python benchmarks/profile_small_step.py                 # Korean shape
   .venv/bin/python benchmarks/profile_small_step.py --shape=demo    # quickstart's shape

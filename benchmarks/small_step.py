@@ -1,4 +1,4 @@
-"""The small pretraining step of issue 26, shared by bench_pretraining.py's `small`
+"""The small pretraining step (the Korean and demo shapes), shared by bench_pretraining.py's `small`
 workload and profile_small_step.py.
 
 Shapes: "korean" is reproduce/korean.sh's model (L=4 H=128 A=4 I=512, sequence 64,
@@ -115,8 +115,8 @@ def build(shape, xla=False, seed=0):
   step = training.make_train_step(model, optimizer, modeling.pretraining_loss, names,
                                   train_config, state)
   loop = training.make_train_loop(strategy, step, names)
-  # The loop's input as training.train makes it (for the CPU: the dataset itself since
-  # issue 26, tf.distribute's iterator before), so a --baseline tree times its own.
+  # The loop's input as training.train makes it (for the CPU: the dataset itself now,
+  # tf.distribute's iterator in older trees), so a --baseline tree times its own.
   iterator = training._train_iterator(  # pylint: disable=protected-access
       strategy, lambda context, per_replica: dataset, train_config, 0)
   return Run(loop, iterator, batch)

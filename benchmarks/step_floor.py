@@ -1,4 +1,4 @@
-"""The matmul floor of a BERT classifier step (issue 26): the fastest a step could run on
+"""The matmul floor of a BERT classifier step: the fastest a step could run on
 this machine if it were nothing but its matrix multiplications and its optimizer update.
 
 Every implementation (ours, transformers, ONNX Runtime) must do the encoder's matmuls

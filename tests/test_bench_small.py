@@ -1,4 +1,4 @@
-"""benchmarks/small_step.py's FLOP count and profile_small_step.py's op classes (issue 26).
+"""benchmarks/small_step.py's FLOP count and profile_small_step.py's op classes.
 
 No timing here (speed figures live in benchmarks/); these check the arithmetic and the
 classification that the benchmark's figures rest on.

@@ -1,4 +1,4 @@
-"""One restore policy for every script (issue 15): a run's own checkpoints, saved WITH
+"""One restore policy for every script: a run's own checkpoints, saved WITH
 their optimizer by the real scripts, used as --init_checkpoint by the others, with the
 numbers equal to loading the Google-layout twin; and the runs that must refuse.
 
@@ -111,7 +111,7 @@ def _scalars(folder):
 
 
 def test_tensorboard_shows_train_and_eval_curves(pretrained, tmp_path):
-  """Issue 17: scalars (not tensors) in output_dir/train and output_dir/eval, the eval
+  """TensorBoard's curves: scalars (not tensors) in output_dir/train and output_dir/eval, the eval
   ones at the step they were measured, for run_pretraining and run_classifier; and the
   `tensorboard` command installed beside this Python."""
   train = _scalars(pretrained / "pretrain" / "train")
@@ -129,7 +129,7 @@ def test_tensorboard_shows_train_and_eval_curves(pretrained, tmp_path):
   _classify(pretrained, out, pretrained / "pretrain")
   assert {"loss", "accuracy", "learning_rate"} <= set(_scalars(out / "train"))
   evaluation = _scalars(out / "eval")
-  # Issue 24: eval_accuracy / eval_loss under the training twins' tags (one card each).
+  # eval_accuracy / eval_loss under the training twins' tags (one card each).
   assert {"accuracy", "loss"} <= set(evaluation)
   assert not {"eval_accuracy", "eval_loss"} & set(evaluation)
   assert [step for step, _ in evaluation["accuracy"]] == [3]

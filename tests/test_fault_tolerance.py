@@ -1,4 +1,4 @@
-"""Fault tolerance and determinism of fine-tuning (issue 9), on run_classifier.py.
+"""Fault tolerance and determinism of fine-tuning, on run_classifier.py.
 
 * kill -9 at random moments (and one SIGTERM, the preemption notice) of a tiny run, each
   time rerunning the same command: the final step, weights, optimizer slots and dropout

@@ -1,4 +1,4 @@
-"""Real faults end in one line, not a traceback (issue 16): a full disk while saving, a
+"""Real faults end in one line, not a traceback: a full disk while saving, a
 loss that turns NaN, a checkpoint cut short by an interrupted copy, and flag values that
 would train a plausible wrong model."""
 import contextlib

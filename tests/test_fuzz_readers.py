@@ -1,4 +1,4 @@
-"""Property tests (hypothesis) for the data readers and the SQuAD normaliser (issue 9).
+"""Property tests (hypothesis) for the data readers and the SQuAD normaliser.
 
 Each reader, fed garbage, either parses it or raises a UserError that names the file;
 never a TypeError/KeyError/IndexError or a bare UnicodeDecodeError. Fed a VALID file built

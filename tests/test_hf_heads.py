@@ -1,4 +1,4 @@
-"""Every fine-tuned head leaves for Hugging Face (issue 24): fine-tune a tiny model a few
+"""Every fine-tuned head leaves for Hugging Face: fine-tune a tiny model a few
 steps on real rows (MRPC, STS-B, a SQuAD slice, a CoNLL slice, SWAG), export it with
 export_encoder.py --format=huggingface, and compare transformers' AutoModelFor* (and for
 MRPC its pipeline) with our own predictions of the same examples.

@@ -1,4 +1,4 @@
-"""Models leave whole (issue 24, and issue 27's "another task's checkpoint"):
+"""Models leave whole (and another task's checkpoint is not taken for this one's):
 
 * one tiny MRPC run (real rows) with --eval_every_steps and --export_dir, shared by:
   - eval every N steps: several eval steps in output_dir/eval under the training tags;

@@ -102,7 +102,7 @@ def _graph_op_types(function, *args):
 
 @pytest.mark.parametrize("in_graph", [False, True])
 def test_adamw_fused_update_equals_numpy_and_the_plain_ops(in_graph):
-  # Issue 26: from fuse_from_num_weights weights on, AdamWeightDecay runs all variables'
+  # From fuse_from_num_weights weights on, AdamWeightDecay runs all variables'
   # updates in one XLA-compiled call. The toy model is small, so the threshold is lowered
   # to make it fuse; 0 / None run both paths over the same 5 steps with decay.
   rng = np.random.default_rng(1)

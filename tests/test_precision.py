@@ -1,4 +1,4 @@
-"""Correctness an accelerator run depends on, checked on CPU (issue 19).
+"""Correctness an accelerator run depends on, checked on CPU.
 
 * Under the mixed_bfloat16 and mixed_float16 policies, LayerNorm (its statistics and its
   output), the attention softmax and the losses compute in float32, while the matmuls
@@ -99,7 +99,7 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
   softmax = [op for op in ops if op.type == "Softmax"]
   assert len(softmax) == CONFIG["num_hidden_layers"]
   assert all(op.get_attr("T") == tf.float32 for op in softmax)
-  # masked LM: the original's -sum(one_hot * log_softmax) (issue 26); next sentence: the
+  # masked LM: the original's -sum(one_hot * log_softmax); next sentence: the
   # fused kernel, which TensorFlow computes as a LogSoftmax too once op determinism is on
   # (another test in this process may have turned it on).
   cross_entropy = [op for op in ops if op.type in ("SparseSoftmaxCrossEntropyWithLogits",

@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 9): every script, every kind of bad input it can meet.
+"""The bad-input catalogue: every script, every kind of bad input it can meet.
 
 Each case must end with exit status 2, ONE error line on stderr (`<script>: error: ...`)
 that names the offending file (and line or record), no Python traceback, and no output
@@ -285,7 +285,7 @@ def eval_only_output_dir_holds_other_model(ws):
               absent=[os.path.join(out, "eval_results.txt")])
 
 
-# Issue 16: flags that would train to a plausible wrong model; issue 15: nothing trained.
+# Flags that would train to a plausible wrong model; runs with nothing trained.
 
 
 @case("run_classifier.py", default=True)
@@ -420,7 +420,7 @@ def directory_as_vocab(ws):
               expect=[vocab])
 
 
-# Issue 27: the last silent wrong answers and unhelpful messages.
+# Silent wrong answers and unhelpful messages.
 
 
 @case("run_classifier.py", default=True)
@@ -787,7 +787,7 @@ def output_dir_holds_other_model(ws):
 
 @case("run_squad.py", default=True)
 def predict_into_a_classifier_output_dir(ws):
-  # Issue 15: the classifier's checkpoint (same BERT size) must not be scored as SQuAD.
+  # The classifier's checkpoint (same BERT size) must not be scored as SQuAD.
   path = ws.write("sq-ok.json", _squad_json([GOOD_QA]))
   out = ws.path("sq-o13")
   return dict(argv=_squad(ws, out, "--do_predict", f"--predict_file={path}"),
@@ -1385,7 +1385,7 @@ def test_real_subprocess_matches_the_harness(ws):
   assert not os.path.exists(os.path.join(out, "eval_results.txt"))
 
 
-# --------------------------------------------------------------------------- issue 27: true processes
+# --------------------------------------------------------------------------- true processes
 
 
 PT_CONFIG = {"vocab_size": 40, "hidden_size": 32, "num_hidden_layers": 3,
@@ -1430,7 +1430,7 @@ def _last_line(proc_stderr):
 
 @pytest.mark.slow  # 30 s on 2 cores: three runs; the lock itself is tested fast below
 def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lock(tmp_path):
-  """Two runs at once in one output_dir would both save ckpt-N there (issue 27, item 3)."""
+  """Two runs at once in one output_dir would both save ckpt-N there."""
   import signal  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
@@ -1504,7 +1504,7 @@ def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
   assert len(floats) > 40 and all(np.isfinite(reader.get_tensor(n)).all() for n in floats)
 
 
-# --------------------------------------------------------------------------- issue 27: full disks at the writers
+# --------------------------------------------------------------------------- full disks at the writers
 
 
 @pytest.fixture
@@ -1617,7 +1617,7 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   assert sorted(n for n in os.listdir(full_disk) if n != "eval") == ["filler"]
 
 
-# --------------------------------------------------------------------------- issue 27: locks and stale temporaries
+# --------------------------------------------------------------------------- locks and stale temporaries
 
 
 def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
@@ -1726,7 +1726,7 @@ def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
 @pytest.mark.slow  # about 60 s on 2 cores: two pairs of localhost workers
 def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
   """kill -9 of one of two multi_worker_mirrored workers: the chief used to end in a
-  traceback ("The tasks have crashed ... CollectiveReduceV2"), exit 1 (issue 27)."""
+  traceback ("The tasks have crashed ... CollectiveReduceV2"), exit 1."""
   import socket  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"

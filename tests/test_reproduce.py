@@ -103,7 +103,7 @@ def test_table_scripts_check_their_arguments(tmp_path, script, args, message):
 
 
 def test_has_flag_asks_the_script_itself():
-  """has_flag must see flags defined in flags_common (issue 27: --ltr was defined there, the
+  """has_flag must see flags defined in flags_common (--ltr is defined there: the
   old grep of the script's source found no DEFINE_ line and Table 5 lost its LTR row)."""
   common = os.path.join(ROOT, "reproduce", "common.sh")
   program = (f'source "{common}"; for f in "$@"; do '

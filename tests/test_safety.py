@@ -1,4 +1,4 @@
-"""Safety audit as a test (issue 9): no unsafe loading or shell use in the project's code.
+"""Safety audit as a test: no unsafe loading or shell use in the project's code.
 
 Scans every .py file of the project (not .venv) token by token, so comments and strings
 that merely mention a name do not count. Forbidden:
