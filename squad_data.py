@@ -16,12 +16,10 @@ a SQuAD 2.0 question ("is_impossible") read without version_2_with_negative, or 
 context fail with a one-line message.
 """
 
-import json
-
 from absl import logging
 
-import file_io
 import script_utils
+import squad_metrics
 import tokenization
 
 
@@ -260,16 +258,9 @@ def parse_squad_examples(data, is_training, version_2_with_negative=False, path=
 
 
 def load_squad_json(input_file):
-  """Reads a SQuAD JSON file; a malformed one fails with file:line:column."""
-  with file_io.open_binary(input_file) as reader:
-    raw = reader.read()
-  try:
-    input_json = json.loads(raw.decode("utf-8-sig"))
-  except UnicodeDecodeError as exc:
-    raise script_utils.UserError(file_io.not_utf8_message(input_file, exc)) from None
-  except json.JSONDecodeError as exc:
-    raise script_utils.UserError(
-        f"{input_file}:{exc.lineno}:{exc.colno}: malformed JSON ({exc.msg})") from None
+  """Reads a SQuAD JSON file (squad_metrics.load_json: a malformed one fails with
+  file:line:column) and checks that it holds a "data" list."""
+  input_json = squad_metrics.load_json(input_file, "SQuAD data file")
   if not isinstance(input_json, dict) or not isinstance(input_json.get("data"), list):
     raise script_utils.UserError(
         f"{input_file}: not a SQuAD file (expected a JSON object with a \"data\" list of "

@@ -329,14 +329,9 @@ def _unique_keys(pairs):
 def load_json(path, what="JSON file"):
   """json.load with a one-line UserError naming the file, line and column when malformed,
   or when an object repeats a key (json.load would silently keep the last value: a
-  predictions file with a question twice, a data file with two "answers")."""
-  try:
-    with open(path, "rb") as handle:
-      raw = handle.read()
-  except FileNotFoundError:
-    raise script_utils.UserError(f"{path}: no such {what}") from None
-  except IsADirectoryError:
-    raise script_utils.UserError(f"{path}: is a directory, expected a {what}") from None
+  predictions file with a question twice, a data file with two "answers"). The one
+  reader of SQuAD's JSON files: run_squad's data (squad_data) and the scorer's inputs."""
+  raw = file_io.read_bytes(path, missing_hint=f"; expected a {what}", expected=f"a {what}")
   try:
     return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
   except _DuplicateKey as exc:

@@ -88,7 +88,7 @@ def test_read_training_answers_skip_mismatched_offsets(tmp_path, any_tokenizer):
 def test_read_errors_are_one_line_user_errors(tmp_path, any_tokenizer):
   bad = tmp_path / "bad.json"
   bad.write_text('{"data": [\n  {"paragraphs": [}\n]}')
-  with pytest.raises(script_utils.UserError, match=r"bad\.json:2:19: malformed JSON"):
+  with pytest.raises(script_utils.UserError, match=r"bad\.json:2:19: malformed SQuAD data file"):
     squad_data.read_squad_examples(str(bad), is_training=False)
   no_id = _write_squad(tmp_path, [{"context": "a b", "qas": [{"question": "q?"}]}], "noid.json")
   with pytest.raises(script_utils.UserError,
