@@ -31,7 +31,8 @@ class OutputLock:
   fcntl.flock on a lock file: the kernel drops it when the process ends however it ends,
   so a kill -9 never leaves a lock that blocks the rerun. The file records the holder's
   pid and command line, for the one-line refusal of a second run. Taking the lock also
-  removes the temporaries a killed earlier run left there (`remove_stale_temporaries`).
+  removes the temporaries a killed earlier run left there
+  (`atomic_output.remove_stale_temporaries`).
   """
 
   def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True):
