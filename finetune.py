@@ -241,7 +241,8 @@ def _run_locked(task, options, config, strategy):
     optimizer = None
     if options.do_train:
       optimizer = optimization.create_optimizer(options.learning_rate, num_train_steps,
-                                                num_warmup_steps, options.optimizer)
+                                                num_warmup_steps, options.optimizer,
+                                                schedule=options.lr_schedule)
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
                                     loss_scaling=options.dtype == "float16",

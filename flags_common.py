@@ -117,6 +117,12 @@ def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=
                        "How many of the newest checkpoints to keep in output_dir.")
   flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
                     "adamw: the original AdamWeightDecay; lamb: LAMB for large batches.")
+  flags.DEFINE_enum(
+      "lr_schedule", "original", ["original", "one_cycle"],
+      "original: warmup, then the release's linear decay to 0 measured from step 0 (so "
+      "the rate right after warmup is learning_rate * (1 - warmup / steps)); one_cycle: "
+      "warmup to learning_rate, then linear decay to 0 over the remaining steps (with "
+      "--warmup_proportion=0.5, a triangle; for short pretraining budgets).")
   flags.DEFINE_integer("seed", 12345, "Random seed for initialisation, dropout and shuffling.")
 
 
@@ -274,6 +280,7 @@ class RunOptions:
   num_warmup_steps: int = None     # None: from warmup_proportion
   warmup_proportion: float = 0.1
   optimizer: str = "adamw"
+  lr_schedule: str = "original"    # or "one_cycle" (optimization.create_optimizer)
   save_checkpoints_steps: int = 1000
   keep_checkpoint_max: int = 3
   seed: int = 12345

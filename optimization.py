@@ -8,6 +8,10 @@ module reproduces:
     at the global step, overridden by `init_lr * step / num_warmup_steps` while
     `step < num_warmup_steps`. Note the decay is measured from step 0, not from the end of
     warmup: right after warmup the rate is `init_lr * (1 - warmup / total)`.
+    `schedule="one_cycle"` (not the original's; for short pretraining budgets, as in
+    Cramming) measures the decay from the end of warmup instead: the rate climbs to
+    `init_lr` over the warmup steps and falls linearly to 0 over the rest, a triangle
+    whose peak sits at the warmup's end.
   * AdamWeightDecay: Adam WITHOUT bias correction, epsilon 1e-6, and weight decay that is
     decoupled from the gradient: `update = m / (sqrt(v) + eps) + wd * param`, then
     `param -= lr * update`. Variables whose name contains "LayerNorm", "layer_norm" or
@@ -33,26 +37,37 @@ EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 # The original clips in its train op with tf.clip_by_global_norm(grads, clip_norm=1.0).
 DEFAULT_CLIP_NORM = 1.0
 
+# Learning-rate schedules: the original's, and one cycle (see WarmupPolynomialDecay).
+SCHEDULES = ("original", "one_cycle")
+
 
 @keras.saving.register_keras_serializable(package="bert")
 class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
-  """The original's learning-rate schedule (warmup then linear decay to 0)."""
+  """The original's learning-rate schedule (warmup then linear decay to 0).
+
+  decay_from_warmup=False is the original: the decay runs over steps 0..num_train_steps,
+  so it has already eaten `num_warmup_steps / num_train_steps` of the rate when warmup
+  ends. True ("one cycle") runs it over num_warmup_steps..num_train_steps instead, so the
+  rate peaks at `init_lr` when warmup ends.
+  """
 
   def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, end_learning_rate=0.0,
-               power=1.0):
+               power=1.0, decay_from_warmup=False):
     super().__init__()
     self.init_lr = float(init_lr)
     self.num_train_steps = int(num_train_steps)
     self.num_warmup_steps = int(num_warmup_steps or 0)
     self.end_learning_rate = float(end_learning_rate)
     self.power = float(power)
+    self.decay_from_warmup = bool(decay_from_warmup)
 
   def __call__(self, step):
     """step: int64/float scalar, the number of optimizer updates already applied."""
     step = tf.cast(step, tf.float32)
+    start = float(self.num_warmup_steps) if self.decay_from_warmup else 0.0
     # tf.compat.v1.train.polynomial_decay with cycle=False clamps the step at decay_steps.
-    decay_steps = float(max(self.num_train_steps, 1))
-    clamped = tf.minimum(step, decay_steps)
+    decay_steps = float(max(self.num_train_steps - start, 1))
+    clamped = tf.clip_by_value(step - start, 0.0, decay_steps)
     decayed = ((self.init_lr - self.end_learning_rate)
                * tf.pow(1.0 - clamped / decay_steps, self.power) + self.end_learning_rate)
     if not self.num_warmup_steps:
@@ -64,7 +79,8 @@ class WarmupPolynomialDecay(keras.optimizers.schedules.LearningRateSchedule):
   def get_config(self):
     return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
             "num_warmup_steps": self.num_warmup_steps,
-            "end_learning_rate": self.end_learning_rate, "power": self.power}
+            "end_learning_rate": self.end_learning_rate, "power": self.power,
+            "decay_from_warmup": self.decay_from_warmup}
 
 
 def _variable_name(variable):
@@ -253,7 +269,7 @@ class Lamb(_BertOptimizer):
 
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type="adamw",
                      weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                     exclude_from_weight_decay=None):
+                     exclude_from_weight_decay=None, schedule="original"):
   """The original's optimizer and schedule; clipping (1.0) is applied by training.py.
 
   Args:
@@ -261,6 +277,8 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
     num_train_steps: optimizer updates at which the rate reaches 0 (int).
     num_warmup_steps: linear warmup length from 0 (int; 0 = none).
     optimizer_type: "adamw" (the original AdamWeightDecay) or "lamb".
+    schedule: "original" (the decay measured from step 0) or "one_cycle" (from the end
+      of warmup; see WarmupPolynomialDecay).
   Returns:
     a Keras 3 optimizer whose `iterations` is the global step.
   """
@@ -268,8 +286,11 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type=
     raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
   if num_warmup_steps is not None and int(num_warmup_steps) < 0:
     raise ValueError(f"num_warmup_steps must be >= 0, got {num_warmup_steps}")
-  schedule = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps)
-  kwargs = dict(learning_rate=schedule, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
+  if schedule not in SCHEDULES:
+    raise ValueError(f"unknown schedule {schedule!r}; use one of {SCHEDULES}")
+  rate = WarmupPolynomialDecay(init_lr, num_train_steps, num_warmup_steps,
+                               decay_from_warmup=schedule == "one_cycle")
+  kwargs = dict(learning_rate=rate, weight_decay_rate=weight_decay_rate, beta_1=beta_1,
                 beta_2=beta_2, epsilon=epsilon,
                 exclude_from_weight_decay=exclude_from_weight_decay)
   if optimizer_type == "adamw":

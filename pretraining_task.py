@@ -5,13 +5,16 @@ their loss are modeling.build_pretraining_model / modeling.pretraining_loss; thi
 joins them for the driver (finetune.run) and adds the paper's ablations:
   * no_nsp: the masked LM alone, without the next-sentence head and loss;
   * ltr: a left-to-right model (causal attention mask) predicting the next token at every
-    position, without NSP, on the same TFRecords (the masked tokens are put back first).
+    position, without NSP, on the same TFRecords (the masked tokens are put back first);
+  * no_dropout: both dropout rates 0 while pretraining; the config written beside the
+    pretrained model keeps its own rates, which fine-tuning then uses.
 
 After training, the chief also writes the model in Google's TF1 layout to
 output_dir/pretrained/ (bert_model.ckpt.* + bert_config.json), which every other script
 accepts as --init_checkpoint / --bert_config_file.
 """
 
+import copy
 import functools
 import os
 
@@ -57,12 +60,14 @@ class PretrainingTask(finetune.Task):
   needs_vocab = False  # reads token ids, not text
 
   def __init__(self, options, input_file, eval_input_file=None,
-               max_predictions_per_seq=20, max_eval_steps=100, no_nsp=False):
+               max_predictions_per_seq=20, max_eval_steps=100, no_nsp=False,
+               no_dropout=False):
     super().__init__(options)
     self.input_file, self.eval_input_file = input_file, eval_input_file
     self.max_predictions_per_seq = max_predictions_per_seq
     self.max_eval_steps = max_eval_steps
     self.use_next_sentence = not (no_nsp or options.ltr)
+    self.no_dropout = no_dropout
     self.config = None
     self.files = self.eval_files = None
 
@@ -92,8 +97,9 @@ class PretrainingTask(finetune.Task):
       input_pipeline.check_pretraining_files(files, options.max_seq_length,
                                              self.max_predictions_per_seq, flag,
                                              vocab_size=config.vocab_size)
-    logging.info("Pretraining %s: NSP %s, LTR %s", input_pipeline.file_label(self.files),
-                 self.use_next_sentence, options.ltr)
+    logging.info("Pretraining %s: NSP %s, LTR %s, dropout %s",
+                 input_pipeline.file_label(self.files), self.use_next_sentence, options.ltr,
+                 "off" if self.no_dropout else "on")
 
   def num_train_examples(self):
     raise script_utils.UserError("run_pretraining.py needs --num_train_steps")
@@ -108,6 +114,9 @@ class PretrainingTask(finetune.Task):
     return self._dataset(self.files, input_context, batch_size, True)
 
   def build_model(self, config):
+    if self.no_dropout:
+      config = copy.copy(config)
+      config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
     model, _ = modeling.build_pretraining_model(
         config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr)
     return model

@@ -21,6 +21,9 @@ core's batch in the original); next sentence = mean cross-entropy; total = their
 Ablations (paper, Table 5): --no_nsp drops the next-sentence loss; --ltr trains a
 left-to-right model (causal attention mask) to predict the next token at every position,
 without NSP, on the same TFRecords (the masked tokens are put back first).
+Short budgets (docs/new_language.md): --no_dropout, --no_nsp, --lr_schedule=one_cycle and
+--gradient_accumulation_steps; none of them is on by default, so the original's commands
+keep the original's numbers.
 """
 
 import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
@@ -57,6 +60,10 @@ flags.DEFINE_bool("no_nsp", False,
                   "Ablation: train the masked LM only, without next sentence prediction.")
 flags.DEFINE_bool("ltr", False,
                   "Ablation: left-to-right LM (causal mask, next-token prediction, no NSP).")
+flags.DEFINE_bool(
+    "no_dropout", False,
+    "Pretrain with both dropout rates at 0 (short budgets learn faster without it); the "
+    "config's rates are kept in pretrained/bert_config.json for fine-tuning.")
 
 FLAGS = flags.FLAGS
 
@@ -67,7 +74,7 @@ def main(_):
     import pretraining_task  # deferred: TensorFlow loads here, so --help stays fast
     pretraining_task.PretrainingTask(
         options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,
-        FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp).run()
+        FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout).run()
 
 
 if __name__ == "__main__":

@@ -180,3 +180,28 @@ def test_create_optimizer_rejects_bad_arguments():
     optimization.create_optimizer(1e-4, 0, 0)
   with pytest.raises(ValueError, match="unknown optimizer"):
     optimization.create_optimizer(1e-4, 10, 1, optimizer_type="sgd")
+
+
+def one_cycle_reference(step, peak, total, warmup):
+  """NumPy reference of the one-cycle schedule: up to `peak` over `warmup` steps, then
+  linearly down to 0 at `total` (and 0 after it)."""
+  step = np.asarray(step, np.float64)
+  up = peak * step / max(warmup, 1)
+  down = peak * np.clip(1.0 - (step - warmup) / max(total - warmup, 1), 0.0, 1.0)
+  return np.where(step < warmup, up, down)
+
+
+@pytest.mark.parametrize("total,warmup", [(100, 50), (100, 10), (7, 3), (20, 0)])
+def test_one_cycle_schedule_matches_numpy(total, warmup):
+  optimizer = optimization.create_optimizer(1e-3, total, warmup, schedule="one_cycle")
+  schedule = optimizer._learning_rate  # pylint: disable=protected-access
+  steps = np.arange(total + 5)
+  got = np.array([float(schedule(s)) for s in steps])
+  np.testing.assert_allclose(got, one_cycle_reference(steps, 1e-3, total, warmup),
+                             rtol=1e-5, atol=1e-12)
+  if warmup:  # the peak itself is reached when warmup ends, unlike the original's
+    assert float(schedule(warmup)) == pytest.approx(1e-3)
+    original = optimization.WarmupPolynomialDecay(1e-3, total, warmup)
+    assert float(original(warmup)) == pytest.approx(1e-3 * (1 - warmup / total))
+  with pytest.raises(ValueError, match="unknown schedule"):
+    optimization.create_optimizer(1e-3, total, warmup, schedule="cosine")

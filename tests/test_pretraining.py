@@ -283,3 +283,44 @@ def test_mirrored_and_multi_worker_reach_the_single_device_weights(tmp_path):
       np.testing.assert_allclose(got[key], reference[key], rtol=1e-5, atol=1e-6,
                                  err_msg=f"{path}: {key}")
   assert not os.path.exists(workers[1][1])  # only the chief writes
+
+
+def test_short_budget_recipe_flags_in_process(tmp_path):
+  """The short-budget recipe (docs/new_language.md) through the driver on the tiny model:
+  dropout off while pretraining, NSP off, two accumulated micro-batches per update and the
+  one-cycle schedule, whose logged rates must be the NumPy reference's."""
+  from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
+  import flags_common  # pylint: disable=g-import-not-at-top
+  from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
+  data = str(tmp_path / "data.tfrecord")
+  input_pipeline.write_examples(data, (_record(i) for i in range(16)))
+  config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)
+  out = tmp_path / "out"
+  total, warmup, peak = 6, 3, 2e-3
+  options = flags_common.RunOptions(
+      output_dir=str(out), bert_config_file=str(config), do_train=True, do_eval=True,
+      max_seq_length=8, train_batch_size=2, gradient_accumulation_steps=2,
+      num_train_steps=total, num_warmup_steps=warmup, learning_rate=peak,
+      lr_schedule="one_cycle", steps_per_loop=1, log_every_steps=1,
+      save_checkpoints_steps=100, eval_batch_size=4)
+  task = pretraining_task.PretrainingTask(options, data, max_predictions_per_seq=3,
+                                          max_eval_steps=1, no_nsp=True, no_dropout=True)
+  task.run()
+  # Dropout off in the model that trained; the written config keeps the rates for
+  # fine-tuning.
+  model = task.build_model(modeling.BertConfig.from_json_file(str(config)))
+  rates = [layer.rate for layer in model._flatten_layers() if hasattr(layer, "rate")]  # pylint: disable=protected-access
+  assert rates and set(rates) == {0.0}
+  written = json.loads((out / "pretrained" / "bert_config.json").read_text())
+  assert written["hidden_dropout_prob"] == written["attention_probs_dropout_prob"] == 0.1
+  values = dict(line.split(" = ") for line in
+                (out / "eval_results.txt").read_text().splitlines())
+  assert values["global_step"] == str(total)  # updates, not micro-batches
+  assert not any(key.startswith("next_sentence") for key in values)  # NSP off
+  events = event_accumulator.EventAccumulator(str(out / "train"))
+  events.Reload()
+  logged = {e.step: e.value for e in events.Scalars("learning_rate")}
+  assert sorted(logged) == list(range(1, total + 1))
+  steps = np.array(sorted(logged))
+  np.testing.assert_allclose([logged[s] for s in steps],
+                             one_cycle_reference(steps, peak, total, warmup), rtol=1e-5)
