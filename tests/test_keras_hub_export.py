@@ -77,6 +77,7 @@ def test_the_keras_hub_format_without_keras_hub_is_one_line(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("head,labels", [("classifier", ["neg", "neutral", "pos"]),
+                                         ("multi_label", ["sports", "finance"]),
                                          ("regression", None)])
 def test_keras_hub_preset_loads_with_its_head_and_gives_our_numbers(tmp_path, head, labels):
   keras_hub = pytest.importorskip(
@@ -122,8 +123,8 @@ def test_keras_hub_preset_loads_with_its_head_and_gives_our_numbers(tmp_path, he
   assert len(tokenizer.tokenize(TEXTS[3][1])) > SEQ_LENGTH  # and a pair that is cut
   assert [len(tokenizer.tokenize(text)) for text in TEXTS[5]] == [12, 12]
   logits = classifier.predict(pairs, verbose=0)
-  if labels:
+  if head == "classifier":  # compared as probabilities; the other heads' logits as they are
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(expected))
     logits = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
     assert np.ptp(expected, axis=0).max() > 5e-3  # each pair its own answer
-  np.testing.assert_allclose(logits, expected, rtol=0, atol=1e-6)
+  np.testing.assert_allclose(logits, expected, rtol=0, atol=2e-6)
