@@ -176,7 +176,8 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   tokenizer.json with assets/tokenizer/vocabulary.txt (packing to `seq_length`), and
   metadata.json, to which the labels are added: keras-hub's text classifiers have no
   place for label names. The encoder and pooler go through keras-hub's own Hugging Face
-  converter (our Hugging Face export in a temporary directory), the head is copied in.
+  converter (our Hugging Face export in a temporary directory), the head is copied in;
+  the tokenizer lower-cases and strips accents as do_lower_case says.
   """
   log = log or logging.info
   keras_hub = import_keras_hub()
@@ -208,7 +209,11 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
                                     head_info=head_info)
     backbone = keras_hub.models.BertBackbone.from_preset(
         converted, num_segments=config.type_vocab_size, dropout=config.hidden_dropout_prob)
-    tokenizer = keras_hub.models.BertTokenizer.from_preset(converted)
+  # Built here, not from the converted directory: keras-hub's Hugging Face converter sets
+  # lowercase only, and its tokenizer then keeps accents ("café" -> [UNK]), where the
+  # original strips them whenever it lower-cases.
+  tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=do_lower_case,
+                                             strip_accents=do_lower_case)
   preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
       tokenizer, sequence_length=seq_length)
   classifier = keras_hub.models.BertTextClassifier(

@@ -28,6 +28,7 @@ TEXTS = [
     ("Rain.", "It rained all day long in the small town by the river, and nobody went "
      "out at all."),
     ("Zebras are unknown here.", "Quokkas too."),  # words outside the vocabulary: [UNK]
+    ("Café owners in Zürich said so.", "Naïve traders sold."),  # accents stripped
     # Equally long and cut: the original trims the second text first at a tie.
     ("Traders said stocks fell on a rainy day in the town.",
      "Nobody went out by the river on Tuesday, he said."),
@@ -121,7 +122,8 @@ def test_keras_hub_preset_loads_with_its_head_and_gives_our_numbers(tmp_path, he
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   assert (rows["input_ids"] == 1).any()  # [UNK] is among them
   assert len(tokenizer.tokenize(TEXTS[3][1])) > SEQ_LENGTH  # and a pair that is cut
-  assert [len(tokenizer.tokenize(text)) for text in TEXTS[5]] == [12, 12]
+  assert [len(tokenizer.tokenize(text)) for text in TEXTS[6]] == [12, 12]
+  assert tokenizer.tokenize(TEXTS[5][0])[:2] == ["cafe", "owners"]
   logits = classifier.predict(pairs, verbose=0)
   if head == "classifier":  # compared as probabilities; the other heads' logits as they are
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(expected))
