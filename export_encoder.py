@@ -20,6 +20,12 @@ fine-tuned run's head under the class transformers' pipeline() and AutoModelFor*
 BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
 is named in a warning (hugging_face.py, model_export.py).
 
+--format=keras_hub writes a fine-tuned classifier (classification, multi-label or
+regression run) as a keras-hub preset: `keras_hub.models.BertTextClassifier.from_preset(
+export_dir)` loads the encoder, the head (num_classes from the checkpoint) and a
+preprocessor packing raw text to --seq_length; the labels are in metadata.json. Needs
+the keras-hub package (not a requirement of this project).
+
   python export_encoder.py \\
     --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \\
     --vocab_file=uncased_L-12_H-768_A-12/vocab.txt \\
@@ -53,20 +59,24 @@ flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
 flags_common.define_runtime_flags()
 flags_common.define_normalize_flag("in the preprocessor, before tokenizing (--format=tfhub)")
 flags.DEFINE_enum(
-    "format", "tfhub", ["tfhub", "huggingface"],
+    "format", "tfhub", ["tfhub", "huggingface", "keras_hub"],
     "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
     "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
     "transformers' AutoModel* / pipeline() and BertTokenizer load, with the head the "
-    "checkpoint holds (a fine-tuned run's head under its task's class and labels).")
+    "checkpoint holds (a fine-tuned run's head under its task's class and labels). "
+    "keras_hub: a fine-tuned classifier as a keras-hub preset that "
+    "keras_hub.models.BertTextClassifier.from_preset loads with its head; labels in "
+    "metadata.json (needs the keras-hub package).")
 flags.DEFINE_string(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
-    "(--format=tfhub), or the Hugging Face files (--format=huggingface). Must not exist "
-    "or be empty, unless --overwrite.")
+    "(--format=tfhub), the Hugging Face files (--format=huggingface) or the keras-hub "
+    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.")
 flags.DEFINE_integer(
     "seq_length", None,
     "Sequence length of the preprocessor's default signature and the default of its "
-    "bert_pack_inputs. Default: --max_seq_length (128).")
+    "bert_pack_inputs (--format=tfhub), or the keras-hub preprocessor's "
+    "sequence_length (--format=keras_hub). Default: --max_seq_length (128).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty --export_dir.")
 flags.mark_flag_as_required("export_dir")
 
@@ -96,13 +106,20 @@ def main(_):
     checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     normalize = flags_common.normalize_option(FLAGS.normalize)
+    if normalize and FLAGS.format != "tfhub":
+      raise script_utils.UserError(
+          f"--normalize={FLAGS.normalize} with --format={FLAGS.format}: its "
+          "tokenizer has no NFC step, so the export would tokenize decomposed text "
+          "differently from training; normalise the text before it reaches the tokenizer "
+          "or export --format=tfhub")
+    if FLAGS.format == "keras_hub":
+      model_export.export_keras_hub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                    FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
+                                    overwrite=FLAGS.overwrite)
+      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+                   time.time() - start)
+      return
     if FLAGS.format == "huggingface":
-      if normalize:
-        raise script_utils.UserError(
-            f"--normalize={FLAGS.normalize} with --format=huggingface: Hugging Face's "
-            "BertTokenizer has no NFC step, so the export would tokenize decomposed text "
-            "differently from training; normalise the text before it reaches the tokenizer "
-            "or export --format=tfhub")
       model_export.export_hugging_face(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                        FLAGS.vocab_file, FLAGS.do_lower_case,
                                        overwrite=FLAGS.overwrite)

@@ -9,8 +9,15 @@ never reads absl FLAGS (export_encoder.py's main() reads them once and calls the
     the names of every checkpoint weight;
   * `export_hugging_face(...)`: the checkpoint's encoder and head as a Hugging Face model
     directory; every checkpoint weight not written is named in one warning;
-  * `export_tfhub(...)`: the encoder and preprocessor SavedModels (tfhub_modules).
+  * `export_tfhub(...)`: the encoder and preprocessor SavedModels (tfhub_modules);
+  * `export_keras_hub(...)`: a fine-tuned classifier as a keras-hub preset that
+    `keras_hub.models.BertTextClassifier.from_preset(export_dir)` loads with its head
+    (keras-hub is optional: only this export imports it).
 """
+
+import json
+import os
+import tempfile
 
 from absl import logging
 
@@ -23,7 +30,7 @@ import tfhub_modules
 
 def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set,
                        max_seq_length_set):
-  """The preprocessor's sequence length (tfhub), or None (huggingface).
+  """The preprocessor's sequence length (tfhub, keras_hub), or None (huggingface).
 
   seq_length / max_seq_length: the flag values; *_set: whether the user gave them.
   """
@@ -135,3 +142,96 @@ def export_tfhub(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
   return tfhub_modules.export_encoder_and_preprocessor(
       export_dir, encoder, vocab_file, do_lower_case, seq_length=seq_length,
       overwrite=overwrite, log=log, normalize=normalize)
+
+
+# --------------------------------------------------------------------------- keras-hub
+
+# The heads keras_hub.models.BertTextClassifier holds: Dense(num_classes) on the pooled
+# output, logits out (softmax for a classifier, one sigmoid per label for multi_label,
+# the score itself for a regression).
+KERAS_HUB_HEADS = ("classifier", "multi_label", "regression")
+KERAS_HUB_PIN = "keras-hub==0.32.0"  # the version checked with keras 3.15.1, TF 2.21
+
+
+def import_keras_hub():
+  """The keras_hub module, or a one-line error saying how to install it."""
+  # Imported here, not at the top: keras-hub is optional, needed by --format=keras_hub
+  # alone, and it is not among the project's requirements.
+  try:
+    import keras_hub  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    raise script_utils.UserError(
+        f"--format=keras_hub needs the keras-hub package, which this project does not "
+        f"install: pip install {KERAS_HUB_PIN}") from None
+  return keras_hub
+
+
+def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
+                     seq_length, overwrite=False, log=None):
+  """Writes a fine-tuned classifier as a keras-hub preset; returns the labels written.
+
+  The preset is keras-hub's own (written by `BertTextClassifier.save_to_preset`):
+  config.json and model.weights.h5 (the BertBackbone), task.json and task.weights.h5
+  (the head, num_classes from the checkpoint's head), preprocessor.json and
+  tokenizer.json with assets/tokenizer/vocabulary.txt (packing to `seq_length`), and
+  metadata.json, to which the labels are added: keras-hub's text classifiers have no
+  place for label names. The encoder and pooler go through keras-hub's own Hugging Face
+  converter (our Hugging Face export in a temporary directory), the head is copied in;
+  the tokenizer lower-cases and strips accents as do_lower_case says.
+  """
+  log = log or logging.info
+  keras_hub = import_keras_hub()
+  if config.hidden_act != "gelu":
+    raise script_utils.UserError(
+        f"hidden_act={config.hidden_act!r}: keras-hub's BertBackbone computes the "
+        "original's tanh-approximated \"gelu\" only; export --format=tfhub or huggingface")
+  model, head_info, held = load_for_export(config, init_checkpoint)
+  head = (head_info or {}).get("head")
+  if head not in KERAS_HUB_HEADS:
+    holds = checkpoints.describe_head(head_info) if head_info else "no fine-tuned head"
+    raise script_utils.UserError(
+        f"--init_checkpoint={init_checkpoint}: --format=keras_hub writes a fine-tuned "
+        f"classifier (keras_hub.models.BertTextClassifier), and this checkpoint holds "
+        f"{holds}; export --format=huggingface instead (keras_hub.models.BertBackbone"
+        ".from_preset loads that directory as an encoder)")
+  if head_info.get("ltr"):
+    raise script_utils.UserError(
+        "cannot export a left-to-right (--ltr) model to keras-hub: its attention is "
+        "causal, and keras-hub's BertBackbone attends in both directions")
+  variables = modeling.google_variable_map(model)
+  names, _ = hugging_face.exportable_names([n for n in held if n in variables], head_info)
+  tensors = {name: variables[name].numpy() for name in names}
+  kernel, bias = tensors["output_weights"], tensors["output_bias"]  # [classes, H], [classes]
+  log("The checkpoint holds %s", checkpoints.describe_head(head_info))
+  with tempfile.TemporaryDirectory() as scratch:
+    converted = os.path.join(scratch, "huggingface")
+    hugging_face.write_hugging_face(converted, tensors, config, vocab_file, do_lower_case,
+                                    head_info=head_info)
+    backbone = keras_hub.models.BertBackbone.from_preset(
+        converted, num_segments=config.type_vocab_size, dropout=config.hidden_dropout_prob)
+  # Built here, not from the converted directory: keras-hub's Hugging Face converter sets
+  # lowercase only, and its tokenizer then keeps accents ("café" -> [UNK]), where the
+  # original strips them whenever it lower-cases.
+  tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=do_lower_case,
+                                             strip_accents=do_lower_case)
+  preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
+      tokenizer, sequence_length=seq_length)
+  classifier = keras_hub.models.BertTextClassifier(
+      backbone, num_classes=int(bias.shape[0]), preprocessor=preprocessor)
+  classifier.output_dense.kernel.assign(kernel.T)
+  classifier.output_dense.bias.assign(bias)
+  labels = head_info.get("labels") if head != "regression" else None
+  with script_utils.disk_full_names(export_dir, "export_dir"):
+    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+      classifier.save_to_preset(tmp)
+      metadata_file = os.path.join(tmp, "metadata.json")
+      with open(metadata_file, encoding="utf-8") as handle:
+        metadata = json.load(handle)
+      metadata.update({"finetuning_task": head_info.get("task"), "head": head,
+                       "labels": labels})
+      with open(metadata_file, "w", encoding="utf-8") as handle:
+        json.dump(metadata, handle, indent=4, ensure_ascii=False)
+        handle.write("\n")
+  log("Wrote a keras-hub BertTextClassifier preset (%d classes, sequence_length %d)",
+      int(bias.shape[0]), seq_length)
+  return labels

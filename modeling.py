@@ -219,12 +219,15 @@ def attention_mask_bias(input_mask, causal=False, dtype="float32"):
     float [batch, 1, seq or 1, seq]: 0 where attention is allowed, -10000 elsewhere
     (the original's constant; it is added to the scores before the softmax).
   """
-  mask = ops.cast(input_mask, dtype)[:, None, None, :]
+  # expand_dims, not [:, None, None, :]: TensorFlow Lite's built-in ops have no strided
+  # slice that adds axes to a tensor of two unknown dimensions, so the indexing form
+  # would keep the token-id SavedModel from converting without TF Select ops.
+  mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, dtype), 1), 1)
   if causal:
     seq_length = ops.shape(input_mask)[1]
     positions = ops.arange(seq_length)
     lower = ops.cast(positions[:, None] >= positions[None, :], dtype)
-    mask = mask * lower[None, None, :, :]
+    mask = mask * ops.expand_dims(ops.expand_dims(lower, 0), 0)
   return (1.0 - mask) * -10000.0
 
 

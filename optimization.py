@@ -20,6 +20,19 @@ module reproduces:
     clipping is done by training.py on the gradient that is finally applied (after the
     cross-replica sum and gradient accumulation); Keras's own `global_clipnorm` would clip
     per replica, before the all-reduce, which is not what the original computes.
+  * the global norm counts the word-embedding gradient as one dense [vocab, hidden]
+    tensor (the rows of a token that occurs several times in the batch summed first),
+    which is what the original computes on TPU, where its embedding lookup is a one-hot
+    matmul (`use_one_hot_embeddings=use_tpu`). On CPU/GPU the original looks the rows up
+    with `tf.gather`, whose gradient is a `tf.IndexedSlices` of one row per token
+    occurrence, and `tf.clip_by_global_norm` sums the squares of those un-summed rows: a
+    different norm whenever a token repeats, so a clipped step is scaled differently. In
+    pretraining the masked-LM output layer multiplies by the same table, so the original's
+    gradient is dense there too. Measured against the original's code (dropout off, the
+    same batches): pretraining agrees to 2e-7 relative at every one of 300 steps; MRPC
+    fine-tuning (100 steps) agrees to 2.9e-6 when the original is given the summed
+    gradient, and drifts by up to 1% of the loss, with the same dev accuracy, against its
+    CPU/GPU path.
 
 `create_optimizer(...)` is the entry point the scripts use.
 """
