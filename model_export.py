@@ -21,6 +21,7 @@ import tempfile
 
 from absl import logging
 
+import atomic_output
 import checkpoints
 import hugging_face
 import modeling
@@ -222,7 +223,7 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   classifier.output_dense.bias.assign(bias)
   labels = head_info.get("labels") if head != "regression" else None
   with script_utils.disk_full_names(export_dir, "export_dir"):
-    with script_utils.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       classifier.save_to_preset(tmp)
       metadata_file = os.path.join(tmp, "metadata.json")
       with open(metadata_file, encoding="utf-8") as handle:
