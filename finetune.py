@@ -56,6 +56,7 @@ import checkpoints
 import file_io
 import optimization
 import script_utils
+import serving
 import tokenization
 import training
 
@@ -313,6 +314,11 @@ def _check_requested(task, options):
     raise script_utils.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
+  if options.export_dir and task.exports:
+    # Before any training: an export that would replace a version is refused now, not
+    # after hours of work.
+    serving.check_export_target(options.export_dir, options.export_version,
+                                options.overwrite_export)
   if options.eval_every_steps and not (options.do_train and options.do_eval):
     raise script_utils.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "

@@ -235,7 +235,14 @@ def define_export_version_flag():
       "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
       "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
       "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
-      "and export_dir/text is a --model_base_path).")
+      "and export_dir/text is a --model_base_path), beside the versions already there. "
+      "An existing version N, or a non-empty export_dir with 0, is refused before the run "
+      "starts unless --overwrite_export.")
+  flags.DEFINE_bool(
+      "overwrite_export", False,
+      "Replace what --export_dir already holds at this --export_version: the folder of "
+      "version N only (the other versions stay), or with 0 the unversioned export (never "
+      "a folder that holds versions).")
 
 
 # --------------------------------------------------------------------------- options
@@ -265,6 +272,7 @@ class RunOptions:
   do_predict: bool = False
   export_dir: str = None
   export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
+  overwrite_export: bool = False   # replace that version (or the unversioned export)
   train_batch_size: int = 32
   eval_batch_size: int = 8
   predict_batch_size: int = 8
@@ -332,6 +340,11 @@ def _check_options(options):
   if options.export_version < 0:
     raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
                     "version folder)")
+  if options.export_version and not options.export_dir:
+    raise FlagError(f"--export_version={options.export_version} names the version folder "
+                    "of an export: it needs --export_dir")
+  if options.overwrite_export and not options.export_dir:
+    raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")

@@ -132,7 +132,7 @@ def run_demo(out, started, options):
       "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
       "--train_batch_size=32", "--learning_rate=3e-4",
       f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={paths['classifier']}",
-      f"--export_dir={paths['export']}"], log)
+      f"--export_dir={paths['export']}", "--overwrite_export"], log)
 
   print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
         "(imports only tensorflow and tensorflow_text)")
