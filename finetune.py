@@ -200,7 +200,8 @@ def run(task, options):
   # for and not there stop the run before output_dir is created.
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
-      options.gcp_project, options.num_gpus, options.num_tpu_cores)
+      options.gcp_project, options.num_gpus, options.num_tpu_cores,
+      peer_timeout=options.multi_worker_timeout)
   created = (not file_io.is_remote(options.output_dir)
              and not os.path.isdir(options.output_dir))
   script_utils.ensure_output_dir(options.output_dir)

@@ -157,6 +157,11 @@ def define_distribution_flags():
       "tf.distribute strategy. mirrored: all local GPUs; multi_worker_mirrored: several "
       "hosts, configured by the TF_CONFIG environment variable; tpu: --tpu_name "
       "(--use_tpu implies tpu).")
+  flags.DEFINE_float(
+      "multi_worker_timeout", 0,
+      "multi_worker_mirrored: stop (exit status 2, naming the tasks that did not connect) "
+      "when the other tasks of TF_CONFIG's cluster have not all connected after this many "
+      "seconds. 0: wait as long as it takes (saying every 30 s for whom it waits).")
   flags.DEFINE_integer("num_gpus", None,
                        "mirrored: how many local GPUs to use (default: all).")
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
@@ -290,6 +295,7 @@ class RunOptions:
   tpu_zone: str = None
   gcp_project: str = None
   num_gpus: int = None
+  multi_worker_timeout: float = 0  # seconds to wait for the peers (0: as long as it takes)
   num_tpu_cores: int = None
   dtype: str = "float32"
   enable_xla: bool = False
@@ -345,6 +351,10 @@ def _check_options(options):
                     "of an export: it needs --export_dir")
   if options.overwrite_export and not options.export_dir:
     raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
+  timeout = options.multi_worker_timeout
+  if not (math.isfinite(timeout) and timeout >= 0):
+    raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
+                    ">= 0 (0: wait as long as it takes)")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")

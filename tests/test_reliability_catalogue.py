@@ -1276,6 +1276,225 @@ def normalize_with_hugging_face_format(ws):
               setup=[_export_checkpoint(ws)])
 
 
+# ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
+
+
+def _saved_model_stub(ws, folder):
+  """A folder that stands for an exported version (its content must survive)."""
+  ws.write(f"{folder}/saved_model.pb", "version already served\n")
+  return ws.path(folder)
+
+
+@case("run_classifier.py", default=True)
+def export_version_without_export_dir(ws):
+  d = _mrpc(ws, "cls-ev", train="good")
+  out = ws.path("cls-ev-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--export_version=3"),
+              expect=["--export_version=3", "needs --export_dir"], absent=[out])
+
+
+@case("run_classifier.py", default=True)
+def export_version_that_exists(ws):
+  d = _mrpc(ws, "cls-ev1", train="good")
+  out, export = ws.path("cls-ev1-out"), ws.path("cls-ev1-export")
+  _saved_model_stub(ws, "cls-ev1-export/ids/1")
+  _saved_model_stub(ws, "cls-ev1-export/ids/2")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--export_version=1"),
+              expect=[f"--export_version=1: {export}/ids/1 already exists (versions there: "
+                      "1, 2)", "--overwrite_export"],
+              absent=[out, f"{export}/text"],
+              kept={f"{export}/ids/{v}/saved_model.pb": "version already served\n"
+                    for v in (1, 2)})
+
+
+@case("run_classifier.py")
+def unversioned_export_over_versions(ws):
+  d = _mrpc(ws, "cls-ev0", train="good")
+  out, export = ws.path("cls-ev0-out"), ws.path("cls-ev0-export")
+  _saved_model_stub(ws, "cls-ev0-export/ids/4")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--overwrite_export"),
+              expect=[f"--export_dir={export}: holds versioned exports (ids/ 4)"],
+              absent=[out],
+              kept={f"{export}/ids/4/saved_model.pb": "version already served\n"})
+
+
+@case("run_classifier.py", default=True)
+def run_lock_is_a_directory(ws):
+  d = _mrpc(ws, "cls-lockdir", train="good")
+  out = ws.mkdir("cls-lockdir-out")
+  lock = ws.mkdir("cls-lockdir-out/.bert-run.lock")
+  return dict(argv=_classifier(ws, d, out, "--do_train"),
+              expect=[f"its run lock {lock} is a directory, not a lock file"],
+              absent=[os.path.join(out, "checkpoint")])
+
+
+def _recorded_head(ws, name, head_info, num_labels=2):
+  """Our checkpoint of a 2-way classifier recording `head_info` (a string)."""
+  return {"foreign_checkpoint": ws.path(name), "bert_config": ws.config,
+          "num_labels": num_labels, "head_info": head_info}
+
+
+def _hf_export(ws, checkpoint, out):
+  return [*ws.model_flags(), f"--init_checkpoint={checkpoint}", f"--export_dir={out}",
+          "--format=huggingface"]
+
+
+@case("export_encoder.py")
+def recorded_head_info_not_json(ws):
+  out = ws.path("ee-hi1-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi1"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi1", '{task: "MRPC"}')],
+              expect=[ws.path("ee-hi1", "ckpt-7") + ": its recorded head_info is not valid "
+                      "JSON (Expecting property name enclosed in double quotes"])
+
+
+@case("export_encoder.py")
+def recorded_head_info_a_list(ws):
+  out = ws.path("ee-hi2-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi2"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi2", '["classifier", "0", "1"]')],
+              expect=[ws.path("ee-hi2", "ckpt-7") + ": its recorded head_info is a JSON "
+                      "list, not an object"])
+
+
+@case("export_encoder.py")
+def recorded_head_info_without_labels(ws):
+  out = ws.path("ee-hi3-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi3"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi3", '{"task": "MRPC", "head": "classifier"}')],
+              expect=[ws.path("ee-hi3", "ckpt-7") + ": its recorded head_info has no "
+                      '"labels" for its classifier head'])
+
+
+@case("export_encoder.py")
+def recorded_head_of_three_labels_on_a_two_way_head(ws):
+  out, ckpt = ws.path("ee-hi4-out"), ws.path("ee-hi4")
+  info = '{"head": "classifier", "labels": ["a", "b", "c"], "task": "MNLI"}'
+  return dict(argv=_hf_export(ws, ckpt, out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi4", info)],
+              expect=[f"--init_checkpoint={ckpt}: its recorded head_info says MNLI's "
+                      "classifier (labels a, b, c), but its weights do not hold that head "
+                      "(output_bias: [2] in the checkpoint, [3] for that head)",
+                      "the recorded head_info is wrong (the config is right)"])
+
+
+@case("export_encoder.py")
+def recorded_head_of_another_kind(ws):
+  out, ckpt = ws.path("ee-hi5-out"), ws.path("ee-hi5")
+  info = '{"head": "squad", "task": "SQuAD"}'
+  return dict(argv=_hf_export(ws, ckpt, out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi5", info)],
+              expect=[f"--init_checkpoint={ckpt}: its recorded head_info says SQuAD's "
+                      "squad, but its weights do not hold that head",
+                      "the recorded head_info is wrong"])
+
+
+@case("run_classifier.py")
+def init_checkpoint_with_head_info_not_json(ws):
+  d = _mrpc(ws, "cls-hi", train="good")
+  out = ws.path("cls-hi-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train",
+                               f"--init_checkpoint={ws.path('cls-hi-ckpt')}"),
+              setup=[_recorded_head(ws, "cls-hi-ckpt", "{")],
+              expect=[ws.path("cls-hi-ckpt", "ckpt-7") + ": its recorded head_info is not "
+                      "valid JSON"], absent=[os.path.join(out, "checkpoint")])
+
+
+_CLUSTER = {"worker": ["localhost:23456", "localhost:23457"]}
+
+
+def _tf_config_case(ws, name, tf_config, expect):
+  d = _mrpc(ws, f"cls-tfc-{name}", train="good")
+  out = ws.path(f"cls-tfc-{name}-out")
+  raw = tf_config if isinstance(tf_config, str) else json.dumps(tf_config)
+  return dict(argv=_classifier(ws, d, out, "--do_train",
+                               "--distribution_strategy=multi_worker_mirrored"),
+              env={"TF_CONFIG": raw}, expect=["TF_CONFIG: ", *expect], absent=[out])
+
+
+@case("run_classifier.py", default=True)
+def tf_config_index_out_of_range(ws):
+  return _tf_config_case(ws, "range", {"cluster": _CLUSTER,
+                                       "task": {"type": "worker", "index": 3}},
+                         ["task index 3 is out of range: the cluster's 'worker' job has 2 "
+                          "address(es), so the index is 0 to 1"])
+
+
+@case("run_classifier.py")
+def tf_config_negative_index(ws):
+  return _tf_config_case(ws, "negative", {"cluster": _CLUSTER,
+                                          "task": {"type": "worker", "index": -1}},
+                         ["task index -1 is out of range"])
+
+
+@case("run_classifier.py")
+def tf_config_unknown_task_type(ws):
+  return _tf_config_case(ws, "type", {"cluster": _CLUSTER,
+                                      "task": {"type": "wroker", "index": 0}},
+                         ["task type 'wroker' is not one of chief, worker, evaluator"])
+
+
+@case("run_classifier.py")
+def tf_config_not_json(ws):
+  return _tf_config_case(ws, "json", '{"cluster": ', ["not valid JSON"])
+
+
+@case("run_classifier.py")
+def tf_config_without_cluster(ws):
+  return _tf_config_case(ws, "nocluster", {"task": {"type": "worker", "index": 0}},
+                         ['no "cluster" object'])
+
+
+@case("run_classifier.py")
+def tf_config_task_not_in_cluster(ws):
+  return _tf_config_case(ws, "chief", {"cluster": _CLUSTER,
+                                       "task": {"type": "chief", "index": 0}},
+                         ["task type 'chief' has no job in the cluster (jobs: worker)"])
+
+
+@case("run_classifier.py")
+def tf_config_address_without_port(ws):
+  return _tf_config_case(ws, "port", {"cluster": {"worker": ["localhost"]},
+                                      "task": {"type": "worker", "index": 0}},
+                         ["cluster job 'worker' is [\"localhost\"], not a list of host:port"])
+
+
+@case("run_classifier.py")
+def negative_multi_worker_timeout(ws):
+  d = _mrpc(ws, "cls-mwt", train="good")
+  out = ws.path("cls-mwt-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--multi_worker_timeout=-1"),
+              expect=["--multi_worker_timeout=-1.0: must be a finite number of seconds"],
+              absent=[out])
+
+
+@case("run_multilabel.py")
+def training_data_without_any_label(ws):
+  d = ws.mkdir("ml-nolabel")
+  ws.write("ml-nolabel/labels.txt", "PER\nLOC\n")
+  train = ws.write("ml-nolabel/train.tsv", "the cat sat .\t\nthe mat .\t\n")
+  out = ws.path("ml-nolabel-out")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}"],
+              expect=[f"{train}: no line of the training data has a label"], absent=[out])
+
+
+@case("run_multilabel.py")
+def multilabel_export_version_that_exists(ws):
+  d = ws.mkdir("ml-ev")
+  ws.write("ml-ev/labels.txt", "PER\nLOC\n")
+  ws.write("ml-ev/train.tsv", "the cat sat .\tPER\nthe mat .\t\n")
+  out, export = ws.path("ml-ev-out"), ws.path("ml-ev-export")
+  _saved_model_stub(ws, "ml-ev-export/text/2")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}", f"--export_dir={export}",
+                    "--export_version=2"],
+              expect=[f"--export_version=2: {export}/text/2 already exists"], absent=[out],
+              kept={f"{export}/text/2/saved_model.pb": "version already served\n"})
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -1289,7 +1508,8 @@ _RESULTS = {}
 
 def run_harness(script, cases, workdir):
   """Runs the given {id: spec} cases of `script` in one process; returns {id: result}."""
-  specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", [])}
+  specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", []),
+            "cwd": spec.get("cwd"), "env": spec.get("env", {})}
            for case_id, spec in cases.items()]
   cases_file = os.path.join(workdir, f"{script}.cases.json")
   results_file = os.path.join(workdir, f"{script}.results.json")
@@ -1335,6 +1555,9 @@ def check_case(script, spec, result):
     assert needle in errors[0], (needle, errors[0])
   for path in spec.get("absent", []):
     assert not os.path.exists(path), f"{path} left behind"
+  for path, content in spec.get("kept", {}).items():
+    with open(path, encoding="utf-8") as handle:
+      assert handle.read() == content, f"{path} changed"
   for path in spec.get("absent", []) + [a for a in spec["argv"] if "output" in a]:
     directory = os.path.dirname(path.split("=", 1)[-1])
     if os.path.isdir(directory):
@@ -1366,7 +1589,8 @@ def test_the_default_subset_spans_the_scripts():
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
                      "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
   assert {CASES[cid][0] for cid in CASES} == scripts | {
-      "export_encoder.py", "run_swag.py", "squad_evaluate.py", "quickstart.py"}
+      "export_encoder.py", "run_swag.py", "squad_evaluate.py", "quickstart.py",
+      "run_multilabel.py"}
 
 
 def test_real_subprocess_matches_the_harness(ws):
