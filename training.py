@@ -61,13 +61,15 @@ import math
 import os
 import re
 import signal
-import sys
-import threading
 import time
 
 from absl import logging
 import keras
 import tensorflow as tf
+# Internal modules, for --multi_worker_timeout only (_bound_the_wait_for_peers).
+from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
+from tensorflow.python.distribute import multi_worker_util
+from tensorflow.python.eager import context as tf_context
 
 import optimization
 import progress
@@ -210,47 +212,54 @@ def parse_tf_config(raw):
 
 
 @contextlib.contextmanager
-def waiting_for_peers(config, timeout=0, every=30.0):
+def waiting_for_peers(config, timeout=0):
   """Around MultiWorkerMirroredStrategy's creation, which blocks until every task of the
-  cluster has connected: says for whom it waits first, again every `every` seconds, and
-  with timeout > 0 ends the process after that many seconds with one line naming the
-  workers (exit status 2; nothing has been written yet: the strategy comes before
-  output_dir). A killed peer's wait would otherwise be silent forever."""
+  cluster has connected: says for whom it waits before it blocks (the wait is in C++ and
+  holds the interpreter, so nothing can be said during it), and with timeout > 0 ends it
+  after that many seconds with one UserError line naming the tasks (nothing has been
+  written yet: the strategy comes before output_dir). timeout 0 waits as TensorFlow does,
+  as long as it takes."""
   kind, index = config["task"]["type"], config["task"]["index"]
-  me = config["cluster"].get(kind, ["?"] * (index + 1))[index] if kind != "evaluator" else "?"
-  peers = [f"{job} {i} at {address}" for job, addresses in config["cluster"].items()
+  cluster = config["cluster"]
+  me = cluster[kind][index] if kind in cluster else "?"
+  peers = [f"{job} {i} at {address}" for job, addresses in cluster.items()
            for i, address in enumerate(addresses) if (job, i) != (kind, index)]
   whom = ", ".join(peers) or "no other task"
   bound = f"at most {timeout:g} s (--multi_worker_timeout)" if timeout else (
       "as long as it takes (--multi_worker_timeout=N to bound it)")
   logging.info("Waiting for the other tasks of TF_CONFIG's cluster to connect: %s (this is "
                "%s %d at %s); waiting %s", whom, kind, index, me, bound)
-  done = threading.Event()
   start = time.monotonic()
-
-  def watch():
-    while not done.wait(min(every, timeout - (time.monotonic() - start)) if timeout
-                        else every):
-      waited = time.monotonic() - start
-      if timeout and waited >= timeout:
-        sys.stderr.write(
-            f"{os.path.basename(sys.argv[0] or 'bert')}: error: TF_CONFIG: {kind} {index} "
-            f"waited {waited:.0f} s (--multi_worker_timeout={timeout:g}) for the other "
-            f"tasks to connect and some never did: {whom}; start every task of the "
-            "cluster (same TF_CONFIG cluster, each its own task), check the addresses and "
-            "that their ports are reachable\n")
-        sys.stderr.flush()
-        os._exit(script_utils.USER_ERROR_EXIT_CODE)  # the wait is in C++: no other way out
-      logging.info("Still waiting (%.0f s) for the other tasks to connect: %s", waited, whom)
-
-  watcher = threading.Thread(target=watch, name="waiting-for-peers", daemon=True)
-  watcher.start()
+  if timeout and kind in ("chief", "worker"):
+    _bound_the_wait_for_peers(cluster, timeout)
   try:
     yield
-  finally:
-    done.set()
-  logging.info("Every task of the cluster connected after %.0f s",
-               time.monotonic() - start)
+  except tf.errors.DeadlineExceededError:
+    if not timeout:
+      raise
+    raise script_utils.UserError(
+        f"TF_CONFIG: {kind} {index} waited {time.monotonic() - start:.0f} s "
+        f"(--multi_worker_timeout={timeout:g}) for the other tasks to connect and some never "
+        f"did: {whom}; start every task of the cluster (same TF_CONFIG cluster, each its "
+        "own task), check the addresses and that their ports are reachable") from None
+  logging.info("Every task of the cluster connected after %.0f s", time.monotonic() - start)
+
+
+def _bound_the_wait_for_peers(cluster, timeout):
+  """Configures TensorFlow's coordination service as MultiWorkerMirroredStrategy would
+  (it keeps a configuration already there), with a registration deadline: every task,
+  the leader included (a registration barrier), then fails with DeadlineExceededError
+  after `timeout` seconds instead of waiting for ever. TensorFlow has no public switch
+  for this; these are the internal calls the strategy itself makes."""
+  spec = tf.train.ClusterSpec(cluster)
+  tf_context.context().configure_coordination_service(
+      service_type="standalone",
+      service_leader=multi_worker_util.coordination_leader(spec),
+      coordinated_jobs=[coordination_config_pb2.CoordinatedJob(
+          name=job, num_tasks=spec.num_tasks(job))
+                        for job in ("chief", "worker") if job in spec.jobs],
+      cluster_register_timeout_in_ms=int(timeout * 1000))
+  tf_context.context().coordination_service.cluster_register_with_barrier = True
 
 
 _POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}

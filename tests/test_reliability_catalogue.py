@@ -2044,3 +2044,41 @@ def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tm
       f"weights diverged); {tmp_path}/eval_results.txt is not written; resume from an "
       "earlier checkpoint with a lower --learning_rate")
   assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow  # about 20 s on 2 busy cores: one TensorFlow process and a 3 s wait
+def test_a_worker_whose_peer_never_starts_says_whom_it_waits_for_and_stops_at_the_bound(
+    tmp_path):
+  """A multi-worker run used to wait in silence for a peer that never comes (not even the
+  strategy line): it says for whom it waits before it blocks, and --multi_worker_timeout
+  ends the wait in one line naming them, exit 2, nothing written."""
+  import socket  # pylint: disable=g-import-not-at-top
+  ports = []
+  for _ in range(2):
+    with socket.socket() as s:
+      s.bind(("localhost", 0))
+      ports.append(s.getsockname()[1])
+  me, peer = (f"localhost:{p}" for p in ports)
+  out = tmp_path / "out"
+  env = dict(ENV, TF_CONFIG=json.dumps({"cluster": {"worker": [me, peer]},
+                                        "task": {"type": "worker", "index": 0}}))
+  # timeout -k: a worker waiting for its peer catches SIGTERM (PITFALLS).
+  proc = subprocess.run(
+      ["timeout", "-k", "5", "120", *_pt_command(
+          tmp_path, out, "--num_train_steps=2", "--multi_worker_timeout=3",
+          "--distribution_strategy=multi_worker_mirrored")],
+      env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  lines = proc.stderr.strip().splitlines()
+  waiting = [l for l in lines if "Waiting for the other tasks" in l]
+  assert len(waiting) == 1 and waiting[0].endswith(
+      f"Waiting for the other tasks of TF_CONFIG's cluster to connect: worker 1 at {peer} "
+      f"(this is worker 0 at {me}); waiting at most 3 s (--multi_worker_timeout)"), lines
+  assert re.fullmatch(
+      r"run_pretraining\.py: error: TF_CONFIG: worker 0 waited \d+ s "
+      r"\(--multi_worker_timeout=3\) for the other tasks to connect and some never did: "
+      + re.escape(f"worker 1 at {peer}; start every task of the cluster (same TF_CONFIG "
+                  "cluster, each its own task), check the addresses and that their ports "
+                  "are reachable"), lines[-1]), lines[-1]
+  assert "Traceback" not in proc.stderr
+  assert not out.exists()
