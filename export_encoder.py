@@ -58,7 +58,7 @@ flags.DEFINE_enum(
     "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
     "transformers' AutoModel* / pipeline() and BertTokenizer load, with the head the "
     "checkpoint holds (a fine-tuned run's head under its task's class and labels).")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
     "(--format=tfhub), or the Hugging Face files (--format=huggingface). Must not exist "

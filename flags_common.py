@@ -8,6 +8,7 @@ the original's script differed (run_squad's max_seq_length is 384, for example).
 
 import dataclasses
 import math
+import os
 
 from absl import flags
 
@@ -25,18 +26,40 @@ def _once(group):
   return True
 
 
+class _PathParser(flags.ArgumentParser):
+  """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
+  (only a word that starts with `~` is expanded), so a path that starts with `~` would
+  otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
+
+  def parse(self, argument):
+    if argument is None:
+      return None
+    return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+                    for item in str(argument).split(","))
+
+  def flag_type(self):
+    return "string"
+
+
+def define_path(name, default, help_text, **kwargs):
+  """flags.DEFINE_string for a file or folder (or a comma-separated list of them, globs
+  allowed): the same flag, with `~` at the start of a path expanded to the home folder."""
+  flags.DEFINE(_PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
+               **kwargs)
+
+
 def define_model_flags(max_seq_length=128, require_vocab=True, require_config=True):
   """bert_config_file, vocab_file, init_checkpoint, do_lower_case, max_seq_length."""
   if not _once("model"):
     return
-  flags.DEFINE_string(
+  define_path(
       "bert_config_file", None,
       "The config json file corresponding to the pre-trained BERT model. "
       "This specifies the model architecture.")
-  flags.DEFINE_string(
+  define_path(
       "vocab_file", None,
       "The vocabulary file that the BERT model was trained on.")
-  flags.DEFINE_string(
+  define_path(
       "init_checkpoint", None,
       "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
       "ours, or a Hugging Face model.safetensors file or directory.")
@@ -81,7 +104,7 @@ def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=
   """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving."""
   if not _once("run"):
     return
-  flags.DEFINE_string(
+  define_path(
       "output_dir", None,
       "The output directory where the model checkpoints and results will be written.")
   flags.mark_flag_as_required("output_dir")
@@ -161,7 +184,7 @@ def define_distribution_flags():
       "multi_worker_timeout", 0,
       "multi_worker_mirrored: stop (exit status 2, naming the tasks that did not connect) "
       "when the other tasks of TF_CONFIG's cluster have not all connected after this many "
-      "seconds. 0: wait as long as it takes (saying every 30 s for whom it waits).")
+      "seconds. 0: wait as long as it takes (it says first for whom it waits).")
   flags.DEFINE_integer("num_gpus", None,
                        "mirrored: how many local GPUs to use (default: all).")
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
@@ -210,7 +233,7 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if not _once("finetuning"):
     return
   if data_dir_help:
-    flags.DEFINE_string("data_dir", None, data_dir_help)
+    define_path("data_dir", None, data_dir_help)
     flags.mark_flag_as_required("data_dir")
   flags.DEFINE_bool(
       "ltr", False,

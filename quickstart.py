@@ -30,7 +30,7 @@ from demo_pipeline import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 import script_utils
 
-flags.DEFINE_string("output_dir", "out/quickstart", "Where every output of the run goes.")
+flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")

@@ -44,12 +44,12 @@ flags_common.define_runtime_flags()
 flags_common.define_finetuning_flags(
     data_dir_help="Folder with labels.txt, train.tsv, dev.tsv and test.tsv "
     "(text<TAB>comma-separated labels).")
-flags.DEFINE_string("labels_file", None,
-                    "The labels, one per line, in output order (default: "
-                    "<data_dir>/labels.txt).")
+flags_common.define_path("labels_file", None,
+                         "The labels, one per line, in output order (default: "
+                         "<data_dir>/labels.txt).")
 flags.DEFINE_float("threshold", 0.5,
                    "A label is predicted where its probability is at least this.")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "

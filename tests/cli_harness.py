@@ -25,6 +25,8 @@ Setup actions (run in this process before the case, with TensorFlow available):
       a randomly initialised encoder saved in Google's TF1 layout.
   {"truncate": PATH, "by": B}
       cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
+  {"copy": SRC, "to": DST}
+      copies the folder SRC (made by an earlier case's setup) to DST.
   {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K, "head_info": STR}
       a training-loop style checkpoint (step, model, encoder, model_signature) of a
       classifier built from that config, as a previous run with a different model (another
@@ -78,6 +80,10 @@ def _setup(action):
                             model_signature=signature, **extra),
         action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
     manager.save(checkpoint_number=7)
+  elif "copy" in action:
+    import shutil  # pylint: disable=g-import-not-at-top
+    if not os.path.exists(action["to"]):
+      shutil.copytree(action["copy"], action["to"])
   elif "truncate" in action:
     size = os.path.getsize(action["truncate"])
     with open(action["truncate"], "r+b") as handle:

@@ -1495,6 +1495,169 @@ def multilabel_export_version_that_exists(ws):
               kept={f"{export}/text/2/saved_model.pb": "version already served\n"})
 
 
+# ---- paths as people type them: every form of every path flag gives the absolute
+# path's result. A small MRPC evaluation from one of our checkpoints, in one process
+# (cli_harness): the absolute-path reference first, then the same run with the paths
+# typed another way; its eval_results.txt must be byte for byte the reference's. Default:
+# four forms, each applied to every flag at once (one run per form); slow: the other
+# forms likewise, every (flag, form) pair alone, and the checkpoint as a prefix and as
+# its .index file.
+
+_FORM_FOLDERS = {"spaces": "with space", "non_ascii": "donn\u00e9es \u6570\u636e",
+                 "symlink": "link"}
+PATH_FORMS = ("relative", "dot", "dotdot", "trailing_slash", "home", "spaces", "non_ascii",
+              "symlink")
+# The default suite's subset (about 2 s a run on 2 busy cores): the form people type most
+# (`--init_checkpoint=run` from the folder that holds it), `../`, `~`, and a folder name
+# with a space and non-ASCII letters.
+DEFAULT_PATH_FORMS = ("relative", "dotdot", "home", "non_ascii")
+
+
+def _classifier_materials(ws, folder):
+  _mrpc(ws, f"{folder}/data", dev="good")
+
+
+def _extract_materials(ws, folder):
+  ws.write(f"{folder}/data/input.txt", "the cat sat on the mat .\nit was a good day .\n")
+
+
+# Per script: (materials, {flag: (path in the run's folder, is a folder)}, other flags,
+# the outputs compared with the reference's). "{name}" is the case's own output name.
+_FORM_FAMILIES = {
+    "run_classifier.py": (
+        _classifier_materials,
+        {"data_dir": ("data", True), "vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True), "output_dir": ("out-{name}", True)},
+        ["--task_name=MRPC", "--do_eval", "--max_seq_length=32", "--eval_batch_size=2"],
+        ["out-{name}/eval_results.txt"]),
+    "extract_features.py": (
+        _extract_materials,
+        {"input_file": ("data/input.txt", False), "output_file": ("out-{name}.jsonl", False),
+         "vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True)},
+        ["--max_seq_length=16", "--layers=-1"], ["out-{name}.jsonl"]),
+    "export_encoder.py": (
+        lambda ws, folder: None,
+        {"vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True), "export_dir": ("out-{name}", True)},
+        ["--format=huggingface"], ["out-{name}/model.safetensors", "out-{name}/config.json"]),
+}
+
+
+def _form_root(ws, script, group):
+  """The folder of one script's path-forms family in one group (default or slow): base/
+  holds the data, model files and a run's checkpoint; the forms' own folders are copies
+  (the checkpoint copied by the cases' setup), and link/ is a symlink to base/."""
+  root = ws.path(f"pf-{script[:-3]}-{group}")
+  for folder in ["base"] + [f for f in _FORM_FOLDERS.values() if f != "link"]:
+    if not os.path.isdir(os.path.join(root, folder)):
+      name = os.path.relpath(os.path.join(root, folder), ws.root)
+      _FORM_FAMILIES[script][0](ws, name)
+      ws.write(f"{name}/model/vocab.txt", "".join(ws.vocab_lines))
+      ws.write_config(f"{name}/model/bert_config.json")
+  link = os.path.join(root, "link")
+  if not os.path.islink(link):
+    os.symlink(os.path.join(root, "base"), link)
+  return root
+
+
+def _typed(root, form, rel, folder):
+  """(argument as typed, cwd, env) for the path `rel` of the run's folder in `form`."""
+  base = os.path.join(root, "base")
+  if form == "relative":
+    return rel, base, {}
+  if form == "dot":
+    return "./" + rel, base, {}
+  if form == "dotdot":
+    return "../" + rel, os.path.join(base, "model"), {}
+  if form == "trailing_slash":
+    return os.path.join(base, rel) + ("/" if folder else ""), None, {}
+  if form == "home":
+    return "~/base/" + rel, None, {"HOME": root}
+  if form in _FORM_FOLDERS:
+    return os.path.join(root, _FORM_FOLDERS[form], rel), None, {}
+  assert form == "absolute", form
+  return os.path.join(base, rel), None, {}
+
+
+def _path_form_case(ws, script, group, name, forms, checkpoint="run"):
+  """A run of `script` whose flags are typed in `forms` ({flag: form}; the others
+  absolute); its outputs must equal the absolute-path reference's."""
+  root = _form_root(ws, script, group)
+  _, flag_paths, extra, outputs = _FORM_FAMILIES[script]
+  argv, cwd, env, output_folder = [], None, {}, "base"
+  for flag, (rel, folder) in flag_paths.items():
+    if flag == "init_checkpoint":
+      rel, folder = checkpoint, checkpoint == "run"
+    rel = rel.format(name=name)
+    form = forms.get(flag, "absolute")
+    typed, form_cwd, form_env = _typed(root, form, rel, folder)
+    if rel.startswith("out-") and form in ("spaces", "non_ascii"):
+      output_folder = _FORM_FOLDERS[form]
+    argv.append(f"--{flag}={typed}")
+    cwd, env = form_cwd or cwd, {**env, **form_env}
+  setup = [{"copy": os.path.join(root, "base", "run"),
+            "to": os.path.join(root, f, "run")} for f in _FORM_FOLDERS.values()
+           if f != "link"]
+  same = [(os.path.join(root, output_folder, out.format(name=name)),
+           os.path.join(root, "base", out.format(name="reference"))) for out in outputs]
+  return dict(argv=argv + extra, cwd=cwd, env=env, works=True, setup=setup, same=same)
+
+
+def _path_form_reference(script, group):
+  def reference(ws):
+    root = _form_root(ws, script, group)
+    spec = _path_form_case(ws, script, group, "reference", {})
+    spec["setup"] = [{"foreign_checkpoint": os.path.join(root, "base", "run"),
+                      "bert_config": ws.config}] + spec["setup"]
+    spec["same"] = []
+    return spec
+  reference.__name__ = f"path_forms_reference_{group}"
+  return reference
+
+
+def _register_path_forms():
+  """Per script: a reference run per group; each form applied to every flag at once (the
+  classifier's DEFAULT_PATH_FORMS and extract_features' relative form in the default
+  group, the rest slow); and, for the classifier, every (flag, form) pair alone and the
+  checkpoint as a prefix and as its .index file (slow)."""
+  defaults = {"run_classifier.py": DEFAULT_PATH_FORMS, "extract_features.py": ("relative",),
+              "export_encoder.py": ()}
+  for script, default_forms in defaults.items():
+    if default_forms:
+      case(script, default=True)(_path_form_reference(script, "default"))
+    case(script)(_path_form_reference(script, "slow"))
+    flag_names = list(_FORM_FAMILIES[script][1])
+    for form in PATH_FORMS:
+      group = "default" if form in default_forms else "slow"
+
+      def every_flag(ws, form=form, group=group, script=script, flag_names=flag_names):
+        return _path_form_case(ws, script, group, f"all-{form}",
+                               {flag: form for flag in flag_names})
+      every_flag.__name__ = f"path_form_{form}_for_every_flag"
+      case(script, default=group == "default")(every_flag)
+      if script != "run_classifier.py":
+        continue
+      for flag in flag_names:
+        def one_flag(ws, form=form, flag=flag):
+          return _path_form_case(ws, "run_classifier.py", "slow", f"{flag}-{form}",
+                                 {flag: form})
+        one_flag.__name__ = f"path_form_{form}_for_{flag}"
+        case(script)(one_flag)
+      for kind, checkpoint in (("prefix", "run/ckpt-7"), ("index", "run/ckpt-7.index")):
+        def checkpoint_file(ws, form=form, kind=kind, checkpoint=checkpoint):
+          return _path_form_case(ws, "run_classifier.py", "slow", f"ckpt-{kind}-{form}",
+                                 {"init_checkpoint": form}, checkpoint=checkpoint)
+        checkpoint_file.__name__ = f"path_form_{form}_for_init_checkpoint_{kind}"
+        case(script)(checkpoint_file)
+
+
+_register_path_forms()
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -1536,7 +1699,21 @@ def result_of(ws, case_id, default_group):
   return _RESULTS[key][case_id]
 
 
+def check_works(script, spec, result):
+  """A run that must succeed: exit 0, no traceback, and its outputs equal the
+  reference's byte for byte (spec["same"]: [(output, reference output)])."""
+  stderr = result["stderr"]
+  assert not result["crashed"] and result["exit"] == 0, (script, stderr[-3000:])
+  assert "Traceback" not in stderr and f"{script}: error:" not in stderr, stderr[-3000:]
+  for got, want in spec.get("same", []):
+    with open(got, "rb") as a, open(want, "rb") as b:
+      assert a.read() == b.read(), (got, want)
+
+
 def check_case(script, spec, result):
+  if spec.get("works"):
+    check_works(script, spec, result)
+    return
   stderr = result["stderr"]
   assert not result["crashed"], stderr[-3000:]
   assert result["exit"] == 2, stderr[-3000:]
