@@ -173,8 +173,9 @@ def _check_state_file(directory):
     return
   if state is None or not state.model_checkpoint_path:
     return
-  named = state.model_checkpoint_path
-  prefix = named if os.path.isabs(named) else os.path.join(directory, named)
+  # TensorFlow has already joined the directory onto a relative name (`run/ckpt-3` for
+  # the directory `run`): joining it again would look in run/run/.
+  prefix = named = state.model_checkpoint_path
   if not tf.io.gfile.exists(prefix + ".index"):
     raise script_utils.UserError(
         f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
@@ -339,14 +340,59 @@ def _signature_of(prefix):
   return tf.train.load_checkpoint(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
 
 
+# Heads whose meaning is a list of labels (one output per label), and those that need
+# a count of choices: a recorded head_info without them cannot be rebuilt.
+_HEADS_WITH_LABELS = ("classifier", "multi_label", "token_classification")
+_HEADS_WITH_CHOICES = ("multiple_choice",)
+
+
 def head_info_of(prefix):
   """What the head of checkpoint `prefix` means ({"task", "head", "labels", ...}, as the
   run's Task.head_info() gave it), or None for a checkpoint that does not record it
-  (Google's, Hugging Face's, or ours written before runs recorded it)."""
+  (Google's, Hugging Face's, or ours written before runs recorded it).
+
+  The one reader of a recorded head_info: a record that is not what runs write (not
+  JSON, not an object, no head, labels missing or not a list of strings, ...) is a
+  UserError naming the checkpoint and what is wrong, never a KeyError later.
+  """
   names = dict(tf.train.list_variables(prefix))
   if _HEAD_INFO_KEY not in names:
     return None
-  return json.loads(tf.train.load_checkpoint(prefix).get_tensor(_HEAD_INFO_KEY))
+  raw = tf.train.load_checkpoint(prefix).get_tensor(_HEAD_INFO_KEY)
+  where = f"{prefix}: its recorded head_info"
+  try:
+    info = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+  except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    raise script_utils.UserError(
+        f"{where} is not valid JSON ({exc}); the checkpoint was not written by this "
+        "project's runs or was altered: export it from the run's earlier checkpoint, or "
+        "pass the weights alone (bert_model.ckpt)") from None
+  problem = _head_info_problem(info)
+  if problem:
+    raise script_utils.UserError(
+        f"{where} {problem}: {json.dumps(info)[:200]}; the checkpoint was not written by "
+        "this project's runs or was altered")
+  return info
+
+
+def _head_info_problem(info):
+  """What makes a decoded head_info unusable, as a phrase, or None."""
+  if not isinstance(info, dict):
+    return f"is a JSON {type(info).__name__}, not an object"
+  head = info.get("head")
+  if not isinstance(head, str) or not head:
+    return "names no head (its \"head\" key is missing or not a string)"
+  labels = info.get("labels")
+  if head in _HEADS_WITH_LABELS and labels is None:
+    return f"has no \"labels\" for its {head} head"
+  if labels is not None and (not isinstance(labels, list) or not labels
+                             or not all(isinstance(x, str) for x in labels)):
+    return "has \"labels\" that are not a non-empty list of strings"
+  if head in _HEADS_WITH_CHOICES:
+    choices = info.get("num_choices")
+    if not isinstance(choices, int) or isinstance(choices, bool) or choices < 2:
+      return f"has no \"num_choices\" (an integer >= 2) for its {head} head"
+  return None
 
 
 def saved_signature(prefix):

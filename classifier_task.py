@@ -177,7 +177,8 @@ class ClassifierTask(finetune.Task):
                              max_seq_length=self.options.max_seq_length,
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                              num_texts=self.processor.num_texts,
-                             version=self.options.export_version)
+                             version=self.options.export_version,
+                             overwrite=self.options.overwrite_export)
 
   def _logits(self, model, examples, batch_size, what):
     return predict_logits(model, examples, self.labels, self.tokenizer,

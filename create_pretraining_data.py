@@ -42,13 +42,13 @@ import script_utils
 
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string("input_file", None,
-                    "Input raw text file (or comma-separated list of files, globs allowed).")
-flags.DEFINE_string(
+flags_common.define_path("input_file", None,
+                         "Input raw text file (or comma-separated list of files, globs allowed).")
+flags_common.define_path(
     "output_file", None,
     "Output TF example file (or comma-separated list of files, written round-robin).")
-flags.DEFINE_string("vocab_file", None,
-                    "The vocabulary file that the BERT model was trained on.")
+flags_common.define_path("vocab_file", None,
+                         "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool(
     "do_lower_case", True,
     "Whether to lower case the input text. Should be True for uncased models and False "

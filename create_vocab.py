@@ -44,11 +44,11 @@ import vocab_learning
 
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string("input_file", None,
-                    "Input raw text file(s): one sentence a line, blank lines between "
-                    "documents (comma-separated, globs allowed).")
-flags.DEFINE_string("output_file", None,
-                    "Where to write the vocabulary (vocab.txt); required unless --check_only.")
+flags_common.define_path("input_file", None,
+                         "Input raw text file(s): one sentence a line, blank lines between "
+                         "documents (comma-separated, globs allowed).")
+flags_common.define_path("output_file", None,
+                         "Where to write the vocabulary (vocab.txt); required unless --check_only.")
 flags.DEFINE_integer("vocab_size", 30522,
                      "Target vocabulary size, reserved tokens included; the learner "
                      "stays within --slack_ratio below it. A small corpus may give fewer.")
@@ -59,12 +59,12 @@ flags.DEFINE_integer("num_unused", 99,
                      "How many [unusedN] tokens to reserve. The first 99 go between [PAD] "
                      "and [UNK] as in Google's vocabularies (so [UNK]=100, [CLS]=101, "
                      "[SEP]=102, [MASK]=103), the rest after [MASK].")
-flags.DEFINE_string("output_config_file", None,
-                    "Where to write bert_config.json (default: beside --output_file; "
-                    "pass an empty string to write none).")
-flags.DEFINE_string("bert_config_template", None,
-                    "A bert_config.json whose architecture to copy (default: BERT-Base, "
-                    "L=12 H=768 A=12); only vocab_size is changed.")
+flags_common.define_path("output_config_file", None,
+                         "Where to write bert_config.json (default: beside --output_file; "
+                         "pass an empty string to write none).")
+flags_common.define_path("bert_config_template", None,
+                         "A bert_config.json whose architecture to copy (default: BERT-Base, "
+                         "L=12 H=768 A=12); only vocab_size is changed.")
 flags.DEFINE_integer("max_input_chars_per_word", tokenization.MAX_INPUT_CHARS_PER_WORD,
                      "Words longer than this are not counted (WordPiece makes them [UNK]).")
 flags.DEFINE_integer("max_token_length", 50,

@@ -67,7 +67,7 @@ flags.DEFINE_enum(
     "keras_hub: a fine-tuned classifier as a keras-hub preset that "
     "keras_hub.models.BertTextClassifier.from_preset loads with its head; labels in "
     "metadata.json (needs the keras-hub package).")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
     "(--format=tfhub), the Hugging Face files (--format=huggingface) or the keras-hub "

@@ -38,9 +38,9 @@ flags_common.define_model_flags(max_seq_length=128)
 flags_common.define_normalize_flag("before tokenizing")
 flags_common.define_tpu_flags()
 flags_common.define_runtime_flags()
-flags.DEFINE_string("input_file", None,
-                    "Input text: one example per line, a pair as 'text_a ||| text_b'.")
-flags.DEFINE_string("output_file", None, "Output JSON-lines file.")
+flags_common.define_path("input_file", None,
+                         "Input text: one example per line, a pair as 'text_a ||| text_b'.")
+flags_common.define_path("output_file", None, "Output JSON-lines file.")
 flags.DEFINE_string("layers", "-1,-2,-3,-4",
                     "Comma-separated encoder layers to output (-1 is the last).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")

@@ -58,6 +58,7 @@ import file_io
 import optimization
 import output_lock
 import script_utils
+import serving
 import tokenization
 import training
 
@@ -201,7 +202,8 @@ def run(task, options):
   # for and not there stop the run before output_dir is created.
   strategy = training.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
-      options.gcp_project, options.num_gpus, options.num_tpu_cores)
+      options.gcp_project, options.num_gpus, options.num_tpu_cores,
+      peer_timeout=options.multi_worker_timeout)
   created = (not file_io.is_remote(options.output_dir)
              and not os.path.isdir(options.output_dir))
   atomic_output.ensure_output_dir(options.output_dir)
@@ -317,6 +319,11 @@ def _check_requested(task, options):
     raise script_utils.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
+  if options.export_dir and task.exports:
+    # Before any training: an export that would replace a version is refused now, not
+    # after hours of work.
+    serving.check_export_target(options.export_dir, options.export_version,
+                                options.overwrite_export)
   if options.eval_every_steps and not (options.do_train and options.do_eval):
     raise script_utils.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "

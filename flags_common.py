@@ -8,6 +8,7 @@ the original's script differed (run_squad's max_seq_length is 384, for example).
 
 import dataclasses
 import math
+import os
 
 from absl import flags
 
@@ -25,18 +26,40 @@ def _once(group):
   return True
 
 
+class _PathParser(flags.ArgumentParser):
+  """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
+  (only a word that starts with `~` is expanded), so a path that starts with `~` would
+  otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
+
+  def parse(self, argument):
+    if argument is None:
+      return None
+    return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+                    for item in str(argument).split(","))
+
+  def flag_type(self):
+    return "string"
+
+
+def define_path(name, default, help_text, **kwargs):
+  """flags.DEFINE_string for a file or folder (or a comma-separated list of them, globs
+  allowed): the same flag, with `~` at the start of a path expanded to the home folder."""
+  flags.DEFINE(_PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
+               **kwargs)
+
+
 def define_model_flags(max_seq_length=128, require_vocab=True, require_config=True):
   """bert_config_file, vocab_file, init_checkpoint, do_lower_case, max_seq_length."""
   if not _once("model"):
     return
-  flags.DEFINE_string(
+  define_path(
       "bert_config_file", None,
       "The config json file corresponding to the pre-trained BERT model. "
       "This specifies the model architecture.")
-  flags.DEFINE_string(
+  define_path(
       "vocab_file", None,
       "The vocabulary file that the BERT model was trained on.")
-  flags.DEFINE_string(
+  define_path(
       "init_checkpoint", None,
       "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
       "ours, or a Hugging Face model.safetensors file or directory.")
@@ -81,7 +104,7 @@ def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=
   """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving."""
   if not _once("run"):
     return
-  flags.DEFINE_string(
+  define_path(
       "output_dir", None,
       "The output directory where the model checkpoints and results will be written.")
   flags.mark_flag_as_required("output_dir")
@@ -163,6 +186,11 @@ def define_distribution_flags():
       "tf.distribute strategy. mirrored: all local GPUs; multi_worker_mirrored: several "
       "hosts, configured by the TF_CONFIG environment variable; tpu: --tpu_name "
       "(--use_tpu implies tpu).")
+  flags.DEFINE_float(
+      "multi_worker_timeout", 0,
+      "multi_worker_mirrored: stop (exit status 2, naming the tasks that did not connect) "
+      "when the other tasks of TF_CONFIG's cluster have not all connected after this many "
+      "seconds. 0: wait as long as it takes (it says first for whom it waits).")
   flags.DEFINE_integer("num_gpus", None,
                        "mirrored: how many local GPUs to use (default: all).")
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
@@ -211,7 +239,7 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if not _once("finetuning"):
     return
   if data_dir_help:
-    flags.DEFINE_string("data_dir", None, data_dir_help)
+    define_path("data_dir", None, data_dir_help)
     flags.mark_flag_as_required("data_dir")
   flags.DEFINE_bool(
       "ltr", False,
@@ -241,7 +269,14 @@ def define_export_version_flag():
       "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
       "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
       "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
-      "and export_dir/text is a --model_base_path).")
+      "and export_dir/text is a --model_base_path), beside the versions already there. "
+      "An existing version N, or a non-empty export_dir with 0, is refused before the run "
+      "starts unless --overwrite_export.")
+  flags.DEFINE_bool(
+      "overwrite_export", False,
+      "Replace what --export_dir already holds at this --export_version: the folder of "
+      "version N only (the other versions stay), or with 0 the unversioned export (never "
+      "a folder that holds versions).")
 
 
 # --------------------------------------------------------------------------- options
@@ -271,6 +306,7 @@ class RunOptions:
   do_predict: bool = False
   export_dir: str = None
   export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
+  overwrite_export: bool = False   # replace that version (or the unversioned export)
   train_batch_size: int = 32
   eval_batch_size: int = 8
   predict_batch_size: int = 8
@@ -289,6 +325,7 @@ class RunOptions:
   tpu_zone: str = None
   gcp_project: str = None
   num_gpus: int = None
+  multi_worker_timeout: float = 0  # seconds to wait for the peers (0: as long as it takes)
   num_tpu_cores: int = None
   dtype: str = "float32"
   enable_xla: bool = False
@@ -339,6 +376,15 @@ def _check_options(options):
   if options.export_version < 0:
     raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
                     "version folder)")
+  if options.export_version and not options.export_dir:
+    raise FlagError(f"--export_version={options.export_version} names the version folder "
+                    "of an export: it needs --export_dir")
+  if options.overwrite_export and not options.export_dir:
+    raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
+  timeout = options.multi_worker_timeout
+  if not (math.isfinite(timeout) and timeout >= 0):
+    raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
+                    ">= 0 (0: wait as long as it takes)")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")

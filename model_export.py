@@ -52,7 +52,7 @@ def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set
   return seq_length
 
 
-def _model_for_head(config, head_info, signature):
+def _model_for_head(config, head_info, signature, where):
   """The keras model whose weights the checkpoint holds, from its head_info/signature."""
   head = head_info.get("head")
   if head in hugging_face.REFUSED_HEADS:
@@ -71,8 +71,26 @@ def _model_for_head(config, head_info, signature):
   if head == "pretraining":
     return modeling.build_pretraining_model(
         config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
-  raise script_utils.UserError(f"the checkpoint's head {head!r} is not one this "
-                               "project exports")
+  raise script_utils.UserError(f"{where}: its recorded head_info names the head {head!r}, "
+                               "not one this project exports")
+
+
+def _first_difference(saved, model):
+  """(name, saved shape or None, model's shape or None) of the first weight, encoder
+  weights first, where the checkpoint's recorded signature and `model` differ; None when
+  they agree or the checkpoint records no signature."""
+  if not saved:
+    return None
+  ours = json.loads(checkpoints.model_signature(model))["weights"]
+  names = sorted(set(saved) | set(ours), key=lambda n: (not n.startswith("bert/"), n))
+  for name in names:
+    if saved.get(name) != ours.get(name):
+      return name, saved.get(name), ours.get(name)
+  return None
+
+
+def _shape(shape):
+  return "absent" if shape is None else str(list(shape))
 
 
 def load_for_export(config, init_checkpoint):
@@ -90,7 +108,18 @@ def load_for_export(config, init_checkpoint):
     head_info = checkpoints.head_info_of(resolved)
     signature = checkpoints.saved_signature(resolved) or {}
   if head_info:
-    model = _model_for_head(config, head_info, signature)
+    model = _model_for_head(config, head_info, signature, resolved)
+    differs = _first_difference(signature, model)
+    if differs and not differs[0].startswith("bert/"):
+      # The encoder fits the config: what disagrees with the weights is the recorded
+      # head, not the config.
+      name, saved, built = differs
+      raise script_utils.UserError(
+          f"--init_checkpoint={init_checkpoint}: its recorded head_info says "
+          f"{checkpoints.describe_head(head_info)}, but its weights do not hold that head "
+          f"({name}: {_shape(saved)} in the checkpoint, {_shape(built)} for that head); "
+          "the recorded head_info is wrong (the config is right): the checkpoint was "
+          "altered or written by another program; export an unaltered checkpoint of that run")
     report = checkpoints.load_checkpoint(model, resolved, head_info=head_info)
     if not report.get("whole_model"):
       raise script_utils.UserError(

@@ -10,7 +10,9 @@ micro_precision/recall/f1, macro_f1, f1_<label>, num_examples and the driver's
 global_step) and, with do_predict, test_results.tsv (predicted labels and each label's
 probability per test line). --export_dir: a SavedModel whose signatures take token ids
 (serving_default) or raw text (serve_text) and return probabilities [batch, K],
-predictions [batch, K] (0/1 at the threshold) and, for text, the labels comma-joined.
+predictions [batch, K] (0/1 at the threshold) and, for text, the labels comma-joined;
+beside it export_dir/ids/, the token-id signature alone in stock TensorFlow ops (TF
+Serving's versioned layout with --export_version: serving.write_serving_models).
 """
 
 import os
@@ -67,6 +69,13 @@ class MultiLabelTask(finetune.Task):
         limit = (self.options.max_train_examples if split == "train"
                  else self.options.max_eval_examples)
         examples = examples[:limit] if limit else examples
+        if split == "train" and not any(e.labels for e in examples):
+          # Every target 0: the model learns to predict no label for any text.
+          raise script_utils.UserError(
+              f"{path}: no line of the training data has a label"
+              + (f" (in the first {limit}, --max_train_examples)" if limit else "")
+              + "; a model trained on it predicts no label for any text: label the "
+              "data, or check that the labels are in the second tab-separated column")
         logging.info("%s %s: %d examples from %s", self.name, split, len(examples), path)
         self.splits[split] = multilabel_data.convert_examples_to_features(
             examples, self.labels, self.options.max_seq_length, tokenizer)
@@ -131,10 +140,11 @@ class MultiLabelTask(finetune.Task):
       return head({"input_ids": input_ids, "input_mask": input_mask,
                    "segment_ids": segment_ids})
 
-    serving.write_saved_model(export_dir, [
+    serving.write_serving_models(export_dir, [
         serving.Endpoint("serving_default", serve_ids, serving.token_id_specs()),
-        serving.Endpoint("serve_text", serve_text, serving.text_specs(1))],
-        track=[model, tokenizer])
+        serving.Endpoint("serve_text", serve_text, serving.text_specs(1), custom_ops=True)],
+        track=[model, tokenizer], version=self.options.export_version,
+        overwrite=self.options.overwrite_export)
 
   @staticmethod
   def _logits(model, arrays, batch_size, what):

@@ -5,6 +5,7 @@ holder's pid and command line (read from /proc when the lock file is empty).
 """
 
 import contextlib
+import errno
 import fcntl
 import os
 
@@ -54,6 +55,11 @@ class OutputLock:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
       except OSError as exc:
         where = f"--{self.flag_name}={self.path}" if self.flag_name else self.path
+        if os.path.isdir(self.lock_path) or exc.errno == errno.EISDIR:
+          # The output is fine; its lock file is not a file (no run of ours makes it so).
+          raise script_utils.UserError(
+              f"{where}: its run lock {self.lock_path} is a directory, not a lock file; "
+              "remove that directory (no run needs it) and rerun") from None
         raise script_utils.UserError(
             f"{where}: cannot write in {self.directory} ({exc.strerror}); create it, check "
             "its permissions or choose another output path") from None

@@ -32,7 +32,7 @@ import atomic_output
 import output_lock
 import script_utils
 
-flags.DEFINE_string("output_dir", "out/quickstart", "Where every output of the run goes.")
+flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
@@ -134,7 +134,7 @@ def run_demo(out, started, options):
       "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
       "--train_batch_size=32", "--learning_rate=3e-4",
       f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={paths['classifier']}",
-      f"--export_dir={paths['export']}"], log)
+      f"--export_dir={paths['export']}", "--overwrite_export"], log)
 
   print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
         "(imports only tensorflow and tensorflow_text)")

@@ -51,7 +51,7 @@ flags.DEFINE_bool(
     "fixed_padding", False,
     "Pad every batch to max_seq_length (static shapes, for TPUs). Default: pad each batch "
     "only to its longest row, rounded up to a multiple of 8.")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "

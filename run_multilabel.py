@@ -17,7 +17,8 @@ hold the text alone. See docs/multilabel.md.
 Outputs in --output_dir: checkpoints, eval_results.txt (eval_loss, eval_accuracy =
 subset accuracy, micro/macro F1, F1 per label, global_step), test_results.tsv (predicted
 labels and each label's probability per test line). --export_dir writes a SavedModel
-with a token-id and a raw-text serving signature.
+with a token-id and a raw-text serving signature, and export_dir/ids/ with the token-id
+signature alone (stock ops); --export_version=N writes TF Serving's versioned layout.
 """
 
 import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
@@ -43,15 +44,17 @@ flags_common.define_runtime_flags()
 flags_common.define_finetuning_flags(
     data_dir_help="Folder with labels.txt, train.tsv, dev.tsv and test.tsv "
     "(text<TAB>comma-separated labels).")
-flags.DEFINE_string("labels_file", None,
-                    "The labels, one per line, in output order (default: "
-                    "<data_dir>/labels.txt).")
+flags_common.define_path("labels_file", None,
+                         "The labels, one per line, in output order (default: "
+                         "<data_dir>/labels.txt).")
 flags.DEFINE_float("threshold", 0.5,
                    "A label is predicted where its probability is at least this.")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
-    "and 'serve_text' (raw text; load with `import tensorflow_text`).")
+    "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
+    "the token-id signature alone, stock TensorFlow ops (tensorflow_model_server).")
+flags_common.define_export_version_flag()
 
 
 def main(_):

@@ -45,12 +45,12 @@ flags_common.define_runtime_flags()
 LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
                  "concat_last_four", "sum_all")
 
-flags.DEFINE_string("train_file", None,
-                    "Training file (default: train.txt or eng.train in --data_dir).")
-flags.DEFINE_string("dev_file", None,
-                    "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
-flags.DEFINE_string("test_file", None,
-                    "Test file (default: test.txt or eng.testb in --data_dir).")
+flags_common.define_path("train_file", None,
+                         "Training file (default: train.txt or eng.train in --data_dir).")
+flags_common.define_path("dev_file", None,
+                         "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
+flags_common.define_path("test_file", None,
+                         "Test file (default: test.txt or eng.testb in --data_dir).")
 flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
                   "Tag scheme of the files: iob1 (the original CoNLL-2003 release), iob2 "
                   "(B- on every entity's first word) or auto (IOB1 when some entity starts "
@@ -72,10 +72,10 @@ flags.DEFINE_integer("lstm_units", 768,
 flags.DEFINE_float("feature_learning_rate", 1e-3,
                    "--mode=feature: peak learning rate of the BiLSTM (trained from scratch, "
                    "so far above the fine-tuning rates); --learning_rate is not used there.")
-flags.DEFINE_string("feature_cache_dir", None,
-                    "--mode=feature: where the frozen activations are cached (default "
-                    "<output_dir>/feature_cache); runs that differ only in the BiLSTM's "
-                    "settings can share one.")
+flags_common.define_path("feature_cache_dir", None,
+                         "--mode=feature: where the frozen activations are cached (default "
+                         "<output_dir>/feature_cache); runs that differ only in the BiLSTM's "
+                         "settings can share one.")
 flags.DEFINE_integer("feature_batch_size", 32,
                      "--mode=feature: batch size of the frozen encoder pass.")
 flags.DEFINE_float("dropout_rate", 0.1,

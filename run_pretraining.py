@@ -46,10 +46,10 @@ flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, learning_r
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string(
+flags_common.define_path(
     "input_file", None,
     "Input TF example files (can be a glob or comma separated).")
-flags.DEFINE_string(
+flags_common.define_path(
     "eval_input_file", None,
     "Files for --do_eval (glob or comma separated); default: --input_file, as the original.")
 flags.DEFINE_integer(

@@ -38,9 +38,9 @@ flags_common.define_run_flags(train_batch_size=32, predict_batch_size=8, learnin
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string("train_file", None,
-                    "SQuAD json for training. E.g., train-v1.1.json")
-flags.DEFINE_string(
+flags_common.define_path("train_file", None,
+                         "SQuAD json for training. E.g., train-v1.1.json")
+flags_common.define_path(
     "predict_file", None,
     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
 flags.DEFINE_integer(
@@ -68,7 +68,7 @@ flags.DEFINE_bool(
 flags.DEFINE_float(
     "null_score_diff_threshold", 0.0,
     "If null_score - best_non_null is greater than the threshold predict null.")
-flags.DEFINE_string(
+flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here (token ids -> start_logits, end_logits) after training.")
 flags_common.define_export_version_flag()
@@ -80,11 +80,11 @@ flags.DEFINE_bool(
 flags_common.define_finetuning_flags(eval_limit=False)
 flags.DEFINE_integer("max_predict_examples", 0,
                      "Predict only the first N questions of --predict_file (0: all).")
-flags.DEFINE_string(
+flags_common.define_path(
     "train_articles", None,
     "Python-style slice START:END of the articles of --train_file to use (e.g. 0:40), to "
     "split one file by article.")
-flags.DEFINE_string(
+flags_common.define_path(
     "predict_articles", None,
     "Slice START:END of the articles of --predict_file to use (e.g. 40:48).")
 

@@ -19,6 +19,13 @@ a SavedModel of stock ops (`write_serving_models`):
                                 export_dir/ids/N/   the token-id signatures only
                                 (TF Serving's layout: export_dir/ids is a model_base_path)
 
+Versions live side by side, as TF Serving means them (roll back, canary): version N is
+added beside the versions already there, each folder written under a temporary name that
+is not an integer (so a server never loads a half-written version) and renamed into place
+when whole. An existing version N, or a non-empty export_dir without a version, is
+refused before any work (`check_export_target`) unless asked to replace it
+(--overwrite_export, which replaces that version folder only).
+
 An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
 (or export_dir/ids/N/) alone.
 
@@ -35,12 +42,15 @@ API (generic pieces first, then the classifier's export built from them):
   * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
     one also as `serving_default` when none is named so, atomically (a temporary
     directory renamed into place, so a failed export never leaves a half-written one).
-  * `write_serving_models(export_dir, endpoints, track, version=0)`: the layout above,
-    all of it atomically.
+  * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False)`:
+    the layout above, each version folder atomically; `check_export_target` is its
+    refusal, also called by the driver before training; `versions(base)` lists the whole
+    versions of a model base path as a server sees them.
   * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
     signatures (see there).
 """
 
+import contextlib
 import dataclasses
 import os
 from typing import Callable, Sequence
@@ -50,6 +60,7 @@ import tensorflow as tf
 
 import atomic_output
 import fast_tokenization
+import file_io
 import input_pipeline
 import script_utils
 
@@ -150,12 +161,70 @@ def serving_paths(export_dir, version=0, has_text=True):
           "ids": f"{export_dir}/ids" if has_text else export_dir}
 
 
-def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=True):
-  """Writes the serving layout (module docstring) atomically; returns serving_paths.
+def _listdir(path):
+  if file_io.is_remote(path):
+    return file_io.gfile().listdir(path) if file_io.gfile().isdir(path) else []
+  return os.listdir(path) if os.path.isdir(path) else []
+
+
+def versions(model_base_path):
+  """The whole versions under a model base path (export_dir/ids or export_dir/text), as
+  TF Serving sees them: the folders named by an integer, ascending. The temporaries of
+  an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
+  names = [n.rstrip("/") for n in _listdir(model_base_path)]
+  return sorted(int(n) for n in names if n.isdigit())
+
+
+def check_export_target(export_dir, version=0, overwrite=False):
+  """Refuses, before any work, an export that would replace what is there unasked.
+
+  version N >= 1: export_dir/ids/N or export_dir/text/N exists (the other versions stay
+  as they are); version 0: export_dir exists and is not empty. With `overwrite` the one
+  version folder (or the unversioned export) is replaced, but a version-0 export never
+  replaces a folder that holds versions. A file where a folder goes is refused too.
+  """
+  flag = f"--export_dir={export_dir}"
+  isdir = file_io.isdir
+  exists = file_io.exists(export_dir)
+  if exists and not isdir(export_dir):
+    raise script_utils.UserError(f"{flag}: exists and is not a directory")
+  if version:
+    for kind in ("ids", "text"):
+      base = f"{export_dir.rstrip('/')}/{kind}"
+      if file_io.exists(base) and not isdir(base):
+        raise script_utils.UserError(f"{flag}: {base} exists and is not a directory")
+      if version in versions(base) and not overwrite:
+        raise script_utils.UserError(
+            f"--export_version={version}: {base}/{version} already exists (versions there: "
+            f"{', '.join(map(str, versions(base)))}); a server may be serving it: choose a "
+            "new version number, or pass --overwrite_export to replace that version")
+    return
+  if exists and _listdir(export_dir):
+    held = {kind: versions(f"{export_dir.rstrip('/')}/{kind}") for kind in ("ids", "text")}
+    if any(held.values()):
+      listed = "; ".join(f"{kind}/ {', '.join(map(str, v))}" for kind, v in held.items() if v)
+      raise script_utils.UserError(
+          f"{flag}: holds versioned exports ({listed}); an export without "
+          "--export_version would replace them all: pass --export_version=N (a new N)")
+    if not overwrite:
+      raise script_utils.UserError(
+          f"{flag}: exists and is not empty; choose a new directory, pass "
+          "--export_version=N to add a version beside others, or --overwrite_export to "
+          "replace it")
+
+
+def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False):
+  """Writes the serving layout (module docstring); returns serving_paths.
 
   endpoints: every signature; those with custom_ops (raw text) go to the text model only.
   track: what the endpoints use; tensorflow-text resources (a FastTokenizer) are tracked
   by the text model only, so the token-id model holds no custom op.
+
+  version N >= 1 adds ids/N and text/N beside the versions already there, each written
+  under a temporary name in its base folder (`.N.tmp-...`, which TF Serving ignores: not
+  an integer) and renamed into place when whole; nothing else in export_dir is touched.
+  An existing version N is refused (check_export_target) unless `overwrite`, which
+  replaces that version folder only. version 0 writes export_dir as a whole, atomically.
   """
   if version is None or version < 0:
     raise ValueError(f"export version {version}: must be 0 (no version folder) or >= 1")
@@ -165,7 +234,24 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=T
   has_text = len(ids_endpoints) != len(endpoints)
   paths = serving_paths(export_dir, version, has_text)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
-  with script_utils.disk_full_names(export_dir, "export_dir"):  # a full disk: one line
+  check_export_target(export_dir, version, overwrite)
+  with script_utils.disk_full_names(export_dir, "export_dir"):
+    if version:
+      parts = [("ids", ids_endpoints, ids_track)] + (
+          [("text", endpoints, track)] if has_text else [])
+      with contextlib.ExitStack() as stack:
+        for kind, kind_endpoints, kind_track in parts:
+          base = os.path.dirname(paths[kind])
+          if file_io.is_remote(base):
+            file_io.gfile().makedirs(base)
+          else:
+            os.makedirs(base, exist_ok=True)
+          tmp = stack.enter_context(atomic_output.atomic_path(paths[kind],
+                                                             overwrite=overwrite))
+          _write_archive(tmp, kind_endpoints, kind_track)
+        # Both versions are whole on disk before either is renamed into place (the
+        # atomic_paths close in reverse order: text/N, then ids/N).
+      return paths
     with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       local = serving_paths(tmp, version, has_text)
       if has_text:
@@ -222,7 +308,8 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
 
 
 def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
-                      cls_id=None, sep_id=None, num_texts=1, version=0):
+                      cls_id=None, sep_id=None, num_texts=1, version=0,
+                      overwrite=False):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
   in the serving layout (write_serving_models); returns its paths."""
   packer = None
@@ -232,4 +319,5 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
   track = [model]
   if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
     track.append(tokenizer)
-  return write_serving_models(export_dir, endpoints, track=track, version=version)
+  return write_serving_models(export_dir, endpoints, track=track, version=version,
+                              overwrite=overwrite)

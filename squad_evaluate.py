@@ -23,13 +23,13 @@ import script_utils
 import squad_metrics
 
 flags_common.define_runtime_flags()
-flags.DEFINE_string("out-file", None,
-                    "Write the accuracy metrics to this file (default: print to stdout).",
-                    short_name="o")
-flags.DEFINE_string("na-prob-file", None,
-                    "Model estimates of the probability of no answer (run_squad's "
-                    "null_odds.json); adds best_exact/best_f1 and their thresholds.",
-                    short_name="n")
+flags_common.define_path("out-file", None,
+                         "Write the accuracy metrics to this file (default: print to stdout).",
+                         short_name="o")
+flags_common.define_path("na-prob-file", None,
+                         "Model estimates of the probability of no answer (run_squad's "
+                         "null_odds.json); adds best_exact/best_f1 and their thresholds.",
+                         short_name="n")
 flags.DEFINE_float("na-prob-thresh", 1.0,
                    "Predict \"\" if the no-answer probability exceeds this (v2.0).",
                    short_name="t")

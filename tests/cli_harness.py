@@ -10,7 +10,11 @@ File descriptors 1 and 2 are redirected per case, so everything a user would see
 terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
 
 Usage (from the tests): python tests/cli_harness.py SCRIPT.py CASES.json RESULTS.json
-CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...]}, ...]
+CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
+              "env": {NAME: VALUE}}, ...]
+  cwd (optional): the case runs from that directory (relative paths as a user types
+  them), back in the repository root afterwards; env (optional): environment variables
+  set for that case only (TF_CONFIG, HOME, ...).
 RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": bool,
                     "seconds": float}}
 
@@ -21,10 +25,13 @@ Setup actions (run in this process before the case, with TensorFlow available):
       a randomly initialised encoder saved in Google's TF1 layout.
   {"truncate": PATH, "by": B}
       cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
-  {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K}
+  {"copy": SRC, "to": DST}
+      copies the folder SRC (made by an earlier case's setup) to DST.
+  {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K, "head_info": STR}
       a training-loop style checkpoint (step, model, encoder, model_signature) of a
       classifier built from that config, as a previous run with a different model (another
-      size, or another task) would leave in output_dir.
+      size, or another task) would leave in output_dir; with "head_info", that string
+      recorded as the checkpoint's head_info (valid or not).
 """
 
 import json
@@ -65,11 +72,18 @@ def _setup(action):
     model, encoder = modeling.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
     signature = tf.Variable(checkpoints.model_signature(model))
+    extra = {}
+    if "head_info" in action:
+      extra["head_info"] = tf.Variable(action["head_info"])
     manager = tf.train.CheckpointManager(
         tf.train.Checkpoint(step=step, model=model, encoder=encoder,
-                            model_signature=signature),
+                            model_signature=signature, **extra),
         action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
     manager.save(checkpoint_number=7)
+  elif "copy" in action:
+    import shutil  # pylint: disable=g-import-not-at-top
+    if not os.path.exists(action["to"]):
+      shutil.copytree(action["copy"], action["to"])
   elif "truncate" in action:
     size = os.path.getsize(action["truncate"])
     with open(action["truncate"], "r+b") as handle:
@@ -142,9 +156,18 @@ def main():
       os.dup2(out.fileno(), 1)
       os.dup2(err.fileno(), 2)
       start = time.time()
+      saved_env = {name: os.environ.get(name) for name in case.get("env", {})}
+      os.environ.update(case.get("env", {}))
       try:
+        os.chdir(case.get("cwd") or root)
         code, crashed, trace = _run_case(app, main_fn, script, case["argv"])
       finally:
+        os.chdir(root)
+        for name, value in saved_env.items():
+          if value is None:
+            os.environ.pop(name, None)
+          else:
+            os.environ[name] = value
         sys.stdout.flush()
         sys.stderr.flush()
         os.dup2(saved_fds[0], 1)

@@ -18,6 +18,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from conftest import ROOT, UNCASED_VOCAB, shared_path
+import serving_checks
 from tiny import tiny_config_dict
 
 TINY_CONFIG = tiny_config_dict(30522)
@@ -102,33 +103,8 @@ def test_eval_every_steps_draws_eval_curves_under_the_training_tags(mrpc_run):
   assert mrpc_run["stderr"].count("***** Running evaluation") == 0
 
 
-# A fresh interpreter in which `import tensorflow_text` fails, as in a stock TensorFlow
-# install: the ids model must load and answer; the text model is loaded afterwards (in
-# another process) for the reference.
-_NO_TF_TEXT = r"""
-import importlib.abc, json, sys
-class Block(importlib.abc.MetaPathFinder):
-  def find_spec(self, name, path=None, target=None):
-    if name == "tensorflow_text" or name.startswith("tensorflow_text."):
-      raise ImportError("tensorflow_text is blocked in this test")
-    return None
-sys.meta_path.insert(0, Block())
-import tensorflow as tf
-try:
-  import tensorflow_text  # noqa: F401
-  raise SystemExit("tensorflow_text was importable")
-except ImportError:
-  pass
-ids = json.loads(sys.argv[2])
-model = tf.saved_model.load(sys.argv[1])
-out = model.signatures["serving_default"](
-    input_ids=tf.constant(ids[0], tf.int32), input_mask=tf.constant(ids[1], tf.int32),
-    segment_ids=tf.constant(ids[2], tf.int32))
-print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}))
-print(json.dumps(sorted(model.signatures)))
-print("tensorflow_text" in sys.modules)
-"""
-
+# The reference for the ids model (tests/serving_checks.py loads that one where
+# tensorflow_text cannot be imported): the text model, in another process.
 _TEXT = r"""
 import json, sys
 import tensorflow as tf
@@ -153,13 +129,9 @@ def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
               for e in examples]
   ids = [[f.input_ids for f in features], [f.input_mask for f in features],
          [f.segment_ids for f in features]]
-  blocked = subprocess.run([sys.executable, "-c", _NO_TF_TEXT, str(export / "ids"),
-                            json.dumps(ids)], capture_output=True, text=True, env=_env(),
-                           timeout=300)
-  assert blocked.returncode == 0, blocked.stderr[-2000:]
-  answer, signatures, imported = blocked.stdout.strip().splitlines()[-3:]
-  assert json.loads(signatures) == ["serving_default"] and imported == "False"
-  answer = json.loads(answer)
+  answer, signatures, imported = serving_checks.answer_without_tensorflow_text(
+      export / "ids", ids, _env())
+  assert signatures == ["serving_default"] and not imported
   text = subprocess.run([sys.executable, "-c", _TEXT, str(export), json.dumps(
       [[e.text_a for e in examples], [e.text_b for e in examples]])],
                         capture_output=True, text=True, env=_env(), timeout=300)

@@ -11,6 +11,8 @@ import pytest
 
 import metrics
 import multilabel_data
+import serving_checks
+import tokenization
 from tiny import tiny_config_dict
 from conftest import MINILM_DIR, ROOT, shared_path
 
@@ -105,6 +107,18 @@ def test_train_eval_predict_export(tiny, tmp_path):
   answer = json.loads(served.stdout.strip().splitlines()[-1])
   np.testing.assert_allclose(answer["p"], probs, atol=2e-6)
   assert answer["l"] == [row[0] for row in rows[1:]]
+  # export/ids: the token-id signature alone, answering where tensorflow_text cannot be
+  # imported, with the same probabilities on the original's token ids.
+  examples = multilabel_data.read_examples(str(tiny / "data" / "test.tsv"), LABELS)
+  tokenizer = tokenization.FullTokenizer(str(tiny / "vocab.txt"), True)
+  features = multilabel_data.convert_examples_to_features(examples, LABELS, 32, tokenizer)
+  ids = [np.asarray(features[k]).tolist() for k in ("input_ids", "input_mask",
+                                                    "segment_ids")]
+  outputs, signatures, imported = serving_checks.answer_without_tensorflow_text(
+      out / "export" / "ids", ids, dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert signatures == ["serving_default"] and not imported
+  np.testing.assert_allclose(outputs["probabilities"], probs, atol=2e-6)
+  assert outputs["predictions"] == predicted.tolist()
 
 
 def test_bad_inputs_are_one_line(tiny, tmp_path):

@@ -1276,6 +1276,388 @@ def normalize_with_hugging_face_format(ws):
               setup=[_export_checkpoint(ws)])
 
 
+# ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
+
+
+def _saved_model_stub(ws, folder):
+  """A folder that stands for an exported version (its content must survive)."""
+  ws.write(f"{folder}/saved_model.pb", "version already served\n")
+  return ws.path(folder)
+
+
+@case("run_classifier.py", default=True)
+def export_version_without_export_dir(ws):
+  d = _mrpc(ws, "cls-ev", train="good")
+  out = ws.path("cls-ev-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--export_version=3"),
+              expect=["--export_version=3", "needs --export_dir"], absent=[out])
+
+
+@case("run_classifier.py", default=True)
+def export_version_that_exists(ws):
+  d = _mrpc(ws, "cls-ev1", train="good")
+  out, export = ws.path("cls-ev1-out"), ws.path("cls-ev1-export")
+  _saved_model_stub(ws, "cls-ev1-export/ids/1")
+  _saved_model_stub(ws, "cls-ev1-export/ids/2")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--export_version=1"),
+              expect=[f"--export_version=1: {export}/ids/1 already exists (versions there: "
+                      "1, 2)", "--overwrite_export"],
+              absent=[out, f"{export}/text"],
+              kept={f"{export}/ids/{v}/saved_model.pb": "version already served\n"
+                    for v in (1, 2)})
+
+
+@case("run_classifier.py")
+def unversioned_export_over_versions(ws):
+  d = _mrpc(ws, "cls-ev0", train="good")
+  out, export = ws.path("cls-ev0-out"), ws.path("cls-ev0-export")
+  _saved_model_stub(ws, "cls-ev0-export/ids/4")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--overwrite_export"),
+              expect=[f"--export_dir={export}: holds versioned exports (ids/ 4)"],
+              absent=[out],
+              kept={f"{export}/ids/4/saved_model.pb": "version already served\n"})
+
+
+@case("run_classifier.py", default=True)
+def run_lock_is_a_directory(ws):
+  d = _mrpc(ws, "cls-lockdir", train="good")
+  out = ws.mkdir("cls-lockdir-out")
+  lock = ws.mkdir("cls-lockdir-out/.bert-run.lock")
+  return dict(argv=_classifier(ws, d, out, "--do_train"),
+              expect=[f"its run lock {lock} is a directory, not a lock file"],
+              absent=[os.path.join(out, "checkpoint")])
+
+
+def _recorded_head(ws, name, head_info, num_labels=2):
+  """Our checkpoint of a 2-way classifier recording `head_info` (a string)."""
+  return {"foreign_checkpoint": ws.path(name), "bert_config": ws.config,
+          "num_labels": num_labels, "head_info": head_info}
+
+
+def _hf_export(ws, checkpoint, out):
+  return [*ws.model_flags(), f"--init_checkpoint={checkpoint}", f"--export_dir={out}",
+          "--format=huggingface"]
+
+
+@case("export_encoder.py")
+def recorded_head_info_not_json(ws):
+  out = ws.path("ee-hi1-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi1"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi1", '{task: "MRPC"}')],
+              expect=[ws.path("ee-hi1", "ckpt-7") + ": its recorded head_info is not valid "
+                      "JSON (Expecting property name enclosed in double quotes"])
+
+
+@case("export_encoder.py")
+def recorded_head_info_a_list(ws):
+  out = ws.path("ee-hi2-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi2"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi2", '["classifier", "0", "1"]')],
+              expect=[ws.path("ee-hi2", "ckpt-7") + ": its recorded head_info is a JSON "
+                      "list, not an object"])
+
+
+@case("export_encoder.py")
+def recorded_head_info_without_labels(ws):
+  out = ws.path("ee-hi3-out")
+  return dict(argv=_hf_export(ws, ws.path("ee-hi3"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi3", '{"task": "MRPC", "head": "classifier"}')],
+              expect=[ws.path("ee-hi3", "ckpt-7") + ": its recorded head_info has no "
+                      '"labels" for its classifier head'])
+
+
+@case("export_encoder.py")
+def recorded_head_of_three_labels_on_a_two_way_head(ws):
+  out, ckpt = ws.path("ee-hi4-out"), ws.path("ee-hi4")
+  info = '{"head": "classifier", "labels": ["a", "b", "c"], "task": "MNLI"}'
+  return dict(argv=_hf_export(ws, ckpt, out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi4", info)],
+              expect=[f"--init_checkpoint={ckpt}: its recorded head_info says MNLI's "
+                      "classifier (labels a, b, c), but its weights do not hold that head "
+                      "(output_bias: [2] in the checkpoint, [3] for that head)",
+                      "the recorded head_info is wrong (the config is right)"])
+
+
+@case("export_encoder.py")
+def recorded_head_of_another_kind(ws):
+  out, ckpt = ws.path("ee-hi5-out"), ws.path("ee-hi5")
+  info = '{"head": "squad", "task": "SQuAD"}'
+  return dict(argv=_hf_export(ws, ckpt, out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi5", info)],
+              expect=[f"--init_checkpoint={ckpt}: its recorded head_info says SQuAD's "
+                      "squad, but its weights do not hold that head",
+                      "the recorded head_info is wrong"])
+
+
+@case("run_classifier.py")
+def init_checkpoint_with_head_info_not_json(ws):
+  d = _mrpc(ws, "cls-hi", train="good")
+  out = ws.path("cls-hi-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train",
+                               f"--init_checkpoint={ws.path('cls-hi-ckpt')}"),
+              setup=[_recorded_head(ws, "cls-hi-ckpt", "{")],
+              expect=[ws.path("cls-hi-ckpt", "ckpt-7") + ": its recorded head_info is not "
+                      "valid JSON"], absent=[os.path.join(out, "checkpoint")])
+
+
+_CLUSTER = {"worker": ["localhost:23456", "localhost:23457"]}
+
+
+def _tf_config_case(ws, name, tf_config, expect):
+  d = _mrpc(ws, f"cls-tfc-{name}", train="good")
+  out = ws.path(f"cls-tfc-{name}-out")
+  raw = tf_config if isinstance(tf_config, str) else json.dumps(tf_config)
+  return dict(argv=_classifier(ws, d, out, "--do_train",
+                               "--distribution_strategy=multi_worker_mirrored"),
+              env={"TF_CONFIG": raw}, expect=["TF_CONFIG: ", *expect], absent=[out])
+
+
+@case("run_classifier.py", default=True)
+def tf_config_index_out_of_range(ws):
+  return _tf_config_case(ws, "range", {"cluster": _CLUSTER,
+                                       "task": {"type": "worker", "index": 3}},
+                         ["task index 3 is out of range: the cluster's 'worker' job has 2 "
+                          "address(es), so the index is 0 to 1"])
+
+
+@case("run_classifier.py")
+def tf_config_negative_index(ws):
+  return _tf_config_case(ws, "negative", {"cluster": _CLUSTER,
+                                          "task": {"type": "worker", "index": -1}},
+                         ["task index -1 is out of range"])
+
+
+@case("run_classifier.py")
+def tf_config_unknown_task_type(ws):
+  return _tf_config_case(ws, "type", {"cluster": _CLUSTER,
+                                      "task": {"type": "wroker", "index": 0}},
+                         ["task type 'wroker' is not one of chief, worker, evaluator"])
+
+
+@case("run_classifier.py")
+def tf_config_not_json(ws):
+  return _tf_config_case(ws, "json", '{"cluster": ', ["not valid JSON"])
+
+
+@case("run_classifier.py")
+def tf_config_without_cluster(ws):
+  return _tf_config_case(ws, "nocluster", {"task": {"type": "worker", "index": 0}},
+                         ['no "cluster" object'])
+
+
+@case("run_classifier.py")
+def tf_config_task_not_in_cluster(ws):
+  return _tf_config_case(ws, "chief", {"cluster": _CLUSTER,
+                                       "task": {"type": "chief", "index": 0}},
+                         ["task type 'chief' has no job in the cluster (jobs: worker)"])
+
+
+@case("run_classifier.py")
+def tf_config_address_without_port(ws):
+  return _tf_config_case(ws, "port", {"cluster": {"worker": ["localhost"]},
+                                      "task": {"type": "worker", "index": 0}},
+                         ["cluster job 'worker' is [\"localhost\"], not a list of host:port"])
+
+
+@case("run_classifier.py")
+def negative_multi_worker_timeout(ws):
+  d = _mrpc(ws, "cls-mwt", train="good")
+  out = ws.path("cls-mwt-out")
+  return dict(argv=_classifier(ws, d, out, "--do_train", "--multi_worker_timeout=-1"),
+              expect=["--multi_worker_timeout=-1.0: must be a finite number of seconds"],
+              absent=[out])
+
+
+@case("run_multilabel.py")
+def training_data_without_any_label(ws):
+  d = ws.mkdir("ml-nolabel")
+  ws.write("ml-nolabel/labels.txt", "PER\nLOC\n")
+  train = ws.write("ml-nolabel/train.tsv", "the cat sat .\t\nthe mat .\t\n")
+  out = ws.path("ml-nolabel-out")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}"],
+              expect=[f"{train}: no line of the training data has a label"], absent=[out])
+
+
+@case("run_multilabel.py")
+def multilabel_export_version_that_exists(ws):
+  d = ws.mkdir("ml-ev")
+  ws.write("ml-ev/labels.txt", "PER\nLOC\n")
+  ws.write("ml-ev/train.tsv", "the cat sat .\tPER\nthe mat .\t\n")
+  out, export = ws.path("ml-ev-out"), ws.path("ml-ev-export")
+  _saved_model_stub(ws, "ml-ev-export/text/2")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}", f"--export_dir={export}",
+                    "--export_version=2"],
+              expect=[f"--export_version=2: {export}/text/2 already exists"], absent=[out],
+              kept={f"{export}/text/2/saved_model.pb": "version already served\n"})
+
+
+# ---- paths as people type them: every form of every path flag gives the absolute
+# path's result. A small MRPC evaluation from one of our checkpoints, in one process
+# (cli_harness): the absolute-path reference first, then the same run with the paths
+# typed another way; its eval_results.txt must be byte for byte the reference's. Default:
+# four forms, each applied to every flag at once (one run per form); slow: the other
+# forms likewise, every (flag, form) pair alone, and the checkpoint as a prefix and as
+# its .index file.
+
+_FORM_FOLDERS = {"spaces": "with space", "non_ascii": "donn\u00e9es \u6570\u636e",
+                 "symlink": "link"}
+PATH_FORMS = ("relative", "dot", "dotdot", "trailing_slash", "home", "spaces", "non_ascii",
+              "symlink")
+# The default suite's subset (about 2 s a run on 2 busy cores): the form people type most
+# (`--init_checkpoint=run` from the folder that holds it), `../`, `~`, and a folder name
+# with a space and non-ASCII letters.
+DEFAULT_PATH_FORMS = ("relative", "dotdot", "home", "non_ascii")
+
+
+def _classifier_materials(ws, folder):
+  _mrpc(ws, f"{folder}/data", dev="good")
+
+
+def _extract_materials(ws, folder):
+  ws.write(f"{folder}/data/input.txt", "the cat sat on the mat .\nit was a good day .\n")
+
+
+# Per script: (materials, {flag: (path in the run's folder, is a folder)}, other flags,
+# the outputs compared with the reference's). "{name}" is the case's own output name.
+_FORM_FAMILIES = {
+    "run_classifier.py": (
+        _classifier_materials,
+        {"data_dir": ("data", True), "vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True), "output_dir": ("out-{name}", True)},
+        ["--task_name=MRPC", "--do_eval", "--max_seq_length=32", "--eval_batch_size=2"],
+        ["out-{name}/eval_results.txt"]),
+    "extract_features.py": (
+        _extract_materials,
+        {"input_file": ("data/input.txt", False), "output_file": ("out-{name}.jsonl", False),
+         "vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True)},
+        ["--max_seq_length=16", "--layers=-1"], ["out-{name}.jsonl"]),
+    "export_encoder.py": (
+        lambda ws, folder: None,
+        {"vocab_file": ("model/vocab.txt", False),
+         "bert_config_file": ("model/bert_config.json", False),
+         "init_checkpoint": ("run", True), "export_dir": ("out-{name}", True)},
+        ["--format=huggingface"], ["out-{name}/model.safetensors", "out-{name}/config.json"]),
+}
+
+
+def _form_root(ws, script, group):
+  """The folder of one script's path-forms family in one group (default or slow): base/
+  holds the data, model files and a run's checkpoint; the forms' own folders are copies
+  (the checkpoint copied by the cases' setup), and link/ is a symlink to base/."""
+  root = ws.path(f"pf-{script[:-3]}-{group}")
+  for folder in ["base"] + [f for f in _FORM_FOLDERS.values() if f != "link"]:
+    if not os.path.isdir(os.path.join(root, folder)):
+      name = os.path.relpath(os.path.join(root, folder), ws.root)
+      _FORM_FAMILIES[script][0](ws, name)
+      ws.write(f"{name}/model/vocab.txt", "".join(ws.vocab_lines))
+      ws.write_config(f"{name}/model/bert_config.json")
+  link = os.path.join(root, "link")
+  if not os.path.islink(link):
+    os.symlink(os.path.join(root, "base"), link)
+  return root
+
+
+def _typed(root, form, rel, folder):
+  """(argument as typed, cwd, env) for the path `rel` of the run's folder in `form`."""
+  base = os.path.join(root, "base")
+  if form == "relative":
+    return rel, base, {}
+  if form == "dot":
+    return "./" + rel, base, {}
+  if form == "dotdot":
+    return "../" + rel, os.path.join(base, "model"), {}
+  if form == "trailing_slash":
+    return os.path.join(base, rel) + ("/" if folder else ""), None, {}
+  if form == "home":
+    return "~/base/" + rel, None, {"HOME": root}
+  if form in _FORM_FOLDERS:
+    return os.path.join(root, _FORM_FOLDERS[form], rel), None, {}
+  assert form == "absolute", form
+  return os.path.join(base, rel), None, {}
+
+
+def _path_form_case(ws, script, group, name, forms, checkpoint="run"):
+  """A run of `script` whose flags are typed in `forms` ({flag: form}; the others
+  absolute); its outputs must equal the absolute-path reference's."""
+  root = _form_root(ws, script, group)
+  _, flag_paths, extra, outputs = _FORM_FAMILIES[script]
+  argv, cwd, env, output_folder = [], None, {}, "base"
+  for flag, (rel, folder) in flag_paths.items():
+    if flag == "init_checkpoint":
+      rel, folder = checkpoint, checkpoint == "run"
+    rel = rel.format(name=name)
+    form = forms.get(flag, "absolute")
+    typed, form_cwd, form_env = _typed(root, form, rel, folder)
+    if rel.startswith("out-") and form in ("spaces", "non_ascii"):
+      output_folder = _FORM_FOLDERS[form]
+    argv.append(f"--{flag}={typed}")
+    cwd, env = form_cwd or cwd, {**env, **form_env}
+  setup = [{"copy": os.path.join(root, "base", "run"),
+            "to": os.path.join(root, f, "run")} for f in _FORM_FOLDERS.values()
+           if f != "link"]
+  same = [(os.path.join(root, output_folder, out.format(name=name)),
+           os.path.join(root, "base", out.format(name="reference"))) for out in outputs]
+  return dict(argv=argv + extra, cwd=cwd, env=env, works=True, setup=setup, same=same)
+
+
+def _path_form_reference(script, group):
+  def reference(ws):
+    root = _form_root(ws, script, group)
+    spec = _path_form_case(ws, script, group, "reference", {})
+    spec["setup"] = [{"foreign_checkpoint": os.path.join(root, "base", "run"),
+                      "bert_config": ws.config}] + spec["setup"]
+    spec["same"] = []
+    return spec
+  reference.__name__ = f"path_forms_reference_{group}"
+  return reference
+
+
+def _register_path_forms():
+  """Per script: a reference run per group; each form applied to every flag at once (the
+  classifier's DEFAULT_PATH_FORMS and extract_features' relative form in the default
+  group, the rest slow); and, for the classifier, every (flag, form) pair alone and the
+  checkpoint as a prefix and as its .index file (slow)."""
+  defaults = {"run_classifier.py": DEFAULT_PATH_FORMS, "extract_features.py": ("relative",),
+              "export_encoder.py": ()}
+  for script, default_forms in defaults.items():
+    if default_forms:
+      case(script, default=True)(_path_form_reference(script, "default"))
+    case(script)(_path_form_reference(script, "slow"))
+    flag_names = list(_FORM_FAMILIES[script][1])
+    for form in PATH_FORMS:
+      group = "default" if form in default_forms else "slow"
+
+      def every_flag(ws, form=form, group=group, script=script, flag_names=flag_names):
+        return _path_form_case(ws, script, group, f"all-{form}",
+                               {flag: form for flag in flag_names})
+      every_flag.__name__ = f"path_form_{form}_for_every_flag"
+      case(script, default=group == "default")(every_flag)
+      if script != "run_classifier.py":
+        continue
+      for flag in flag_names:
+        def one_flag(ws, form=form, flag=flag):
+          return _path_form_case(ws, "run_classifier.py", "slow", f"{flag}-{form}",
+                                 {flag: form})
+        one_flag.__name__ = f"path_form_{form}_for_{flag}"
+        case(script)(one_flag)
+      for kind, checkpoint in (("prefix", "run/ckpt-7"), ("index", "run/ckpt-7.index")):
+        def checkpoint_file(ws, form=form, kind=kind, checkpoint=checkpoint):
+          return _path_form_case(ws, "run_classifier.py", "slow", f"ckpt-{kind}-{form}",
+                                 {"init_checkpoint": form}, checkpoint=checkpoint)
+        checkpoint_file.__name__ = f"path_form_{form}_for_init_checkpoint_{kind}"
+        case(script)(checkpoint_file)
+
+
+_register_path_forms()
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -1289,7 +1671,8 @@ _RESULTS = {}
 
 def run_harness(script, cases, workdir):
   """Runs the given {id: spec} cases of `script` in one process; returns {id: result}."""
-  specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", [])}
+  specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", []),
+            "cwd": spec.get("cwd"), "env": spec.get("env", {})}
            for case_id, spec in cases.items()]
   cases_file = os.path.join(workdir, f"{script}.cases.json")
   results_file = os.path.join(workdir, f"{script}.results.json")
@@ -1316,7 +1699,21 @@ def result_of(ws, case_id, default_group):
   return _RESULTS[key][case_id]
 
 
+def check_works(script, spec, result):
+  """A run that must succeed: exit 0, no traceback, and its outputs equal the
+  reference's byte for byte (spec["same"]: [(output, reference output)])."""
+  stderr = result["stderr"]
+  assert not result["crashed"] and result["exit"] == 0, (script, stderr[-3000:])
+  assert "Traceback" not in stderr and f"{script}: error:" not in stderr, stderr[-3000:]
+  for got, want in spec.get("same", []):
+    with open(got, "rb") as a, open(want, "rb") as b:
+      assert a.read() == b.read(), (got, want)
+
+
 def check_case(script, spec, result):
+  if spec.get("works"):
+    check_works(script, spec, result)
+    return
   stderr = result["stderr"]
   assert not result["crashed"], stderr[-3000:]
   assert result["exit"] == 2, stderr[-3000:]
@@ -1335,6 +1732,9 @@ def check_case(script, spec, result):
     assert needle in errors[0], (needle, errors[0])
   for path in spec.get("absent", []):
     assert not os.path.exists(path), f"{path} left behind"
+  for path, content in spec.get("kept", {}).items():
+    with open(path, encoding="utf-8") as handle:
+      assert handle.read() == content, f"{path} changed"
   for path in spec.get("absent", []) + [a for a in spec["argv"] if "output" in a]:
     directory = os.path.dirname(path.split("=", 1)[-1])
     if os.path.isdir(directory):
@@ -1366,7 +1766,8 @@ def test_the_default_subset_spans_the_scripts():
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
                      "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
   assert {CASES[cid][0] for cid in CASES} == scripts | {
-      "export_encoder.py", "run_swag.py", "squad_evaluate.py", "quickstart.py"}
+      "export_encoder.py", "run_swag.py", "squad_evaluate.py", "quickstart.py",
+      "run_multilabel.py"}
 
 
 def test_real_subprocess_matches_the_harness(ws):
@@ -1822,3 +2223,41 @@ def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tm
       f"weights diverged); {tmp_path}/eval_results.txt is not written; resume from an "
       "earlier checkpoint with a lower --learning_rate")
   assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow  # about 20 s on 2 busy cores: one TensorFlow process and a 3 s wait
+def test_a_worker_whose_peer_never_starts_says_whom_it_waits_for_and_stops_at_the_bound(
+    tmp_path):
+  """A multi-worker run used to wait in silence for a peer that never comes (not even the
+  strategy line): it says for whom it waits before it blocks, and --multi_worker_timeout
+  ends the wait in one line naming them, exit 2, nothing written."""
+  import socket  # pylint: disable=g-import-not-at-top
+  ports = []
+  for _ in range(2):
+    with socket.socket() as s:
+      s.bind(("localhost", 0))
+      ports.append(s.getsockname()[1])
+  me, peer = (f"localhost:{p}" for p in ports)
+  out = tmp_path / "out"
+  env = dict(ENV, TF_CONFIG=json.dumps({"cluster": {"worker": [me, peer]},
+                                        "task": {"type": "worker", "index": 0}}))
+  # timeout -k: a worker waiting for its peer catches SIGTERM (PITFALLS).
+  proc = subprocess.run(
+      ["timeout", "-k", "5", "120", *_pt_command(
+          tmp_path, out, "--num_train_steps=2", "--multi_worker_timeout=3",
+          "--distribution_strategy=multi_worker_mirrored")],
+      env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  lines = proc.stderr.strip().splitlines()
+  waiting = [l for l in lines if "Waiting for the other tasks" in l]
+  assert len(waiting) == 1 and waiting[0].endswith(
+      f"Waiting for the other tasks of TF_CONFIG's cluster to connect: worker 1 at {peer} "
+      f"(this is worker 0 at {me}); waiting at most 3 s (--multi_worker_timeout)"), lines
+  assert re.fullmatch(
+      r"run_pretraining\.py: error: TF_CONFIG: worker 0 waited \d+ s "
+      r"\(--multi_worker_timeout=3\) for the other tasks to connect and some never did: "
+      + re.escape(f"worker 1 at {peer}; start every task of the cluster (same TF_CONFIG "
+                  "cluster, each its own task), check the addresses and that their ports "
+                  "are reachable"), lines[-1]), lines[-1]
+  assert "Traceback" not in proc.stderr
+  assert not out.exists()
