@@ -14,8 +14,10 @@ import keras
 import numpy as np
 import pytest
 
+import conlleval
 import flags_common
 import ner_task
+import tokenization
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "ner")
 
@@ -184,3 +186,29 @@ def test_the_slice_spans_several_windows_and_batch_widths(fake_run):
   assert (len(dev.examples), len(dev.features)) == (4, 12)
   # Sorted by length in batches of 3: batches 4, 11 and 12 positions wide.
   assert sorted(set(dev.arrays["input_mask"].sum(axis=1).tolist())) == [4, 11, 12]
+
+
+def test_eval_loss_and_accuracy_are_per_word_from_the_table(fake_run):
+  """eval_loss: the mean over the dev words of -log softmax(logits)[gold], the logits of
+  each word's first WordPiece (the table's row of its id); eval_accuracy: the words whose
+  predicted tag, as written (the argmax tags re-encoded as IOB2 chunks, so an I-X after O
+  is written B-X), equals the gold tag: conlleval's accuracy."""
+  task, values, _ = fake_run
+  _, table = table_model(len(task.label_list))
+  tokenizer = tokenization.FullTokenizer(task.options.vocab_file, do_lower_case=True)
+  losses, correct = [], []
+  for example in task.splits["dev"].examples:
+    argmax_tags = []
+    for word, tag in zip(example.words, example.labels):
+      row = table[tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word)[:1])[0]]
+      row = row.astype(np.float64)
+      log_probs = row - row.max() - np.log(np.exp(row - row.max()).sum())
+      gold = task.label_list.index(tag)
+      losses.append(-log_probs[gold])
+      argmax_tags.append(task.label_list[int(np.argmax(row))])
+    written = conlleval.convert_tags(argmax_tags, conlleval.IOB2)
+    correct += [p == g for p, g in zip(written, example.labels)]
+  assert len(losses) == 58  # dev_conlleval.txt: "processed 58 tokens"
+  assert values["eval_loss"] == pytest.approx(np.mean(losses), rel=1e-12)
+  assert values["eval_accuracy"] == sum(correct) / len(correct)
+  assert values["eval_sentences"] == 4

@@ -1561,7 +1561,7 @@ def _injected_full_disk(monkeypatch):
 def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
                                                                      monkeypatch):
   import classifier_data  # pylint: disable=g-import-not-at-top
-  import ner_data  # pylint: disable=g-import-not-at-top
+  import tagging  # pylint: disable=g-import-not-at-top
   import script_utils  # pylint: disable=g-import-not-at-top
   import squad_decoding  # pylint: disable=g-import-not-at-top
   import swag_data  # pylint: disable=g-import-not-at-top
@@ -1573,7 +1573,7 @@ def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, 
   big = {f"q{i}": "an answer of some length " * 20 for i in range(400)}  # ~200 KB
   examples = [swag_data.SwagExample(str(i), "a man sits .", "he", ["a", "b", "c", "d"], 0)
               for i in range(2000)]
-  sentences = [ner_data.NerExample(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
+  sentences = [tagging.TaggedSentence(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
                                    [[] for _ in range(400)]) for i in range(100)]
   writers = {
       "predictions.json": lambda p: squad_decoding.write_prediction_files(
@@ -1582,7 +1582,7 @@ def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, 
           p, [[0.25, 0.75]] * 20000),
       "test_predictions.csv": lambda p: swag_data.write_predictions(
           p, examples, [[1.0, 2.0, 3.0, 4.0]] * 2000),
-      "test_predictions.txt": lambda p: ner_data.write_conll_predictions(
+      "test_predictions.txt": lambda p: tagging.write_conll_predictions(
           p, sentences, [["B-ORG", "O"] * 200] * 100, "iob2"),
   }
   for name, write in writers.items():
