@@ -17,7 +17,7 @@ none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirrored
     checkpoints.start_weights(state, init_checkpoint, for_training=True)  # resume / init
     training.train(strategy, model, optimizer, task.loss, task.train_dataset, state,
                    training.TrainConfig(global_batch_size=32, num_train_steps=num_steps))
-    for batch in training.predict(model, dataset, total=n): ...
+    logits = training.predict_in_order(model, dataset, n)["logits"]  # input order
 
 What a task supplies:
   * `dataset_fn(input_context, per_replica_batch_size) -> tf.data.Dataset` of dicts,
