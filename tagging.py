@@ -63,13 +63,10 @@ def read_conll(path, tag_column=None):
   sentence; `-DOCSTART-` lines mark documents and are not sentences. tag_column: the
   column holding the tags, counted from 1 (the word) as `cut -f` does: 2 is
   CoNLL-2003's part-of-speech tag, 3 its chunk tag, 4 its entity tag; None: the last
-  column. A file where every line has one column is read as unlabelled (labels None). A
+  column (at least 2). A file where every line has one column is read as unlabelled (labels None). A
   line whose column count differs from the file's first line, or a file without the tag
   column, raises UserError naming file:line.
   """
-  if tag_column is not None and tag_column < 2:
-    raise script_utils.UserError(f"tag column {tag_column}: the tags are column 2 or "
-                                 "later (column 1 holds the words)")
   examples = []
   words, labels, columns = [], [], []
   start_line = 0
@@ -102,7 +99,7 @@ def read_conll(path, tag_column=None):
       if 1 < num_columns <= tag_index:
         raise script_utils.UserError(
             f"{path}:{number}: {num_columns} columns, no column {tag_column} to take the "
-            "tags from")
+            f"tags from (--tag_column={tag_column})")
     elif len(fields) != num_columns:
       raise script_utils.UserError(
           f"{path}:{number}: expected {num_columns} columns like the file's first line, "

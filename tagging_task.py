@@ -64,7 +64,7 @@ class TaggingSettings:
   tag_column: the column holding the tags, counted from 1 (the word); None: the last.
   iob: the tags are IOB chunks (see the module docstring). label_scheme (IOB tags only):
   auto, iob1 or iob2, the scheme predictions are written in. labels: the label set in
-  output order; None: the training file's tags, sorted (NER passes its entity tags).
+  output order; None: the tags of the data files, sorted (NER passes its entity tags).
   """
   data_dir: str
   train_file: Optional[str] = None
@@ -78,6 +78,12 @@ class TaggingSettings:
   dropout_rate: float = 0.1
 
   def __post_init__(self):
+    if self.tag_column is not None and self.tag_column < 2:
+      raise script_utils.UserError(f"--tag_column={self.tag_column}: the tags are column 2 "
+                                   "or later (column 1 holds the words)")
+    if self.label_scheme not in (AUTO, conlleval.IOB1, conlleval.IOB2):
+      raise script_utils.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
+                                   "or iob2")
     if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too
       raise script_utils.UserError(
           f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
@@ -136,7 +142,7 @@ class TaggingTask(finetune.Task):
     tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
                                            do_lower_case=self.options.do_lower_case)
     if self.label_list is None:
-      self.label_list = self._labels_of_training_file()
+      self.label_list = self._labels_of_the_files()
     # Every input is read and checked before any model is built: bad data fails in seconds.
     wanted = [("train", self.options.do_train), ("dev", self.options.do_eval),
               ("test", self.options.do_predict)]
@@ -144,14 +150,26 @@ class TaggingTask(finetune.Task):
       if needed:
         self.splits[name] = self._read_split(name, tokenizer)
 
-  def _labels_of_training_file(self):
-    """The label set when none is given: every tag of the (whole) training file."""
-    path = self._split_path("train")
-    examples = tagging.read_conll(path, self.settings.tag_column)
-    if any(e.labels is None for e in examples):
-      raise script_utils.UserError(f"{path}: train data needs a tag column")
+  def _labels_of_the_files(self):
+    """The label set when none is given: every gold tag of the whole training file and
+    of the dev and test files that are there, whichever splits this run reads, so that
+    every run on the same files has the same outputs (a tag only dev has is a label the
+    model never learns, and is scored as a miss, not refused)."""
+    examples, paths = [], []
+    for split in ("train", "dev", "test"):
+      try:
+        path = self._split_path(split)
+      except script_utils.UserError:
+        if split == "train":
+          raise
+        continue
+      examples += tagging.read_conll(path, self.settings.tag_column)
+      paths.append(path)
     labels = tagging.label_list_from(examples, self.settings.iob)
-    logging.info("%d labels from %s", len(labels), path)
+    if not labels:
+      raise script_utils.UserError(f"{paths[0]}: no tags (one column per line); the "
+                                   "training file needs a tag column")
+    logging.info("%d labels from %s", len(labels), ", ".join(paths))
     return labels
 
   def _split_path(self, split):
@@ -176,7 +194,7 @@ class TaggingTask(finetune.Task):
       example, offset = unknown
       raise script_utils.UserError(
           f"{path}:{example.line_number + offset}: tag {example.labels[offset]!r} is not "
-          "one of the training file's tags; a model cannot learn a tag it never sees")
+          f"one of --labels ({', '.join(self.label_list)})")
 
   def _read_split(self, name, tokenizer):
     settings = self.settings
