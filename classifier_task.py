@@ -71,13 +71,8 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   """
   dataset = classifier_features.predict_batches(
       examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
-  logits = None
-  for batch in training.predict(model, dataset, total=len(examples), what=what):
-    values = batch["logits"].astype(np.float32)
-    if logits is None:
-      logits = np.zeros((len(examples), values.shape[-1]), np.float32)
-    logits[batch["example_index"]] = values
-  return logits
+  return training.predict_in_order(model, dataset, len(examples), index_key="example_index",
+                                   what=what)["logits"].astype(np.float32)
 
 
 class ClassifierTask(finetune.Task):

@@ -26,14 +26,29 @@ The driver (`run`) does what every task shares, in this order, so that a flag li
      (scalars only; eval_results.txt holds the final evaluation).
 
 Evaluation results, the one convention every task follows: `Task.evaluate` returns
-{name: float} with the original's keys: `eval_loss` (the mean dev cross-entropy, or the
-mean squared error of a regression; metrics.cross_entropy computes it), `eval_accuracy`
-where it means something, and the task's own metrics beside them (f1, exact_match,
-eval_f1, eval_matthews_corrcoef, ...). A task does not add `loss`: the driver writes it
-(= eval_loss, as the original's Estimator did) into eval_results.txt. TensorBoard gets
-the same values in output_dir/eval at their global step under the tags of their
-training twins (`eval_loss` -> `loss`, `eval_accuracy` -> `accuracy`, every other key
-unchanged: `eval_tags`), so TensorBoard draws the train and eval curves on one card.
+{name: float} with the original's keys: `eval_loss`, `eval_accuracy` where it means
+something (counted over the same units as eval_loss), and the task's own metrics beside
+them (f1, exact_match, eval_f1, eval_matthews_corrcoef, ...). A task does not add
+`loss`: the driver writes it (= eval_loss, as the original's Estimator did) into
+eval_results.txt. TensorBoard gets the same values in output_dir/eval at their global
+step under the tags of their training twins (`eval_loss` -> `loss`, `eval_accuracy` ->
+`accuracy`, every other key unchanged: `eval_tags`), so TensorBoard draws the train and
+eval curves on one card; a loss's metric pair is therefore named `accuracy`, never
+`<something>_accuracy`, when it is the twin of eval_accuracy.
+
+eval_loss is the training loss's twin on the dev set, in NumPy float64 without dropout
+(metrics.py), one definition per kind of task:
+  * one label per example (classifier, multiple choice): the mean over the dev
+    examples of the softmax cross-entropy (metrics.cross_entropy); a regression: the
+    mean squared error;
+  * several labels per example (multi-label): the mean over the dev examples of each
+    example's mean sigmoid cross-entropy over the labels (metrics.sigmoid_cross_entropy);
+  * one label per word (NER, tagging_task): the mean over the words scored of the
+    softmax cross-entropy at each word's first WordPiece, in the one window that decodes
+    the word (each word once: the words eval_accuracy counts);
+  * pretraining: the mean per-example training loss over the eval batches
+    (training.evaluate).
+SQuAD reports its official scores only, no eval_loss.
 
 What a head means, the other convention: `Task.head_info()` returns a JSON-able dict,
 {"task": "MRPC", "head": "classifier", "labels": ["0", "1"]}, with head one of

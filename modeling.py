@@ -858,7 +858,7 @@ def token_classification_loss(features, outputs):
     outputs: build_token_classifier_model's logits float32 [B, S, num_labels].
   Returns:
     per_example_loss float32 [B] (0 for a window without labels); metrics
-    {"token_accuracy": (correct labelled positions, labelled positions)} float32 scalars
+    {"accuracy": (correct labelled positions, labelled positions)} float32 scalars
     summed over the batch.
   """
   logits = tf.cast(outputs["logits"], tf.float32)
@@ -870,7 +870,7 @@ def token_classification_loss(features, outputs):
   count = tf.reduce_sum(weights, axis=-1)
   per_example = tf.reduce_sum(token_loss * weights, axis=-1) / tf.maximum(count, 1.0)
   correct = _correct(logits, safe_labels) * weights
-  return per_example, {"token_accuracy": (tf.reduce_sum(correct), tf.reduce_sum(weights))}
+  return per_example, {"accuracy": (tf.reduce_sum(correct), tf.reduce_sum(weights))}
 
 
 class _FoldChoices(keras.layers.Layer):

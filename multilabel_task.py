@@ -35,6 +35,11 @@ import training
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
 
+def _eval_dataset(arrays, batch_size):
+  """One pass over `arrays` in file order, each batch trimmed to its longest row."""
+  return input_pipeline.array_dataset(arrays, batch_size, False, _SEQUENCE_KEYS)
+
+
 class MultiLabelTask(finetune.Task):
   """train.tsv / dev.tsv / test.tsv in data_dir, labels from labels_file."""
 
@@ -100,7 +105,9 @@ class MultiLabelTask(finetune.Task):
   def evaluate(self, model, strategy):
     del strategy
     arrays = self.splits["dev"]
-    logits = self._logits(model, arrays, self.options.eval_batch_size, "dev")
+    logits = training.predict_in_order(
+        model, _eval_dataset(arrays, self.options.eval_batch_size), len(arrays["input_ids"]),
+        what="dev")["logits"]
     values = multilabel_data.eval_values(logits, arrays["label_ids"], self.labels,
                                          self.threshold)
     values["num_examples"] = len(logits)
@@ -108,8 +115,10 @@ class MultiLabelTask(finetune.Task):
 
   def predict(self, model, global_step):
     del global_step
-    logits = self._logits(model, self.splits["test"], self.options.predict_batch_size,
-                          "test")
+    arrays = self.splits["test"]
+    logits = training.predict_in_order(
+        model, _eval_dataset(arrays, self.options.predict_batch_size),
+        len(arrays["input_ids"]), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_results.tsv")
     multilabel_data.write_results(path, self.labels,
                                   metrics.sigmoid(logits.astype(np.float64)), self.threshold)
@@ -146,9 +155,3 @@ class MultiLabelTask(finetune.Task):
         track=[model, tokenizer], version=self.options.export_version,
         overwrite=self.options.overwrite_export)
 
-  @staticmethod
-  def _logits(model, arrays, batch_size, what):
-    """Logits float32 [num_examples, num_labels], in file order."""
-    dataset = input_pipeline.array_dataset(arrays, batch_size, False, _SEQUENCE_KEYS)
-    batches = training.predict(model, dataset, total=len(arrays["input_ids"]), what=what)
-    return np.concatenate([batch["logits"] for batch in batches], axis=0)

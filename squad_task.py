@@ -248,12 +248,11 @@ class SquadTask(finetune.Task):
     dataset = squad_features.record_dataset(
         record_file, self.options.max_seq_length, is_training=False,
         batch_size=self.options.predict_batch_size, drop_remainder=False)
-    results = []
-    for batch in training.predict(model, dataset, total=num_features, what="predict"):
-      for unique_id, start_logits, end_logits in zip(
-          batch["unique_ids"], batch["start_logits"], batch["end_logits"]):
-        results.append(squad_decoding.RawResult(int(unique_id), start_logits, end_logits))
-    return results
+    outputs = training.predict_in_order(
+        model, dataset, num_features, keys=("unique_ids", "start_logits", "end_logits"))
+    return [squad_decoding.RawResult(int(unique_id), start_logits, end_logits)
+            for unique_id, start_logits, end_logits in zip(
+                outputs["unique_ids"], outputs["start_logits"], outputs["end_logits"])]
 
   def export(self, model, export_dir):
     """serving_default: input_ids, input_mask, segment_ids int32 [batch, seq] ->

@@ -104,7 +104,9 @@ class SwagTask(finetune.Task):
   def evaluate(self, model, strategy):
     del strategy
     split = self.splits["dev"]
-    logits = self._logits(model, split, self.options.eval_batch_size, "dev")
+    logits = training.predict_in_order(
+        model, make_dataset(split.arrays, self.options.eval_batch_size, False),
+        len(split.examples), what="dev")["logits"]
     labels = split.arrays["label_ids"]
     swag_data.write_predictions(os.path.join(self.options.output_dir,
                                              "dev_predictions.csv"), split.examples, logits)
@@ -115,14 +117,9 @@ class SwagTask(finetune.Task):
   def predict(self, model, global_step):
     del global_step
     split = self.splits["test"]
-    logits = self._logits(model, split, self.options.predict_batch_size, "test")
+    logits = training.predict_in_order(
+        model, make_dataset(split.arrays, self.options.predict_batch_size, False),
+        len(split.examples), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_predictions.csv")
     swag_data.write_predictions(path, split.examples, logits)
     logging.info("Wrote %d test predictions to %s", len(split.examples), path)
-
-  @staticmethod
-  def _logits(model, split, batch_size, what):
-    """Logits float32 [num_examples, NUM_CHOICES], in file order."""
-    dataset = make_dataset(split.arrays, batch_size, False)
-    batches = training.predict(model, dataset, total=len(split.examples), what=what)
-    return np.concatenate([batch["logits"] for batch in batches], axis=0)

@@ -17,7 +17,7 @@ none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirrored
     checkpoints.start_weights(state, init_checkpoint, for_training=True)  # resume / init
     training.train(strategy, model, optimizer, task.loss, task.train_dataset, state,
                    training.TrainConfig(global_batch_size=32, num_train_steps=num_steps))
-    for batch in training.predict(model, dataset, total=n): ...
+    logits = training.predict_in_order(model, dataset, n)["logits"]  # input order
 
 What a task supplies:
   * `dataset_fn(input_context, per_replica_batch_size) -> tf.data.Dataset` of dicts,
@@ -65,6 +65,7 @@ import time
 
 from absl import logging
 import keras
+import numpy as np
 import tensorflow as tf
 # Internal modules, for --multi_worker_timeout only (_bound_the_wait_for_peers).
 from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
@@ -866,3 +867,45 @@ def predict(model, dataset, total=None, what="predict"):
     log.update(done)
     yield batch
   log.finish()
+
+
+def predict_in_order(model, dataset, total, keys=("logits",), index_key=None,
+                     width=None, sequence_keys=(), what="predict"):
+  """The values `keys` of every example of `dataset`, {name: np.ndarray [total, ...]},
+  in input order whatever the order and widths of the batches: every task's predictions
+  go through here.
+
+  keys: model outputs or passed-through features (see `predict`). index_key: a feature
+  every batch carries, int [B], the input row of each of its examples (batches sorted by
+  length put rows back with it); None: batches come in input order. sequence_keys: the
+  keys with a sequence axis (axis 1) as wide as their batch (token logits of batches
+  trimmed to their longest row); they are cut or zero-padded to `width` so that every
+  batch fits one array. Raises ValueError when the batches do not hold each of the
+  `total` rows exactly once (a bug in the dataset, not in the user's data).
+  """
+  results, filled = {}, 0
+  seen = np.zeros(total, bool) if index_key else None
+  for batch in predict(model, dataset, total=total, what=what):
+    size = len(batch[keys[0]])
+    rows = (np.asarray(batch[index_key], np.int64) if index_key
+            else np.arange(filled, filled + size))
+    for key in keys:
+      values = np.asarray(batch[key])
+      if key in sequence_keys:
+        values = values[:, :width]
+        if values.shape[1] < width:
+          pad = [(0, 0)] * values.ndim
+          pad[1] = (0, width - values.shape[1])
+          values = np.pad(values, pad)
+      if key not in results:
+        results[key] = np.zeros((total,) + values.shape[1:], values.dtype)
+      results[key][rows] = values
+    if seen is not None:
+      if seen[rows].any():
+        raise ValueError(f"{what}: row(s) {sorted(rows[seen[rows]].tolist())[:5]} "
+                         "predicted twice")
+      seen[rows] = True
+    filled += size
+  if filled != total:
+    raise ValueError(f"{what}: {filled} rows predicted, {total} expected")
+  return {key: results.get(key, np.zeros((0,), np.float32)) for key in keys}

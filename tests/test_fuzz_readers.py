@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
 import classifier_data
-import ner_data
 import script_utils
 import squad_data
 import squad_metrics
 import swag_data
+import tagging
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -192,7 +192,7 @@ def test_squad_answer_positions_are_the_answer_words(words, data):
 def test_conll_reader_never_crashes_on_garbage(data):
   with tempfile.TemporaryDirectory() as directory:
     path = write_bytes(directory, "train.txt", data)
-    examples = expect_user_error(path, lambda: ner_data.read_conll(path))
+    examples = expect_user_error(path, lambda: tagging.read_conll(path))
     for example in examples or []:
       assert example.words and all(w.strip() == w and w for w in example.words)
       assert example.labels is None or len(example.labels) == len(example.words)
@@ -216,7 +216,7 @@ def test_conll_reader_parses_valid_files_exactly(documents, separator, crlf):
                        [[p] for _, p, _ in sentence]))
   with tempfile.TemporaryDirectory() as directory:
     path = write_bytes(directory, "train.txt", end.join(lines).encode("utf-8"))
-    examples = ner_data.read_conll(path)
+    examples = tagging.read_conll(path)
   assert [(e.words, e.labels, e.columns) for e in examples] == expected
 
 

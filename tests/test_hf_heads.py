@@ -236,6 +236,7 @@ def test_squad_span_head(tiny):
 def test_conll_token_head(tiny):
   import modeling  # pylint: disable=g-import-not-at-top
   import ner_data  # pylint: disable=g-import-not-at-top
+  import tagging  # pylint: disable=g-import-not-at-top
   import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "conll", tmp_path / "out"
@@ -245,11 +246,11 @@ def test_conll_token_head(tiny):
       (data / name).write_text("".join(handle.readlines()[:600]), encoding="utf-8")
   _run("run_ner.py", ["--do_train", f"--data_dir={data}", "--num_train_steps=8",
                       f"--output_dir={out}"] + common)
-  examples = ner_data.read_conll(str(data / "valid.txt"))[:16]
+  examples = tagging.read_conll(str(data / "valid.txt"))[:16]
   labels = ner_data.make_label_list(["PER", "ORG", "LOC", "MISC"])
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
-  features = ner_data.features_to_arrays(
-      ner_data.convert_examples_to_features(examples, labels, SEQ, full))
+  features = tagging.features_to_arrays(
+      tagging.convert_examples_to_features(examples, labels, SEQ, full))
   arrays = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "bert/pooler/dense/bias, bert/pooler/dense/kernel" in stderr

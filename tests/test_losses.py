@@ -138,7 +138,7 @@ def test_token_classification_loss():
   np.testing.assert_allclose(per_example, expected, rtol=1e-5)
   assert per_example[1] == 0.0
   correct = ((logits.argmax(-1) == labels) & mask).sum()
-  assert metrics == {"token_accuracy": (float(correct), 8.0)}
+  assert metrics == {"accuracy": (float(correct), 8.0)}
   assert correct >= 1
 
 

@@ -1,4 +1,4 @@
-"""ner_features (feature-based NER) and ner_task's token batches, with a tiny random BERT."""
+"""ner_features (feature-based NER) and tagging_task's token batches, with a tiny random BERT."""
 import os
 
 import keras
@@ -10,7 +10,7 @@ import checkpoints
 import input_pipeline
 import modeling
 import ner_features
-import ner_task
+import tagging_task
 import script_utils
 import tiny
 
@@ -74,7 +74,7 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
   # with multiple=32 (training's default, and the feature cache's) 32, 64, 32.
   # feature_index is not cut.
   for multiple, widths in ((None, [9, 40, 7]), (input_pipeline.TRAINING_LENGTH_MULTIPLE, [32, 64, 32])):
-    batches = list(ner_task.make_dataset(arrays, 2, False, multiple=multiple))
+    batches = list(tagging_task.make_dataset(arrays, 2, False, multiple=multiple))
     assert [b["input_ids"].shape[1] for b in batches] == widths
     for batch, rows in zip(batches, ([0, 1], [2, 3], [4])):
       width = batch["input_ids"].shape[1]
@@ -83,7 +83,7 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
         np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
   # sort_by_length (run_ner's eval and predict): windows in order of length, stable,
   # lengths 3, 5 | 7, 9 | 40, each batch exactly its longest; feature_index says whose.
-  batches = list(ner_task.make_dataset(arrays, 2, False, sort_by_length=True))
+  batches = list(tagging_task.make_dataset(arrays, 2, False, sort_by_length=True))
   assert [b["input_ids"].shape[1] for b in batches] == [5, 9, 40]
   for batch, rows in zip(batches, ([2, 0], [4, 1], [3])):
     width = batch["input_ids"].shape[1]
@@ -91,20 +91,20 @@ def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
     for key in ("input_ids", "input_mask", "segment_ids", "label_ids"):
       np.testing.assert_array_equal(batch[key].numpy(), arrays[key][rows, :width])
   # Training batches: multiples of 32 that hold their longest window.
-  for batch in ner_task.make_dataset(arrays, 2, True).take(6):
+  for batch in tagging_task.make_dataset(arrays, 2, True).take(6):
     width = int(batch["input_ids"].shape[1])
     longest = int(batch["input_mask"].numpy().sum(axis=1).max())
     assert width % 32 == 0 and longest <= width < longest + 32
   # Never wider than the arrays: a 16-wide window stays 16.
   short = token_arrays(max_seq_length=16, lengths=[3, 16])
-  assert next(iter(ner_task.make_dataset(short, 2, False, multiple=32)))[
+  assert next(iter(tagging_task.make_dataset(short, 2, False, multiple=32)))[
       "input_ids"].shape[1] == 16
 
 
 def test_feature_cache_round_trip(encoder, tmp_path):
   arrays = token_arrays()
   path = str(tmp_path / "dev.tfrecord")
-  dataset = ner_task.make_dataset(arrays, 2, False, multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
+  dataset = tagging_task.make_dataset(arrays, 2, False, multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
   ner_features.write_feature_cache(path, encoder, dataset, "sum_all", len(LENGTHS))
   outputs = encoder({k: arrays[k] for k in ("input_ids", "input_mask", "segment_ids")},
                     training=False)

@@ -1,6 +1,7 @@
 """training.py on a toy classifier: training, resume, gradient accumulation, eval, predict."""
 import os
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -234,3 +235,51 @@ def test_mixed_precision_and_xla_train_like_float32(tmp_path, dtype, jit_compile
   if dtype == "float16":
     # Dynamic loss scaling: starts at 2**15, halves on an overflow, never below 1.
     assert scale is not None and 1.0 <= scale <= 2.0 ** 15
+
+
+def _table_model(vocab, width):
+  """{input_ids, input_mask, segment_ids} -> {"logits": row input_id of a fixed table
+  [B, S, width]}: outputs known exactly."""
+  table = np.arange(vocab * width, dtype=np.float32).reshape(vocab, width)
+  inputs = {name: keras.Input((None,), dtype="int32", name=name)
+            for name in ("input_ids", "input_mask", "segment_ids")}
+  lookup = keras.layers.Embedding(vocab, width)
+  model = keras.Model(inputs=inputs, outputs={"logits": lookup(inputs["input_ids"])})
+  lookup.set_weights([table])
+  return model, table
+
+
+def _batch(ids, index):
+  ids = np.asarray(ids, np.int32)
+  return {"input_ids": ids, "input_mask": (ids > 0).astype(np.int32),
+          "segment_ids": np.zeros_like(ids), "row": np.asarray(index, np.int32)}
+
+
+def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
+  model, table = _table_model(10, 3)
+  # Five rows in batches sorted by length (rows 3 and 1 first), widths 2, 4 and 7.
+  batches = [_batch([[4, 5], [6, 0]], [3, 1]),
+             _batch([[1, 2, 3, 4], [9, 9, 9, 0]], [0, 4]),
+             _batch([[7, 7, 7, 7, 7, 7, 2]], [2])]
+  out = training.predict_in_order(model, batches, 5, keys=("logits", "row"),
+                                  index_key="row", width=5, sequence_keys=("logits",))
+  assert out["row"].tolist() == [0, 1, 2, 3, 4]
+  expected = np.zeros((5, 5, 3), np.float32)
+  for ids, rows in (([[4, 5], [6, 0]], [3, 1]), ([[1, 2, 3, 4], [9, 9, 9, 0]], [0, 4]),
+                    ([[7, 7, 7, 7, 7]], [2])):  # row 2 cut to width 5
+    for row, row_ids in zip(rows, ids):
+      expected[row, :len(row_ids)] = table[row_ids]
+  np.testing.assert_array_equal(out["logits"], expected)
+  # Without an index the batches are in input order; equal widths need no sequence_keys.
+  plain = training.predict_in_order(model, [_batch([[1, 2]], [0]), _batch([[3, 4]], [1])],
+                                    2)
+  np.testing.assert_array_equal(plain["logits"], table[[[1, 2], [3, 4]]])
+
+
+def test_predict_in_order_refuses_a_row_twice_or_rows_missing():
+  model, _ = _table_model(10, 3)
+  with pytest.raises(ValueError, match=r"predict: row\(s\) \[1\] predicted twice"):
+    training.predict_in_order(model, [_batch([[1], [2]], [0, 1]), _batch([[3]], [1])], 3,
+                              index_key="row")
+  with pytest.raises(ValueError, match="predict: 2 rows predicted, 3 expected"):
+    training.predict_in_order(model, [_batch([[1], [2]], [0, 1])], 3, index_key="row")

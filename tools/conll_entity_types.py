@@ -2,7 +2,7 @@
 
   python tools/conll_entity_types.py ../shared/data/conll2003 /tmp/conll_types
 
-Reads train.txt, valid.txt and test.txt (ner_data.read_conll: -DOCSTART- lines are not
+Reads train.txt, valid.txt and test.txt (tagging.read_conll: -DOCSTART- lines are not
 sentences; IOB1 or IOB2 tags) and writes run_multilabel.py's layout: labels.txt (the
 entity types found in train.txt, sorted) and train.tsv, dev.tsv, test.tsv, one sentence
 a line: its words joined by spaces, a tab, its entity types comma-separated in
@@ -16,8 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import atomic_output  # noqa: E402
-import ner_data  # noqa: E402
 import script_utils  # noqa: E402
+import tagging  # noqa: E402
 
 SPLITS = (("train.txt", "train.tsv"), ("valid.txt", "dev.tsv"), ("test.txt", "test.tsv"))
 
@@ -42,7 +42,7 @@ def convert(conll_dir, output_dir):
   for source, target in SPLITS:
     path = os.path.join(conll_dir, source)
     script_utils.check_input_file(path, "conll_dir")
-    examples = ner_data.read_conll(path)
+    examples = tagging.read_conll(path)
     if examples[0].labels is None:
       raise script_utils.UserError(f"{path}: no NER column (one column per line)")
     rows[target] = [(" ".join(e.words), entity_types(e)) for e in examples]

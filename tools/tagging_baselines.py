@@ -1,0 +1,64 @@
+"""Two baselines for a tagged CoNLL column, measured on the data a run_tagger.py run uses.
+
+  python tools/tagging_baselines.py --data_dir=../shared/data/conll2003 --tag_column=2 \
+    --max_train_examples=500 --max_eval_examples=500
+
+Learns from the first --max_train_examples sentences of train.txt (0: all) and scores
+the first --max_eval_examples of valid.txt (0: all), as run_tagger.py's flags of the same
+names choose them:
+  majority     the training data's most frequent tag on every word;
+  word         each word's most frequent tag in the training data (the exact word form),
+               the majority tag for a word never seen there.
+Prints each one's accuracy per word and, with --iob, conlleval's span precision, recall
+and F1 (predicted tags read as they are, as conlleval reads them).
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import conlleval  # noqa: E402
+import script_utils  # noqa: E402
+import tagging  # noqa: E402
+
+
+def baseline_scores(train, dev, iob):
+  """{baseline: {metric: value}} of both baselines on `dev`, learned from `train`."""
+  scores = {}
+  for name, per_word in (("majority", False), ("word", True)):
+    guessed = tagging.baseline_tags(train, dev, per_word)
+    gold = [example.labels for example in dev]
+    words = sum(len(tags) for tags in gold)
+    right = sum(g == p for tags, guess in zip(gold, guessed) for g, p in zip(tags, guess))
+    scores[name] = {"accuracy": right / words}
+    if iob:
+      counted = conlleval.conll_evaluate(gold, guessed)
+      scores[name].update({k: counted[k] for k in ("precision", "recall", "f1")})
+  return scores
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--data_dir", required=True)
+  parser.add_argument("--tag_column", type=int, default=None)
+  parser.add_argument("--iob", action="store_true")
+  parser.add_argument("--max_train_examples", type=int, default=0)
+  parser.add_argument("--max_eval_examples", type=int, default=0)
+  args = parser.parse_args(argv)
+  with script_utils.report_user_errors(False):
+    splits = []
+    for name, limit in (("train.txt", args.max_train_examples),
+                        ("valid.txt", args.max_eval_examples)):
+      path = script_utils.check_input_file(os.path.join(args.data_dir, name), "data_dir")
+      examples = tagging.read_conll(path, args.tag_column)
+      if any(e.labels is None for e in examples):
+        raise script_utils.UserError(f"{path}: no tag column")
+      splits.append(examples[:limit] if limit > 0 else examples)
+    for name, values in baseline_scores(*splits, args.iob).items():
+      print(f"{name:9s}" + "  ".join(f"{k} {v:.4f}" for k, v in values.items()))
+
+
+if __name__ == "__main__":
+  main()
