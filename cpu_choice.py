@@ -158,8 +158,8 @@ TABLE = (
                 "measured 2026-11-26, run_pretraining.py at the Korean shape: XLA 1.10x "
                 "(70.4 against 64.3 sequences/s); no bfloat16 units"),
             "fine-tuning": Pick(False, "float32",
-                "measured 2026-11-26: at fine-tuning shapes XLA's matmuls are slower than "
-                "the default kernels (251 against 206 ms); no bfloat16 units"),
+                "measured 2026-11-25: at the MiniLM's fine-tuning shapes XLA's matmuls are "
+                "slower than the default kernels (251 against 206 ms); no bfloat16 units"),
             "prediction": Pick(False, "float32",
                 "no bfloat16 units; " + _NO_XLA_IN_PREDICTION),
         }),
