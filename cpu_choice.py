@@ -209,12 +209,12 @@ def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
   dtype: the --dtype flag ("auto" asks the table; float32/bfloat16/float16 are kept).
   enable_xla: the --enable_xla flag (None, unset, asks the table).
   table_applies=False (a TPU, a GPU, several devices): what is not given is the
-  original's (XLA off, float32), for `not_applies_reason`.
+  original's (XLA off, float32); not_applies_reason says why in the log line.
   """
   row, pick = table_pick(cpu, phase)
   if not table_applies:
-    row, pick = None, Pick(False, "float32", not_applies_reason + ": the table describes "
-                           "one-device CPU runs; the original's XLA off and float32")
+    row, pick = None, Pick(False, "float32",
+                           f"{not_applies_reason}; the original's XLA off and float32")
   xla_why = "flag" if enable_xla is not None else "table"
   xla = pick.enable_xla if enable_xla is None else bool(enable_xla)
   dtype_why = "table" if dtype == "auto" else "flag"

@@ -8,6 +8,7 @@ the original's script differed (run_squad's max_seq_length is 384, for example).
 
 import dataclasses
 import math
+import os
 
 from absl import flags
 
@@ -384,10 +385,12 @@ def resolve_speed(values, phase=None, cpu=None):
     phase = "fine-tuning" if values.get("do_train") else "prediction"
   strategy = values.get("distribution_strategy", "one_device")
   reason = ""
-  if strategy != "one_device":
-    reason = f"--distribution_strategy={strategy}"
+  if os.environ.get("BERT_CPU_TABLE") == "0":  # the same choice on every CPU (tests)
+    reason = "BERT_CPU_TABLE=0 turns the table off"
+  elif strategy != "one_device":
+    reason = f"--distribution_strategy={strategy}: the table describes one-device CPU runs"
   elif cpu_choice.accelerator_visible():
-    reason = "a GPU is visible"
+    reason = "a GPU is visible: the table describes CPU runs"
   choice = cpu_choice.choose(
       cpu if cpu is not None else cpu_choice.this_cpu(), phase,
       dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),

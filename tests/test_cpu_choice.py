@@ -189,11 +189,9 @@ def test_the_log_line_names_cpu_choice_reason_and_onednn():
       "original's XLA off and float32")
   tpu = cpu_choice.choose(cpu_choice.parse_cpuinfo(XEON), "pretraining", dtype="auto",
                           environ={}, table_applies=False,
-                          not_applies_reason="--distribution_strategy=tpu")
+                          not_applies_reason="a TPU")
   assert (tpu.enable_xla, tpu.dtype) == (False, "float32")
-  assert tpu.line.endswith("Why: pretraining: --distribution_strategy=tpu: the table "
-                           "describes one-device CPU runs; the original's XLA off and "
-                           "float32")
+  assert tpu.line.endswith("Why: pretraining: a TPU; the original's XLA off and float32")
 
 
 def _flag_values(argv):
@@ -212,6 +210,7 @@ def _flag_values(argv):
 
 def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
   monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda environ=None: False)
+  monkeypatch.delenv("BERT_CPU_TABLE", raising=False)  # conftest sets it for scripts
   xeon = cpu_choice.parse_cpuinfo(XEON)
   options = flags_common.run_options(_flag_values([]), phase="pretraining", cpu=xeon)
   assert (options.enable_xla, options.dtype) == (True, "float32")
@@ -232,6 +231,16 @@ def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
       phase="pretraining", cpu=zen3)
   assert (options.enable_xla, options.dtype) == (False, "float32")
   assert "--distribution_strategy=mirrored: the table describes" in options.speed_choice
+  # BERT_CPU_TABLE=0 (what tests' scripts run with): the original's on every CPU.
+  monkeypatch.setenv("BERT_CPU_TABLE", "0")
+  options = flags_common.run_options(_flag_values(["--dtype=auto"]), phase="pretraining",
+                                     cpu=zen3)
+  assert (options.enable_xla, options.dtype) == (False, "float32")
+  assert "Why: pretraining: BERT_CPU_TABLE=0 turns the table off; the original's" in (
+      options.speed_choice)
+  options = flags_common.run_options(_flag_values(["--enable_xla"]), phase="pretraining",
+                                     cpu=zen3)
+  assert options.enable_xla is True  # a flag still wins
   with pytest.raises(flags_common.FlagError, match="--dtype=auto"):
     flags_common.RunOptions(output_dir="out", dtype="auto")
 
