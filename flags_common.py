@@ -1,7 +1,7 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the `define_*` groups it needs,
-at import time, before `app.run`. Names and defaults are the original release's, so a
+Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the
+`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the original release's, so a
 command from the original README runs unchanged; a script passes its own default where
 the original's script differed (run_squad's max_seq_length is 384, for example).
 """
@@ -344,7 +344,8 @@ def _check_options(options):
     raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
                     "version folder)")
   if options.dtype not in ("float32", "bfloat16", "float16"):
-    raise FlagError(f"--dtype={options.dtype}: use float32, bfloat16, float16 or auto")
+    raise FlagError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
+                    "float16 (run_options turns auto into one of them)")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")
