@@ -1,9 +1,10 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
 Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the
-`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the original release's, so a
-command from the original README runs unchanged; a script passes its own default where
-the original's script differed (run_squad's max_seq_length is 384, for example).
+`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
+original release's, so a command from the original README runs unchanged; a script passes
+its own default where the original's script differed (run_squad's max_seq_length is 384,
+for example).
 """
 
 import dataclasses
