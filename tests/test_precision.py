@@ -211,7 +211,8 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
   # training.predict's traced forward pass, traced as it traces it (any batch shape).
   spec = {name: tf.TensorSpec([None, None], tf.int32)
           for name in ("input_ids", "input_mask", "segment_ids")}
-  forward = training._predict_forward(model).get_concrete_function(spec)  # pylint: disable=protected-access
+  predict_forward = training._predict_forward  # pylint: disable=protected-access
+  forward = predict_forward(model).get_concrete_function(spec)
   _check_bfloat16_forward(_ops(forward), softmax_count=layers)
   assert forward.structured_outputs["logits"].dtype == tf.float32
 
