@@ -208,6 +208,8 @@ def eval_tags(metrics):
 
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
+  if options.speed_choice:
+    logging.info("%s", options.speed_choice)
   _check_requested(task, options)
   config = checkpoints.load_bert_config(options.bert_config_file)
   checkpoints.check_max_seq_length(options.max_seq_length, config)

@@ -1,9 +1,10 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Ground floor: imports nothing of ours. Each script calls the `define_*` groups it needs,
-at import time, before `app.run`. Names and defaults are the original release's, so a
-command from the original README runs unchanged; a script passes its own default where
-the original's script differed (run_squad's max_seq_length is 384, for example).
+Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the
+`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
+original release's, so a command from the original README runs unchanged; a script passes
+its own default where the original's script differed (run_squad's max_seq_length is 384,
+for example).
 """
 
 import dataclasses
@@ -12,6 +13,7 @@ import os
 
 from absl import flags
 
+import cpu_choice
 import file_io
 
 _DEFINED = set()
@@ -193,9 +195,16 @@ def define_distribution_flags():
       "seconds. 0: wait as long as it takes (it says first for whom it waits).")
   flags.DEFINE_integer("num_gpus", None,
                        "mirrored: how many local GPUs to use (default: all).")
-  flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                    "Compute precision; variables stay float32. float16 uses loss scaling.")
-  flags.DEFINE_bool("enable_xla", False, "Compile the training step with XLA.")
+  flags.DEFINE_enum(
+      "dtype", "float32", ["float32", "bfloat16", "float16", "auto"],
+      "Compute precision; variables stay float32. float16 uses loss scaling. auto: what "
+      "docs/cpu.md's table measured fastest for this CPU and phase (float32 or bfloat16, "
+      "never float16; float32 on a CPU not in the table); the choice is logged.")
+  flags.DEFINE_bool(
+      "enable_xla", None,
+      "Compile the training step with XLA. Unset: what docs/cpu.md's table measured "
+      "fastest for this CPU and phase (off on a CPU not in the table), logged; "
+      "--enable_xla / --noenable_xla decide.")
   flags.DEFINE_integer(
       "gradient_accumulation_steps", 1,
       "Accumulate gradients over this many micro-batches per optimizer step. "
@@ -327,8 +336,8 @@ class RunOptions:
   num_gpus: int = None
   multi_worker_timeout: float = 0  # seconds to wait for the peers (0: as long as it takes)
   num_tpu_cores: int = None
-  dtype: str = "float32"
-  enable_xla: bool = False
+  dtype: str = "float32"           # resolved: never "auto" (run_options asks cpu_choice)
+  enable_xla: bool = False         # resolved: never None
   gradient_accumulation_steps: int = 1
   steps_per_loop: int = 1000
   log_every_steps: int = 10
@@ -338,6 +347,8 @@ class RunOptions:
   max_eval_examples: int = 0
   eval_every_steps: int = 0        # 0: evaluate once, after training
   verbose: bool = False
+  # The log line naming the CPU and why dtype/enable_xla are what they are (run_options).
+  speed_choice: str = ""
 
   def __post_init__(self):
     _check_options(self)
@@ -385,6 +396,9 @@ def _check_options(options):
   if not (math.isfinite(timeout) and timeout >= 0):
     raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
                     ">= 0 (0: wait as long as it takes)")
+  if options.dtype not in ("float32", "bfloat16", "float16"):
+    raise FlagError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
+                    "float16 (run_options turns auto into one of them)")
   if options.eval_every_steps < 0:
     raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                     "(0: evaluate once, at the end)")
@@ -394,8 +408,13 @@ def _check_options(options):
 MAX_SEQ_LENGTH_BOUND = 8192
 
 
-def run_options(flag_values, **overrides):
-  """RunOptions from parsed absl flags (the ones this script defines), plus overrides."""
+def run_options(flag_values, phase=None, cpu=None, **overrides):
+  """RunOptions from parsed absl flags (the ones this script defines), plus overrides.
+
+  phase: "pretraining", "fine-tuning" or "prediction" (default: fine-tuning with
+  --do_train, else prediction): which cell of cpu_choice's table an unset --enable_xla
+  and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
+  """
   names = {f.name for f in dataclasses.fields(RunOptions)}
   values = {n: flag_values[n].value for n in names if n in flag_values}
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
@@ -409,4 +428,26 @@ def run_options(flag_values, **overrides):
   if "normalize" in values:
     values["normalize"] = normalize_option(values["normalize"])
   values.update(overrides)
+  values.update(resolve_speed(values, phase, cpu))
   return RunOptions(**values)
+
+
+def resolve_speed(values, phase=None, cpu=None):
+  """{dtype, enable_xla, speed_choice}: the one place --enable_xla unset and --dtype=auto
+  become values, from cpu_choice's table where it applies (one device, no GPU)."""
+  if phase is None:
+    phase = "fine-tuning" if values.get("do_train") else "prediction"
+  strategy = values.get("distribution_strategy", "one_device")
+  reason = ""
+  if os.environ.get("BERT_CPU_TABLE") == "0":  # the same choice on every CPU (tests)
+    reason = "BERT_CPU_TABLE=0 turns the table off"
+  elif strategy != "one_device":
+    reason = f"--distribution_strategy={strategy}: the table describes one-device CPU runs"
+  elif cpu_choice.accelerator_visible():
+    reason = "a GPU is visible: the table describes CPU runs"
+  choice = cpu_choice.choose(
+      cpu if cpu is not None else cpu_choice.this_cpu(), phase,
+      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
+      table_applies=not reason, not_applies_reason=reason)
+  return {"dtype": choice.dtype, "enable_xla": choice.enable_xla,
+          "speed_choice": choice.line}

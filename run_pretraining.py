@@ -70,7 +70,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
+    options = flags_common.run_options(FLAGS, phase="pretraining")
     import pretraining_task  # deferred: TensorFlow loads here, so --help stays fast
     pretraining_task.PretrainingTask(
         options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,

@@ -3,6 +3,9 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# Scripts run by tests take the original's XLA off / float32 on every CPU, not
+# cpu_choice's table (docs/cpu.md): the same numbers and run time on any CI machine.
+os.environ.setdefault("BERT_CPU_TABLE", "0")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)

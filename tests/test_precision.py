@@ -4,6 +4,10 @@
   output), the attention softmax and the losses compute in float32, while the matmuls
   run in the low-precision type: checked on the layers' dtypes and on every op of the
   traced training forward pass.
+* Prediction (training.predict, which every task's --do_predict and evaluation use, and
+  the classifier's SavedModel signature) under --dtype=bfloat16: every matmul in
+  bfloat16, the softmax, LayerNorm and outputs in float32, and the probabilities within
+  the tolerance docs/classifier.md gives of float32's.
 * A MirroredStrategy over one device trains exactly like OneDeviceStrategy.
 * `--train_batch_size` is the global batch (docs/pretraining.md): MirroredStrategy over
   two logical CPU devices gives each replica half of it, the masked-LM loss is
@@ -23,9 +27,13 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # is_op_determinism_enabled: no public twin
 
+import classifier_data
+import metrics
 import modeling
 import optimization
+import serving
 import tiny
+import training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Shape keys only: a test below adds its own dropout values.
@@ -136,6 +144,124 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
   assert per_example.dtype == tf.float32
   assert all(n.dtype == tf.float32 and d.dtype == tf.float32 for n, d in metrics.values())
   np.testing.assert_allclose(per_example.numpy(), ref_per_example.numpy(), atol=0.05)
+
+
+def _prediction_models(num_labels=3, head_scale=1.0):
+  """(float32 classifier, the same weights built under --dtype=bfloat16), as finetune.run
+  builds them (training.setup_precision first). head_scale: the output weights' standard
+  deviation (the initialiser's 0.02 gives logits near 0, probabilities near 1/K)."""
+  models = []
+  for dtype in ("float32", "bfloat16"):
+    training.setup_precision(dtype)
+    try:
+      keras.utils.set_random_seed(5)
+      model, _ = modeling.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
+    finally:
+      training.setup_precision("float32")
+    models.append(model)
+  head = models[0].get_layer("classifier")
+  weights = head.get_weights()
+  rng = np.random.default_rng(4)
+  weights[0] = rng.normal(0.0, head_scale, weights[0].shape).astype("float32")
+  head.set_weights(weights)
+  models[1].set_weights(models[0].get_weights())
+  return models
+
+
+def _prediction_batches(n=48, batch=16):
+  rng = np.random.default_rng(6)
+  ids = rng.integers(1, CONFIG["vocab_size"], (n, SEQ)).astype("int32")
+  mask = np.ones_like(ids)
+  mask[::3, -3:] = 0
+  segments = np.zeros_like(ids)
+  segments[:, 5:] = 1
+  return [{"input_ids": ids[i:i + batch] * mask[i:i + batch],
+           "input_mask": mask[i:i + batch], "segment_ids": segments[i:i + batch],
+           "example_index": np.arange(i, i + batch)} for i in range(0, n, batch)]
+
+
+def _ops(concrete):
+  return [op for op in concrete.graph.get_operations()
+          if op.outputs and op.type not in ("Placeholder", "ReadVariableOp", "Const")]
+
+
+def _check_bfloat16_forward(ops, softmax_count):
+  layers = CONFIG["num_hidden_layers"]
+  matmuls = [op for op in ops if op.type == "MatMul"]
+  batch_matmuls = [op for op in ops if op.type == "BatchMatMulV2"]
+  # Per layer: query, key, value, attention output, intermediate, output; then the
+  # pooler and the classifier. Attention: scores and context per layer.
+  assert len(matmuls) == 6 * layers + 2 and len(batch_matmuls) == 2 * layers
+  assert {op.outputs[0].dtype for op in matmuls + batch_matmuls} == {tf.bfloat16}
+  assert {op.get_attr("T") for op in matmuls + batch_matmuls} == {tf.bfloat16}
+  softmax = [op for op in ops if op.type == "Softmax"]
+  assert len(softmax) == softmax_count
+  assert {op.get_attr("T") for op in softmax} == {tf.float32}
+  norm_ops = [op for op in ops if "LayerNorm" in op.name]
+  assert len(norm_ops) > 10 * (1 + 2 * layers)
+  assert {o.dtype for op in norm_ops for o in op.outputs} == {tf.float32}
+
+
+def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outputs():
+  reference, model = _prediction_models()
+  layers = CONFIG["num_hidden_layers"]
+  assert model.get_layer("bert").compute_dtype == "bfloat16"
+  assert model.get_layer("classifier").compute_dtype == "bfloat16"
+
+  # training.predict's traced forward pass, traced as it traces it (any batch shape).
+  spec = {name: tf.TensorSpec([None, None], tf.int32)
+          for name in ("input_ids", "input_mask", "segment_ids")}
+  predict_forward = training._predict_forward  # pylint: disable=protected-access
+  forward = predict_forward(model).get_concrete_function(spec)
+  _check_bfloat16_forward(_ops(forward), softmax_count=layers)
+  assert forward.structured_outputs["logits"].dtype == tf.float32
+
+  # The classifier's SavedModel signature (run_classifier --export_dir), token ids in:
+  # the same bfloat16 encoder, the head's softmax and the probabilities in float32.
+  endpoint = serving.classifier_endpoints(model, ["a", "b", "c"])[0]
+  signature = tf.function(endpoint.fn, input_signature=endpoint.input_signature)
+  concrete = signature.get_concrete_function()
+  _check_bfloat16_forward(_ops(concrete), softmax_count=layers + 1)
+  assert concrete.structured_outputs["probabilities"].dtype == tf.float32
+
+  # The numbers: bfloat16 really rounds (a float32 forward pass would agree to about
+  # 1e-7), and stays close to float32.
+  batches = _prediction_batches()
+  low = np.concatenate([b["logits"] for b in training.predict(model, batches)])
+  high = np.concatenate([b["logits"] for b in training.predict(reference, batches)])
+  assert low.dtype == np.float32 and low.shape == (48, 3)
+  error = np.abs(low - high).max() / np.abs(high).max()
+  assert 1e-4 < error < 3e-2, error
+  served = signature(*[tf.constant(np.concatenate([b[k] for b in batches]))
+                       for k in ("input_ids", "input_mask", "segment_ids")])
+  np.testing.assert_allclose(served["probabilities"].numpy(), metrics.softmax(low),
+                             atol=1e-6)
+
+
+# docs/classifier.md: bfloat16 test_results.tsv within this of float32's on the tiny model
+# (measured: 0.014 at most, no label moved).
+BFLOAT16_PROBABILITY_TOLERANCE = 0.03
+
+
+def test_bfloat16_prediction_files_within_tolerance_of_float32(tmp_path):
+  """test_results.tsv as run_classifier writes it, float32 and bfloat16 weights alike;
+  a head of standard deviation 10 spreads the probabilities over (0, 1)."""
+  reference, model = _prediction_models(num_labels=3, head_scale=10.0)
+  batches = _prediction_batches()
+  files = {}
+  for name, each in (("float32", reference), ("bfloat16", model)):
+    logits = np.concatenate([b["logits"] for b in training.predict(each, batches)])
+    files[name] = tmp_path / f"{name}_test_results.tsv"
+    classifier_data.write_probabilities(str(files[name]), metrics.softmax(logits))
+  high, low = (np.loadtxt(files[n], delimiter="\t") for n in ("float32", "bfloat16"))
+  assert high.shape == low.shape == (48, 3)
+  assert high.max() > 0.9 and high.min() < 0.05  # spread out, not all near 1/3
+  moved = np.abs(low - high).max()
+  assert 1e-4 < moved < BFLOAT16_PROBABILITY_TOLERANCE, moved
+  # A label moves only where float32's top two classes are that close.
+  top2 = np.sort(high, axis=1)[:, -2:]
+  changed = low.argmax(1) != high.argmax(1)
+  assert np.all(top2[changed, 1] - top2[changed, 0] < 2 * BFLOAT16_PROBABILITY_TOLERANCE)
 
 
 def _classifier_data(n=24):

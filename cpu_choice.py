@@ -1,0 +1,229 @@
+"""What runs fastest on this CPU: XLA or not, and the precision `--dtype=auto` means.
+
+The scripts' `--enable_xla` left unset and `--dtype=auto` ask this module; a flag given
+on the command line wins. The choice comes from a table of measured CPUs (`TABLE`, one
+row per CPU class, a choice per phase with the measurement it rests on; docs/cpu.md has
+the figures); a CPU not in the table gets the original's behaviour (XLA off, float32),
+logged as not measured. `choose` returns the choice and the one log line that names the
+CPU, what was picked, why, and whether TensorFlow's oneDNN is on.
+
+Imports nothing of ours and no TensorFlow, so a script can ask it before TensorFlow
+loads (oneDNN's setting, for one, is read by TensorFlow once, when it starts).
+"""
+
+import dataclasses
+import glob
+import os
+
+PHASES = ("pretraining", "fine-tuning", "prediction")
+# What --dtype=auto may pick. Never float16: it needs loss scaling, and no CPU here has
+# float16 matrix units that would pay for its narrower range.
+AUTO_DTYPES = ("float32", "bfloat16")
+CPUINFO = "/proc/cpuinfo"
+
+# /proc/cpuinfo flag -> the unit's name in the log line and docs, in this order.
+_UNITS = (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
+          ("amx_bf16", "AMX-BF16"))
+# TensorFlow's oneDNN is on by default on Linux x86 when the CPU has one of these
+# (tensorflow/core/util/port.cc, DefaultOneDnnPolicy); TF_ENABLE_ONEDNN_OPTS overrides.
+_ONEDNN_DEFAULT_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8",
+                         "amx_bf16")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cpu:
+  """A CPU as /proc/cpuinfo describes its first processor (None/empty where it says nothing)."""
+  vendor: str = ""             # vendor_id: "AuthenticAMD", "GenuineIntel"
+  family: int = None           # cpu family
+  model: int = None            # model
+  model_name: str = ""         # "AMD EPYC 9B45"
+  flags: frozenset = frozenset()
+
+  @property
+  def units(self):
+    """The vector and matrix units that matter here, e.g. ("AVX2", "AVX-512")."""
+    return tuple(name for flag, name in _UNITS if flag in self.flags)
+
+  @property
+  def has_bfloat16(self):
+    """Whether the CPU computes bfloat16 products in hardware (AVX512-BF16 or AMX)."""
+    return "avx512_bf16" in self.flags or "amx_bf16" in self.flags
+
+  def describe(self):
+    """'AMD EPYC (AuthenticAMD family 26 model 2; AVX2 AVX-512 AVX512-BF16)'."""
+    units = " ".join(self.units) or "no AVX2"
+    return (f"{self.model_name or 'unknown CPU'} ({self.vendor or 'unknown vendor'} "
+            f"family {_text(self.family)} model {_text(self.model)}; {units})")
+
+
+def _text(value):
+  return "?" if value is None else str(value)
+
+
+def parse_cpuinfo(text):
+  """Cpu from the text of /proc/cpuinfo (its first processor's block)."""
+  fields = {}
+  for line in text.splitlines():
+    if not line.strip():
+      if fields:
+        break  # the first processor's block ends at the first blank line
+      continue
+    key, _, value = line.partition(":")
+    fields.setdefault(key.strip(), value.strip())
+
+  def number(key):
+    try:
+      return int(fields[key])
+    except (KeyError, ValueError):
+      return None
+
+  return Cpu(vendor=fields.get("vendor_id", ""), family=number("cpu family"),
+             model=number("model"), model_name=fields.get("model name", ""),
+             flags=frozenset(fields.get("flags", "").split()))
+
+
+def this_cpu(path=CPUINFO):
+  """This machine's Cpu; an empty Cpu where /proc/cpuinfo cannot be read (not Linux)."""
+  try:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+      return parse_cpuinfo(handle.read())
+  except OSError:
+    return Cpu()
+
+
+def onednn_state(cpu, environ=None):
+  """(on, why): whether TensorFlow's oneDNN operations are on, read without TensorFlow.
+
+  TF_ENABLE_ONEDNN_OPTS decides when it is 0/1/true/false (any case); else TensorFlow's
+  default on Linux x86: on for CPUs with AVX512-VNNI, AVX512-BF16, AVX-VNNI or AMX.
+  """
+  environ = os.environ if environ is None else environ
+  value = environ.get("TF_ENABLE_ONEDNN_OPTS")
+  if value is not None and value.strip().lower() in ("0", "false", "1", "true"):
+    return value.strip().lower() in ("1", "true"), f"TF_ENABLE_ONEDNN_OPTS={value}"
+  on = any(flag in cpu.flags for flag in _ONEDNN_DEFAULT_FLAGS)
+  return on, "TensorFlow's default for this CPU"
+
+
+@dataclasses.dataclass(frozen=True)
+class Pick:
+  """One cell of the table: XLA for the training step, the precision, and the evidence."""
+  enable_xla: bool
+  dtype: str
+  evidence: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+  """A measured CPU class: which CPUs it covers and its pick for each phase."""
+  name: str
+  vendor: str
+  family: int
+  model: int
+  picks: dict  # phase -> Pick
+
+  def matches(self, cpu):
+    return (cpu.vendor, cpu.family, cpu.model) == (self.vendor, self.family, self.model)
+
+
+# Every figure: 2 cores. docs/cpu.md has the whole measurements and their commands.
+_NO_XLA_IN_PREDICTION = "prediction is not compiled with XLA"
+TABLE = (
+    Row("AMD Zen 5 (EPYC family 26 model 2: AVX-512, AVX512-BF16, no AMX)",
+        "AuthenticAMD", 26, 2, {
+            "pretraining": Pick(False, "float32",
+                "measured 2026-11-26, reproduce/korean.sh's step (L=4 H=128, seq 64, batch "
+                "32): float32 187 sequences/s with XLA off, 111 on; bfloat16 193 / 103, "
+                "not faster (at batch 128 215 against float32's 311)"),
+            "fine-tuning": Pick(False, "float32",
+                "not measured for fine-tuning: XLA off and float32 as in pretraining here"),
+            "prediction": Pick(False, "float32",
+                "bfloat16 prediction not measured here; " + _NO_XLA_IN_PREDICTION),
+        }),
+    Row("Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, AMX)",
+        "GenuineIntel", 6, 207, {
+            "pretraining": Pick(True, "float32",
+                "measured, reproduce/korean.sh's step, oneDNN on: float32 179 ms a step "
+                "with XLA on, 366 off; bfloat16 200 with XLA, 224 without"),
+            "fine-tuning": Pick(False, "float32",
+                "measured: SST-2 fine-tuning with bfloat16 about as fast as float32 "
+                "(137 examples/s); XLA not measured for fine-tuning"),
+            "prediction": Pick(False, "float32",
+                "measured: bfloat16 whole-process prediction 1.05x / 1.00x float32, not "
+                "worth leaving float32's numerics; " + _NO_XLA_IN_PREDICTION),
+        }),
+    Row("AMD Zen 3 (EPYC family 25 model 1: AVX2, no AVX-512, no bfloat16 units)",
+        "AuthenticAMD", 25, 1, {
+            "pretraining": Pick(True, "float32",
+                "measured 2026-11-26, run_pretraining.py at the Korean shape: XLA 1.10x "
+                "(70.4 against 64.3 sequences/s); no bfloat16 units"),
+            "fine-tuning": Pick(False, "float32",
+                "measured 2026-11-25: at the MiniLM's fine-tuning shapes XLA's matmuls are "
+                "slower than the default kernels (251 against 206 ms); no bfloat16 units"),
+            "prediction": Pick(False, "float32",
+                "no bfloat16 units; " + _NO_XLA_IN_PREDICTION),
+        }),
+)
+UNMEASURED = Pick(False, "float32", "not measured: the original's XLA off and float32")
+for _row in TABLE:
+  assert set(_row.picks) == set(PHASES), _row.name
+  assert all(p.dtype in AUTO_DTYPES for p in _row.picks.values()), _row.name
+
+
+def table_pick(cpu, phase):
+  """(row name or None, Pick) for this CPU and phase; UNMEASURED for a CPU not in TABLE."""
+  if phase not in PHASES:
+    raise ValueError(f"phase {phase!r}: one of {PHASES}")
+  for row in TABLE:
+    if row.matches(cpu):
+      pick = row.picks[phase]
+      if pick.dtype == "bfloat16" and not cpu.has_bfloat16:
+        # A row never covers CPUs without the units, but a wrong cpuinfo must not
+        # make bfloat16 the slow emulated path.
+        pick = dataclasses.replace(pick, dtype="float32",
+                                   evidence=pick.evidence + "; no bfloat16 units here")
+      return row.name, pick
+  return None, UNMEASURED
+
+
+def accelerator_visible(environ=None):
+  """Whether an NVIDIA GPU looks visible to TensorFlow (device files, CUDA_VISIBLE_DEVICES)."""
+  environ = os.environ if environ is None else environ
+  if environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+    return False
+  return bool(glob.glob("/dev/nvidia[0-9]*"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+  """What a run uses: enable_xla, dtype, and the log line that says why."""
+  enable_xla: bool
+  dtype: str
+  line: str
+
+
+def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
+           table_applies=True, not_applies_reason=""):
+  """The run's XLA and precision: the flags where given, else the table's for cpu and phase.
+
+  dtype: the --dtype flag ("auto" asks the table; float32/bfloat16/float16 are kept).
+  enable_xla: the --enable_xla flag (None, unset, asks the table).
+  table_applies=False (a TPU, a GPU, several devices): what is not given is the
+  original's (XLA off, float32); not_applies_reason says why in the log line.
+  """
+  row, pick = table_pick(cpu, phase)
+  if not table_applies:
+    row, pick = None, Pick(False, "float32",
+                           f"{not_applies_reason}; the original's XLA off and float32")
+  xla_why = "flag" if enable_xla is not None else "table"
+  xla = pick.enable_xla if enable_xla is None else bool(enable_xla)
+  dtype_why = "table" if dtype == "auto" else "flag"
+  dtype = pick.dtype if dtype == "auto" else dtype
+  onednn, onednn_why = onednn_state(cpu, environ)
+  used = [w for w in (xla_why, dtype_why) if w == "table"]
+  why = (f"table row '{row}' for {phase}: {pick.evidence}" if row
+         else f"{phase}: {pick.evidence}") if used else "flags"
+  line = (f"CPU: {cpu.describe()}; {phase}: XLA {'on' if xla else 'off'} ({xla_why}), "
+          f"{dtype} ({dtype_why}); oneDNN {'on' if onednn else 'off'} ({onednn_why}). "
+          f"Why: {why}")
+  return Choice(enable_xla=xla, dtype=dtype, line=line)
