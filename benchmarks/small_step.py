@@ -2,7 +2,8 @@
 workload and profile_small_step.py.
 
 Shapes: "korean" is reproduce/korean.sh's model (L=4 H=128 A=4 I=512, sequence 64,
-batch 32, vocabulary 15,742, 10 predictions); "demo" is quickstart.py's (L=2 H=128 A=2
+batch 32, vocabulary 15,742, 10 predictions), "korean64" the same at batch 64 (the
+short-budget recipe's batch, docs/new_language.md); "demo" is quickstart.py's (L=2 H=128 A=2
 I=512, sequence 64, batch 32, 10 predictions, its 4,000-piece vocabulary).
 
 `build(shape, xla)` makes the model, modeling.pretraining_loss, AdamWeightDecay and
@@ -34,6 +35,9 @@ if ROOT not in sys.path:
 SHAPES = {
     "korean": dict(layers=4, hidden=128, heads=4, intermediate=512, seq=64, batch=32,
                    vocab=15742, predictions=10),
+    # The same model at the short-budget recipe's batch (docs/new_language.md).
+    "korean64": dict(layers=4, hidden=128, heads=4, intermediate=512, seq=64, batch=64,
+                     vocab=15742, predictions=10),
     "demo": dict(layers=2, hidden=128, heads=2, intermediate=512, seq=64, batch=32,
                  vocab=4000, predictions=10),
 }
