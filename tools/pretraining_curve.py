@@ -1,0 +1,113 @@
+"""Draws pretraining curves (masked-LM accuracy against wall-clock time) as an SVG file.
+
+  python tools/pretraining_curve.py --output=docs/images/curve.svg \
+      "recipe=out/korean/pretrain" "original flags=out/old/pretrain"
+
+Each LABEL=RUN names a run_pretraining.py --output_dir; the curve is its TensorBoard
+train/ scalars (`masked_lm_accuracy`, logged every --log_every_steps), the x axis the
+seconds since that run's first logged step (TensorBoard's own wall-clock stamps), so
+runs of different step rates compare at equal time. Plain SVG (no plotting package):
+GitHub and every browser show it in Markdown.
+"""
+
+import argparse
+import os
+import sys
+
+from tensorboard.backend.event_processing import event_accumulator
+
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
+
+
+def read_curve(run_dir, tag="masked_lm_accuracy"):
+  """[(seconds since the first logged step, value)] of `tag` in run_dir/train."""
+  events = event_accumulator.EventAccumulator(os.path.join(run_dir, "train"))
+  events.Reload()
+  if tag not in events.Tags()["scalars"]:
+    raise SystemExit(f"pretraining_curve.py: error: {run_dir}/train has no {tag!r} scalars "
+                     "(is it a run_pretraining.py --output_dir?)")
+  points = events.Scalars(tag)
+  start = points[0].wall_time
+  return [(p.wall_time - start, p.value) for p in points]
+
+
+def svg(curves, x_label="seconds of pretraining", y_label="masked-LM accuracy"):
+  """An SVG document (str) of [(label, [(x, y)])] with axes, ticks and a legend."""
+  x_max = max(x for _, points in curves for x, _ in points) or 1.0
+  y_max = max(y for _, points in curves for _, y in points) or 1.0
+  x_step = _nice_step(x_max)
+  y_step = _nice_step(y_max)
+  x_max = x_step * (int(x_max / x_step) + 1)
+  y_max = y_step * (int(y_max / y_step) + 1)
+  plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+  def px(x, y):
+    return LEFT + plot_w * x / x_max, TOP + plot_h * (1 - y / y_max)
+
+  out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+         'font-family="sans-serif" font-size="12">',
+         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>']
+  for i in range(int(round(x_max / x_step)) + 1):
+    x, _ = px(i * x_step, 0)
+    out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + plot_h}" '
+               'stroke="#ddd"/>')
+    out.append(f'<text x="{x:.1f}" y="{TOP + plot_h + 16}" text-anchor="middle">'
+               f'{i * x_step:g}</text>')
+  for i in range(int(round(y_max / y_step)) + 1):
+    _, y = px(0, i * y_step)
+    out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" '
+               'stroke="#ddd"/>')
+    out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
+               f'{i * y_step:.2f}</text>')
+  out.append(f'<text x="{LEFT + plot_w / 2}" y="{HEIGHT - 10}" text-anchor="middle">'
+             f'{x_label}</text>')
+  out.append(f'<text x="14" y="{TOP + plot_h / 2}" text-anchor="middle" '
+             f'transform="rotate(-90 14 {TOP + plot_h / 2})">{y_label}</text>')
+  for index, (label, points) in enumerate(curves):
+    colour = COLOURS[index % len(COLOURS)]
+    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in (px(*p) for p in points))
+    out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{path}"/>')
+    y = TOP + 16 + 18 * index
+    out.append(f'<line x1="{LEFT + 12}" y1="{y - 4}" x2="{LEFT + 36}" y2="{y - 4}" '
+               f'stroke="{colour}" stroke-width="2"/>')
+    out.append(f'<text x="{LEFT + 42}" y="{y}">{_escape(label)}</text>')
+  out.append("</svg>")
+  return "\n".join(out) + "\n"
+
+
+def _nice_step(span):
+  """A tick step of 1, 2 or 5 times a power of ten giving 4 to 10 ticks over span."""
+  step = 10.0 ** int(f"{span:e}".split("e")[1])
+  for factor in (0.1, 0.2, 0.5, 1.0, 2.0, 5.0):
+    if span / (step * factor) <= 10:
+      return step * factor
+  return step * 10
+
+
+def _escape(text):
+  return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a run_pretraining output_dir)")
+  parser.add_argument("--output", required=True, help="the SVG file to write")
+  parser.add_argument("--tag", default="masked_lm_accuracy")
+  args = parser.parse_args(argv)
+  curves = []
+  for item in args.runs:
+    label, sep, run_dir = item.partition("=")
+    if not sep or not os.path.isdir(run_dir):
+      raise SystemExit(f"pretraining_curve.py: error: {item!r}: expected LABEL=RUN_DIR with "
+                       "an existing folder")
+    curves.append((label, read_curve(run_dir, args.tag)))
+  tmp = args.output + ".tmp"
+  with open(tmp, "w", encoding="utf-8") as handle:
+    handle.write(svg(curves, y_label=args.tag.replace("_", " ")))
+  os.replace(tmp, args.output)
+  print(f"wrote {args.output}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+  main()
