@@ -38,8 +38,8 @@ def svg(curves, x_label="seconds of pretraining", y_label="masked-LM accuracy"):
   y_max = max(y for _, points in curves for _, y in points) or 1.0
   x_step = _nice_step(x_max)
   y_step = _nice_step(y_max)
-  x_max = x_step * (int(x_max / x_step) + 1)
-  y_max = y_step * (int(y_max / y_step) + 1)
+  x_max = x_step * (int(x_max / x_step + 1e-9) + 1)  # the next tick past the data
+  y_max = y_step * (int(y_max / y_step + 1e-9) + 1)
   plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 
   def px(x, y):
