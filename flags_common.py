@@ -240,6 +240,19 @@ def steps_per_loop(flag_values):
   return flag_values.steps_per_loop or flag_values.iterations_per_loop
 
 
+def define_conll_file_flags():
+  """train_file, dev_file, test_file: the CoNLL files of the token tasks (run_ner.py,
+  run_tagger.py), each defaulting to its usual names in --data_dir."""
+  if not _once("conll_files"):
+    return
+  define_path("train_file", None,
+              "Training file (default: train.txt or eng.train in --data_dir).")
+  define_path("dev_file", None,
+              "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
+  define_path("test_file", None,
+              "Test file (default: test.txt or eng.testb in --data_dir).")
+
+
 def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=True):
   """Flags the fine-tuning scripts share: data_dir, ltr, example limits.
 

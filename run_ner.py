@@ -45,12 +45,7 @@ flags_common.define_runtime_flags()
 LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
                  "concat_last_four", "sum_all")
 
-flags_common.define_path("train_file", None,
-                         "Training file (default: train.txt or eng.train in --data_dir).")
-flags_common.define_path("dev_file", None,
-                         "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
-flags_common.define_path("test_file", None,
-                         "Test file (default: test.txt or eng.testb in --data_dir).")
+flags_common.define_conll_file_flags()
 flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
                   "Tag scheme of the files: iob1 (the original CoNLL-2003 release), iob2 "
                   "(B- on every entity's first word) or auto (IOB1 when some entity starts "
