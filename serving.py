@@ -39,11 +39,11 @@ API (generic pieces first, then the classifier's export built from them):
     -> the model's input dict, in the graph (fast_tokenization.FastTokenizer +
     fast_tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
     for the per-batch length); reusable by every task.
-  * `write_saved_model(export_dir, endpoints, track=())`: writes all endpoints, the first
-    one also as `serving_default` when none is named so, atomically (a temporary
-    directory renamed into place, so a failed export never leaves a half-written one).
   * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False)`:
-    the layout above, each version folder atomically; `check_export_target` is its
+    the one writer of every script's exports: the layout above, each SavedModel (or
+    version folder) written under a temporary name and renamed into place, so a failed
+    export never leaves a half-written one; the first endpoint is also `serving_default`
+    when none is named so; `check_export_target` is its
     refusal, also called by the driver before training; `versions(base)` lists the whole
     versions of a model base path as a server sees them.
   * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
@@ -120,21 +120,6 @@ class TextPacker:
     if self.trim_to_longest:
       packed = input_pipeline.trim_to_longest(packed, TOKEN_ID_NAMES)
     return packed
-
-
-def write_saved_model(export_dir, endpoints, track=(), overwrite=True):
-  """Writes a SavedModel with the given endpoints to export_dir, atomically.
-
-  endpoints: a list of `Endpoint`; if none is named "serving_default", the first one is
-  also exported under that name (the signature TF Serving and saved_model_cli use when
-  none is given). track: Keras models/layers or TF trackables whose variables or
-  resources the endpoints use (the model, a tokenizer holding lookup tables).
-  Returns export_dir.
-  """
-  with script_utils.disk_full_names(export_dir, "export_dir"):  # a full disk: one line
-    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
-      _write_archive(tmp, endpoints, track)
-  return export_dir
 
 
 def _write_archive(path, endpoints, track):

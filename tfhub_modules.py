@@ -38,7 +38,7 @@ preprocessor (`export_preprocessor(...)`)
   * `obj.vocab_file` (an asset), `obj.do_lower_case` (a bool variable): how the text is
     tokenized, as Google's BERT SavedModels expose it.
 
-Why not serving.write_saved_model (keras.export.ExportArchive): an ExportArchive endpoint
+Why not serving.write_serving_models (keras.export.ExportArchive): an ExportArchive endpoint
 becomes a signature, and a signature cannot take a Python `training` flag, ragged
 segments or a list of outputs. The objects here are saved with tf.saved_model.save, the
 way ExportArchive itself saves: a plain trackable holding the Keras variables in lists
