@@ -20,9 +20,9 @@
 # is one file (KorNLI's xnli.dev.ko.tsv); it is split here, deterministically, every 5th
 # row to dev and the rest to train (OUT/data/xnli). Test splits are not shipped: the
 # scores are dev scores. A step whose result exists is not run again (delete OUT to
-# start over). Measured on 2 idle CPU cores (docs/new_language.md): full mode 49 minutes
-# (32 of them pretraining), QUICK=1 11 minutes. KOREAN_SETTINGS_ONLY=1
-# prints the mode's settings and stops.
+# start over). Pretraining follows the short-budget recipe of docs/new_language.md,
+# which also gives the measured times. KOREAN_SETTINGS_ONLY=1 prints the mode's settings
+# and stops.
 source "$(dirname "$0")/common.sh"
 QUICK="${QUICK:-0}"
 if (( SMOKE )); then QUICK=1; fi
