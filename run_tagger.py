@@ -43,12 +43,12 @@ flags_common.define_run_flags(train_batch_size=32, learning_rate=5e-5, num_train
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-flags.DEFINE_string("train_file", None,
-                    "Training file (default: train.txt or eng.train in --data_dir).")
-flags.DEFINE_string("dev_file", None,
-                    "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
-flags.DEFINE_string("test_file", None,
-                    "Test file (default: test.txt or eng.testb in --data_dir).")
+flags_common.define_path("train_file", None,
+                         "Training file (default: train.txt or eng.train in --data_dir).")
+flags_common.define_path("dev_file", None,
+                         "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
+flags_common.define_path("test_file", None,
+                         "Test file (default: test.txt or eng.testb in --data_dir).")
 flags.DEFINE_integer("tag_column", None,
                      "The column holding the tags, counted from 1 (the word) as `cut -f` "
                      "counts: CoNLL-2003's part of speech is 2, its chunk 3, its entity 4. "
