@@ -1682,7 +1682,7 @@ _FORM_FAMILIES = {
         {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True),
          "feature_cache_dir": ("cache-{name}", True)},
         (*_TRAIN, "--do_eval", "--max_seq_length=16", "--doc_stride=8", "--mode=feature",
-         "--lstm_units=8", "--feature_batch_size=2"), ("out-{name}", "cache-{name}")),
+         "--feature_layers=last", "--lstm_units=8", "--feature_batch_size=2"), ("out-{name}", "cache-{name}")),
     "tagger": FormFamily(
         "run_tagger.py", _conll_materials,
         {"data_dir": ("data", True), "train_file": ("data/train.txt", False),
@@ -1733,7 +1733,7 @@ _FORM_FAMILIES = {
         {"input_file": ("data/*.txt", False), "output_file": ("out-{name}.tfrecord", False),
          "vocab_file": ("model/vocab.txt", False)},
         ("--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=2"),
-        ("out-{name}.tfrecord",), default_forms=("relative",)),
+        ("out-{name}.tfrecord",)),
     "vocab": FormFamily(
         "create_vocab.py", _text_materials,
         {"input_file": ("data/a.txt,data/b.txt", False), "output_file": ("out-{name}.txt", False),
@@ -1750,6 +1750,11 @@ _FORM_FAMILIES = {
         {"<data_file>": ("data/dev.json", False), "<pred_file>": ("data/predictions.json", False),
          "na-prob-file": ("data/null_odds.json", False), "out-file": ("out-{name}.json", False)},
         (), ("out-{name}.json",)),
+    # The whole pipeline, as small as it goes (about 50 s a run).
+    "quickstart": FormFamily(
+        "quickstart.py", lambda ws, folder: None, {"output_dir": ("out-{name}", True)},
+        ("--pretrain_steps=1", "--vocab_size=200", "--finetune_epochs=0.1",
+         "--max_seq_length=16"), ("out-{name}",)),
 }
 
 
@@ -1819,7 +1824,7 @@ def _path_form_case(ws, family, group, name, forms, checkpoint="run"):
   same = [(os.path.join(root, output_folder, out.format(name=name)),
            os.path.join(root, "base", out.format(name="reference"))) for out in spec.outputs]
   return dict(argv=argv + list(spec.extra), cwd=cwd, env=env, works=True, setup=setup,
-              same=same)
+              same=same, copies=output_folder != "base")
 
 
 def _path_form_reference(family, group):
@@ -1939,15 +1944,22 @@ def _saved_model_values(folder):
   return sorted(values)
 
 
-def _compared_files(folder):
-  """The files of an output folder that hold the run's results (not _NOT_COMPARED)."""
-  found = []
+# NER's activation cache names each file by a fingerprint of its inputs' identity (real
+# paths, sizes, times): the same files typed any way give the same name, and the copies
+# in another folder (spec["copies"]: the spaces and non-ASCII forms) another.
+_FINGERPRINT = re.compile(r"-[0-9a-f]{12}(?=\.tfrecord$)")
+
+
+def _compared_files(folder, copies=False):
+  """{name (without fingerprint for copies): relative path} of the files of an output
+  folder that hold the run's results (not _NOT_COMPARED)."""
+  found = {}
   for parent, _, names in os.walk(folder):
     for name in names:
       relative = os.path.relpath(os.path.join(parent, name), folder)
       if not _NOT_COMPARED.search(relative):
-        found.append(relative)
-  return sorted(found)
+        found[_FINGERPRINT.sub("", relative) if copies else relative] = relative
+  return found
 
 
 def check_works(script, spec, result):
@@ -1960,9 +1972,10 @@ def check_works(script, spec, result):
   for got, want in spec.get("same", []):
     pairs = [(got, want)]
     if os.path.isdir(want):
-      files = _compared_files(want)
-      assert files and _compared_files(got) == files, (got, want)
-      pairs = [(os.path.join(got, f), os.path.join(want, f)) for f in files
+      files = _compared_files(want, spec.get("copies"))
+      got_files = _compared_files(got, spec.get("copies"))
+      assert files and sorted(got_files) == sorted(files), (got, want)
+      pairs = [(os.path.join(got, got_files[f]), os.path.join(want, files[f])) for f in files
                if not _SAVED_MODEL_FILE.search(f)]
       for saved_model in [os.path.dirname(f) for f in files if f.endswith("saved_model.pb")]:
         assert (_saved_model_values(os.path.join(got, saved_model))
@@ -2045,6 +2058,31 @@ def test_the_default_subset_spans_the_scripts():
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
                      "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
   assert {CASES[cid][0] for cid in CASES} == _listed_scripts() - TESTED_ELSEWHERE
+
+
+def test_every_path_flag_has_a_path_forms_family():
+  """The path-forms matrix covers every path flag of every script: each flag that
+  tools/gen_flag_docs.py --path_flags lists (defined through flags_common.define_path, or
+  named *_file, *_dir, *_checkpoint) is typed by a family, and every family runs every
+  form (the checkpoint also as a ckpt-N prefix and its .index file). A new path flag
+  without a family fails here."""
+  proc = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_flag_docs.py"),
+                         "--path_flags"], capture_output=True, text=True, env=ENV, cwd=ROOT,
+                        timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  defined = {(f"{script}.py", flag) for script, names in json.loads(proc.stdout).items()
+             for flag in names}
+  covered = {(spec.script, flag) for spec in _FORM_FAMILIES.values() for flag in spec.flags
+             if not flag.startswith("<")}
+  assert ("run_classifier.py", "export_dir") in defined  # the listing sees every kind
+  assert sorted(defined - covered) == []
+  assert sorted(covered - defined) == []  # a family's flag that is not a path flag
+  for family, spec in _FORM_FAMILIES.items():
+    for form in PATH_FORMS:
+      assert f"{spec.script[:-3]}-path_form_{family}_{form}_for_every_flag" in CASES
+      for kind, _ in _CHECKPOINT_KINDS if family in _CHECKPOINT_KIND_FAMILIES else ():
+        assert (f"{spec.script[:-3]}-path_form_{family}_{form}_for_init_checkpoint_{kind}"
+                in CASES)
 
 
 def test_real_subprocess_matches_the_harness(ws):
