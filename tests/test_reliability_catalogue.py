@@ -1682,7 +1682,8 @@ _FORM_FAMILIES = {
         {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True),
          "feature_cache_dir": ("cache-{name}", True)},
         (*_TRAIN, "--do_eval", "--max_seq_length=16", "--doc_stride=8", "--mode=feature",
-         "--feature_layers=last", "--lstm_units=8", "--feature_batch_size=2"), ("out-{name}", "cache-{name}")),
+         "--feature_layers=last", "--lstm_units=8", "--feature_batch_size=2"),
+        ("out-{name}", "cache-{name}")),
     "tagger": FormFamily(
         "run_tagger.py", _conll_materials,
         {"data_dir": ("data", True), "train_file": ("data/train.txt", False),
