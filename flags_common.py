@@ -28,7 +28,7 @@ def _once(group):
   return True
 
 
-class _PathParser(flags.ArgumentParser):
+class PathParser(flags.ArgumentParser):
   """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
   (only a word that starts with `~` is expanded), so a path that starts with `~` would
   otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
@@ -46,7 +46,7 @@ class _PathParser(flags.ArgumentParser):
 def define_path(name, default, help_text, **kwargs):
   """flags.DEFINE_string for a file or folder (or a comma-separated list of them, globs
   allowed): the same flag, with `~` at the start of a path expanded to the home folder."""
-  flags.DEFINE(_PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
+  flags.DEFINE(PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
                **kwargs)
 
 

@@ -90,16 +90,19 @@ def checkpoint_identity(path):
   if not path:
     return "random"
   _, resolved = checkpoints.resolve_checkpoint(path)
+  # Real paths: the same checkpoint typed relative, with ../ or through a symlink is the
+  # same identity (and shares the cache).
+  resolved = os.path.realpath(resolved)
   files = [resolved] if os.path.isfile(resolved) else (
       [resolved + ".index"] + sorted(glob.glob(glob.escape(resolved) + ".data-*")))
   stats = [(f, os.path.getsize(f), os.stat(f).st_mtime_ns) for f in files]
-  return repr((os.path.abspath(resolved), stats))
+  return repr((resolved, stats))
 
 
 def file_identity(path):
-  """(absolute path, size, modification time) of a data file, for a fingerprint."""
+  """(real path, size, modification time) of a data file, for a fingerprint."""
   stat = os.stat(path)
-  return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+  return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
 
 
 def cache_path(cache_dir, split_name, choice, fingerprint):

@@ -119,7 +119,7 @@ class NerTask(tagging_task.TaggingTask):
     return ner_data.settings_fingerprint(
         data=ner_features.file_identity(split.path),
         checkpoint=ner_features.checkpoint_identity(options.init_checkpoint),
-        config=config.to_dict(), vocab=os.path.abspath(options.vocab_file),
+        config=config.to_dict(), vocab=os.path.realpath(options.vocab_file),
         lower=options.do_lower_case, max_seq_length=options.max_seq_length,
         doc_stride=settings.doc_stride,
         limit=(options.max_train_examples, options.max_eval_examples),

@@ -80,11 +80,11 @@ flags.DEFINE_bool(
 flags_common.define_finetuning_flags(eval_limit=False)
 flags.DEFINE_integer("max_predict_examples", 0,
                      "Predict only the first N questions of --predict_file (0: all).")
-flags_common.define_path(
+flags.DEFINE_string(
     "train_articles", None,
     "Python-style slice START:END of the articles of --train_file to use (e.g. 0:40), to "
     "split one file by article.")
-flags_common.define_path(
+flags.DEFINE_string(
     "predict_articles", None,
     "Slice START:END of the articles of --predict_file to use (e.g. 40:48).")
 

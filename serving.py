@@ -240,9 +240,10 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
     with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
       local = serving_paths(tmp, version, has_text)
       if has_text:
-        os.makedirs(os.path.dirname(local["text"]), exist_ok=True)
+        # A relative export_dir has a relative temporary, whose dirname is "".
+        os.makedirs(os.path.dirname(local["text"]) or os.curdir, exist_ok=True)
         _write_archive(local["text"], endpoints, track)
-      os.makedirs(os.path.dirname(local["ids"]), exist_ok=True)
+      os.makedirs(os.path.dirname(local["ids"]) or os.curdir, exist_ok=True)
       _write_archive(local["ids"], ids_endpoints, ids_track)
   return paths
 

@@ -12,6 +12,7 @@ plots, which need matplotlib) is not provided.
 
 import json
 import math
+import os
 import sys
 
 from absl import app
@@ -75,7 +76,8 @@ def main(argv):
       raise script_utils.UserError(
           "usage: squad_evaluate.py DATA.json PREDICTIONS.json [--na-prob-file "
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
-    data_file, pred_file = args
+    # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
+    data_file, pred_file = (os.path.expanduser(arg) for arg in args)
     script_utils.check_input_file(data_file, "data_file")
     script_utils.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value

@@ -53,6 +53,7 @@ def _setup(action):
       else:
         feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
     record = tf.train.Example(features=tf.train.Features(feature=feature))
+    os.makedirs(os.path.dirname(action["tfrecord"]), exist_ok=True)
     with tf.io.TFRecordWriter(action["tfrecord"]) as writer:
       for _ in range(int(action.get("count", 1))):
         writer.write(record.SerializeToString())

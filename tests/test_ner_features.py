@@ -149,7 +149,7 @@ def test_bilstm_tagger_ignores_padding():
                                                                         logits[0, 3])
 
 
-def test_checkpoint_identity_follows_the_resolved_checkpoint(encoder, tmp_path):
+def test_checkpoint_identity_follows_the_resolved_checkpoint(encoder, tmp_path, monkeypatch):
   assert ner_features.checkpoint_identity(None) == "random"
   directory = str(tmp_path / "run")
   manager = tf.train.CheckpointManager(tf.train.Checkpoint(encoder=encoder), directory, 3,
@@ -158,6 +158,17 @@ def test_checkpoint_identity_follows_the_resolved_checkpoint(encoder, tmp_path):
   first = ner_features.checkpoint_identity(directory)
   assert "ckpt-1" in first
   assert ner_features.checkpoint_identity(os.path.join(directory, "ckpt-1")) == first
+  # The same checkpoint typed relative, with ../ or through a symlinked folder is the
+  # same identity (the same cache file).
+  os.symlink(directory, str(tmp_path / "link"))
+  with monkeypatch.context() as patch:
+    patch.chdir(tmp_path)
+    assert ner_features.checkpoint_identity("run") == first
+    assert ner_features.checkpoint_identity("link/ckpt-1.index") == first
+    patch.chdir(directory)
+    assert ner_features.checkpoint_identity("../run/") == first
+    assert ner_features.file_identity("../run/checkpoint") == ner_features.file_identity(
+        os.path.join(str(tmp_path), "link", "checkpoint"))
   # A later checkpoint in the same run directory is other weights: another identity.
   manager.save(checkpoint_number=2)
   second = ner_features.checkpoint_identity(directory)

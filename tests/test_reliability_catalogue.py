@@ -12,6 +12,7 @@ sees. The default run takes a representative subset; the whole catalogue is mark
 (`make test-slow`, or `pytest -m slow tests/test_reliability_catalogue.py`).
 """
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -1535,12 +1536,14 @@ def multilabel_export_version_that_exists(ws):
 
 
 # ---- paths as people type them: every form of every path flag gives the absolute
-# path's result. A small MRPC evaluation from one of our checkpoints, in one process
-# (cli_harness): the absolute-path reference first, then the same run with the paths
-# typed another way; its eval_results.txt must be byte for byte the reference's. Default:
-# four forms, each applied to every flag at once (one run per form); slow: the other
-# forms likewise, every (flag, form) pair alone, and the checkpoint as a prefix and as
-# its .index file.
+# path's result. Per family (a script, and the flags and data of one small run): the
+# absolute-path reference run first, then the same run with the paths typed another way,
+# in one process (cli_harness); every output it writes must be byte for byte the
+# reference's. The slow matrix: each form applied to every path flag of the family at
+# once (one run per form and family), and for the classifier also every (flag, form) pair
+# alone; the checkpoint as a folder, a ckpt-N prefix and its .index file. Lists and globs
+# are typed item by item in the form. test_every_path_flag_has_a_path_forms_family holds
+# the families to every path flag of every script. Default: a few cheap forms.
 
 _FORM_FOLDERS = {"spaces": "with space", "non_ascii": "donn\u00e9es \u6570\u636e",
                  "symlink": "link"}
@@ -1550,51 +1553,222 @@ PATH_FORMS = ("relative", "dot", "dotdot", "trailing_slash", "home", "spaces", "
 # (`--init_checkpoint=run` from the folder that holds it), `../`, `~`, and a folder name
 # with a space and non-ASCII letters.
 DEFAULT_PATH_FORMS = ("relative", "dotdot", "home", "non_ascii")
+# Outputs that are not the run's results: checkpoints (their bytes hold the object graph
+# and the saving order), TensorBoard events (wall-clock times), the lock, logs.
+_NOT_COMPARED = re.compile(r"(^|/)(ckpt-\d+\.|checkpoint$|events\.out\.|\.bert-run\.lock$|"
+                           r"feature_cache/|[^/]*\.log$)")
 
 
 def _classifier_materials(ws, folder):
-  _mrpc(ws, f"{folder}/data", dev="good")
+  _mrpc(ws, f"{folder}/data", train="good", dev="good")
 
 
 def _extract_materials(ws, folder):
   ws.write(f"{folder}/data/input.txt", "the cat sat on the mat .\nit was a good day .\n")
 
 
-# Per script: (materials, {flag: (path in the run's folder, is a folder)}, other flags,
-# the outputs compared with the reference's). "{name}" is the case's own output name.
+def _squad_materials(ws, folder):
+  context = "The cat sat on the mat in the house of the old man ."
+  second = {"id": "q2", "question": "whose house was it ?",
+            "answers": [{"text": "the old man", "answer_start": context.index("the old man")}]}
+  ws.write(f"{folder}/data/train.json", _squad_json([GOOD_QA, second]))
+  ws.write(f"{folder}/data/dev.json", _squad_json([GOOD_QA, second]))
+
+
+def _conll_materials(ws, folder):
+  _conll(ws, f"{folder}/data", train="good", valid="good")
+  with open(ws.path(folder, "data", "train.txt"), encoding="utf-8") as handle:
+    ws.write(f"{folder}/data/test.txt", handle.read())
+
+
+def _swag_materials(ws, folder):
+  _swag(ws, f"{folder}/data", train="good", val="good")
+
+
+def _multilabel_materials(ws, folder):
+  ws.write(f"{folder}/data/labels.txt", "PER\nLOC\n")
+  rows = "the cat sat .\tPER\nthe mat in paris .\tLOC,PER\na good day .\t\n"
+  for split in ("train", "dev", "test"):
+    ws.write(f"{folder}/data/{split}.tsv", rows)
+
+
+def _text_materials(ws, folder):
+  """Two raw-text files for create_pretraining_data.py and create_vocab.py."""
+  ws.write(f"{folder}/data/a.txt", "the cat sat on the mat .\nit was a good day .\n\n"
+           "a man went home .\nshe said no .\nthe sun set .\n")
+  ws.write(f"{folder}/data/b.txt", "the dog ran in the house .\nthe old man sat .\n\n"
+           "it was a cat .\nthe mat was good .\n")
+
+
+def _squad_eval_materials(ws, folder):
+  ws.write(f"{folder}/data/dev.json", _squad_json([GOOD_QA]))
+  ws.write(f"{folder}/data/predictions.json", '{"q1": "the mat"}')
+  ws.write(f"{folder}/data/null_odds.json", '{"q1": 0.25}')
+
+
+def _pretraining_records(base):
+  """Harness setup: the TFRecords of the pretraining family, in base/records/."""
+  return [{"tfrecord": os.path.join(base, "records", name), "features": _pretraining_features(),
+           "count": count} for name, count in (("a.tfrecord", 4), ("b.tfrecord", 4),
+                                               ("eval.tfrecord", 2))]
+
+
+_MODEL_FLAGS = {"vocab_file": ("model/vocab.txt", False),
+                "bert_config_file": ("model/bert_config.json", False),
+                "init_checkpoint": ("run", True)}
+_TRAIN = ["--do_train", "--train_batch_size=2", "--num_train_epochs=1"]
+
+
+@dataclasses.dataclass(frozen=True)
+class FormFamily:
+  """One small run of `script` whose path flags are typed in every form.
+
+  flags: {flag: (path in the run's folder, is a folder)}; "{name}" is the case's own name,
+  a comma a list, * a glob; a key "<name>" is a positional argument. outputs: the outputs
+  compared with the reference's (a folder: every file in it but _NOT_COMPARED's).
+  records: the run needs base/records/ (TFRecords, written by the harness).
+  default_forms: the forms of the default suite."""
+  script: str
+  materials: object
+  flags: dict
+  extra: tuple
+  outputs: tuple
+  records: bool = False
+  default_forms: tuple = ()
+  every_flag_alone: bool = False
+
+
 _FORM_FAMILIES = {
-    "run_classifier.py": (
-        _classifier_materials,
-        {"data_dir": ("data", True), "vocab_file": ("model/vocab.txt", False),
-         "bert_config_file": ("model/bert_config.json", False),
-         "init_checkpoint": ("run", True), "output_dir": ("out-{name}", True)},
-        ["--task_name=MRPC", "--do_eval", "--max_seq_length=32", "--eval_batch_size=2"],
-        ["out-{name}/eval_results.txt"]),
-    "extract_features.py": (
-        _extract_materials,
+    # Evaluation from one of our runs, every flag also typed alone in every form.
+    "classifier": FormFamily(
+        "run_classifier.py", _classifier_materials,
+        {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True)},
+        ("--task_name=MRPC", "--do_eval", "--max_seq_length=32", "--eval_batch_size=2"),
+        ("out-{name}/eval_results.txt",), default_forms=DEFAULT_PATH_FORMS,
+        every_flag_alone=True),
+    # A run that trains and exports.
+    "classifier_export": FormFamily(
+        "run_classifier.py", _classifier_materials,
+        {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True),
+         "export_dir": ("exp-{name}", True)},
+        ("--task_name=MRPC", *_TRAIN, "--do_eval", "--max_seq_length=32",
+         "--eval_batch_size=2"), ("out-{name}", "exp-{name}")),
+    "extract": FormFamily(
+        "extract_features.py", _extract_materials,
         {"input_file": ("data/input.txt", False), "output_file": ("out-{name}.jsonl", False),
-         "vocab_file": ("model/vocab.txt", False),
-         "bert_config_file": ("model/bert_config.json", False),
-         "init_checkpoint": ("run", True)},
-        ["--max_seq_length=16", "--layers=-1"], ["out-{name}.jsonl"]),
-    "export_encoder.py": (
-        lambda ws, folder: None,
-        {"vocab_file": ("model/vocab.txt", False),
-         "bert_config_file": ("model/bert_config.json", False),
-         "init_checkpoint": ("run", True), "export_dir": ("out-{name}", True)},
-        ["--format=huggingface"], ["out-{name}/model.safetensors", "out-{name}/config.json"]),
+         **_MODEL_FLAGS},
+        ("--max_seq_length=16", "--layers=-1"), ("out-{name}.jsonl",),
+        default_forms=("relative",)),
+    "export": FormFamily(
+        "export_encoder.py", lambda ws, folder: None,
+        {**_MODEL_FLAGS, "export_dir": ("out-{name}", True)},
+        ("--format=huggingface",), ("out-{name}",)),
+    "squad": FormFamily(
+        "run_squad.py", _squad_materials,
+        {"train_file": ("data/train.json", False), "predict_file": ("data/dev.json", False),
+         **_MODEL_FLAGS, "output_dir": ("out-{name}", True), "export_dir": ("exp-{name}", True)},
+        (*_TRAIN, "--do_predict", "--max_seq_length=48", "--doc_stride=16",
+         "--max_query_length=12", "--predict_batch_size=2"), ("out-{name}", "exp-{name}")),
+    "ner": FormFamily(
+        "run_ner.py", _conll_materials,
+        {"data_dir": ("data", True), "train_file": ("data/train.txt", False),
+         "dev_file": ("data/valid.txt", False), "test_file": ("data/test.txt", False),
+         **_MODEL_FLAGS, "output_dir": ("out-{name}", True)},
+        (*_TRAIN, "--do_eval", "--do_predict", "--max_seq_length=16", "--doc_stride=8"),
+        ("out-{name}",)),
+    # The feature-based mode: its activation cache.
+    "ner_feature": FormFamily(
+        "run_ner.py", _conll_materials,
+        {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True),
+         "feature_cache_dir": ("cache-{name}", True)},
+        (*_TRAIN, "--do_eval", "--max_seq_length=16", "--doc_stride=8", "--mode=feature",
+         "--feature_layers=last", "--lstm_units=8", "--feature_batch_size=2"),
+        ("out-{name}", "cache-{name}")),
+    "tagger": FormFamily(
+        "run_tagger.py", _conll_materials,
+        {"data_dir": ("data", True), "train_file": ("data/train.txt", False),
+         "dev_file": ("data/valid.txt", False), "test_file": ("data/test.txt", False),
+         **_MODEL_FLAGS, "output_dir": ("out-{name}", True)},
+        (*_TRAIN, "--do_eval", "--do_predict", "--max_seq_length=16", "--tag_column=2"),
+        ("out-{name}",)),
+    "swag": FormFamily(
+        "run_swag.py", _swag_materials,
+        {"data_dir": ("data", True), **_MODEL_FLAGS, "output_dir": ("out-{name}", True)},
+        (*_TRAIN, "--do_eval", "--max_seq_length=32"), ("out-{name}",)),
+    "multilabel": FormFamily(
+        "run_multilabel.py", _multilabel_materials,
+        {"data_dir": ("data", True), "labels_file": ("data/labels.txt", False),
+         **_MODEL_FLAGS, "output_dir": ("out-{name}", True), "export_dir": ("exp-{name}", True)},
+        (*_TRAIN, "--do_eval", "--do_predict", "--max_seq_length=32"),
+        ("out-{name}", "exp-{name}")),
+    # The training files as a comma-separated list.
+    "pretraining": FormFamily(
+        "run_pretraining.py", lambda ws, folder: None,
+        {"input_file": ("records/a.tfrecord,records/b.tfrecord", False),
+         "eval_input_file": ("records/eval.tfrecord", False), **_MODEL_FLAGS,
+         "output_dir": ("out-{name}", True)},
+        ("--do_train", "--do_eval", f"--max_seq_length={SEQ}",
+         f"--max_predictions_per_seq={PREDS}", "--train_batch_size=2", "--num_train_steps=2",
+         "--num_warmup_steps=1", "--max_eval_steps=1", "--eval_batch_size=2"),
+        ("out-{name}/eval_results.txt",), records=True),
+    # ... and as a glob.
+    "pretraining_glob": FormFamily(
+        "run_pretraining.py", lambda ws, folder: None,
+        {"input_file": ("records/[ab].tfrecord", False), **_MODEL_FLAGS,
+         "output_dir": ("out-{name}", True)},
+        ("--do_train", "--do_eval", f"--max_seq_length={SEQ}",
+         f"--max_predictions_per_seq={PREDS}", "--train_batch_size=2", "--num_train_steps=2",
+         "--num_warmup_steps=1", "--max_eval_steps=1", "--eval_batch_size=2"),
+        ("out-{name}/eval_results.txt",), records=True),
+    # Inputs as a list, outputs as a list (written round-robin).
+    "pretraining_data": FormFamily(
+        "create_pretraining_data.py", _text_materials,
+        {"input_file": ("data/a.txt,data/b.txt", False),
+         "output_file": ("out-{name}-0.tfrecord,out-{name}-1.tfrecord", False),
+         "vocab_file": ("model/vocab.txt", False)},
+        ("--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=2"),
+        ("out-{name}-0.tfrecord", "out-{name}-1.tfrecord"), default_forms=("home",)),
+    # Inputs as a glob.
+    "pretraining_data_glob": FormFamily(
+        "create_pretraining_data.py", _text_materials,
+        {"input_file": ("data/*.txt", False), "output_file": ("out-{name}.tfrecord", False),
+         "vocab_file": ("model/vocab.txt", False)},
+        ("--max_seq_length=32", "--max_predictions_per_seq=5", "--dupe_factor=2"),
+        ("out-{name}.tfrecord",)),
+    "vocab": FormFamily(
+        "create_vocab.py", _text_materials,
+        {"input_file": ("data/a.txt,data/b.txt", False), "output_file": ("out-{name}.txt", False),
+         "output_config_file": ("out-{name}.json", False),
+         "bert_config_template": ("model/bert_config.json", False)},
+        ("--vocab_size=200", "--num_unused=5"), ("out-{name}.txt", "out-{name}.json"),
+        default_forms=("dotdot",)),
+    "vocab_glob": FormFamily(
+        "create_vocab.py", _text_materials,
+        {"input_file": ("data/*.txt", False), "output_file": ("out-{name}/vocab.txt", False)},
+        ("--vocab_size=200", "--num_unused=5"), ("out-{name}",)),
+    "squad_evaluate": FormFamily(
+        "squad_evaluate.py", _squad_eval_materials,
+        {"<data_file>": ("data/dev.json", False), "<pred_file>": ("data/predictions.json", False),
+         "na-prob-file": ("data/null_odds.json", False), "out-file": ("out-{name}.json", False)},
+        (), ("out-{name}.json",)),
+    # The whole pipeline, as small as it goes (about 50 s a run).
+    "quickstart": FormFamily(
+        "quickstart.py", lambda ws, folder: None, {"output_dir": ("out-{name}", True)},
+        ("--pretrain_steps=1", "--vocab_size=200", "--finetune_epochs=0.1",
+         "--max_seq_length=16"), ("out-{name}",)),
 }
 
 
-def _form_root(ws, script, group):
-  """The folder of one script's path-forms family in one group (default or slow): base/
-  holds the data, model files and a run's checkpoint; the forms' own folders are copies
-  (the checkpoint copied by the cases' setup), and link/ is a symlink to base/."""
-  root = ws.path(f"pf-{script[:-3]}-{group}")
+def _form_root(ws, family, group):
+  """The folder of one family's cases (one group): base/ holds the data, the model files
+  and (made by the reference's setup) a run's checkpoint and TFRecords; the forms' own
+  folders are copies (those made by the reference copied by the cases' setup), and link/
+  is a symlink to base/."""
+  root = ws.path(f"pf-{family}-{group}")
   for folder in ["base"] + [f for f in _FORM_FOLDERS.values() if f != "link"]:
     if not os.path.isdir(os.path.join(root, folder)):
       name = os.path.relpath(os.path.join(root, folder), ws.root)
-      _FORM_FAMILIES[script][0](ws, name)
+      _FORM_FAMILIES[family].materials(ws, name)
       ws.write(f"{name}/model/vocab.txt", "".join(ws.vocab_lines))
       ws.write_config(f"{name}/model/bert_config.json")
   link = os.path.join(root, "link")
@@ -1603,7 +1777,7 @@ def _form_root(ws, script, group):
   return root
 
 
-def _typed(root, form, rel, folder):
+def _typed_one(root, form, rel, folder):
   """(argument as typed, cwd, env) for the path `rel` of the run's folder in `form`."""
   base = os.path.join(root, "base")
   if form == "relative":
@@ -1622,76 +1796,87 @@ def _typed(root, form, rel, folder):
   return os.path.join(base, rel), None, {}
 
 
-def _path_form_case(ws, script, group, name, forms, checkpoint="run"):
-  """A run of `script` whose flags are typed in `forms` ({flag: form}; the others
+def _typed(root, form, rel, folder):
+  """_typed_one for each item of a comma-separated list."""
+  items = [_typed_one(root, form, item, folder) for item in rel.split(",")]
+  return ",".join(typed for typed, _, _ in items), items[0][1], items[0][2]
+
+
+def _path_form_case(ws, family, group, name, forms, checkpoint="run"):
+  """A run of the family whose flags are typed in `forms` ({flag: form}; the others
   absolute); its outputs must equal the absolute-path reference's."""
-  root = _form_root(ws, script, group)
-  _, flag_paths, extra, outputs = _FORM_FAMILIES[script]
+  spec = _FORM_FAMILIES[family]
+  root = _form_root(ws, family, group)
   argv, cwd, env, output_folder = [], None, {}, "base"
-  for flag, (rel, folder) in flag_paths.items():
+  for flag, (rel, folder) in spec.flags.items():
     if flag == "init_checkpoint":
       rel, folder = checkpoint, checkpoint == "run"
     rel = rel.format(name=name)
     form = forms.get(flag, "absolute")
     typed, form_cwd, form_env = _typed(root, form, rel, folder)
-    if rel.startswith("out-") and form in ("spaces", "non_ascii"):
+    if rel.split("/")[0].startswith(("out-", "exp-", "cache-")) and form in ("spaces", "non_ascii"):
       output_folder = _FORM_FOLDERS[form]
-    argv.append(f"--{flag}={typed}")
+    argv.append(typed if flag.startswith("<") else f"--{flag}={typed}")
     cwd, env = form_cwd or cwd, {**env, **form_env}
-  setup = [{"copy": os.path.join(root, "base", "run"),
-            "to": os.path.join(root, f, "run")} for f in _FORM_FOLDERS.values()
-           if f != "link"]
+  generated = (["run"] if "init_checkpoint" in spec.flags else []) + (
+      ["records"] if spec.records else [])
+  setup = [{"copy": os.path.join(root, "base", g), "to": os.path.join(root, f, g)}
+           for g in generated for f in _FORM_FOLDERS.values() if f != "link"]
   same = [(os.path.join(root, output_folder, out.format(name=name)),
-           os.path.join(root, "base", out.format(name="reference"))) for out in outputs]
-  return dict(argv=argv + extra, cwd=cwd, env=env, works=True, setup=setup, same=same)
+           os.path.join(root, "base", out.format(name="reference"))) for out in spec.outputs]
+  return dict(argv=argv + list(spec.extra), cwd=cwd, env=env, works=True, setup=setup,
+              same=same, copies=output_folder != "base")
 
 
-def _path_form_reference(script, group):
+def _path_form_reference(family, group):
   def reference(ws):
-    root = _form_root(ws, script, group)
-    spec = _path_form_case(ws, script, group, "reference", {})
-    spec["setup"] = [{"foreign_checkpoint": os.path.join(root, "base", "run"),
-                      "bert_config": ws.config}] + spec["setup"]
-    spec["same"] = []
-    return spec
-  reference.__name__ = f"path_forms_reference_{group}"
+    spec = _FORM_FAMILIES[family]
+    root = _form_root(ws, family, group)
+    case_spec = _path_form_case(ws, family, group, "reference", {})
+    base = os.path.join(root, "base")
+    made = _pretraining_records(base) if spec.records else []
+    if "init_checkpoint" in spec.flags:
+      made.append({"foreign_checkpoint": os.path.join(base, "run"), "bert_config": ws.config})
+    case_spec["setup"] = made + case_spec["setup"]
+    case_spec["same"] = []
+    return case_spec
+  reference.__name__ = f"path_forms_{family}_reference_{group}"
   return reference
 
 
-def _register_path_forms():
-  """Per script: a reference run per group; each form applied to every flag at once (the
-  classifier's DEFAULT_PATH_FORMS and extract_features' relative form in the default
-  group, the rest slow); and, for the classifier, every (flag, form) pair alone and the
-  checkpoint as a prefix and as its .index file (slow)."""
-  defaults = {"run_classifier.py": DEFAULT_PATH_FORMS, "extract_features.py": ("relative",),
-              "export_encoder.py": ()}
-  for script, default_forms in defaults.items():
-    if default_forms:
-      case(script, default=True)(_path_form_reference(script, "default"))
-    case(script)(_path_form_reference(script, "slow"))
-    flag_names = list(_FORM_FAMILIES[script][1])
-    for form in PATH_FORMS:
-      group = "default" if form in default_forms else "slow"
+# The checkpoint typed as a folder (the families' "run"), as a ckpt-N prefix and as its
+# .index file: for every form, in these families.
+_CHECKPOINT_KINDS = (("prefix", "run/ckpt-7"), ("index", "run/ckpt-7.index"))
+_CHECKPOINT_KIND_FAMILIES = ("classifier", "pretraining")
 
-      def every_flag(ws, form=form, group=group, script=script, flag_names=flag_names):
-        return _path_form_case(ws, script, group, f"all-{form}",
-                               {flag: form for flag in flag_names})
-      every_flag.__name__ = f"path_form_{form}_for_every_flag"
-      case(script, default=group == "default")(every_flag)
-      if script != "run_classifier.py":
-        continue
-      for flag in flag_names:
-        def one_flag(ws, form=form, flag=flag):
-          return _path_form_case(ws, "run_classifier.py", "slow", f"{flag}-{form}",
-                                 {flag: form})
-        one_flag.__name__ = f"path_form_{form}_for_{flag}"
-        case(script)(one_flag)
-      for kind, checkpoint in (("prefix", "run/ckpt-7"), ("index", "run/ckpt-7.index")):
-        def checkpoint_file(ws, form=form, kind=kind, checkpoint=checkpoint):
-          return _path_form_case(ws, "run_classifier.py", "slow", f"ckpt-{kind}-{form}",
+
+def _register_path_forms():
+  """Per family: a reference run per group; each form applied to every flag at once (the
+  family's default_forms in the default group, the rest slow); every (flag, form) pair
+  alone where every_flag_alone; the checkpoint as a prefix and as its .index file."""
+  for family, spec in _FORM_FAMILIES.items():
+    if spec.default_forms:
+      case(spec.script, default=True)(_path_form_reference(family, "default"))
+    case(spec.script)(_path_form_reference(family, "slow"))
+    for form in PATH_FORMS:
+      group = "default" if form in spec.default_forms else "slow"
+
+      def every_flag(ws, form=form, group=group, family=family):
+        return _path_form_case(ws, family, group, f"all-{form}",
+                               {flag: form for flag in _FORM_FAMILIES[family].flags})
+      every_flag.__name__ = f"path_form_{family}_{form}_for_every_flag"
+      case(spec.script, default=group == "default")(every_flag)
+      for flag in spec.flags if spec.every_flag_alone else ():
+        def one_flag(ws, form=form, flag=flag, family=family):
+          return _path_form_case(ws, family, "slow", f"{flag}-{form}", {flag: form})
+        one_flag.__name__ = f"path_form_{family}_{form}_for_{flag}"
+        case(spec.script)(one_flag)
+      for kind, checkpoint in _CHECKPOINT_KINDS if family in _CHECKPOINT_KIND_FAMILIES else ():
+        def checkpoint_file(ws, form=form, kind=kind, checkpoint=checkpoint, family=family):
+          return _path_form_case(ws, family, "slow", f"ckpt-{kind}-{form}",
                                  {"init_checkpoint": form}, checkpoint=checkpoint)
-        checkpoint_file.__name__ = f"path_form_{form}_for_init_checkpoint_{kind}"
-        case(script)(checkpoint_file)
+        checkpoint_file.__name__ = f"path_form_{family}_{form}_for_init_checkpoint_{kind}"
+        case(spec.script)(checkpoint_file)
 
 
 _register_path_forms()
@@ -1738,15 +1923,67 @@ def result_of(ws, case_id, default_group):
   return _RESULTS[key][case_id]
 
 
+# Two exports of the same model differ in bytes (a SavedModel's object graph lists the
+# variables in set order; its graph and fingerprint follow): a SavedModel's variables are
+# compared by value instead, as a sorted list.
+_SAVED_MODEL_FILE = re.compile(r"(^|/)(saved_model\.pb|fingerprint\.pb|"
+                               r"variables/variables\.(index|data-\d+-of-\d+))$")
+
+
+def _saved_model_values(folder):
+  """The values of a SavedModel's variables (without the object graph), sorted."""
+  import numpy as np  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  reader = tf.train.load_checkpoint(os.path.join(folder, "variables", "variables"))
+  values = []
+  for key in reader.get_variable_to_shape_map():
+    if key != "_CHECKPOINTABLE_OBJECT_GRAPH":
+      value = np.asarray(reader.get_tensor(key))
+      values.append((str(value.dtype), value.shape,
+                     repr(value.tolist()) if value.dtype == object else value.tobytes()))
+  assert values, folder
+  return sorted(values)
+
+
+# NER's activation cache names each file by a fingerprint of its inputs' identity (real
+# paths, sizes, times): the same files typed any way give the same name, and the copies
+# in another folder (spec["copies"]: the spaces and non-ASCII forms) another.
+_FINGERPRINT = re.compile(r"-[0-9a-f]{12}(?=\.tfrecord$)")
+
+
+def _compared_files(folder, copies=False):
+  """{name (without fingerprint for copies): relative path} of the files of an output
+  folder that hold the run's results (not _NOT_COMPARED)."""
+  found = {}
+  for parent, _, names in os.walk(folder):
+    for name in names:
+      relative = os.path.relpath(os.path.join(parent, name), folder)
+      if not _NOT_COMPARED.search(relative):
+        found[_FINGERPRINT.sub("", relative) if copies else relative] = relative
+  return found
+
+
 def check_works(script, spec, result):
   """A run that must succeed: exit 0, no traceback, and its outputs equal the
-  reference's byte for byte (spec["same"]: [(output, reference output)])."""
+  reference's byte for byte (spec["same"]: [(output, reference output)]; a folder: the
+  same files, each the same bytes)."""
   stderr = result["stderr"]
   assert not result["crashed"] and result["exit"] == 0, (script, stderr[-3000:])
   assert "Traceback" not in stderr and f"{script}: error:" not in stderr, stderr[-3000:]
   for got, want in spec.get("same", []):
-    with open(got, "rb") as a, open(want, "rb") as b:
-      assert a.read() == b.read(), (got, want)
+    pairs = [(got, want)]
+    if os.path.isdir(want):
+      files = _compared_files(want, spec.get("copies"))
+      got_files = _compared_files(got, spec.get("copies"))
+      assert files and sorted(got_files) == sorted(files), (got, want)
+      pairs = [(os.path.join(got, got_files[f]), os.path.join(want, files[f])) for f in files
+               if not _SAVED_MODEL_FILE.search(f)]
+      for saved_model in [os.path.dirname(f) for f in files if f.endswith("saved_model.pb")]:
+        assert (_saved_model_values(os.path.join(got, saved_model))
+                == _saved_model_values(os.path.join(want, saved_model))), (got, saved_model)
+    for got_file, want_file in pairs:
+      with open(got_file, "rb") as a, open(want_file, "rb") as b:
+        assert a.read() == b.read(), (got_file, want_file)
 
 
 def check_case(script, spec, result):
@@ -1822,6 +2059,31 @@ def test_the_default_subset_spans_the_scripts():
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
                      "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
   assert {CASES[cid][0] for cid in CASES} == _listed_scripts() - TESTED_ELSEWHERE
+
+
+def test_every_path_flag_has_a_path_forms_family():
+  """The path-forms matrix covers every path flag of every script: each flag of
+  docs/FLAGS.md's "Path flags" table (tools/gen_flag_docs.py lists there every flag
+  defined through flags_common.define_path or named *_file, *_dir, *_checkpoint, and
+  tests/test_docs.py keeps the file current) is typed by a family, and every family runs
+  every form (the checkpoint also as a ckpt-N prefix and its .index file). A new path
+  flag without a family fails here."""
+  with open(os.path.join(ROOT, "docs", "FLAGS.md"), encoding="utf-8") as handle:
+    table = handle.read().split("\n## Path flags\n", 1)[1]
+  defined = {(row.group(1), flag) for row in re.finditer(r"^\| (\S+\.py) \| (.*) \|$",
+                                                         table, re.MULTILINE)
+             for flag in re.findall(r"`--([^`]+)`", row.group(2))}
+  covered = {(spec.script, flag) for spec in _FORM_FAMILIES.values() for flag in spec.flags
+             if not flag.startswith("<")}
+  assert ("run_classifier.py", "export_dir") in defined  # the table was read
+  assert sorted(defined - covered) == []
+  assert sorted(covered - defined) == []  # a family's flag that is not a path flag
+  for family, spec in _FORM_FAMILIES.items():
+    for form in PATH_FORMS:
+      assert f"{spec.script[:-3]}-path_form_{family}_{form}_for_every_flag" in CASES
+      for kind, _ in _CHECKPOINT_KINDS if family in _CHECKPOINT_KIND_FAMILIES else ():
+        assert (f"{spec.script[:-3]}-path_form_{family}_{form}_for_init_checkpoint_{kind}"
+                in CASES)
 
 
 def test_real_subprocess_matches_the_harness(ws):

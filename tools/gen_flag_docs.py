@@ -1,6 +1,7 @@
 """Prints docs/FLAGS.md: every script's flags, generated from its absl definitions.
 
   python tools/gen_flag_docs.py > docs/FLAGS.md
+  python tools/gen_flag_docs.py --path_flags   # JSON: every script's path flags
 
 The docs never drift from the code: tests/test_docs.py runs this and compares. Scripts
 are imported (not run) one after another in this process; each one's flags are removed
@@ -40,12 +41,24 @@ def _ours(module_name):
   return os.path.dirname(os.path.abspath(path)) == ROOT if path else module_name in SCRIPTS
 
 
-def describe(script):
+# A flag whose name says it is a path, even if (wrongly) not defined through define_path.
+PATH_SUFFIXES = ("_file", "_dir", "_checkpoint", "-file", "-dir")
+
+
+def describe(script, path_flags=None):
+  """The script's section of docs/FLAGS.md; its path flags (defined through
+  flags_common.define_path, or named *_file, *_dir, *_checkpoint) appended to
+  `path_flags` when given."""
   import flags_common  # pylint: disable=g-import-not-at-top
   before = set(flags.FLAGS)
   module = importlib.import_module(script)
   new = [name for name in flags.FLAGS if name not in before]
   defined = [name for name in new if _ours(flags.FLAGS.find_module_defining_flag(name))]
+  if path_flags is not None:
+    path_flags.extend(sorted({
+        flags.FLAGS[name].name for name in defined  # a short alias counted once
+        if isinstance(flags.FLAGS[name].parser, flags_common.PathParser)
+        or flags.FLAGS[name].name.endswith(PATH_SUFFIXES)}))
   out = io.StringIO()
   doc = (module.__doc__ or "").strip().splitlines()
   out.write(f"## {script}.py\n\n{doc[0] if doc else ''}\n\n")
@@ -68,13 +81,51 @@ def describe(script):
   return out.getvalue()
 
 
+PATH_SUFFIXES = ("_file", "_dir", "_checkpoint", "-file", "-dir")
+
+
+def path_flags(script):
+  """The path flags of `script`: every flag of ours defined through
+  flags_common.define_path, and every flag whose name says it is one (ends in _file,
+  _dir or _checkpoint), by its full name (a short alias counted once)."""
+  import flags_common  # pylint: disable=g-import-not-at-top
+  before = set(flags.FLAGS)
+  importlib.import_module(script)
+  new = [name for name in flags.FLAGS if name not in before]
+  found = sorted({flags.FLAGS[name].name for name in new
+                  if _ours(flags.FLAGS.find_module_defining_flag(name))
+                  and (isinstance(flags.FLAGS[name].parser, flags_common.PathParser)
+                       or flags.FLAGS[name].name.endswith(PATH_SUFFIXES))})
+  for name in new:
+    delattr(flags.FLAGS, name)
+  flags_common._DEFINED.clear()  # pylint: disable=protected-access
+  sys.modules.pop(script, None)
+  return found
+
+
 def main():
+  if sys.argv[1:] == ["--path_flags"]:
+    import json  # pylint: disable=g-import-not-at-top
+    sys.stdout.write(json.dumps({script: path_flags(script) for script in SCRIPTS
+                                 if os.path.exists(os.path.join(ROOT, script + ".py"))}))
+    return
   parts = ["# Flags of every script\n\n",
            "Generated from the absl definitions by `make docs` "
            "(`python tools/gen_flag_docs.py > docs/FLAGS.md`); do not edit by hand.\n\n"]
+  paths = {}
   for script in SCRIPTS:
     if os.path.exists(os.path.join(ROOT, script + ".py")):
-      parts.append(describe(script))
+      paths[script] = []
+      parts.append(describe(script, paths[script]))
+  parts.append(
+      "## Path flags\n\nEach of these takes a path as people type it, with the same result "
+      "as the absolute path: relative to the current folder, `./` and `../`, a trailing "
+      "slash, `~` (expanded by the script: no shell expands it after `=`), spaces and "
+      "non-ASCII names, a symlinked folder; a list's items (and globs, where the flag "
+      "takes them) each the same way. tests/test_reliability_catalogue.py runs every form "
+      "for every flag listed here.\n\n| script | path flags |\n|---|---|\n")
+  parts.extend(f"| {script}.py | {', '.join(f'`--{name}`' for name in names)} |\n"
+               for script, names in paths.items() if names)
   sys.stdout.write("".join(parts))
 
 
