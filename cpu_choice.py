@@ -132,9 +132,9 @@ TABLE = (
     Row("AMD Zen 5 (EPYC family 26 model 2: AVX-512, AVX512-BF16, no AMX)",
         "AuthenticAMD", 26, 2, {
             "pretraining": Pick(False, "float32",
-                "measured 2026-11-26, reproduce/korean.sh's step (L=4 H=128, seq 64, batch "
-                "32): float32 187 sequences/s with XLA off, 111 on; bfloat16 193 / 103, "
-                "not faster (at batch 128 215 against float32's 311)"),
+                "measured 2026-11-26 on an idle machine, reproduce/korean.sh's step (L=4 "
+                "H=128, seq 64): batch 32 float32 331 sequences/s with XLA off, 325 on; "
+                "batch 64 362 / 335; bfloat16 (batch 64) 320 / 298, not faster"),
             "fine-tuning": Pick(False, "float32",
                 "not measured for fine-tuning: XLA off and float32 as in pretraining here"),
             "prediction": Pick(False, "float32",

@@ -6,28 +6,35 @@
 Each LABEL=RUN names a run_pretraining.py --output_dir; the curve is its TensorBoard
 train/ scalars (`masked_lm_accuracy`, logged every --log_every_steps), the x axis the
 seconds since that run's first logged step (TensorBoard's own wall-clock stamps), so
-runs of different step rates compare at equal time. Plain SVG (no plotting package):
-GitHub and every browser show it in Markdown.
+runs of different step rates compare at equal time. LABEL=RUN:SECONDS_PER_STEP puts each
+point at step x SECONDS_PER_STEP instead: the time on an idle machine, from a step time
+measured there (benchmarks/bench_pretraining.py), for runs made on a shared one.
+Plain SVG (no plotting package): GitHub and every browser show it in Markdown.
 """
 
 import argparse
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # tensorboard may load TensorFlow
+# pylint: disable=wrong-import-position
 from tensorboard.backend.event_processing import event_accumulator
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
 
 
-def read_curve(run_dir, tag="masked_lm_accuracy"):
-  """[(seconds since the first logged step, value)] of `tag` in run_dir/train."""
+def read_curve(run_dir, tag="masked_lm_accuracy", seconds_per_step=None):
+  """[(seconds, value)] of `tag` in run_dir/train: seconds since the first logged step,
+  or step x seconds_per_step when that is given."""
   events = event_accumulator.EventAccumulator(os.path.join(run_dir, "train"))
   events.Reload()
   if tag not in events.Tags()["scalars"]:
     raise SystemExit(f"pretraining_curve.py: error: {run_dir}/train has no {tag!r} scalars "
                      "(is it a run_pretraining.py --output_dir?)")
   points = events.Scalars(tag)
+  if seconds_per_step:
+    return [(p.step * seconds_per_step, p.value) for p in points]
   start = points[0].wall_time
   return [(p.wall_time - start, p.value) for p in points]
 
@@ -91,20 +98,28 @@ def _escape(text):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR (a run_pretraining output_dir)")
+  parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR[:SECONDS_PER_STEP] (a "
+                      "run_pretraining output_dir)")
   parser.add_argument("--output", required=True, help="the SVG file to write")
   parser.add_argument("--tag", default="masked_lm_accuracy")
+  parser.add_argument("--x_label", default="seconds of pretraining")
   args = parser.parse_args(argv)
   curves = []
   for item in args.runs:
     label, sep, run_dir = item.partition("=")
+    run_dir, _, per_step = run_dir.partition(":")
     if not sep or not os.path.isdir(run_dir):
-      raise SystemExit(f"pretraining_curve.py: error: {item!r}: expected LABEL=RUN_DIR with "
-                       "an existing folder")
-    curves.append((label, read_curve(run_dir, args.tag)))
+      raise SystemExit(f"pretraining_curve.py: error: {item!r}: expected "
+                       "LABEL=RUN_DIR[:SECONDS_PER_STEP] with an existing folder")
+    try:
+      seconds_per_step = float(per_step) if per_step else None
+    except ValueError:
+      raise SystemExit(f"pretraining_curve.py: error: {item!r}: {per_step!r} is not a "
+                       "number of seconds") from None
+    curves.append((label, read_curve(run_dir, args.tag, seconds_per_step)))
   tmp = args.output + ".tmp"
   with open(tmp, "w", encoding="utf-8") as handle:
-    handle.write(svg(curves, y_label=args.tag.replace("_", " ")))
+    handle.write(svg(curves, x_label=args.x_label, y_label=args.tag.replace("_", " ")))
   os.replace(tmp, args.output)
   print(f"wrote {args.output}", file=sys.stderr)
 
