@@ -283,7 +283,7 @@ def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
       {"name": "classifier_finetune_ceiling_vs_hf_grouped",
        "value": round(out["train_ceiling"] / grouped_rate, 2), "unit": "x",
        "note": "the most any step built on this machine's matmul kernels could reach "
-               "against HF grouped in this run; below 2 the issue-26 target cannot be met"}]
+               "against HF grouped in this run; below 2 the target cannot be met"}]
 
 
 def _hf_rows(tf, config, tokenizer, examples, quick):
