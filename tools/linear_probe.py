@@ -1,0 +1,224 @@
+"""What an encoder knows before fine-tuning: a linear model on its frozen features.
+
+  python tools/linear_probe.py --bert_config_file=out/korean/bert_config.json \
+      --vocab_file=out/korean/vocab/vocab.txt --do_lower_case=false \
+      --init_checkpoint=out/korean/pretrain/pretrained/bert_model.ckpt \
+      --data_dir=out/korean/data/nsmc --has_header \
+      --text_a_column=document --label_column=label --max_seq_length=64
+
+Reads DIR/train.tsv and DIR/dev.tsv as `run_classifier.py --task_name=tsv` does (the same
+column flags), runs the encoder once over both without training it (dropout off), and
+fits one linear model on each of four features of a row, scored on dev:
+  cls         the last layer at [CLS]       (what the classifier's pooler reads);
+  pooled      the pooler's output           (what the classifier's head reads);
+  mean        the last layer averaged over the row's real tokens;
+  embeddings  the embedding output averaged over the row's real tokens (no attention).
+Classification: multinomial logistic regression (standardised features, L2 1e-3,
+Newton's method to its minimum); score: dev accuracy. --regression: ridge
+regression; score: dev Pearson. A pair regression task (--text_b_column, e.g. STS) also
+gets two scores with nothing fitted: the Pearson correlation of the label with the cosine
+of the two texts' features (mean, embeddings), each text encoded alone. Without
+--init_checkpoint the encoder keeps its random initial weights (seed 1), the baseline a
+pretrained checkpoint is compared with.
+
+Pretraining that helps a task shows here first, in seconds and with no fine-tuning
+recipe to tune: a checkpoint whose probe beats random weights' knows something about the
+task; whether fine-tuning through [CLS] uses it is a separate question (see
+docs/new_language.md, "What the pretrained encoder knows").
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+# pylint: disable=wrong-import-position
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import checkpoints  # noqa: E402
+import classifier_data  # noqa: E402
+import classifier_features  # noqa: E402
+import fast_tokenization  # noqa: E402
+import modeling  # noqa: E402
+import script_utils  # noqa: E402
+
+FEATURES = ("cls", "pooled", "mean", "embeddings")
+L2 = 1e-3           # logistic regression's weight decay (standardised features)
+RIDGE = 1e-3        # ridge regression's penalty per training row, as L2 is per row
+MAX_ITERATIONS = 100  # Newton steps (it converges in about ten)
+TOLERANCE = 1e-8    # stop when the gradient's largest entry is below this
+
+
+def encoder_features(model, batches):
+  """{feature: float64 [rows, hidden]} in example order, from predict_batches' batches."""
+  parts, order = {name: [] for name in FEATURES}, []
+  for batch in batches:
+    inputs = {k: tf.constant(batch[k]) for k in classifier_features.FEATURE_NAMES}
+    out = model(inputs, training=False)
+    mask = batch["input_mask"][..., None].astype(np.float64)
+    parts["cls"].append(out["sequence_output"].numpy()[:, 0])
+    parts["pooled"].append(out["pooled_output"].numpy())
+    for name, key in (("mean", "sequence_output"), ("embeddings", "embedding_output")):
+      values = out[key].numpy().astype(np.float64)
+      parts[name].append((values * mask).sum(axis=1) / mask.sum(axis=1))
+    order.append(batch["example_index"])
+  inverse = np.argsort(np.concatenate(order), kind="stable")
+  return {name: np.concatenate(rows).astype(np.float64)[inverse]
+          for name, rows in parts.items()}
+
+
+def standardise(train, dev):
+  mean, scale = train.mean(axis=0), train.std(axis=0) + 1e-8
+  return (train - mean) / scale, (dev - mean) / scale
+
+
+def logistic_regression(x, labels, num_labels):
+  """(weights [d, k], bias [k]) minimising mean cross-entropy + L2/2 |W|^2 (the bias is
+  not penalised): Newton's method with a backtracking line search, to a gradient below
+  TOLERANCE. The objective is strictly convex in W, so this is its one minimum."""
+  onehot = np.eye(num_labels)[labels]
+  augmented = np.hstack([x, np.ones((len(x), 1))])  # the bias as a last feature
+  params = np.zeros((augmented.shape[1], num_labels))
+  penalty = np.full(params.shape, L2)
+  penalty[-1] = 0.0
+  for _ in range(MAX_ITERATIONS):
+    probs = _softmax(augmented @ params)
+    grad = augmented.T @ (probs - onehot) / len(x) + penalty * params
+    if np.abs(grad).max() < TOLERANCE:
+      break
+    step = np.linalg.solve(_hessian(augmented, probs, penalty),
+                           grad.reshape(-1, order="F")).reshape(params.shape, order="F")
+    scale, before = 1.0, _objective(augmented, onehot, params, penalty)
+    while _objective(augmented, onehot, params - scale * step, penalty) > before and scale > 1e-8:
+      scale /= 2
+    params = params - scale * step
+  return params[:-1], params[-1]
+
+
+def _softmax(logits):
+  logits = logits - logits.max(axis=1, keepdims=True)
+  probs = np.exp(logits)
+  return probs / probs.sum(axis=1, keepdims=True)
+
+
+def _objective(augmented, onehot, params, penalty):
+  logits = augmented @ params
+  shifted = logits - logits.max(axis=1, keepdims=True)
+  log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+  return -(onehot * log_probs).sum() / len(augmented) + 0.5 * (penalty * params ** 2).sum()
+
+
+def _hessian(augmented, probs, penalty):
+  """The objective's Hessian over params flattened class by class (column-major)."""
+  d, k = augmented.shape[1], probs.shape[1]
+  hessian = np.empty((d * k, d * k))
+  for a in range(k):
+    for b in range(k):
+      weight = probs[:, a] * ((a == b) - probs[:, b]) / len(augmented)
+      hessian[a * d:(a + 1) * d, b * d:(b + 1) * d] = augmented.T @ (augmented * weight[:, None])
+  return hessian + np.diag(penalty.reshape(-1, order="F")) + 1e-10 * np.eye(d * k)
+
+
+def logistic_gradient(x, onehot, weights, bias):
+  """The objective's gradient at (weights, bias): ([d, k], [k])."""
+  error = (_softmax(x @ weights + bias) - onehot) / len(x)
+  return x.T @ error + L2 * weights, error.sum(axis=0)
+
+
+def ridge_regression(x, y):
+  """(weights [d], bias) minimising |xW + b - y|^2 + RIDGE * rows * |W|^2."""
+  bias = y.mean()
+  gram = x.T @ x + RIDGE * len(x) * np.eye(x.shape[1])
+  return np.linalg.solve(gram, x.T @ (y - bias)), bias
+
+
+def probe_scores(train, dev, train_labels, dev_labels, num_labels=None):
+  """{feature: dev accuracy (num_labels given) or dev Pearson (regression)}."""
+  scores = {}
+  for name in FEATURES:
+    x_train, x_dev = standardise(train[name], dev[name])
+    if num_labels:
+      weights, bias = logistic_regression(x_train, train_labels, num_labels)
+      scores[name] = float(np.mean((x_dev @ weights + bias).argmax(axis=1) == dev_labels))
+    else:
+      weights, bias = ridge_regression(x_train, train_labels)
+      scores[name] = float(np.corrcoef(x_dev @ weights + bias, dev_labels)[0, 1])
+  return scores
+
+
+def cosine_scores(model, examples, labels, tokenizer, max_seq_length, batch_size):
+  """{"cosine mean": r, "cosine embeddings": r}: the Pearson correlation between the
+  labels and the cosine of each pair's two texts, each encoded alone (nothing fitted)."""
+  alone = []
+  for field in ("text_a", "text_b"):
+    texts = [classifier_data.InputExample(e.guid, getattr(e, field) or "", label=e.label)
+             for e in examples]
+    alone.append(encoder_features(model, classifier_features.predict_batches(
+        texts, None, tokenizer, max_seq_length, batch_size)))
+  scores = {}
+  for name in ("mean", "embeddings"):
+    a, b = alone[0][name], alone[1][name]
+    cosine = (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    scores[f"cosine {name}"] = float(np.corrcoef(cosine, labels)[0, 1])
+  return scores
+
+
+def main(argv=None):
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("--bert_config_file", required=True)
+  parser.add_argument("--vocab_file", required=True)
+  parser.add_argument("--init_checkpoint", default=None,
+                      help="the encoder's weights (default: random, seed 1)")
+  parser.add_argument("--do_lower_case", default="true", choices=("true", "false"))
+  parser.add_argument("--data_dir", required=True)
+  parser.add_argument("--has_header", action="store_true")
+  parser.add_argument("--text_a_column", default="0")
+  parser.add_argument("--text_b_column", default=None)
+  parser.add_argument("--label_column", default="1")
+  parser.add_argument("--regression", action="store_true")
+  parser.add_argument("--max_seq_length", type=int, default=128)
+  parser.add_argument("--batch_size", type=int, default=64)
+  args = parser.parse_args(argv)
+  with script_utils.report_user_errors(False, "linear_probe.py"):
+    processor = classifier_data.DelimitedFileProcessor(
+        text_a_column=args.text_a_column, text_b_column=args.text_b_column,
+        label_column=args.label_column, has_header=args.has_header,
+        is_regression=args.regression)
+    processor.set_data_dir(args.data_dir)  # where its labels are read from
+    train_examples = processor.get_train_examples(args.data_dir)
+    dev_examples = processor.get_dev_examples(args.data_dir)
+    label_list = None if args.regression else processor.get_labels()
+    config = checkpoints.load_bert_config(script_utils.check_input_file(
+        args.bert_config_file, "bert_config_file"))
+    checkpoints.check_max_seq_length(args.max_seq_length, config)
+    tokenizer = fast_tokenization.FastTokenizer(
+        script_utils.check_input_file(args.vocab_file, "vocab_file"),
+        args.do_lower_case == "true")
+    checkpoints.check_vocab_matches_config(tokenizer.vocab_size, config)
+    tf.keras.utils.set_random_seed(1)
+    model = modeling.BertModel(config)
+    if args.init_checkpoint:
+      checkpoints.load_checkpoint(model, args.init_checkpoint, strict_encoder=False)
+    features, labels = [], []
+    for examples in (train_examples, dev_examples):
+      features.append(encoder_features(model, classifier_features.predict_batches(
+          examples, label_list, tokenizer, args.max_seq_length, args.batch_size)))
+      labels.append(np.array([classifier_data.label_to_id(e.label, label_list)
+                              for e in examples]))
+    scores = probe_scores(*features, *labels, num_labels=label_list and len(label_list))
+    if args.regression and args.text_b_column:
+      scores.update(cosine_scores(model, dev_examples, labels[1], tokenizer,
+                                  args.max_seq_length, args.batch_size))
+  metric = "Pearson" if args.regression else "accuracy"
+  source = args.init_checkpoint or "random weights (seed 1)"
+  print(f"linear probe, dev {metric} ({len(dev_examples):,} rows; trained on "
+        f"{len(train_examples):,}), encoder {source}:")
+  for name, score in scores.items():
+    print(f"  {name:18s} {score:.4f}")
+
+
+if __name__ == "__main__":
+  main()
