@@ -241,8 +241,9 @@ def steps_per_loop(flag_values):
 
 
 def define_conll_file_flags():
-  """train_file, dev_file, test_file: the CoNLL files of the token tasks (run_ner.py,
-  run_tagger.py), each defaulting to its usual names in --data_dir."""
+  """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): train_file,
+  dev_file, test_file (each defaulting to its usual names in --data_dir), label_scheme
+  (the files' IOB scheme) and doc_stride (windows over long sentences)."""
   if not _once("conll_files"):
     return
   define_path("train_file", None,
@@ -251,6 +252,14 @@ def define_conll_file_flags():
               "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
   define_path("test_file", None,
               "Test file (default: test.txt or eng.testb in --data_dir).")
+  flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
+                    "Scheme of the files' IOB chunks (entities, or run_tagger.py's --iob "
+                    "tags): iob1 (the original CoNLL-2003 release), iob2 (B- on every "
+                    "chunk's first word) or auto (IOB1 when some chunk starts with I-). "
+                    "The model learns IOB2; predictions are written in the files' scheme.")
+  flags.DEFINE_integer("doc_stride", 64,
+                       "A sentence longer than max_seq_length - 2 WordPieces is split into "
+                       "overlapping windows whose starts are about this many pieces apart.")
 
 
 def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=True):

@@ -46,16 +46,8 @@ LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
                  "concat_last_four", "sum_all")
 
 flags_common.define_conll_file_flags()
-flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
-                  "Tag scheme of the files: iob1 (the original CoNLL-2003 release), iob2 "
-                  "(B- on every entity's first word) or auto (IOB1 when some entity starts "
-                  "with I-). The model learns IOB2; predictions are written in the input's "
-                  "scheme.")
 flags.DEFINE_list("entity_types", ["PER", "ORG", "LOC", "MISC"],
                   "Entity types of the data (labels O, B-<type>, I-<type>).")
-flags.DEFINE_integer("doc_stride", 64,
-                     "A sentence longer than max_seq_length - 2 WordPieces is split into "
-                     "overlapping windows whose starts are about this many pieces apart.")
 flags.DEFINE_enum("mode", "finetune", ["finetune", "feature"],
                   "finetune: train the encoder and a token classifier; feature: freeze the "
                   "encoder and train a two-layer BiLSTM on cached activations.")

@@ -53,15 +53,9 @@ flags.DEFINE_bool("iob", False,
                   "IOB2, written back in the file's scheme, scored by span F1 as conlleval "
                   "scores them. Without it each tag is a label as written, scored by "
                   "accuracy.")
-flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
-                  "With --iob: the files' scheme, iob1, iob2 or auto (IOB1 when some chunk "
-                  "starts with I-); predictions are written in it.")
 flags.DEFINE_list("labels", None,
                   "The label set, in the order of the model's outputs (default: every "
                   "tag of the train, dev and test files, sorted; with --iob, O first).")
-flags.DEFINE_integer("doc_stride", 64,
-                     "A sentence longer than max_seq_length - 2 WordPieces is split into "
-                     "overlapping windows whose starts are about this many pieces apart.")
 flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the token classifier.")
 flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.")
 

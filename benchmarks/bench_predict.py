@@ -153,11 +153,11 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   sides = list(sides)
   hf_python = hf_bridge.hf_python()
   rows = []
-  theirs = ("hf", "ort", "ort_int8")
-  if hf_python is None and any(s in theirs for s in sides):
+  external = ("hf", "ort", "ort_int8")  # the sides that run in the Hugging Face venv
+  if hf_python is None and any(s in external for s in sides):
     rows.append({"name": "predict_whole_process_hf_ort", "value": "skipped", "unit": "",
                  "note": hf_bridge.HF_HINT})
-    sides = [s for s in sides if s not in theirs]
+    sides = [s for s in sides if s not in external]
   with tempfile.TemporaryDirectory(prefix="bench-predict-") as work:
     data_dir = os.path.join(work, "data")
     os.makedirs(data_dir)
@@ -183,7 +183,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     else:
       sides = [s for s in sides if s != "before"]
     versions = {}
-    if any(s in theirs for s in sides):
+    if any(s in external for s in sides):
       prepared, why = hf_bridge.run_hf("prepare_predict", {
           "threads": hf_bridge.threads(), "head_file": head_file,
           "hf_model_dir": os.path.join(work, "hf_model"),
@@ -194,7 +194,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
       if prepared is None:
         rows.append({"name": "predict_whole_process_hf_ort", "value": "failed", "unit": "",
                      "note": why})
-        sides = [s for s in sides if s not in theirs]
+        sides = [s for s in sides if s not in external]
       else:
         versions["prepared"] = prepared
       for side, mode, extra in (
@@ -338,6 +338,10 @@ def main():
                       help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
                            "its run_classifier.py is timed too, as side 'before'")
   args = parser.parse_args()
+  unknown = sorted(set(args.sides.split(",")) - set(SIDES + BEST_PRECISION_SIDES) - {""})
+  if unknown:
+    parser.error(f"--sides: unknown {', '.join(unknown)}; choose from "
+                 + ", ".join(SIDES + BEST_PRECISION_SIDES))
   rows = run(args.quick, args.rounds, args.sentences,
              [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
              args.baseline_tree, not args.no_floor)

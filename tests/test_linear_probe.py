@@ -27,7 +27,11 @@ def test_logistic_regression_stops_at_the_optimum():
   x = rng.normal(size=(300, 6))
   labels = (x @ rng.normal(size=(6, 3)) + rng.normal(scale=2.0, size=(300, 3))).argmax(1)
   weights, bias = linear_probe.logistic_regression(x, labels, 3)
-  grad_w, grad_b = linear_probe.logistic_gradient(x, np.eye(3)[labels], weights, bias)
+  logits = x @ weights + bias
+  probs = np.exp(logits - logits.max(1, keepdims=True))
+  probs /= probs.sum(1, keepdims=True)
+  error = (probs - np.eye(3)[labels]) / len(x)  # d(mean cross-entropy)/d(logits)
+  grad_w, grad_b = x.T @ error + linear_probe.L2 * weights, error.sum(0)
   assert max(np.abs(grad_w).max(), np.abs(grad_b).max()) < linear_probe.TOLERANCE
   # Better than always guessing the most frequent label, on the rows it learned from.
   train_accuracy = np.mean((x @ weights + bias).argmax(1) == labels)
@@ -61,11 +65,12 @@ def test_features_are_per_example_in_input_order_and_ignore_padding(tmp_path):
   model = modeling.BertModel(tiny_config(len(VOCAB)))
   texts = ["good film", "the plot was long and bad", "a", "music actor short good the",
            "bad", "film film film plot"]
-  examples = [classifier_data.InputExample(str(i), text, label="0")
+  examples = [classifier_data.InputExample(str(i), text, label=str(i % 2))
               for i, text in enumerate(texts)]
   # Batches of 4, each window sorted by length: rows come back out of order and padded.
-  batches = classifier_features.predict_batches(examples, ["0"], tokenizer, 16, 4)
-  features = linear_probe.encoder_features(model, batches)
+  batches = classifier_features.predict_batches(examples, ["0", "1"], tokenizer, 16, 4)
+  features, labels = linear_probe.encoder_features(model, batches)
+  np.testing.assert_array_equal(labels, [i % 2 for i in range(len(texts))])
   for index, text in enumerate(texts):  # each row alone, no padding at all
     ids = [2] + [VOCAB.index(w) if w in VOCAB else 1 for w in text.split()] + [3]
     inputs = {"input_ids": tf.constant([ids]), "input_mask": tf.ones((1, len(ids)), tf.int32),
@@ -152,7 +157,7 @@ def test_pair_regression_adds_the_cosine_of_the_two_texts(tmp_path, capsys):
   texts = [row.split("\t") for row in rows["dev"]]
   feats = [linear_probe.encoder_features(model, classifier_features.predict_batches(
       [classifier_data.InputExample(str(i), t[side]) for i, t in enumerate(texts)],
-      None, tokenizer, 16, 64))["embeddings"] for side in (0, 1)]
+      None, tokenizer, 16, 64))[0]["embeddings"] for side in (0, 1)]
   cosine = (feats[0] * feats[1]).sum(1) / np.linalg.norm(feats[0], axis=1) / np.linalg.norm(
       feats[1], axis=1)
   expected = np.corrcoef(cosine, [float(t[2]) for t in texts])[0, 1]

@@ -32,9 +32,12 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # pylint: disable=wrong-import-position
+import runtime_log  # noqa: E402
+if __name__ == "__main__":  # as the scripts: TensorFlow's runtime log quiet before it loads
+  runtime_log.quiet()
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -53,8 +56,9 @@ TOLERANCE = 1e-8    # stop when the gradient's largest entry is below this
 
 
 def encoder_features(model, batches):
-  """{feature: float64 [rows, hidden]} in example order, from predict_batches' batches."""
-  parts, order = {name: [] for name in FEATURES}, []
+  """({feature: float64 [rows, hidden]}, label ids [rows]) in example order, from
+  predict_batches' batches (which sort rows by length within windows)."""
+  parts, order, labels = {name: [] for name in FEATURES}, [], []
   for batch in batches:
     inputs = {k: tf.constant(batch[k]) for k in classifier_features.FEATURE_NAMES}
     out = model(inputs, training=False)
@@ -65,9 +69,10 @@ def encoder_features(model, batches):
       values = out[key].numpy().astype(np.float64)
       parts[name].append((values * mask).sum(axis=1) / mask.sum(axis=1))
     order.append(batch["example_index"])
+    labels.append(batch["label_ids"])
   inverse = np.argsort(np.concatenate(order), kind="stable")
-  return {name: np.concatenate(rows).astype(np.float64)[inverse]
-          for name, rows in parts.items()}
+  return ({name: np.concatenate(rows).astype(np.float64)[inverse]
+           for name, rows in parts.items()}, np.concatenate(labels)[inverse])
 
 
 def standardise(train, dev):
@@ -122,12 +127,6 @@ def _hessian(augmented, probs, penalty):
   return hessian + np.diag(penalty.reshape(-1, order="F")) + 1e-10 * np.eye(d * k)
 
 
-def logistic_gradient(x, onehot, weights, bias):
-  """The objective's gradient at (weights, bias): ([d, k], [k])."""
-  error = (_softmax(x @ weights + bias) - onehot) / len(x)
-  return x.T @ error + L2 * weights, error.sum(axis=0)
-
-
 def ridge_regression(x, y):
   """(weights [d], bias) minimising |xW + b - y|^2 + RIDGE * rows * |W|^2."""
   bias = y.mean()
@@ -157,7 +156,7 @@ def cosine_scores(model, examples, labels, tokenizer, max_seq_length, batch_size
     texts = [classifier_data.InputExample(e.guid, getattr(e, field) or "", label=e.label)
              for e in examples]
     alone.append(encoder_features(model, classifier_features.predict_batches(
-        texts, None, tokenizer, max_seq_length, batch_size)))
+        texts, None, tokenizer, max_seq_length, batch_size))[0])
   scores = {}
   for name in ("mean", "embeddings"):
     a, b = alone[0][name], alone[1][name]
@@ -201,13 +200,13 @@ def main(argv=None):
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
     if args.init_checkpoint:
-      checkpoints.load_checkpoint(model, args.init_checkpoint, strict_encoder=False)
+      checkpoints.load_checkpoint(model, args.init_checkpoint)
     features, labels = [], []
     for examples in (train_examples, dev_examples):
-      features.append(encoder_features(model, classifier_features.predict_batches(
-          examples, label_list, tokenizer, args.max_seq_length, args.batch_size)))
-      labels.append(np.array([classifier_data.label_to_id(e.label, label_list)
-                              for e in examples]))
+      split_features, split_labels = encoder_features(model, classifier_features.predict_batches(
+          examples, label_list, tokenizer, args.max_seq_length, args.batch_size))
+      features.append(split_features)
+      labels.append(split_labels)
     scores = probe_scores(*features, *labels, num_labels=label_list and len(label_list))
     if args.regression and args.text_b_column:
       scores.update(cosine_scores(model, dev_examples, labels[1], tokenizer,
