@@ -9,63 +9,17 @@ token ([CLS] and [SEP] included), values rounded to 6 decimals, in the original'
 
 Example (the original README's command runs unchanged):
 
-  python extract_features.py \
-    --input_file=/tmp/input.txt --output_file=/tmp/output.jsonl \
-    --vocab_file=$BERT_BASE_DIR/vocab.txt \
-    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt \
-    --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
+  python extract_features.py     --input_file=/tmp/input.txt --output_file=/tmp/output.jsonl     --vocab_file=$BERT_BASE_DIR/vocab.txt     --bert_config_file=$BERT_BASE_DIR/bert_config.json     --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt     --layers=-1,-2,-3,-4 --max_seq_length=128 --batch_size=8
 
 Batches are padded to their own longest example, not to max_seq_length: padded positions
 get -10000 in the attention mask and so change nothing in the real tokens' values.
+
+The command is bert/cli/extract_features.py.
 """
 
-import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
-from absl import flags
-from absl import logging
 
-import flags_common
-import script_utils
-
-flags_common.define_model_flags(max_seq_length=128)
-flags_common.define_normalize_flag("before tokenizing")
-flags_common.define_tpu_flags()
-flags_common.define_runtime_flags()
-flags_common.define_path("input_file", None,
-                         "Input text: one example per line, a pair as 'text_a ||| text_b'.")
-flags_common.define_path("output_file", None, "Output JSON-lines file.")
-flags.DEFINE_string("layers", "-1,-2,-3,-4",
-                    "Comma-separated encoder layers to output (-1 is the last).")
-flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
-flags.DEFINE_bool("use_one_hot_embeddings", False,
-                  "Accepted for compatibility with the original; lookups are gathers here.")
-flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
-
-FLAGS = flags.FLAGS
-
-
-def main(_):
-  logging.set_verbosity(logging.INFO)
-  with script_utils.report_user_errors(FLAGS.verbose):
-    if FLAGS.use_tpu:
-      raise script_utils.UserError(
-          "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")
-    script_utils.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
-    script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
-    import encoder_activations  # deferred: TensorFlow loads here, so --help stays fast
-    count = encoder_activations.extract_file(
-        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
-        FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,
-        FLAGS.batch_size, normalize=flags_common.normalize_option(FLAGS.normalize))
-    logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
-
+from bert.cli import extract_features
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(extract_features.main)

@@ -2,12 +2,7 @@
 
 The original's command line works unchanged, e.g. (README):
 
-  python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
-    --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \
-    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
-    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
-    --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 \
-    --output_dir=/tmp/mrpc_output/
+  python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true     --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt     --bert_config_file=$BERT_BASE_DIR/bert_config.json     --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128     --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0     --output_dir=/tmp/mrpc_output/
 
 Tasks: cola, sst2 (sst-2), mrpc, stsb (sts-b, regression), qqp, mnli, qnli, rte, wnli,
 xnli (--xnli_language), and tsv/csv for users' files (--text_a_column, --label_column, ...).
@@ -16,89 +11,13 @@ Outputs in --output_dir: checkpoints (ckpt-N, resumable), eval_results.txt (`key
 the task's GLUE metrics as eval_*, eval_loss, global_step, loss), test_results.tsv (class
 probabilities per test row, as the original) and the GLUE submission file (CoLA.tsv, ...).
 --export_dir writes a SavedModel with a token-id and a raw-text serving signature.
+
+The command is bert/cli/run_classifier.py.
 """
 
-import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
-from absl import flags
 
-import flags_common
-import script_utils
-
-FLAGS = flags.FLAGS
-
-flags_common.define_model_flags(max_seq_length=128)
-flags_common.define_normalize_flag("before tokenizing, here and in the exported serve_text "
-                                   "signature")
-flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8)
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
-
-flags_common.define_finetuning_flags(
-    data_dir_help="The input data dir. Should contain the .tsv files (or other data files) "
-    "for the task.", train_limit=False, eval_limit=False)
-flags.DEFINE_string("task_name", None,
-                    "The name of the task to train: cola, sst2, mrpc, stsb, qqp, mnli, qnli, "
-                    "rte, wnli, xnli, or tsv/csv for your own files.")
-flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and evaluate on.")
-flags.DEFINE_bool(
-    "fixed_padding", False,
-    "Pad every batch to max_seq_length (static shapes, for TPUs). Default: pad each batch "
-    "only to its longest row, rounded up to a multiple of 8.")
-flags_common.define_path(
-    "export_dir", None,
-    "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
-    "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
-    "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).")
-flags_common.define_export_version_flag()
-# The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
-flags.DEFINE_string("text_a_column", "0",
-                    "tsv/csv task: column of the first text (0-based number, or a header name).")
-flags.DEFINE_string("text_b_column", None,
-                    "tsv/csv task: column of the second text, for sentence-pair tasks.")
-flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
-flags.DEFINE_string("test_text_a_column", None,
-                    "tsv/csv task: text_a column in test.* (default: --text_a_column).")
-flags.DEFINE_string("test_text_b_column", None,
-                    "tsv/csv task: text_b column in test.* (default: --text_b_column).")
-flags.DEFINE_list("label_list", None,
-                  "tsv/csv task: the labels, comma-separated, in label-id order (default: "
-                  "the sorted distinct labels of train.*, else dev.*).")
-flags.DEFINE_bool("has_header", False,
-                  "tsv/csv task: the files start with a header line. Not given: a first row "
-                  "that looks like a header stops the run; --has_header=false: it is data.")
-flags.DEFINE_string("delimiter", None,
-                    "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
-flags.DEFINE_bool("regression", False,
-                  "tsv/csv task: the label is a number; one output trained with mean "
-                  "squared error, evaluated with Pearson/Spearman.")
-
-flags.mark_flag_as_required("task_name")
-
-
-def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
-    import classifier_task  # deferred: TensorFlow loads here, so --help stays fast
-    columns = classifier_task.GenericColumns(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
-        test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        # Not given at all: a first row that looks like a header is refused.
-        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
-        delimiter=FLAGS.delimiter,
-        regression=FLAGS.regression)
-    processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,
-                                               FLAGS.xnli_language, columns)
-    classifier_task.ClassifierTask(options, processor, FLAGS.data_dir,
-                                   fixed_padding=FLAGS.fixed_padding).run()
-
+from bert.cli import run_classifier
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(run_classifier.main)

@@ -5,47 +5,18 @@ vector scores each pair's [CLS] vector, and a softmax over the four scores is tr
 with cross-entropy. Reads SWAG's own CSV files from --data_dir: train.csv, val.csv (dev),
 test.csv (no labels).
 
-  python run_swag.py --data_dir=$SWAG_DIR --vocab_file=$BERT_DIR/vocab.txt \
-    --bert_config_file=$BERT_DIR/bert_config.json \
-    --init_checkpoint=$BERT_DIR/bert_model.ckpt --do_train --do_eval \
-    --learning_rate=2e-5 --num_train_epochs=3 --train_batch_size=16 --output_dir=/tmp/swag
+  python run_swag.py --data_dir=$SWAG_DIR --vocab_file=$BERT_DIR/vocab.txt     --bert_config_file=$BERT_DIR/bert_config.json     --init_checkpoint=$BERT_DIR/bert_model.ckpt --do_train --do_eval     --learning_rate=2e-5 --num_train_epochs=3 --train_batch_size=16 --output_dir=/tmp/swag
 
 Outputs in --output_dir: checkpoints, eval_results.txt (eval_accuracy, eval_loss,
 global_step), dev_predictions.csv and, with --do_predict, test_predictions.csv (id,
 predicted ending, the four probabilities).
+
+The command is bert/cli/run_swag.py.
 """
 
-import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import app
-from absl import flags
 
-import flags_common
-import script_utils
-
-FLAGS = flags.FLAGS
-
-flags_common.define_model_flags(max_seq_length=128)
-# The paper's SWAG setting: 3 epochs, learning rate 2e-5, batch size 16.
-flags_common.define_run_flags(train_batch_size=16, learning_rate=2e-5, num_train_epochs=3.0)
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
-
-flags_common.define_finetuning_flags(
-    data_dir_help="Folder with SWAG's train.csv, val.csv and test.csv.")
-
-
-def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
-    import swag_task  # deferred: TensorFlow loads here, so --help stays fast
-    swag_task.SwagTask(options, FLAGS.data_dir).run()
-
+from bert.cli import run_swag
 
 if __name__ == "__main__":
-  app.run(main)
+  app.run(run_swag.main)

@@ -109,7 +109,7 @@ PREDICT_REPEATS = 3  # timed passes on each side, the best kept (the machine is 
 def _our_predict(model, tokenizer, examples):
   """(logits float32 [n, 2] in example order, seconds): run_classifier's predict path,
   from the texts (classifier_features.predict_batches) to the logits."""
-  import classifier_task  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_task  # pylint: disable=g-import-not-at-top
   started = time.perf_counter()
   logits = classifier_task.predict_logits(model, examples, ["0", "1"], tokenizer, SEQ,
                                           BATCH, what="bench")
@@ -120,8 +120,8 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   """Prediction on the same texts with the same weights, ours against transformers'."""
   import numpy as np  # pylint: disable=g-import-not-at-top
 
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(2)
   model, _ = modeling.build_classifier_model(config, 2)
@@ -170,12 +170,12 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
   """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
   training path (make_dataset, training.train) from the shared MiniLM."""
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import classifier_features  # pylint: disable=g-import-not-at-top
-  import metrics  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
-  import training  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert import metrics  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
   strategy = training.create_strategy("one_device")
@@ -207,7 +207,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   """Fine-tuning the MiniLM on the same SST-2 train subset, same steps, batch, lr."""
   import random  # pylint: disable=g-import-not-at-top
 
-  import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   processor = classifier_data.Sst2Processor()
   train = random.Random(0).sample(processor.get_train_examples(SST2), FINETUNE_EXAMPLES[quick])
   dev = processor.get_dev_examples(SST2)
@@ -299,12 +299,12 @@ def run(quick=False, hf_only=False):
   """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import classifier_features  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
-  import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(1)
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
@@ -345,7 +345,7 @@ def run(quick=False, hf_only=False):
 
 
 if __name__ == "__main__":
-  import cpu_memory  # pylint: disable=g-import-not-at-top
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   for row in run(quick="--quick" in sys.argv, hf_only="--hf_only" in sys.argv):
     print(f"{row['name']:50s} {row['value']!s:>10} {row['unit']:12s} {row['note']}")

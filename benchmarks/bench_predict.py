@@ -87,9 +87,9 @@ def prepare_ours(output_dir, head_file):
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(7)
   config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
@@ -300,7 +300,7 @@ def _floor_rows(texts, their_seconds):
   """What stands in the way of 2x ONNX Runtime (the target): the forward matmuls alone of
   every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
   LayerNorm or GELU), at the rate benchmarks/step_floor.py measures in this process."""
-  import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   import step_floor  # pylint: disable=g-import-not-at-top
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   lengths = [min(len(ids) + 2, SEQ) for ids in tokenizer.tokenize_batch(texts)]

@@ -71,14 +71,14 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   """
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   sys.path.insert(0, ROOT)
-  import cpu_memory  # pylint: disable=g-import-not-at-top
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
-  import training  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
   strategy = training.create_strategy("one_device")
   training.setup_precision(dtype)
@@ -226,7 +226,7 @@ def small_child(shape, xla, steps, reps):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import small_step  # pylint: disable=g-import-not-at-top
   try:  # the tree small_step runs (a baseline from before cpu_memory.py has none)
-    import cpu_memory  # pylint: disable=g-import-not-at-top
+    from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   except ImportError:
     cpu_memory = None
   if cpu_memory is not None:

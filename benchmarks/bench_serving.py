@@ -43,11 +43,11 @@ def run(quick=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import serving  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import fast_tokenization  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
 
   if not os.path.exists(os.path.join(MINILM, "vocab.txt")):
     return [{"name": "serving latency", "value": "skipped", "unit": "",

@@ -27,10 +27,10 @@ VOCAB = os.path.join(DATA, "vocab", "uncased_vocab.txt")
 
 def run(quick=False):
   """Returns [{name, value, unit, note}]."""
-  import squad_data  # pylint: disable=g-import-not-at-top
-  import squad_decoding  # pylint: disable=g-import-not-at-top
-  import squad_features  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_data  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_decoding  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_features  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
 
   tokenizer = tokenization.FullTokenizer(VOCAB, do_lower_case=True)
   started = time.perf_counter()
@@ -71,7 +71,7 @@ def run(quick=False):
 
 
 if __name__ == "__main__":
-  import cpu_memory  # pylint: disable=g-import-not-at-top
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   for row in run(quick="--quick" in sys.argv):
     print(f"{row['name']:36s} {row['value']:>10} {row['unit']:14s} {row['note']}")

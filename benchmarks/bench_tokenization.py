@@ -33,8 +33,8 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
-import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
+from bert import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
+from bert import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 import tokenization_reference  # noqa: E402  pylint: disable=g-import-not-at-top
 

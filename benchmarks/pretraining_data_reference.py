@@ -166,7 +166,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1):
   """End to end, as the original main(); returns the number of examples written."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case)
   rng = random.Random(random_seed)
   documents = read_corpus(input_files, tokenizer)

@@ -140,6 +140,6 @@ def main():
 
 
 if __name__ == "__main__":
-  import cpu_memory  # pylint: disable=g-import-not-at-top
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   main()

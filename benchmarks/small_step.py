@@ -80,10 +80,10 @@ def build(shape, xla=False, seed=0):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
-  import training  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
   s = SHAPES[shape]
   strategy = training.create_strategy("one_device")  # run_pretraining's default

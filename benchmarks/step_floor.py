@@ -152,8 +152,8 @@ def update_seconds(shape, repeats=5):
   tf.function as training runs it."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  import modeling  # pylint: disable=g-import-not-at-top
-  import optimization  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig(
       vocab_size=shape["vocab"], hidden_size=shape["hidden"],
       num_hidden_layers=shape["layers"], num_attention_heads=shape["heads"],
@@ -268,6 +268,6 @@ def main():
 
 
 if __name__ == "__main__":
-  import cpu_memory  # pylint: disable=g-import-not-at-top
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   main()

@@ -62,13 +62,13 @@ def _setup(action):
       with open(action["tfrecord"], "r+b") as handle:
         handle.truncate(size - int(action["truncate_by"]))
   elif "google_checkpoint" in action:
-    import checkpoints  # pylint: disable=g-import-not-at-top
-    import modeling  # pylint: disable=g-import-not-at-top
+    from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+    from bert import modeling  # pylint: disable=g-import-not-at-top
     encoder = modeling.BertModel(checkpoints.load_bert_config(action["bert_config"]))
     checkpoints.save_google_checkpoint(encoder, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
-    import checkpoints  # pylint: disable=g-import-not-at-top
-    import modeling  # pylint: disable=g-import-not-at-top
+    from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+    from bert import modeling  # pylint: disable=g-import-not-at-top
     config = checkpoints.load_bert_config(action["bert_config"])
     model, encoder = modeling.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)

@@ -20,11 +20,11 @@ if len(sys.argv) > 3:  # must happen before any op touches the CPU
 
 import numpy as np  # noqa: E402
 
-import checkpoints  # noqa: E402
-import modeling  # noqa: E402
-import optimization  # noqa: E402
+from bert.training import checkpoints  # noqa: E402
+from bert import modeling  # noqa: E402
+from bert import optimization  # noqa: E402
 import tiny  # noqa: E402
-import training  # noqa: E402
+from bert.training import loop as training  # noqa: E402
 
 GLOBAL_BATCH, SEQ, PRED, VOCAB = 8, 12, 3, 29
 

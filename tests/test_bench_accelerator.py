@@ -64,7 +64,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 def test_matmul_parameter_count_matches_the_model():
   import bench_accelerator  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   config = dict(tiny.TINY_SHAPE, vocab_size=53)
   encoder = modeling.BertModel(modeling.BertConfig(type_vocab_size=2, **config))
   dense = sum(int(np.prod(v.shape)) for v in encoder.weights

@@ -53,7 +53,7 @@ def test_predict_sides_read_the_same_sentences_and_write_the_same_format(tmp_pat
   # bench_predict compares three whole processes' results files: the HF and ORT sides
   # must read the test.tsv it writes as run_classifier's SST-2 reader does, and write
   # probabilities as classifier_data.write_probabilities does.
-  import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   shared_path("glue", "SST-2", "train.tsv")
   data_dir = tmp_path / "data"

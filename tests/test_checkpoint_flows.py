@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import input_pipeline
-import modeling
-import tokenization
+from bert.training import checkpoints
+from bert import input_pipeline
+from bert import modeling
+from bert import tokenization
 from conftest import ROOT
 import tiny
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import modeling
+from bert.training import checkpoints
+from bert import modeling
 from conftest import MINILM_DIR, shared_path
 import tiny
 

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-import classifier_data as cd
-import file_io
-import script_utils
+from bert.classifier import classifier_data as cd
+from bert.utils import file_io
+from bert.utils import script_utils
 from conftest import ROOT, shared_path
 import tiny
 

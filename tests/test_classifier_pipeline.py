@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-import classifier_data as cd
-import classifier_features as cf
-import fast_tokenization
-import tokenization
+from bert.classifier import classifier_data as cd
+from bert.classifier import classifier_features as cf
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import UNCASED_VOCAB, shared_path
 
 
@@ -220,7 +220,7 @@ def test_batches_trimmed_to_longest_row_in_multiples(tiny_tokenizers):
 def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
   """serving.TextPacker (the serve_text signature's packing): the original's ids, each
   batch cut to its longest row by input_pipeline.trim_to_longest (no rounding)."""
-  import serving  # pylint: disable=g-import-not-at-top
+  from bert.export import serving  # pylint: disable=g-import-not-at-top
   fast, full = tiny_tokenizers
   packer = serving.TextPacker(fast, 12, fast.cls_id, fast.sep_id)
   texts_a, texts_b = ["the cat sat", "a"], ["on the mat .", "b c"]

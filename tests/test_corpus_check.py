@@ -7,9 +7,9 @@ import unicodedata
 
 import pytest
 
-import corpus_check
-import pretraining_corpus
-import script_utils
+from bert.pretraining import corpus_check
+from bert.pretraining import pretraining_corpus
+from bert.utils import script_utils
 from conftest import shared_path
 
 SYLLABLES = "가나다라마바사아자차카타파하고노도로모보소오조초코토포호는은이가를을에서도만"

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-import cpu_memory
+from bert.utils import cpu_memory
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
 
@@ -14,7 +14,7 @@ _PROBE = textwrap.dedent("""
     import resource, sys
     sys.path.insert(0, {root!r})
     import numpy as np
-    import cpu_memory
+    from bert.utils import cpu_memory
     print(cpu_memory.keep_freed_memory({environ!r}))
     size = 64 << 20
     block = np.ones(size // 8); del block

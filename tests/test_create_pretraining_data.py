@@ -15,15 +15,15 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-import atomic_output  # noqa: E402
-import example_encoder  # noqa: E402
-import pretraining_corpus  # noqa: E402
-import pretraining_data as cpd  # noqa: E402
+from bert.utils import atomic_output  # noqa: E402
+from bert.pretraining import example_encoder  # noqa: E402
+from bert.pretraining import pretraining_corpus  # noqa: E402
+from bert.pretraining import pretraining_data as cpd  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
-import pretraining_instances  # noqa: E402
-import pretraining_tokenizer  # noqa: E402
-import script_utils  # noqa: E402
-import tokenization  # noqa: E402
+from bert.pretraining import pretraining_instances  # noqa: E402
+from bert.pretraining import pretraining_tokenizer  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
+from bert import tokenization  # noqa: E402
 
 tf = pytest.importorskip("tensorflow")
 
@@ -254,8 +254,9 @@ def test_the_driver_and_its_workers_load_no_tensorflow_until_generate_needs_it()
   """A spawned worker imports the script's modules and pretraining_workers: NumPy only, so
   none of --num_workers processes pays TensorFlow's start-up; the parent imports it (with
   pretraining_tokenizer) only after the pool started."""
-  code = ("import sys; import corpus_check, pretraining_data, pretraining_workers; "
-          "print(sorted(m for m in ('tensorflow', 'fast_tokenization', 'pretraining_tokenizer')"
+  code = ("import sys; from bert.pretraining import corpus_check, pretraining_data, "
+          "pretraining_workers; print(sorted(m for m in ('tensorflow', 'bert.fast_tokenization', "
+          "'bert.pretraining.pretraining_tokenizer')"
           " if m in sys.modules))")
   result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=True)
@@ -690,7 +691,7 @@ def test_round_trip_segments_come_from_the_documents(tmp_path):
   out, _ = _generate(tmp_path, corpus, dupe_factor=4, num_workers=0, random_seed=2)
   rows = _parse_all([out], 128, 20)
   # Our run_pretraining's reader accepts the file and batches it unchanged.
-  import input_pipeline  # pylint: disable=g-import-not-at-top
+  from bert import input_pipeline  # pylint: disable=g-import-not-at-top
   input_pipeline.check_pretraining_files([out], 128, 20)
   batch = next(iter(input_pipeline.pretraining_dataset([out], 128, 20, 4, False)))
   np.testing.assert_array_equal(batch["input_ids"].numpy(), rows["input_ids"][:4])

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-import fast_tokenization
-import tokenization
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import ROOT
 
 NOUNS = ["학생", "선생님", "어머니", "아버지", "친구", "의사", "아이", "회사원", "할아버지",

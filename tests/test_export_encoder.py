@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import fast_tokenization
-import modeling
-import tfhub_modules
-import tokenization
+from bert.training import checkpoints
+from bert import fast_tokenization
+from bert import modeling
+from bert.export import tfhub_modules
+from bert import tokenization
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
@@ -463,7 +463,7 @@ _ERRORS_DRIVER = textwrap.dedent(r"""
     import contextlib, io, json, sys
     sys.path.insert(0, sys.argv[1])
     from absl import flags
-    import export_encoder
+    from bert.cli import export_encoder
     results = []
     for argv in json.loads(sys.argv[2]):
       flags.FLAGS.unparse_flags()

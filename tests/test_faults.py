@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import flags_common
-import input_pipeline
-import modeling
-import optimization
-import script_utils
+from bert.training import checkpoints
+from bert.cli import flags_common
+from bert import input_pipeline
+from bert import modeling
+from bert import optimization
+from bert.utils import script_utils
 from conftest import ROOT
 import tiny
 

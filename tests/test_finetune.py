@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import atomic_output
-import checkpoints
-import file_io
-import finetune
-import flags_common
-import metrics
-import modeling
-import script_utils
+from bert.utils import atomic_output
+from bert.training import checkpoints
+from bert.utils import file_io
+from bert.training import finetune
+from bert.cli import flags_common
+from bert import metrics
+from bert import modeling
+from bert.utils import script_utils
 import tiny
-import training
+from bert.training import loop as training
 
 VOCAB, SEQ, ROWS, LABELS = 50, 12, 16, 2
 

@@ -15,12 +15,12 @@ import tempfile
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
-import classifier_data
-import script_utils
-import squad_data
-import squad_metrics
-import swag_data
-import tagging
+from bert.classifier import classifier_data
+from bert.utils import script_utils
+from bert.squad import squad_data
+from bert.squad import squad_metrics
+from bert.swag import swag_data
+from bert.tagging import tagging
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -110,8 +110,8 @@ def _export_and_run(tmp_path, config, out, arrays):
 
 def _ours(out, build):
   """Our model, as the run left it, from its checkpoint in `out`."""
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   model = build(modeling.BertConfig.from_dict(TINY_CONFIG))[0]
   report = checkpoints.load_checkpoint(model, str(out))
   assert report["whole_model"]
@@ -133,8 +133,8 @@ def _glue(folder, task, rows):
 
 
 def _pair_features(examples, labels):
-  import classifier_features  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, labels, SEQ, full)
               for e in examples]
@@ -144,7 +144,7 @@ def _pair_features(examples, labels):
 
 
 def test_mrpc_classifier(tiny):
-  import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "mrpc", tmp_path / "out"
   _glue(data, "MRPC", 32)
@@ -181,8 +181,8 @@ def test_mrpc_classifier(tiny):
 
 
 def test_stsb_regression(tiny):
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "stsb", tmp_path / "out"
   _glue(data, "STS-B", 32)
@@ -200,10 +200,10 @@ def test_stsb_regression(tiny):
 
 
 def test_squad_span_head(tiny):
-  import modeling  # pylint: disable=g-import-not-at-top
-  import squad_data  # pylint: disable=g-import-not-at-top
-  import squad_features  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_data  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_features  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   out = tmp_path / "out"
   train = shared_path("squad", "dev-v1.1.json")
@@ -234,10 +234,10 @@ def test_squad_span_head(tiny):
 
 
 def test_conll_token_head(tiny):
-  import modeling  # pylint: disable=g-import-not-at-top
-  import ner_data  # pylint: disable=g-import-not-at-top
-  import tagging  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.tagging import ner_data  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "conll", tmp_path / "out"
   data.mkdir()
@@ -268,9 +268,9 @@ def test_conll_token_head(tiny):
 
 
 def test_swag_choice_head(tiny):
-  import modeling  # pylint: disable=g-import-not-at-top
-  import swag_data  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "swag", tmp_path / "out"
   data.mkdir()

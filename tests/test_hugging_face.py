@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-import checkpoints
-import hugging_face
-import modeling
+from bert.training import checkpoints
+from bert.export import hugging_face
+from bert import modeling
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 

@@ -13,11 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-import checkpoints
-import model_export
-import modeling
-import script_utils
-import tokenization
+from bert.training import checkpoints
+from bert.training import checkpoint_export as model_export
+from bert import modeling
+from bert.utils import script_utils
+from bert import tokenization
 from conftest import ROOT
 from tiny import tiny_config, write_tiny_config
 

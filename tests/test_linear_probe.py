@@ -9,11 +9,11 @@ import tensorflow as tf
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
-import classifier_data  # noqa: E402  pylint: disable=wrong-import-position
-import classifier_features  # noqa: E402  pylint: disable=wrong-import-position
-import fast_tokenization  # noqa: E402  pylint: disable=wrong-import-position
+from bert.classifier import classifier_data  # noqa: E402  pylint: disable=wrong-import-position
+from bert.classifier import classifier_features  # noqa: E402  pylint: disable=wrong-import-position
+from bert import fast_tokenization  # noqa: E402  pylint: disable=wrong-import-position
 import linear_probe  # noqa: E402  pylint: disable=wrong-import-position
-import modeling  # noqa: E402  pylint: disable=wrong-import-position
+from bert import modeling  # noqa: E402  pylint: disable=wrong-import-position
 from tiny import tiny_config  # noqa: E402  pylint: disable=wrong-import-position
 
 WORDS = ["good", "bad", "film", "plot", "actor", "music", "long", "short", "the", "a"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import modeling
+from bert import modeling
 
 
 def _log_softmax(logits):

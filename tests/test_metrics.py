@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-import metrics
+from bert import metrics
 
 
 def test_accuracy_f1_by_hand():

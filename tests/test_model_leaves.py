@@ -117,9 +117,9 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 
 
 def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import classifier_features  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   export = mrpc_run["export"]
   assert sorted(os.listdir(export / "ids")) == ["assets", "fingerprint.pb",
                                                 "saved_model.pb", "variables"]
@@ -166,8 +166,8 @@ def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
   assert len(state) == 5 + 16 * 3 + 2 + 2
   # The weights are the checkpoint's: the head equals what the run trained.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 2)
   prefix = tf.train.latest_checkpoint(str(mrpc_run["out"]))
   checkpoints.load_checkpoint(model, prefix)
@@ -210,8 +210,8 @@ def test_another_tasks_evaluation_into_the_output_dir_is_refused(mrpc_run):
 
 
 def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path):
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(TINY_CONFIG))
   model, _ = modeling.build_token_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 3)
@@ -237,9 +237,9 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
   """An --ltr run records ltr with its head: Hugging Face's BERT attends both ways, so an
   export would compute other numbers than the model; one line, nothing written."""
   import types  # pylint: disable=g-import-not-at-top
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import finetune  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import finetune  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
 
   class Pretraining(finetune.Task):
     def head_info(self):
@@ -271,7 +271,7 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
 
 
 def test_eval_tags_follow_the_training_twins():
-  import finetune  # pylint: disable=g-import-not-at-top
+  from bert.training import finetune  # pylint: disable=g-import-not-at-top
   assert finetune.eval_tags({"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8,
                              "loss": 0.5, "num_examples": 12, "note": "x"}) == {
                                  "loss": 0.5, "accuracy": 0.75, "eval_f1": 0.8,
@@ -283,8 +283,8 @@ def test_eval_tags_follow_the_training_twins():
 
 def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypatch):
   import errno  # pylint: disable=g-import-not-at-top
-  import hugging_face  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.export import hugging_face  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=40))
   model, _ = modeling.build_classifier_model(config, 2)
   vocab = tmp_path / "vocab.txt"

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-import modeling
+from bert import modeling
 import numpy_bert
 from conftest import MINILM_DIR, shared_path
 import tiny
@@ -339,7 +339,7 @@ def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
 
 
 def test_real_checkpoint_matches_numpy_reference():
-  import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   cfg = checkpoints.load_bert_config(shared_path("models", "uncased_L-6_H-384_A-12",
                                                  "bert_config.json"))
   model = modeling.BertModel(cfg)

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import metrics
-import modeling
-import multilabel_data
-import script_utils
-import tokenization
+from bert import metrics
+from bert import modeling
+from bert.multilabel import multilabel_data
+from bert.utils import script_utils
+from bert import tokenization
 from conftest import ROOT, shared_path
 
 LABELS = ["LOC", "MISC", "ORG", "PER"]

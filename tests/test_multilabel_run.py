@@ -9,10 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-import metrics
-import multilabel_data
+from bert import metrics
+from bert.multilabel import multilabel_data
 import serving_checks
-import tokenization
+from bert import tokenization
 from tiny import tiny_config_dict
 from conftest import MINILM_DIR, ROOT, shared_path
 

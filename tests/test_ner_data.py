@@ -6,11 +6,11 @@ import random
 import numpy as np
 import pytest
 
-import conlleval
-import ner_data
-import script_utils
-import tagging
-import tokenization
+from bert.tagging import conlleval
+from bert.tagging import ner_data
+from bert.utils import script_utils
+from bert.tagging import tagging
+from bert import tokenization
 from conftest import CASED_VOCAB, shared_path
 
 LABELS = ner_data.make_label_list()  # O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, ...

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import input_pipeline
-import modeling
-import ner_features
-import tagging_task
-import script_utils
+from bert.training import checkpoints
+from bert import input_pipeline
+from bert import modeling
+from bert.tagging import ner_features
+from bert.tagging import tagging_task
+from bert.utils import script_utils
 import tiny
 
 # BertConfig's own default type_vocab_size (16), as this test always had.

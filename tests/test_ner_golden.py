@@ -14,10 +14,10 @@ import keras
 import numpy as np
 import pytest
 
-import conlleval
-import flags_common
-import ner_task
-import tokenization
+from bert.tagging import conlleval
+from bert.cli import flags_common
+from bert.tagging import ner_task
+from bert import tokenization
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "ner")
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import optimization
+from bert import optimization
 
 
 def test_schedule_matches_the_original_formula():

@@ -27,13 +27,13 @@ import pytest
 import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # is_op_determinism_enabled: no public twin
 
-import classifier_data
-import metrics
-import modeling
-import optimization
-import serving
+from bert.classifier import classifier_data
+from bert import metrics
+from bert import modeling
+from bert import optimization
+from bert.export import serving
 import tiny
-import training
+from bert.training import loop as training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Shape keys only: a test below adds its own dropout values.
@@ -347,7 +347,8 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import numpy as np
 import keras
-import modeling, optimization
+from bert import modeling
+from bert import optimization
 import test_precision as tp
 
 GLOBAL = 6

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import input_pipeline
-import modeling
-import pretraining_task
-import script_utils
+from bert import input_pipeline
+from bert import modeling
+from bert.pretraining import pretraining_task
+from bert.utils import script_utils
 import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -290,7 +290,7 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   dropout off while pretraining, NSP off, two accumulated micro-batches per update and the
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
-  import flags_common  # pylint: disable=g-import-not-at-top
+  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
   from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))

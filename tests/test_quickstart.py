@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-import demo_pipeline
-import script_utils
+from bert.cli import demo_pipeline
+from bert.utils import script_utils
 from conftest import ROOT
 
 

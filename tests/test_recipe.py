@@ -34,7 +34,8 @@ def _diagram_top(root):
 
 def _task_modules(root, script):
   """The *_task modules a script imports (its Task), read from its source."""
-  return re.findall(r"^\s*import (\w+_task)\b", _read(root, script), re.M)
+  return re.findall(r"^\s*from [\w.]+ import (\w+_task)\b",
+                    _read(root, os.path.join("bert", "cli", script)), re.M)
 
 
 def _tasks_row(root):
@@ -92,8 +93,11 @@ def test_every_script_is_in_every_place():
 def _add_fake_rows(root, skip=None):
   """Writes run_fake.py (with its fake_task) and its rows in every place but `skip`."""
   with open(os.path.join(root, "run_fake.py"), "w", encoding="utf-8") as handle:
-    handle.write('"""A fake task."""\n\n\ndef main(_):\n  import fake_task\n\n\n'
-                 'if __name__ == "__main__":\n  main(None)\n')
+    handle.write('"""A fake task."""\n\nfrom bert.cli import run_fake\n\n'
+                 'if __name__ == "__main__":\n  run_fake.main(None)\n')
+  os.makedirs(os.path.join(root, "bert", "cli"), exist_ok=True)
+  with open(os.path.join(root, "bert", "cli", "run_fake.py"), "w", encoding="utf-8") as handle:
+    handle.write('"""A fake task."""\n\n\ndef main(_):\n  from bert.fake import fake_task\n')
 
   def edit(path, old, new):
     text = _read(root, path)
@@ -146,7 +150,7 @@ def _eval_loss_definitions(text):
 
 
 def test_the_recipe_and_finetune_define_eval_loss_word_for_word():
-  docstring = ast.get_docstring(ast.parse(_read(ROOT, "finetune.py")))
+  docstring = ast.get_docstring(ast.parse(_read(ROOT, os.path.join("bert", "training", "finetune.py"))))
   recipe = _eval_loss_definitions(_read(ROOT, RECIPE))
   assert recipe == _eval_loss_definitions(docstring)
   assert "one label per word (NER, tagging_task)" in recipe

@@ -2113,7 +2113,7 @@ PT_CONFIG = {"vocab_size": 40, "hidden_size": 32, "num_hidden_layers": 3,
 
 def _pt_inputs(directory):
   """A tiny pretraining config and 16 records of length 8 in `directory`."""
-  import input_pipeline  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+  from bert import input_pipeline  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
   config = os.path.join(directory, "bert_config.json")
   records = os.path.join(directory, "data.tfrecord")
   if not os.path.exists(records):
@@ -2256,7 +2256,7 @@ def _full(path):
 def _injected_full_disk(monkeypatch):
   """Where no tmpfs can be mounted: every file atomic_output opens for writing is full."""
   import errno  # pylint: disable=g-import-not-at-top
-  import atomic_output  # pylint: disable=g-import-not-at-top
+  from bert.utils import atomic_output  # pylint: disable=g-import-not-at-top
 
   class Full:
     def __init__(self, path):
@@ -2277,11 +2277,11 @@ def _injected_full_disk(monkeypatch):
 
 def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
                                                                      monkeypatch):
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import tagging  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
-  import squad_decoding  # pylint: disable=g-import-not-at-top
-  import swag_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.squad import squad_decoding  # pylint: disable=g-import-not-at-top
+  from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
   directory = full_disk
   if directory is None:
     directory = tmp_path / "injected"
@@ -2315,10 +2315,10 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   injection stands in for them, so this needs the tmpfs)."""
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
-  import modeling  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
-  import serving  # pylint: disable=g-import-not-at-top
-  import training  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
   model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
@@ -2338,8 +2338,8 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
 
 
 def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
-  import output_lock  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out / "train")
   stale = [".eval_results.txt.tmp-0123abcd", ".bert_model.ckpt.saving-x1y2", "ckpt-7_temp",
@@ -2379,13 +2379,13 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
   process that imports only output_lock: no TensorFlow, a fraction of a second)."""
   import signal  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
-  import output_lock  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out)
   holder = subprocess.Popen(
       [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]); "
-       "import output_lock; output_lock.lock_output(sys.argv[2]).acquire(); "
+       "from bert.utils import output_lock; output_lock.lock_output(sys.argv[2]).acquire(); "
        "print('locked', flush=True); time.sleep(300)", ROOT, str(out)],
       stdout=subprocess.PIPE, text=True)
   try:
@@ -2411,10 +2411,10 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import encoder_activations  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
   checkpoints.save_google_checkpoint(
       modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
@@ -2515,11 +2515,11 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
-  import checkpoints  # pylint: disable=g-import-not-at-top
-  import finetune  # pylint: disable=g-import-not-at-top
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import finetune  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))
   weight = next(w for w in encoder.weights if len(w.shape) == 2 and w.shape[0] > 3)
   values = np.array(weight.numpy())

@@ -92,9 +92,9 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
 
   # The SavedModel in a process with only tensorflow + tensorflow_text: the raw-text
   # signature gives the probabilities the run wrote for the same test rows.
-  import classifier_data  # pylint: disable=g-import-not-at-top
-  import classifier_features  # pylint: disable=g-import-not-at-top
-  import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert import tokenization  # pylint: disable=g-import-not-at-top
   examples = classifier_data.MrpcProcessor().get_test_examples(str(data))
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
@@ -152,7 +152,7 @@ def test_normalize_nfc_reads_decomposed_text_as_composed_in_training_and_export(
   signature. Without it, the same NFD text is [UNK]s (the original's behaviour)."""
   import unicodedata  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + _HANGUL_WORDS)
                    + "\n", encoding="utf-8")

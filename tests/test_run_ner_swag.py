@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-import conlleval
-import metrics
-import ner_data
-import tagging
-import tokenization
+from bert.tagging import conlleval
+from bert import metrics
+from bert.tagging import ner_data
+from bert.tagging import tagging
+from bert import tokenization
 from conftest import ROOT, shared_path
 import tiny
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-import runtime_log
+from bert.utils import runtime_log
 from conftest import ROOT
 
 
@@ -45,7 +45,7 @@ def test_is_noise_drops_runtime_lines_and_keeps_everything_else():
   assert [line for line in kept if runtime_log.is_noise(line)] == []
 
 
-_PROGRAM = ("import runtime_log; runtime_log.quiet(); import sys; import tensorflow as tf; "
+_PROGRAM = ("from bert.utils import runtime_log; runtime_log.quiet(); import sys; import tensorflow as tf; "
             "tf.constant(1) + 1; sys.stderr.write('ours\\n'); raise SystemExit(2)")
 
 

@@ -4,8 +4,8 @@ import os
 import pytest
 import tensorflow as tf
 
-import script_utils
-import tfrecord_framing
+from bert.utils import script_utils
+from bert.utils import tfrecord_framing
 
 
 def _write_records(path, payloads):
@@ -113,7 +113,7 @@ def test_a_bug_keeps_its_traceback(bug):
 
 
 def test_input_errors_are_one_line_without_a_verbose_hint(capsys):
-  import file_io  # pylint: disable=g-import-not-at-top
+  from bert.utils import file_io  # pylint: disable=g-import-not-at-top
   assert issubclass(script_utils.UserError, file_io.InputError)
   assert issubclass(file_io.InputError, ValueError)
   for exc in (script_utils.UserError("--x=1: bad"), file_io.InputError("--x=1: bad")):

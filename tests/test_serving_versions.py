@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import modeling
-import script_utils
-import serving
+from bert import modeling
+from bert.utils import script_utils
+from bert.export import serving
 import tiny
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]
@@ -25,7 +25,7 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on"
 
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
-  import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   root = tmp_path_factory.mktemp("versions")
   vocab = root / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-import script_utils
-import squad_metrics
+from bert.utils import script_utils
+from bert.squad import squad_metrics
 from conftest import ROOT, shared_path
 
 EVALUATE = os.path.join(ROOT, "squad_evaluate.py")

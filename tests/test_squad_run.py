@@ -12,14 +12,14 @@ import sys
 import numpy as np
 import pytest
 
-import flags_common
-import script_utils
-import squad_data
-import squad_decoding
-import squad_features
-import squad_metrics
-import squad_task
-import tokenization
+from bert.cli import flags_common
+from bert.utils import script_utils
+from bert.squad import squad_data
+from bert.squad import squad_decoding
+from bert.squad import squad_features
+from bert.squad import squad_metrics
+from bert.squad import squad_task
+from bert import tokenization
 from conftest import ROOT, shared_path
 import tiny
 

@@ -4,9 +4,9 @@ import csv
 import numpy as np
 import pytest
 
-import script_utils
-import swag_data
-import tokenization
+from bert.utils import script_utils
+from bert.swag import swag_data
+from bert import tokenization
 from conftest import shared_path
 
 
@@ -82,7 +82,7 @@ def test_predictions_file(tmp_path):
 
 
 def test_swag_batches_exact_for_eval_multiples_of_32_for_training():
-  import swag_task  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  from bert.swag import swag_task  # pylint: disable=g-import-not-at-top  (TensorFlow)
   lengths = [[5, 9, 3, 2], [40, 3, 3, 3], [7, 7, 7, 6]]  # [example, choice]
   seq = 64
   arrays = {k: np.zeros((3, swag_data.NUM_CHOICES, seq), np.int32)

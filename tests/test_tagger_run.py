@@ -7,12 +7,12 @@ import os
 import numpy as np
 import pytest
 
-import conlleval
-import finetune
-import flags_common
-import script_utils
-import tagging
-import tagging_task
+from bert.tagging import conlleval
+from bert.training import finetune
+from bert.cli import flags_common
+from bert.utils import script_utils
+from bert.tagging import tagging
+from bert.tagging import tagging_task
 import tiny
 from conftest import shared_path
 

@@ -4,10 +4,10 @@ a hand-made vocabulary, exact lists."""
 import numpy as np
 import pytest
 
-import conlleval
-import script_utils
-import tagging
-import tokenization
+from bert.tagging import conlleval
+from bert.utils import script_utils
+from bert.tagging import tagging
+from bert import tokenization
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "un", "##aff", "##able", "eu",
          "commission", "said", "peter", "john", "##son", "visited", "paris", "."]

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import modeling
-import serving
+from bert import modeling
+from bert.export import serving
 from tiny import tiny_config
 
 VOCAB = 97

@@ -8,10 +8,10 @@ import sys
 import pytest
 import tensorflow as tf
 
-import pretraining_data
-import script_utils
-import tokenization
-import vocab_learning
+from bert.pretraining import pretraining_data
+from bert.utils import script_utils
+from bert import tokenization
+from bert.pretraining import vocab_learning
 from conftest import ROOT
 
 CORPUS = ("the cat sat on the mat .\nthe dog sat on the log .\n\n"

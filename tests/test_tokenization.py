@@ -9,8 +9,8 @@ import unicodedata
 import numpy as np
 import pytest
 
-import fast_tokenization
-import tokenization
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import CASED_VOCAB, UNCASED_VOCAB, shared_path
 
 # A tiny vocabulary whose every expected split can be checked by hand.
@@ -288,10 +288,11 @@ def test_vocab_case_warning_on_made_up_vocabularies(tmp_path):
 
 
 def test_import_does_not_load_tensorflow():
-  code = ("import sys, tokenization; tokenization.BasicTokenizer().tokenize('x'); "
+  code = ("import sys; from bert import tokenization; "
+          "tokenization.BasicTokenizer().tokenize('x'); "
           "print('tensorflow' in sys.modules)")
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=os.path.dirname(os.path.abspath(tokenization.__file__)),
+                       cwd=os.path.dirname(os.path.dirname(os.path.abspath(tokenization.__file__))),
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=True)
   assert out.stdout.strip() == "False"
 

@@ -15,8 +15,8 @@ import re
 import pytest
 import tensorflow as tf
 
-import fast_tokenization
-import tokenization
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import shared_path
 from test_tokenization_codepoints import SMALL_VOCAB, reference_basic, reference_wordpiece
 

@@ -16,8 +16,8 @@ import unicodedata
 
 import pytest
 
-import fast_tokenization
-import tokenization
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import shared_path
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import fast_tokenization
-import tokenization
+from bert import fast_tokenization
+from bert import tokenization
 from conftest import shared_path
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,

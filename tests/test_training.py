@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import checkpoints
-import modeling
-import optimization
-import script_utils
+from bert.training import checkpoints
+from bert import modeling
+from bert import optimization
+from bert.utils import script_utils
 import tiny
-import training
+from bert.training import loop as training
 
 VOCAB = 41
 

@@ -28,7 +28,7 @@ def tiny_config_dict(vocab_size, **overrides):
 def tiny_config(vocab_size, **overrides):
   """The tiny config as a modeling.BertConfig."""
   # Imported here: the dict helpers serve tests that never load TensorFlow themselves.
-  import modeling  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   return modeling.BertConfig(**tiny_config_dict(vocab_size, **overrides))
 
 

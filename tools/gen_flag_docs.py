@@ -38,7 +38,8 @@ def _ours(module_name):
   """True for a flag defined by a module of this repository (a script or flags_common)."""
   module = sys.modules.get(module_name or "")
   path = getattr(module, "__file__", None) or ""
-  return os.path.dirname(os.path.abspath(path)) == ROOT if path else module_name in SCRIPTS
+  return (os.path.dirname(os.path.abspath(path)) == os.path.join(ROOT, "bert", "cli")
+          if path else module_name in SCRIPTS)
 
 
 # A flag whose name says it is a path, even if (wrongly) not defined through define_path.
@@ -49,9 +50,9 @@ def describe(script, path_flags=None):
   """The script's section of docs/FLAGS.md; its path flags (defined through
   flags_common.define_path, or named *_file, *_dir, *_checkpoint) appended to
   `path_flags` when given."""
-  import flags_common  # pylint: disable=g-import-not-at-top
+  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
   before = set(flags.FLAGS)
-  module = importlib.import_module(script)
+  module = importlib.import_module("bert.cli." + script)
   new = [name for name in flags.FLAGS if name not in before]
   defined = [name for name in new if _ours(flags.FLAGS.find_module_defining_flag(name))]
   if path_flags is not None:
@@ -77,7 +78,7 @@ def describe(script, path_flags=None):
   for name in new:
     delattr(flags.FLAGS, name)
   flags_common._DEFINED.clear()  # pylint: disable=protected-access
-  sys.modules.pop(script, None)
+  sys.modules.pop("bert.cli." + script, None)
   return out.getvalue()
 
 
@@ -88,9 +89,9 @@ def path_flags(script):
   """The path flags of `script`: every flag of ours defined through
   flags_common.define_path, and every flag whose name says it is one (ends in _file,
   _dir or _checkpoint), by its full name (a short alias counted once)."""
-  import flags_common  # pylint: disable=g-import-not-at-top
+  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
   before = set(flags.FLAGS)
-  importlib.import_module(script)
+  importlib.import_module("bert.cli." + script)
   new = [name for name in flags.FLAGS if name not in before]
   found = sorted({flags.FLAGS[name].name for name in new
                   if _ours(flags.FLAGS.find_module_defining_flag(name))
@@ -99,7 +100,7 @@ def path_flags(script):
   for name in new:
     delattr(flags.FLAGS, name)
   flags_common._DEFINED.clear()  # pylint: disable=protected-access
-  sys.modules.pop(script, None)
+  sys.modules.pop("bert.cli." + script, None)
   return found
 
 

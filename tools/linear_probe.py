@@ -34,19 +34,19 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # pylint: disable=wrong-import-position
-import runtime_log  # noqa: E402
+from bert.utils import runtime_log  # noqa: E402
 if __name__ == "__main__":  # as the scripts: TensorFlow's runtime log quiet before it loads
   runtime_log.quiet()
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import checkpoints  # noqa: E402
-import classifier_data  # noqa: E402
-import classifier_features  # noqa: E402
-import fast_tokenization  # noqa: E402
-import modeling  # noqa: E402
-import script_utils  # noqa: E402
+from bert.training import checkpoints  # noqa: E402
+from bert.classifier import classifier_data  # noqa: E402
+from bert.classifier import classifier_features  # noqa: E402
+from bert import fast_tokenization  # noqa: E402
+from bert import modeling  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")
 L2 = 1e-3           # logistic regression's weight decay (standardised features)

@@ -19,9 +19,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import conlleval  # noqa: E402
-import script_utils  # noqa: E402
-import tagging  # noqa: E402
+from bert.tagging import conlleval  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
+from bert.tagging import tagging  # noqa: E402
 
 
 def baseline_scores(train, dev, iob):

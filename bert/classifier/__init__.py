@@ -1,0 +1,1 @@
+"""Sentence (pair) classification: GLUE, XNLI, users' TSV/CSV files."""

@@ -1,0 +1,1 @@
+"""The commands: flags and a short main() each (the root scripts run these)."""

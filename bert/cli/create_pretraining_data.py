@@ -1,0 +1,142 @@
+r"""Creates masked-LM / next-sentence pretraining TFRecords from plain text, fast.
+
+  python create_pretraining_data.py \
+    --input_file=../shared/data/corpora/sample_text.txt \
+    --output_file=out/tf_examples.tfrecord \
+    --vocab_file=../shared/data/vocab/uncased_vocab.txt \
+    --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
+    --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+
+Input: one sentence a line, a blank line between documents; several files comma-separated
+or globbed. Output: tf.train.Examples with the original's seven features, round-robin over
+the comma-separated `--output_file` list (or `--num_output_shards` files), readable by the
+original run_pretraining.py and by ours.
+
+The algorithm (the original's, restated for speed) lives in pretraining_data.py; its
+docstring and docs/pretraining_data.md say what differs. The output bytes depend on the
+seed only, not on --num_workers.
+
+Before the run, a corpus check (corpus_check.py) prints a summary block of a sample: its
+[UNK] rate with this vocabulary and case setting, caseless scripts under
+--do_lower_case=True, decomposed (NFD) text, and paragraph-a-line corpora that would skew
+the next-sentence pairs, each with a warning naming the likely cause. --check_only stops
+there. Opt-in, not the original's: --normalize=nfc, --split_sentences=pysbd.
+"""
+
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+
+runtime_log.quiet()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert.pretraining import corpus_check
+from bert.cli import flags_common
+from bert.pretraining import pretraining_corpus
+from bert.pretraining import pretraining_data
+from bert.utils import script_utils
+
+flags_common.define_runtime_flags()
+
+flags_common.define_path("input_file", None,
+                         "Input raw text file (or comma-separated list of files, globs allowed).")
+flags_common.define_path(
+    "output_file", None,
+    "Output TF example file (or comma-separated list of files, written round-robin).")
+flags_common.define_path("vocab_file", None,
+                         "The vocabulary file that the BERT model was trained on.")
+flags.DEFINE_bool(
+    "do_lower_case", True,
+    "Whether to lower case the input text. Should be True for uncased models and False "
+    "for cased models.")
+flags.DEFINE_bool("do_whole_word_mask", False,
+                  "Whether to use whole word masking rather than per-WordPiece masking.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer(
+    "dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float(
+    "short_seq_prob", 0.1,
+    "Probability of creating sequences which are shorter than the maximum length.")
+# Ours, not the original's.
+flags.DEFINE_float(
+    "mask_token_prob", 0.8,
+    "Of the chosen positions, the share replaced by [MASK] (the paper's Table 8 ablation).")
+flags.DEFINE_float(
+    "random_token_prob", 0.1,
+    "Of the chosen positions, the share replaced by a random vocabulary token; the rest "
+    "(1 - mask_token_prob - random_token_prob) keep their token.")
+flags.DEFINE_integer(
+    "num_output_shards", None,
+    "Write N files named <output_file>-0000i-of-0000N instead of --output_file itself "
+    "(round-robin, as for a comma-separated list).")
+flags.DEFINE_integer(
+    "num_workers", None,
+    "Worker processes creating instances (0: in this process). Default: one per CPU. "
+    "The output bytes are the same for every value.")
+flags.DEFINE_integer(
+    "documents_per_chunk", 1000,
+    "Documents read, shuffled and paired together; bounds memory. Random-next segments "
+    "come from the same chunk (the original: from the whole corpus).")
+flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
+                  "A line that is not valid UTF-8: fail naming file and line, or skip it.")
+flags_common.define_normalize_flag("before tokenizing")
+flags.DEFINE_string(
+    "split_sentences", None,
+    "Split each line into sentences with a sentence-boundary library (optional "
+    "dependency): pysbd. For corpora of one paragraph a line; not the original's.")
+flags.DEFINE_string("sentence_language", "en",
+                    "--split_sentences: the language (an ISO code the library supports).")
+flags.DEFINE_bool("check_only", False,
+                  "Print the corpus check (a sample's [UNK] rate, case, normalisation and "
+                  "sentence-pair warnings) and stop without writing anything.")
+
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose):
+    options = dict(
+        do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+        mask_token_prob=FLAGS.mask_token_prob, random_token_prob=FLAGS.random_token_prob,
+        num_workers=FLAGS.num_workers, documents_per_chunk=FLAGS.documents_per_chunk)
+    # Flags checked before check_run, which creates the output's folder.
+    normalize = flags_common.normalize_option(FLAGS.normalize)
+    splitter = (pretraining_corpus.sentence_splitter(FLAGS.split_sentences,
+                                                     FLAGS.sentence_language)
+                if FLAGS.split_sentences else None)
+    input_files, outputs = pretraining_data.check_run(
+        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
+        num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
+    corpus_check.log_report(corpus_check.check_corpus(
+        corpus_check.read_sample(input_files), FLAGS.do_lower_case,
+        vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,
+        splitter_name=FLAGS.split_sentences, max_seq_length=FLAGS.max_seq_length,
+        short_seq_prob=FLAGS.short_seq_prob, source=",".join(input_files)))
+    if FLAGS.check_only:
+      return
+    logging.info("reading %d input file(s); writing %d output file(s)", len(input_files),
+                 len(outputs))
+    summary = pretraining_data.generate(
+        input_files, outputs, FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
+        on_encoding_error=FLAGS.on_encoding_error, normalize=normalize,
+        split_sentences=splitter, **options)
+    logging.info("*** Wrote %d instances to %s ***", summary["instances_written"],
+                 ", ".join(outputs))
+    for line in pretraining_data.summary_lines(summary):
+      print(line)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,118 @@
+"""Learns a WordPiece vocab.txt (and a matching bert_config.json) from a text corpus.
+
+The original release never shipped a way to make a vocabulary. This script learns one
+with tensorflow-text's WordPiece vocabulary learner, from the pretraining corpus format
+(one sentence a line, blank lines between documents; comma-separated files and globs):
+
+  python create_vocab.py --input_file=corpus_ko.txt --output_file=ko/vocab.txt \\
+    --vocab_size=32000 --do_lower_case=False
+
+Words are split by this project's BasicTokenizer (tokenization.py) with the same
+--do_lower_case, so FullTokenizer and FastTokenizer split text exactly as the learner
+saw it. The vocabulary is laid out like Google's: [PAD] (id 0), [unused0]..[unused98],
+[UNK], [CLS], [SEP], [MASK] (ids 100-103 with the default --num_unused=99), any further
+[unusedN] tokens, then the learned tokens (single characters first, both bare and ##).
+
+A bert_config.json with BERT-Base's architecture (or that of --bert_config_template)
+and the written vocab_size goes beside the vocabulary (--output_config_file).
+Every --holdout_every-th line is kept out of learning; the summary reports the [UNK]
+rate of the new vocabulary on those lines (with a warning above a few percent).
+
+Before learning, a corpus check (corpus_check.py) prints a summary block of a sample:
+caseless scripts under --do_lower_case=True (Hangul syllables come apart into jamo),
+decomposed (NFD) text, paragraph-a-line corpora. --check_only stops there.
+--normalize=nfc (opt-in; the original does not normalise) puts every line in NFC form
+before counting; pass the same to create_pretraining_data.py.
+
+The work is vocab_learning.py's (`create_vocab`); this script is its flags and main().
+"""
+
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+
+runtime_log.quiet()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import json
+
+from absl import app
+from absl import flags
+
+from bert.cli import flags_common
+from bert.utils import script_utils
+from bert import tokenization
+from bert.pretraining import vocab_learning
+
+flags_common.define_runtime_flags()
+
+flags_common.define_path("input_file", None,
+                         "Input raw text file(s): one sentence a line, blank lines between "
+                         "documents (comma-separated, globs allowed).")
+flags_common.define_path("output_file", None,
+                         "Where to write the vocabulary (vocab.txt); required unless --check_only.")
+flags.DEFINE_integer("vocab_size", 30522,
+                     "Target vocabulary size, reserved tokens included; the learner "
+                     "stays within --slack_ratio below it. A small corpus may give fewer.")
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lower-case and strip accents before learning; must match the "
+                  "--do_lower_case the vocabulary is later used with.")
+flags.DEFINE_integer("num_unused", 99,
+                     "How many [unusedN] tokens to reserve. The first 99 go between [PAD] "
+                     "and [UNK] as in Google's vocabularies (so [UNK]=100, [CLS]=101, "
+                     "[SEP]=102, [MASK]=103), the rest after [MASK].")
+flags_common.define_path("output_config_file", None,
+                         "Where to write bert_config.json (default: beside --output_file; "
+                         "pass an empty string to write none).")
+flags_common.define_path("bert_config_template", None,
+                         "A bert_config.json whose architecture to copy (default: BERT-Base, "
+                         "L=12 H=768 A=12); only vocab_size is changed.")
+flags.DEFINE_integer("max_input_chars_per_word", tokenization.MAX_INPUT_CHARS_PER_WORD,
+                     "Words longer than this are not counted (WordPiece makes them [UNK]).")
+flags.DEFINE_integer("max_token_length", 50,
+                     "Longest token the learner makes; longer words are not learned from.")
+flags.DEFINE_integer("max_unique_chars", 1000,
+                     "Alphabet size: only the most frequent characters become tokens; "
+                     "words with other characters are not learned from. Raise it for "
+                     "scripts with many characters (Korean, Chinese, Japanese: 3000+).")
+flags.DEFINE_integer("lower_thresh", 10,
+                     "Lowest token count the learner's threshold search may go down to.")
+flags.DEFINE_integer("upper_thresh", 10000000,
+                     "Highest token count the learner's threshold search starts from.")
+flags.DEFINE_integer("num_iterations", 4, "Learner iterations.")
+flags.DEFINE_integer("max_input_tokens", 5000000,
+                     "Distinct words the learner considers (the most frequent ones).")
+flags.DEFINE_float("slack_ratio", 0.05,
+                   "Accept a vocabulary this fraction below --vocab_size.")
+flags.DEFINE_integer("holdout_every", 100,
+                     "Keep every N-th line out of learning to measure the [UNK] rate "
+                     "(0: measure on the training lines instead).")
+flags.DEFINE_integer("log_every_lines", 200000, "Progress log interval, in lines.")
+flags_common.define_normalize_flag("before counting words")
+flags.DEFINE_bool("check_only", False,
+                  "Print the corpus check (case, normalisation, sentence-pair warnings on "
+                  "a sample) and stop without learning or writing anything.")
+
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose):
+    options = vocab_learning.LearnOptions(
+        vocab_size=FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case,
+        num_unused=FLAGS.num_unused, max_input_chars_per_word=FLAGS.max_input_chars_per_word,
+        max_token_length=FLAGS.max_token_length, max_unique_chars=FLAGS.max_unique_chars,
+        lower_thresh=FLAGS.lower_thresh, upper_thresh=FLAGS.upper_thresh,
+        num_iterations=FLAGS.num_iterations, max_input_tokens=FLAGS.max_input_tokens,
+        slack_ratio=FLAGS.slack_ratio, holdout_every=FLAGS.holdout_every,
+        log_every_lines=FLAGS.log_every_lines,
+        normalize=flags_common.normalize_option(FLAGS.normalize))
+    summary = vocab_learning.create_vocab(
+        FLAGS.input_file, FLAGS.output_file, options,
+        output_config_file=FLAGS.output_config_file,
+        bert_config_template=FLAGS.bert_config_template, check_only=FLAGS.check_only)
+    if summary is not None:
+      print(json.dumps(summary, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+  flags.mark_flag_as_required("input_file")
+  app.run(main)

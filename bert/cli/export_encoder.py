@@ -1,0 +1,137 @@
+"""Exports a pretrained BERT: TF-Hub-style SavedModels, or a Hugging Face model directory.
+
+--format=tfhub (the default) writes, side by side:
+  <export_dir>/encoder       dict(input_word_ids, input_mask, input_type_ids) ->
+                             dict(pooled_output, sequence_output, encoder_outputs,
+                             default); fine-tunable (training=True: dropout on)
+  <export_dir>/preprocessor  tokenize, bert_pack_inputs(segments, seq_length) and a
+                             default signature: strings -> encoder inputs at
+                             --seq_length
+
+Both load with `tf.saved_model.load` in a process that imports only tensorflow and
+tensorflow_text (see docs/export_encoder.md and tfhub_modules.py for the interface).
+
+--format=huggingface writes <export_dir>/model.safetensors, config.json, vocab.txt and
+tokenizer_config.json, for transformers' `BertModel.from_pretrained(export_dir)` and
+`BertTokenizer.from_pretrained(export_dir)`: the encoder with its pooler, and the head
+the checkpoint holds: the masked-LM and next-sentence heads (BertForPreTraining), or a
+fine-tuned run's head under the class transformers' pipeline() and AutoModelFor* pick
+(BertForSequenceClassification with the run's labels, BertForQuestionAnswering,
+BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
+is named in a warning (hugging_face.py, model_export.py).
+
+--format=keras_hub writes a fine-tuned classifier (classification, multi-label or
+regression run) as a keras-hub preset: `keras_hub.models.BertTextClassifier.from_preset(
+export_dir)` loads the encoder, the head (num_classes from the checkpoint) and a
+preprocessor packing raw text to --seq_length; the labels are in metadata.json. Needs
+the keras-hub package (not a requirement of this project).
+
+  python export_encoder.py \\
+    --bert_config_file=uncased_L-12_H-768_A-12/bert_config.json \\
+    --vocab_file=uncased_L-12_H-768_A-12/vocab.txt \\
+    --init_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \\
+    --do_lower_case=True --export_dir=/tmp/bert_hub
+"""
+
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+
+runtime_log.quiet()
+cpu_memory.keep_freed_memory()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import os
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert.training import checkpoints
+from bert.cli import flags_common
+from bert.training import checkpoint_export as model_export
+from bert.utils import script_utils
+from bert.export import tfhub_modules
+from bert import tokenization
+
+flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
+                                require_vocab=True)
+flags_common.define_runtime_flags()
+flags_common.define_normalize_flag("in the preprocessor, before tokenizing (--format=tfhub)")
+flags.DEFINE_enum(
+    "format", "tfhub", ["tfhub", "huggingface", "keras_hub"],
+    "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
+    "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
+    "transformers' AutoModel* / pipeline() and BertTokenizer load, with the head the "
+    "checkpoint holds (a fine-tuned run's head under its task's class and labels). "
+    "keras_hub: a fine-tuned classifier as a keras-hub preset that "
+    "keras_hub.models.BertTextClassifier.from_preset loads with its head; labels in "
+    "metadata.json (needs the keras-hub package).")
+flags_common.define_path(
+    "export_dir", None,
+    "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
+    "(--format=tfhub), the Hugging Face files (--format=huggingface) or the keras-hub "
+    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.")
+flags.DEFINE_integer(
+    "seq_length", None,
+    "Sequence length of the preprocessor's default signature and the default of its "
+    "bert_pack_inputs (--format=tfhub), or the keras-hub preprocessor's "
+    "sequence_length (--format=keras_hub). Default: --max_seq_length (128).")
+flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty --export_dir.")
+flags.mark_flag_as_required("export_dir")
+
+FLAGS = flags.FLAGS
+
+
+def main(_):
+  flags_common.define_runtime_flags()
+  with script_utils.report_user_errors(FLAGS.verbose):
+    if FLAGS.verbose:
+      logging.set_verbosity(logging.DEBUG)
+    start = time.time()
+    script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
+    if not FLAGS.init_checkpoint:
+      raise script_utils.UserError(
+          "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "
+          "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
+    config = checkpoints.load_bert_config(FLAGS.bert_config_file)
+    seq_length = model_export.resolve_seq_length(
+        FLAGS.format, FLAGS.seq_length, FLAGS.max_seq_length, FLAGS["seq_length"].present,
+        FLAGS["max_seq_length"].present)
+    if seq_length is not None:
+      checkpoints.check_max_seq_length(seq_length, config, flag="seq_length")
+    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
+                                                  FLAGS.init_checkpoint)
+    vocab = tokenization.load_vocab(FLAGS.vocab_file)
+    checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
+    tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
+    normalize = flags_common.normalize_option(FLAGS.normalize)
+    if normalize and FLAGS.format != "tfhub":
+      raise script_utils.UserError(
+          f"--normalize={FLAGS.normalize} with --format={FLAGS.format}: its "
+          "tokenizer has no NFC step, so the export would tokenize decomposed text "
+          "differently from training; normalise the text before it reaches the tokenizer "
+          "or export --format=tfhub")
+    if FLAGS.format == "keras_hub":
+      model_export.export_keras_hub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                    FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
+                                    overwrite=FLAGS.overwrite)
+      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+                   time.time() - start)
+      return
+    if FLAGS.format == "huggingface":
+      model_export.export_hugging_face(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                       FLAGS.vocab_file, FLAGS.do_lower_case,
+                                       overwrite=FLAGS.overwrite)
+      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+                   time.time() - start)
+      return
+    paths = model_export.export_tfhub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
+                                      FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
+                                      overwrite=FLAGS.overwrite, normalize=normalize)
+    logging.info("Wrote %s and %s in %.0f s", *map(os.path.abspath, paths),
+                 time.time() - start)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,475 @@
+"""absl flag definitions shared by the scripts, defined here once and never copied.
+
+Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the
+`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
+original release's, so a command from the original README runs unchanged; a script passes
+its own default where the original's script differed (run_squad's max_seq_length is 384,
+for example).
+"""
+
+import dataclasses
+import math
+import os
+
+from absl import flags
+
+from bert.utils import cpu_choice
+from bert.utils import file_io
+
+_DEFINED = set()
+
+
+def _once(group):
+  # absl refuses to define a flag twice; a script that (wrongly) calls a group twice
+  # must not crash with DuplicateFlagError, and tests may import several scripts.
+  if group in _DEFINED:
+    return False
+  _DEFINED.add(group)
+  return True
+
+
+class PathParser(flags.ArgumentParser):
+  """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
+  (only a word that starts with `~` is expanded), so a path that starts with `~` would
+  otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
+
+  def parse(self, argument):
+    if argument is None:
+      return None
+    return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+                    for item in str(argument).split(","))
+
+  def flag_type(self):
+    return "string"
+
+
+def define_path(name, default, help_text, **kwargs):
+  """flags.DEFINE_string for a file or folder (or a comma-separated list of them, globs
+  allowed): the same flag, with `~` at the start of a path expanded to the home folder."""
+  flags.DEFINE(PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
+               **kwargs)
+
+
+def define_model_flags(max_seq_length=128, require_vocab=True, require_config=True):
+  """bert_config_file, vocab_file, init_checkpoint, do_lower_case, max_seq_length."""
+  if not _once("model"):
+    return
+  define_path(
+      "bert_config_file", None,
+      "The config json file corresponding to the pre-trained BERT model. "
+      "This specifies the model architecture.")
+  define_path(
+      "vocab_file", None,
+      "The vocabulary file that the BERT model was trained on.")
+  define_path(
+      "init_checkpoint", None,
+      "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
+      "ours, or a Hugging Face model.safetensors file or directory.")
+  flags.DEFINE_bool(
+      "do_lower_case", True,
+      "Whether to lower case the input text. Should be True for uncased models and "
+      "False for cased models.")
+  flags.DEFINE_integer(
+      "max_seq_length", max_seq_length,
+      "The maximum total input sequence length after WordPiece tokenization. "
+      "Sequences longer than this will be truncated, and sequences shorter than this "
+      "will be padded.")
+  if require_config:
+    flags.mark_flag_as_required("bert_config_file")
+  if require_vocab:
+    flags.mark_flag_as_required("vocab_file")
+
+
+def define_normalize_flag(applies_to="before tokenizing"):
+  """--normalize: none (the original) or nfc, the same choice at every step of a run.
+
+  A model whose vocabulary was learned with create_vocab.py --normalize=nfc must see NFC
+  text everywhere after: in its pretraining data, its fine-tuning, its exported
+  preprocessing. `run_options` reads it as None or "nfc"."""
+  if not _once("normalize"):
+    return
+  flags.DEFINE_enum(
+      "normalize", "none", ["none", "nfc"],
+      f"nfc: put every line in Unicode NFC (composed) form {applies_to} (for decomposed "
+      "text, e.g. Hangul copied from macOS); use the same setting as create_vocab.py and "
+      "create_pretraining_data.py. The original does not normalise.")
+
+
+def normalize_option(value):
+  """--normalize's value as the tokenizers take it: None (the original) or "nfc"."""
+  return None if value in (None, "none") else value
+
+
+def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
+                     learning_rate=5e-5, num_train_epochs=3.0, do_predict=True,
+                     num_train_steps=None, num_warmup_steps=None):
+  """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving."""
+  if not _once("run"):
+    return
+  define_path(
+      "output_dir", None,
+      "The output directory where the model checkpoints and results will be written.")
+  flags.mark_flag_as_required("output_dir")
+  flags.DEFINE_bool("do_train", False, "Whether to run training.")
+  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+  if do_predict:
+    flags.DEFINE_bool("do_predict", False,
+                      "Whether to run the model in inference mode on the test set.")
+  flags.DEFINE_integer("train_batch_size", train_batch_size, "Total batch size for training.")
+  flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Total batch size for eval.")
+  if do_predict:
+    flags.DEFINE_integer("predict_batch_size", predict_batch_size,
+                         "Total batch size for predict.")
+  flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
+  flags.DEFINE_float("num_train_epochs", num_train_epochs,
+                     "Total number of training epochs to perform.")
+  flags.DEFINE_integer(
+      "num_train_steps", num_train_steps,
+      "Number of training steps (optimizer updates)."
+      + ("" if num_train_steps else " Overrides --num_train_epochs when set."))
+  flags.DEFINE_integer(
+      "num_warmup_steps", num_warmup_steps,
+      "Number of linear learning-rate warmup steps."
+      + ("" if num_warmup_steps is not None else
+         " Overrides --warmup_proportion when set."))
+  flags.DEFINE_float(
+      "warmup_proportion", 0.1,
+      "Proportion of training to perform linear learning rate warmup for. "
+      "E.g., 0.1 = 10% of training.")
+  flags.DEFINE_integer("save_checkpoints_steps", 1000,
+                       "How often to save the model checkpoint.")
+  flags.DEFINE_integer("keep_checkpoint_max", 3,
+                       "How many of the newest checkpoints to keep in output_dir.")
+  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
+                    "adamw: the original AdamWeightDecay; lamb: LAMB for large batches.")
+  flags.DEFINE_enum(
+      "lr_schedule", "original", ["original", "one_cycle"],
+      "original: warmup, then the release's linear decay to 0 measured from step 0 (so "
+      "the rate right after warmup is learning_rate * (1 - warmup / steps)); one_cycle: "
+      "warmup to learning_rate, then linear decay to 0 over the remaining steps (with "
+      "--warmup_proportion=0.5, a triangle; for short pretraining budgets).")
+  flags.DEFINE_integer("seed", 12345, "Random seed for initialisation, dropout and shuffling.")
+
+
+def define_tpu_flags():
+  """The original's TPU flags; they map onto tf.distribute.TPUStrategy."""
+  if not _once("tpu"):
+    return
+  flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
+  flags.DEFINE_string(
+      "tpu_name", None,
+      "The Cloud TPU to use for training. This should be either the name used when "
+      "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
+  flags.DEFINE_string(
+      "tpu_zone", None,
+      "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we will "
+      "attempt to automatically detect the GCE project from metadata.")
+  flags.DEFINE_string(
+      "gcp_project", None,
+      "[Optional] Project name for the Cloud TPU-enabled project. If not specified, we "
+      "will attempt to automatically detect the GCE project from metadata.")
+  flags.DEFINE_string("master", None,
+                      "[Optional] TensorFlow master URL; with --use_tpu, used as the TPU "
+                      "address when --tpu_name is not given.")
+  flags.DEFINE_integer(
+      "num_tpu_cores", 8,
+      "Only used if `use_tpu` is True. Total number of TPU cores to use; the run "
+      "stops if the TPU has a different number of cores.")
+
+
+def define_distribution_flags():
+  """tf.distribute strategy, precision, XLA, gradient accumulation, loop length."""
+  if not _once("distribution"):
+    return
+  define_tpu_flags()
+  flags.DEFINE_enum(
+      "distribution_strategy", "one_device",
+      ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
+      "tf.distribute strategy. mirrored: all local GPUs; multi_worker_mirrored: several "
+      "hosts, configured by the TF_CONFIG environment variable; tpu: --tpu_name "
+      "(--use_tpu implies tpu).")
+  flags.DEFINE_float(
+      "multi_worker_timeout", 0,
+      "multi_worker_mirrored: stop (exit status 2, naming the tasks that did not connect) "
+      "when the other tasks of TF_CONFIG's cluster have not all connected after this many "
+      "seconds. 0: wait as long as it takes (it says first for whom it waits).")
+  flags.DEFINE_integer("num_gpus", None,
+                       "mirrored: how many local GPUs to use (default: all).")
+  flags.DEFINE_enum(
+      "dtype", "float32", ["float32", "bfloat16", "float16", "auto"],
+      "Compute precision; variables stay float32. float16 uses loss scaling. auto: what "
+      "docs/cpu.md's table measured fastest for this CPU and phase (float32 or bfloat16, "
+      "never float16; float32 on a CPU not in the table); the choice is logged.")
+  flags.DEFINE_bool(
+      "enable_xla", None,
+      "Compile the training step with XLA. Unset: what docs/cpu.md's table measured "
+      "fastest for this CPU and phase (off on a CPU not in the table), logged; "
+      "--enable_xla / --noenable_xla decide.")
+  flags.DEFINE_integer(
+      "gradient_accumulation_steps", 1,
+      "Accumulate gradients over this many micro-batches per optimizer step. "
+      "train_batch_size is the micro-batch size.")
+  flags.DEFINE_integer(
+      "iterations_per_loop", 1000,
+      "How many steps to make in each estimator call (the original's name; here: "
+      "steps run in one tf.function call between host-side logging).")
+  flags.DEFINE_integer("steps_per_loop", None,
+                       "Alias of --iterations_per_loop; wins when set.")
+  flags.DEFINE_integer("log_every_steps", 10, "How often to log progress (steps).")
+  flags.DEFINE_bool(
+      "deterministic", None,
+      "Switch on TensorFlow op determinism (same seed, same numbers). "
+      "Default: on for CPU runs, off on accelerators.")
+
+
+def define_runtime_flags():
+  """verbose: show tracebacks; runtime_log: TensorFlow's own C++ log lines."""
+  if not _once("runtime"):
+    return
+  flags.DEFINE_bool("verbose", False,
+                    "Show full Python tracebacks and detailed logs on errors.")
+  flags.DEFINE_bool(
+      "runtime_log", False,
+      "Show TensorFlow's runtime log (C++ lines such as cuInit, cpu_feature_guard, "
+      "oneDNN), which is filtered out by default; for debugging the runtime itself. "
+      "Read before flag parsing (see runtime_log.py); BERT_RUNTIME_LOG=1 does the same.")
+
+
+def steps_per_loop(flag_values):
+  """The effective loop length from --steps_per_loop / --iterations_per_loop."""
+  return flag_values.steps_per_loop or flag_values.iterations_per_loop
+
+
+def define_conll_file_flags():
+  """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): train_file,
+  dev_file, test_file (each defaulting to its usual names in --data_dir), label_scheme
+  (the files' IOB scheme) and doc_stride (windows over long sentences)."""
+  if not _once("conll_files"):
+    return
+  define_path("train_file", None,
+              "Training file (default: train.txt or eng.train in --data_dir).")
+  define_path("dev_file", None,
+              "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
+  define_path("test_file", None,
+              "Test file (default: test.txt or eng.testb in --data_dir).")
+  flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
+                    "Scheme of the files' IOB chunks (entities, or run_tagger.py's --iob "
+                    "tags): iob1 (the original CoNLL-2003 release), iob2 (B- on every "
+                    "chunk's first word) or auto (IOB1 when some chunk starts with I-). "
+                    "The model learns IOB2; predictions are written in the files' scheme.")
+  flags.DEFINE_integer("doc_stride", 64,
+                       "A sentence longer than max_seq_length - 2 WordPieces is split into "
+                       "overlapping windows whose starts are about this many pieces apart.")
+
+
+def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=True):
+  """Flags the fine-tuning scripts share: data_dir, ltr, example limits.
+
+  data_dir_help: what the task's data folder holds (None: the script has no data_dir).
+  """
+  if not _once("finetuning"):
+    return
+  if data_dir_help:
+    define_path("data_dir", None, data_dir_help)
+    flags.mark_flag_as_required("data_dir")
+  flags.DEFINE_bool(
+      "ltr", False,
+      "Left-to-right (causal) attention mask, for a model pretrained with "
+      "run_pretraining.py --ltr (the paper's Table 5 LTR ablation).")
+  if train_limit:
+    flags.DEFINE_integer("max_train_examples", 0,
+                         "Use only the first N training examples (0: all).")
+  flags.DEFINE_integer(
+      "eval_every_steps", 0,
+      "With --do_train and --do_eval: also evaluate the dev set every N training steps, "
+      "its metrics into output_dir/eval under the training curves' tags (loss, "
+      "accuracy, ...); eval_results.txt keeps the final evaluation. 0: evaluate once, "
+      "at the end.")
+  if eval_limit:
+    flags.DEFINE_integer("max_eval_examples", 0,
+                         "Evaluate/predict only the first N examples of dev/test (0: all).")
+
+
+def define_export_version_flag():
+  """--export_version, for the scripts with --export_dir (TF Serving's layout)."""
+  if not _once("export_version"):
+    return
+  flags.DEFINE_integer(
+      "export_version", 0,
+      "With --export_dir: 0 writes export_dir/ (every signature) and, when there is a "
+      "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
+      "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
+      "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
+      "and export_dir/text is a --model_base_path), beside the versions already there. "
+      "An existing version N, or a non-empty export_dir with 0, is refused before the run "
+      "starts unless --overwrite_export.")
+  flags.DEFINE_bool(
+      "overwrite_export", False,
+      "Replace what --export_dir already holds at this --export_version: the folder of "
+      "version N only (the other versions stay), or with 0 the unversioned export (never "
+      "a folder that holds versions).")
+
+
+# --------------------------------------------------------------------------- options
+
+
+class FlagError(file_io.InputError):
+  """A flag value that cannot work; the message names the flag and its value (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+  """Every setting the shared driver (finetune.py) and training loop read, built once.
+
+  A script's main() calls `run_options(FLAGS)` once and passes the result down; no
+  library reads absl FLAGS. Task-specific settings (SQuAD's doc_stride, a GLUE task
+  name, ...) are not here: each script hands them to its Task's constructor.
+  """
+  output_dir: str
+  bert_config_file: str = None
+  vocab_file: str = None
+  init_checkpoint: str = None
+  do_lower_case: bool = True
+  normalize: str = None            # None (the original) or "nfc"
+  max_seq_length: int = 128
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  export_dir: str = None
+  export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
+  overwrite_export: bool = False   # replace that version (or the unversioned export)
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  predict_batch_size: int = 8
+  learning_rate: float = 5e-5
+  num_train_epochs: float = 3.0
+  num_train_steps: int = None      # None: from num_train_epochs
+  num_warmup_steps: int = None     # None: from warmup_proportion
+  warmup_proportion: float = 0.1
+  optimizer: str = "adamw"
+  lr_schedule: str = "original"    # or "one_cycle" (optimization.create_optimizer)
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 3
+  seed: int = 12345
+  distribution_strategy: str = "one_device"  # "tpu" when --use_tpu
+  tpu_name: str = None
+  tpu_zone: str = None
+  gcp_project: str = None
+  num_gpus: int = None
+  multi_worker_timeout: float = 0  # seconds to wait for the peers (0: as long as it takes)
+  num_tpu_cores: int = None
+  dtype: str = "float32"           # resolved: never "auto" (run_options asks cpu_choice)
+  enable_xla: bool = False         # resolved: never None
+  gradient_accumulation_steps: int = 1
+  steps_per_loop: int = 1000
+  log_every_steps: int = 10
+  deterministic: bool = None
+  ltr: bool = False
+  max_train_examples: int = 0
+  max_eval_examples: int = 0
+  eval_every_steps: int = 0        # 0: evaluate once, after training
+  verbose: bool = False
+  # The log line naming the CPU and why dtype/enable_xla are what they are (run_options).
+  speed_choice: str = ""
+
+  def __post_init__(self):
+    _check_options(self)
+
+
+def _check_positive(options, names):
+  for name in names:
+    value = getattr(options, name)
+    if value is not None and value < 1:
+      raise FlagError(f"--{name}={value}: must be at least 1")
+
+
+def _check_options(options):
+  """Fails on flag values that cannot work, naming the flag (exit status 2 in scripts)."""
+  lr = options.learning_rate
+  if not (math.isfinite(lr) and lr > 0):
+    raise FlagError(f"--learning_rate={lr}: must be a positive finite number (a negative "
+                    "rate trains by gradient ascent)")
+  epochs = options.num_train_epochs
+  if not math.isfinite(epochs) or (options.do_train and options.num_train_steps is None
+                                   and epochs <= 0):
+    raise FlagError(f"--num_train_epochs={epochs}: must be a positive finite number")
+  if not (0.0 <= options.warmup_proportion <= 1.0):
+    raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
+  if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
+    raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
+  _check_positive(options, (
+      "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
+      "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
+      "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
+  if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
+    raise FlagError(f"--max_seq_length={options.max_seq_length}: must be between 3 and "
+                    f"{MAX_SEQ_LENGTH_BOUND}")
+  if options.max_train_examples < 0 or options.max_eval_examples < 0:
+    raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
+  if options.export_version < 0:
+    raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
+                    "version folder)")
+  if options.export_version and not options.export_dir:
+    raise FlagError(f"--export_version={options.export_version} names the version folder "
+                    "of an export: it needs --export_dir")
+  if options.overwrite_export and not options.export_dir:
+    raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
+  timeout = options.multi_worker_timeout
+  if not (math.isfinite(timeout) and timeout >= 0):
+    raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
+                    ">= 0 (0: wait as long as it takes)")
+  if options.dtype not in ("float32", "bfloat16", "float16"):
+    raise FlagError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
+                    "float16 (run_options turns auto into one of them)")
+  if options.eval_every_steps < 0:
+    raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
+                    "(0: evaluate once, at the end)")
+
+
+# No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
+MAX_SEQ_LENGTH_BOUND = 8192
+
+
+def run_options(flag_values, phase=None, cpu=None, **overrides):
+  """RunOptions from parsed absl flags (the ones this script defines), plus overrides.
+
+  phase: "pretraining", "fine-tuning" or "prediction" (default: fine-tuning with
+  --do_train, else prediction): which cell of cpu_choice's table an unset --enable_xla
+  and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
+  """
+  names = {f.name for f in dataclasses.fields(RunOptions)}
+  values = {n: flag_values[n].value for n in names if n in flag_values}
+  # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
+  if "use_tpu" in flag_values and flag_values.use_tpu:
+    values["distribution_strategy"] = "tpu"
+    values["tpu_name"] = values.get("tpu_name") or flag_values.master
+  else:
+    values["num_tpu_cores"] = None
+  if "iterations_per_loop" in flag_values:
+    values["steps_per_loop"] = steps_per_loop(flag_values)
+  if "normalize" in values:
+    values["normalize"] = normalize_option(values["normalize"])
+  values.update(overrides)
+  values.update(resolve_speed(values, phase, cpu))
+  return RunOptions(**values)
+
+
+def resolve_speed(values, phase=None, cpu=None):
+  """{dtype, enable_xla, speed_choice}: the one place --enable_xla unset and --dtype=auto
+  become values, from cpu_choice's table where it applies (one device, no GPU)."""
+  if phase is None:
+    phase = "fine-tuning" if values.get("do_train") else "prediction"
+  strategy = values.get("distribution_strategy", "one_device")
+  reason = ""
+  if os.environ.get("BERT_CPU_TABLE") == "0":  # the same choice on every CPU (tests)
+    reason = "BERT_CPU_TABLE=0 turns the table off"
+  elif strategy != "one_device":
+    reason = f"--distribution_strategy={strategy}: the table describes one-device CPU runs"
+  elif cpu_choice.accelerator_visible():
+    reason = "a GPU is visible: the table describes CPU runs"
+  choice = cpu_choice.choose(
+      cpu if cpu is not None else cpu_choice.this_cpu(), phase,
+      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
+      table_applies=not reason, not_applies_reason=reason)
+  return {"dtype": choice.dtype, "enable_xla": choice.enable_xla,
+          "speed_choice": choice.line}

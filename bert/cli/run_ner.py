@@ -1,0 +1,94 @@
+"""BERT on CoNLL-2003 named-entity recognition, fine-tuned or feature-based (paper Table 7).
+
+--mode=finetune (Table 7, top): the whole encoder is trained with one output layer on
+top of every token; a word's label and prediction sit on its first WordPiece.
+
+--mode=feature (Table 7, bottom): the encoder is frozen. Its activations (a choice of
+layers, --feature_layers) are computed once per split and cached as TFRecords in
+<output_dir>/feature_cache; a randomly initialised two-layer BiLSTM (--lstm_units per
+direction) and an output layer are trained on them.
+
+  python run_ner.py --data_dir=../shared/data/conll2003 \
+    --vocab_file=$BERT_DIR/vocab.txt --bert_config_file=$BERT_DIR/bert_config.json \
+    --init_checkpoint=$BERT_DIR/bert_model.ckpt --do_train --do_eval --do_predict \
+    --learning_rate=5e-5 --num_train_epochs=3 --output_dir=/tmp/ner
+
+Reads <data_dir>/train.txt, valid.txt, test.txt (or CoNLL's eng.train, eng.testa,
+eng.testb), IOB1 or IOB2. Writes eval_results.txt (eval_f1, eval_precision, eval_recall,
+eval_accuracy, eval_loss, per-type eval_f1_<TYPE>, global_step), dev_predictions.txt and
+test_predictions.txt in conlleval's input format (word, the file's other columns, gold
+tag, predicted tag), dev_conlleval.txt / test_conlleval.txt (conlleval's report) and,
+for a labelled test file, test_results.txt (test_f1, ...).
+"""
+
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+
+runtime_log.quiet()
+cpu_memory.keep_freed_memory()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+
+from bert.cli import flags_common
+from bert.utils import script_utils
+
+FLAGS = flags.FLAGS
+
+flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_run_flags(train_batch_size=32, learning_rate=5e-5, num_train_epochs=3.0)
+flags_common.define_distribution_flags()
+flags_common.define_runtime_flags()
+
+# ner_features.LAYER_CHOICES (not imported here: --help answers without TensorFlow).
+LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
+                 "concat_last_four", "sum_all")
+
+flags_common.define_conll_file_flags()
+flags.DEFINE_list("entity_types", ["PER", "ORG", "LOC", "MISC"],
+                  "Entity types of the data (labels O, B-<type>, I-<type>).")
+flags.DEFINE_enum("mode", "finetune", ["finetune", "feature"],
+                  "finetune: train the encoder and a token classifier; feature: freeze the "
+                  "encoder and train a two-layer BiLSTM on cached activations.")
+flags.DEFINE_enum("feature_layers", "concat_last_four", list(LAYER_CHOICES),
+                  "--mode=feature: which activations feed the BiLSTM. sum_* are plain "
+                  "(equal-weight) sums of the layers' outputs.")
+flags.DEFINE_integer("lstm_units", 768,
+                     "--mode=feature: units of each direction of each BiLSTM layer.")
+flags.DEFINE_float("feature_learning_rate", 1e-3,
+                   "--mode=feature: peak learning rate of the BiLSTM (trained from scratch, "
+                   "so far above the fine-tuning rates); --learning_rate is not used there.")
+flags_common.define_path("feature_cache_dir", None,
+                         "--mode=feature: where the frozen activations are cached (default "
+                         "<output_dir>/feature_cache); runs that differ only in the BiLSTM's "
+                         "settings can share one.")
+flags.DEFINE_integer("feature_batch_size", 32,
+                     "--mode=feature: batch size of the frozen encoder pass.")
+flags.DEFINE_float("dropout_rate", 0.1,
+                   "--mode=finetune: dropout before the token classifier.")
+flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 files.")
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose):
+    feature_mode = FLAGS.mode == "feature"
+    if feature_mode and not 0 < FLAGS.feature_learning_rate < float("inf"):
+      raise script_utils.UserError(f"--feature_learning_rate={FLAGS.feature_learning_rate}: "
+                                   "must be a positive finite number")
+    # The BiLSTM is trained from scratch at its own rate (--feature_learning_rate).
+    options = flags_common.run_options(
+        FLAGS, **({"learning_rate": FLAGS.feature_learning_rate} if feature_mode else {}))
+    from bert.tagging import ner_task  # deferred: TensorFlow loads here, so --help stays fast
+    settings = ner_task.NerSettings(
+        data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
+        test_file=FLAGS.test_file, label_scheme=FLAGS.label_scheme,
+        entity_types=tuple(FLAGS.entity_types), doc_stride=FLAGS.doc_stride,
+        mode=FLAGS.mode, feature_layers=FLAGS.feature_layers, lstm_units=FLAGS.lstm_units,
+        feature_cache_dir=FLAGS.feature_cache_dir,
+        feature_batch_size=FLAGS.feature_batch_size, dropout_rate=FLAGS.dropout_rate)
+    ner_task.NerTask(options, settings).run()
+
+
+if __name__ == "__main__":
+  app.run(main)

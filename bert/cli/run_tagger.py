@@ -1,0 +1,76 @@
+"""BERT tagging any column of a CoNLL file, one tag per word: part of speech, chunks, ...
+
+One output layer on top of every token, fine-tuned with the encoder; a word's label and
+prediction sit on its first WordPiece, long sentences are cut into overlapping windows
+(each word predicted once, where it has the most context). --tag_column picks the column
+(counted from 1, the word; CoNLL-2003: 2 part of speech, 3 chunk, 4 entity), --iob says
+its tags are IOB chunks (chunks, entities: learned as IOB2, written back in the file's
+scheme, scored by span F1 as conlleval scores them); otherwise every tag is a label as
+written, scored by accuracy per word.
+
+  python run_tagger.py --data_dir=../shared/data/conll2003 --tag_column=2 \
+    --vocab_file=$BERT_DIR/vocab.txt --bert_config_file=$BERT_DIR/bert_config.json \
+    --init_checkpoint=$BERT_DIR/bert_model.ckpt --do_train --do_eval --do_predict \
+    --output_dir=/tmp/pos
+
+Reads <data_dir>/train.txt, valid.txt, test.txt (or CoNLL's eng.train, eng.testa,
+eng.testb). The labels are the tags found in those files (or --labels). Writes
+eval_results.txt (eval_accuracy, eval_loss, eval_sentences; with --iob also eval_f1,
+eval_precision, eval_recall, eval_f1_<TYPE>), dev_predictions.txt and
+test_predictions.txt in conlleval's input format (word, the file's other columns, gold
+tag, predicted tag), with --iob dev_conlleval.txt / test_conlleval.txt, and for a
+labelled test file test_results.txt. Entities with the paper's feature-based mode:
+run_ner.py.
+"""
+
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+
+runtime_log.quiet()
+cpu_memory.keep_freed_memory()
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+from absl import app
+from absl import flags
+
+from bert.cli import flags_common
+from bert.utils import script_utils
+
+FLAGS = flags.FLAGS
+
+flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_run_flags(train_batch_size=32, learning_rate=5e-5, num_train_epochs=3.0)
+flags_common.define_distribution_flags()
+flags_common.define_runtime_flags()
+
+flags_common.define_conll_file_flags()
+flags.DEFINE_integer("tag_column", None,
+                     "The column holding the tags, counted from 1 (the word) as `cut -f` "
+                     "counts: CoNLL-2003's part of speech is 2, its chunk 3, its entity 4. "
+                     "Default: the last column.")
+flags.DEFINE_bool("iob", False,
+                  "The tags are IOB chunks (B-X, I-X, O: chunks, entities): learned as "
+                  "IOB2, written back in the file's scheme, scored by span F1 as conlleval "
+                  "scores them. Without it each tag is a label as written, scored by "
+                  "accuracy.")
+flags.DEFINE_list("labels", None,
+                  "The label set, in the order of the model's outputs (default: every "
+                  "tag of the train, dev and test files, sorted; with --iob, O first).")
+flags.DEFINE_float("dropout_rate", 0.1, "Dropout before the token classifier.")
+flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.")
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose):
+    options = flags_common.run_options(FLAGS)
+    from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
+    settings = tagging_task.TaggingSettings(
+        data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
+        test_file=FLAGS.test_file, tag_column=FLAGS.tag_column, iob=FLAGS.iob,
+        label_scheme=FLAGS.label_scheme, labels=FLAGS.labels, doc_stride=FLAGS.doc_stride,
+        dropout_rate=FLAGS.dropout_rate)
+    tagging_task.TaggingTask(options, settings).run()
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,1 @@
+"""Export formats: SavedModels for serving, TF-Hub modules, Hugging Face directories."""

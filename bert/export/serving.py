@@ -1,0 +1,309 @@
+"""SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
+
+Middle floor. Imports tokenization (ground), input_pipeline and script_utils; never reads
+absl FLAGS.
+
+Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
+Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
+`saved_model_cli run` ("Could not find variable ...").
+
+A SavedModel that contains the tokenizer (tensorflow-text ops) needs `import
+tensorflow_text` in the process that loads it; nothing else of this project is needed.
+Stock servers (tensorflow_model_server, `saved_model_cli run`) do not carry those ops, so
+every export that has a raw-text signature also writes the token-id signatures alone, in
+a SavedModel of stock ops (`write_serving_models`):
+
+  export_version 0 (default)    export_dir/       every signature (token ids and raw text)
+                                export_dir/ids/   the token-id signatures only (stock ops)
+  export_version N              export_dir/text/N/  every signature
+                                export_dir/ids/N/   the token-id signatures only
+                                (TF Serving's layout: export_dir/ids is a model_base_path)
+
+Versions live side by side, as TF Serving means them (roll back, canary): version N is
+added beside the versions already there, each folder written under a temporary name that
+is not an integer (so a server never loads a half-written version) and renamed into place
+when whole. An existing version N, or a non-empty export_dir without a version, is
+refused before any work (`check_export_target`) unless asked to replace it
+(--overwrite_export, which replaces that version folder only).
+
+An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
+(or export_dir/ids/N/) alone.
+
+API (generic pieces first, then the classifier's export built from them):
+  * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
+    of `input_signature` positionally and returns a dict of named output tensors.
+  * `token_id_specs(batch_shape=(None,), seq_length=None)`: the three int32 TensorSpecs
+    `input_ids`, `input_mask`, `segment_ids` of shape batch_shape + [seq_length].
+  * `text_specs(num_texts)`: tf.string [batch] specs named text_a (and text_b).
+  * `TextPacker(tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True)`: raw text
+    -> the model's input dict, in the graph (fast_tokenization.FastTokenizer +
+    fast_tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
+    for the per-batch length); reusable by every task.
+  * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False)`:
+    the one writer of every script's exports: the layout above, each SavedModel (or
+    version folder) written under a temporary name and renamed into place, so a failed
+    export never leaves a half-written one; the first endpoint is also `serving_default`
+    when none is named so; `check_export_target` is its
+    refusal, also called by the driver before training; `versions(base)` lists the whole
+    versions of a model base path as a server sees them.
+  * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
+    signatures (see there).
+"""
+
+import contextlib
+import dataclasses
+import os
+from typing import Callable, Sequence
+
+import keras
+import tensorflow as tf
+
+from bert.utils import atomic_output
+from bert import fast_tokenization
+from bert.utils import file_io
+from bert import input_pipeline
+from bert.utils import script_utils
+
+TEXT_NAMES = ("text_a", "text_b")
+TOKEN_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+@dataclasses.dataclass
+class Endpoint:
+  """One serving signature: `fn(*tensors matching input_signature) -> {name: tensor}`."""
+  name: str
+  fn: Callable
+  input_signature: Sequence
+  custom_ops: bool = False  # True: runs tensorflow-text ops (a raw-text signature)
+
+
+def token_id_specs(batch_shape=(None,), seq_length=None):
+  """int32 TensorSpecs input_ids, input_mask, segment_ids of shape batch_shape+[seq_length].
+
+  seq_length None accepts any length up to max_position_embeddings, so clients may pad
+  a batch only to its own longest row.
+  """
+  shape = list(batch_shape) + [seq_length]
+  return [tf.TensorSpec(shape, tf.int32, name=name) for name in TOKEN_ID_NAMES]
+
+
+def text_specs(num_texts):
+  """tf.string [batch] specs named text_a (and text_b for pair tasks)."""
+  if num_texts not in (1, 2):
+    raise ValueError(f"num_texts must be 1 or 2, got {num_texts}")
+  return [tf.TensorSpec([None], tf.string, name=name) for name in TEXT_NAMES[:num_texts]]
+
+
+class TextPacker:
+  """Raw text -> model inputs inside the graph, the original's conversion.
+
+  tokenizer: a fast_tokenization.FastTokenizer. `__call__(text_a, text_b=None)` takes
+  tf.string [batch] tensors and returns int32 [batch, seq] tensors input_ids,
+  input_mask, segment_ids: [CLS] a [SEP] (b [SEP]), truncated as the original
+  (longer text first), zero-padded. With trim_to_longest the batch is cut to its longest
+  row instead of seq_length: same predictions (padding is masked out), less work.
+  """
+
+  def __init__(self, tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True):
+    self.tokenizer = tokenizer
+    self.seq_length = int(seq_length)
+    self.cls_id = int(cls_id)
+    self.sep_id = int(sep_id)
+    self.trim_to_longest = trim_to_longest
+
+  def __call__(self, text_a, text_b=None):
+    segments = [self.tokenizer.tokenize(text_a)]
+    if text_b is not None:
+      segments.append(self.tokenizer.tokenize(text_b))
+    packed = fast_tokenization.pack_inputs(segments, self.seq_length, self.cls_id, self.sep_id)
+    packed = {name: tf.cast(packed[name], tf.int32) for name in TOKEN_ID_NAMES}
+    if self.trim_to_longest:
+      packed = input_pipeline.trim_to_longest(packed, TOKEN_ID_NAMES)
+    return packed
+
+
+def _write_archive(path, endpoints, track):
+  archive = keras.export.ExportArchive()
+  for resource in track:
+    archive.track(resource)
+  names = [endpoint.name for endpoint in endpoints]
+  for endpoint in endpoints:
+    archive.add_endpoint(endpoint.name, endpoint.fn,
+                         input_signature=list(endpoint.input_signature))
+  if "serving_default" not in names and endpoints:
+    first = endpoints[0]
+    archive.add_endpoint("serving_default", first.fn,
+                         input_signature=list(first.input_signature))
+  archive.write_out(path, verbose=False)
+
+
+def serving_paths(export_dir, version=0, has_text=True):
+  """{"text": path or None, "ids": path} of write_serving_models' layout."""
+  if version:
+    return {"text": f"{export_dir}/text/{version}" if has_text else None,
+            "ids": f"{export_dir}/ids/{version}"}
+  return {"text": export_dir if has_text else None,
+          "ids": f"{export_dir}/ids" if has_text else export_dir}
+
+
+def _listdir(path):
+  if file_io.is_remote(path):
+    return file_io.gfile().listdir(path) if file_io.gfile().isdir(path) else []
+  return os.listdir(path) if os.path.isdir(path) else []
+
+
+def versions(model_base_path):
+  """The whole versions under a model base path (export_dir/ids or export_dir/text), as
+  TF Serving sees them: the folders named by an integer, ascending. The temporaries of
+  an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
+  names = [n.rstrip("/") for n in _listdir(model_base_path)]
+  return sorted(int(n) for n in names if n.isdigit())
+
+
+def check_export_target(export_dir, version=0, overwrite=False):
+  """Refuses, before any work, an export that would replace what is there unasked.
+
+  version N >= 1: export_dir/ids/N or export_dir/text/N exists (the other versions stay
+  as they are); version 0: export_dir exists and is not empty. With `overwrite` the one
+  version folder (or the unversioned export) is replaced, but a version-0 export never
+  replaces a folder that holds versions. A file where a folder goes is refused too.
+  """
+  flag = f"--export_dir={export_dir}"
+  isdir = file_io.isdir
+  exists = file_io.exists(export_dir)
+  if exists and not isdir(export_dir):
+    raise script_utils.UserError(f"{flag}: exists and is not a directory")
+  if version:
+    for kind in ("ids", "text"):
+      base = f"{export_dir.rstrip('/')}/{kind}"
+      if file_io.exists(base) and not isdir(base):
+        raise script_utils.UserError(f"{flag}: {base} exists and is not a directory")
+      if version in versions(base) and not overwrite:
+        raise script_utils.UserError(
+            f"--export_version={version}: {base}/{version} already exists (versions there: "
+            f"{', '.join(map(str, versions(base)))}); a server may be serving it: choose a "
+            "new version number, or pass --overwrite_export to replace that version")
+    return
+  if exists and _listdir(export_dir):
+    held = {kind: versions(f"{export_dir.rstrip('/')}/{kind}") for kind in ("ids", "text")}
+    if any(held.values()):
+      listed = "; ".join(f"{kind}/ {', '.join(map(str, v))}" for kind, v in held.items() if v)
+      raise script_utils.UserError(
+          f"{flag}: holds versioned exports ({listed}); an export without "
+          "--export_version would replace them all: pass --export_version=N (a new N)")
+    if not overwrite:
+      raise script_utils.UserError(
+          f"{flag}: exists and is not empty; choose a new directory, pass "
+          "--export_version=N to add a version beside others, or --overwrite_export to "
+          "replace it")
+
+
+def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False):
+  """Writes the serving layout (module docstring); returns serving_paths.
+
+  endpoints: every signature; those with custom_ops (raw text) go to the text model only.
+  track: what the endpoints use; tensorflow-text resources (a FastTokenizer) are tracked
+  by the text model only, so the token-id model holds no custom op.
+
+  version N >= 1 adds ids/N and text/N beside the versions already there, each written
+  under a temporary name in its base folder (`.N.tmp-...`, which TF Serving ignores: not
+  an integer) and renamed into place when whole; nothing else in export_dir is touched.
+  An existing version N is refused (check_export_target) unless `overwrite`, which
+  replaces that version folder only. version 0 writes export_dir as a whole, atomically.
+  """
+  if version is None or version < 0:
+    raise ValueError(f"export version {version}: must be 0 (no version folder) or >= 1")
+  ids_endpoints = [e for e in endpoints if not e.custom_ops]
+  if not ids_endpoints:
+    raise ValueError("no token-id signature to export")
+  has_text = len(ids_endpoints) != len(endpoints)
+  paths = serving_paths(export_dir, version, has_text)
+  ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
+  check_export_target(export_dir, version, overwrite)
+  with script_utils.disk_full_names(export_dir, "export_dir"):
+    if version:
+      parts = [("ids", ids_endpoints, ids_track)] + (
+          [("text", endpoints, track)] if has_text else [])
+      with contextlib.ExitStack() as stack:
+        for kind, kind_endpoints, kind_track in parts:
+          base = os.path.dirname(paths[kind])
+          if file_io.is_remote(base):
+            file_io.gfile().makedirs(base)
+          else:
+            os.makedirs(base, exist_ok=True)
+          tmp = stack.enter_context(atomic_output.atomic_path(paths[kind],
+                                                             overwrite=overwrite))
+          _write_archive(tmp, kind_endpoints, kind_track)
+        # Both versions are whole on disk before either is renamed into place (the
+        # atomic_paths close in reverse order: text/N, then ids/N).
+      return paths
+    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
+      local = serving_paths(tmp, version, has_text)
+      if has_text:
+        # A relative export_dir has a relative temporary, whose dirname is "".
+        os.makedirs(os.path.dirname(local["text"]) or os.curdir, exist_ok=True)
+        _write_archive(local["text"], endpoints, track)
+      os.makedirs(os.path.dirname(local["ids"]) or os.curdir, exist_ok=True)
+      _write_archive(local["ids"], ids_endpoints, ids_track)
+  return paths
+
+
+# --------------------------------------------------------------------------- classifier
+
+
+def classifier_endpoints(model, label_list, packer=None, num_texts=1):
+  """run_classifier's signatures.
+
+  model: a modeling.build_classifier_model model (output "logits" float32 [batch, n]).
+  label_list: the label strings (index = label id), or None for regression (n = 1).
+
+  * "serving_default": input_ids, input_mask, segment_ids int32 [batch, seq] ->
+    classification: probabilities float32 [batch, num_labels], label_id int32 [batch];
+    regression: score float32 [batch].
+  * "serve_text" (when a packer is given): text_a (and text_b for pair tasks) tf.string
+    [batch] -> the same outputs plus label tf.string [batch] (classification).
+  """
+  regression = label_list is None
+
+  def head(features):
+    logits = model({name: features[name] for name in TOKEN_ID_NAMES}, training=False)
+    logits = tf.cast(logits["logits"], tf.float32)
+    if regression:
+      return {"score": logits[:, 0]}
+    probabilities = tf.nn.softmax(logits, axis=-1)
+    return {"probabilities": probabilities,
+            "label_id": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+  def serve_ids(input_ids, input_mask, segment_ids):
+    return head({"input_ids": input_ids, "input_mask": input_mask,
+                 "segment_ids": segment_ids})
+
+  endpoints = [Endpoint("serving_default", serve_ids, token_id_specs())]
+  if packer is not None:
+    labels = None if regression else tf.constant(list(label_list), dtype=tf.string)
+
+    def serve_text(*texts):
+      outputs = head(packer(*texts))
+      if labels is not None:
+        outputs["label"] = tf.gather(labels, outputs["label_id"])
+      return outputs
+
+    endpoints.append(Endpoint("serve_text", serve_text, text_specs(num_texts),
+                              custom_ops=True))
+  return endpoints
+
+
+def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
+                      cls_id=None, sep_id=None, num_texts=1, version=0,
+                      overwrite=False):
+  """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
+  in the serving layout (write_serving_models); returns its paths."""
+  packer = None
+  if tokenizer is not None:
+    packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)
+  endpoints = classifier_endpoints(model, label_list, packer, num_texts)
+  track = [model]
+  if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
+    track.append(tokenizer)
+  return write_serving_models(export_dir, endpoints, track=track, version=version,
+                              overwrite=overwrite)

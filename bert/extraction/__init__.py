@@ -1,0 +1,1 @@
+"""Contextual embeddings of chosen layers (extract_features)."""

@@ -1,0 +1,1 @@
+"""Multi-label classification (one sigmoid per label)."""

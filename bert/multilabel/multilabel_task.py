@@ -1,0 +1,157 @@
+"""Multi-label classification (one sigmoid per label) as a finetune.Task.
+
+Middle floor. Reading and features are in multilabel_data.py, the head (the
+classifier's: output_weights [num_labels, H] on the pooled output) and its loss in
+modeling.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
+(multi_label_metrics); this module joins them for the driver (finetune.run).
+
+Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,
+micro_precision/recall/f1, macro_f1, f1_<label>, num_examples and the driver's
+global_step) and, with do_predict, test_results.tsv (predicted labels and each label's
+probability per test line). --export_dir: a SavedModel whose signatures take token ids
+(serving_default) or raw text (serve_text) and return probabilities [batch, K],
+predictions [batch, K] (0/1 at the threshold) and, for text, the labels comma-joined;
+beside it export_dir/ids/, the token-id signature alone in stock TensorFlow ops (TF
+Serving's versioned layout with --export_version: serving.write_serving_models).
+"""
+
+import os
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from bert import fast_tokenization
+from bert.training import finetune
+from bert import input_pipeline
+from bert import metrics
+from bert import modeling
+from bert.multilabel import multilabel_data
+from bert.utils import script_utils
+from bert.export import serving
+from bert import tokenization
+from bert.training import loop as training
+
+_SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
+
+
+def _eval_dataset(arrays, batch_size):
+  """One pass over `arrays` in file order, each batch trimmed to its longest row."""
+  return input_pipeline.array_dataset(arrays, batch_size, False, _SEQUENCE_KEYS)
+
+
+class MultiLabelTask(finetune.Task):
+  """train.tsv / dev.tsv / test.tsv in data_dir, labels from labels_file."""
+
+  name = "multi-label"
+  exports = True
+
+  def __init__(self, options, data_dir, labels_file=None, threshold=0.5):
+    super().__init__(options)
+    if not 0.0 < threshold < 1.0:
+      raise script_utils.UserError(f"--threshold={threshold}: must be between 0 and 1")
+    self.data_dir, self.threshold = data_dir, threshold
+    self.labels_file = labels_file or os.path.join(data_dir, multilabel_data.LABELS_FILE)
+    self.labels, self.splits = None, {}
+
+  def head_info(self):
+    return {"task": "multi_label", "head": "multi_label", "labels": self.labels,
+            "threshold": self.threshold}
+
+  def read_data(self, config):
+    del config
+    if not os.path.isdir(self.data_dir):
+      raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
+    self.labels = multilabel_data.read_label_list(self.labels_file)
+    tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
+                                           do_lower_case=self.options.do_lower_case)
+    for split, needed in [("train", self.options.do_train), ("dev", self.options.do_eval),
+                          ("test", self.options.do_predict)]:
+      if needed:
+        path = multilabel_data.data_file(self.data_dir, split)
+        script_utils.check_input_file(path, "data_dir")
+        examples = multilabel_data.read_examples(path, self.labels, split != "test")
+        limit = (self.options.max_train_examples if split == "train"
+                 else self.options.max_eval_examples)
+        examples = examples[:limit] if limit else examples
+        if split == "train" and not any(e.labels for e in examples):
+          # Every target 0: the model learns to predict no label for any text.
+          raise script_utils.UserError(
+              f"{path}: no line of the training data has a label"
+              + (f" (in the first {limit}, --max_train_examples)" if limit else "")
+              + "; a model trained on it predicts no label for any text: label the "
+              "data, or check that the labels are in the second tab-separated column")
+        logging.info("%s %s: %d examples from %s", self.name, split, len(examples), path)
+        self.splits[split] = multilabel_data.convert_examples_to_features(
+            examples, self.labels, self.options.max_seq_length, tokenizer)
+
+  def num_train_examples(self):
+    return len(self.splits["train"]["input_ids"])
+
+  def train_dataset(self, input_context, batch_size):
+    return input_pipeline.array_dataset(self.splits["train"], batch_size, True,
+                                        _SEQUENCE_KEYS,
+                                        input_pipeline.TRAINING_LENGTH_MULTIPLE,
+                                        self.options.seed, input_context)
+
+  def build_model(self, config):
+    model, _ = modeling.build_classifier_model(config, len(self.labels),
+                                               causal=self.options.ltr)
+    return model
+
+  def loss(self, features, outputs):
+    return modeling.multi_label_loss(features, outputs, self.threshold)
+
+  def evaluate(self, model, strategy):
+    del strategy
+    arrays = self.splits["dev"]
+    logits = training.predict_in_order(
+        model, _eval_dataset(arrays, self.options.eval_batch_size), len(arrays["input_ids"]),
+        what="dev")["logits"]
+    values = multilabel_data.eval_values(logits, arrays["label_ids"], self.labels,
+                                         self.threshold)
+    values["num_examples"] = len(logits)
+    return values
+
+  def predict(self, model, global_step):
+    del global_step
+    arrays = self.splits["test"]
+    logits = training.predict_in_order(
+        model, _eval_dataset(arrays, self.options.predict_batch_size),
+        len(arrays["input_ids"]), what="test")["logits"]
+    path = os.path.join(self.options.output_dir, "test_results.tsv")
+    multilabel_data.write_results(path, self.labels,
+                                  metrics.sigmoid(logits.astype(np.float64)), self.threshold)
+    logging.info("Wrote %d test predictions to %s", len(logits), path)
+
+  def export(self, model, export_dir):
+    tokenizer = fast_tokenization.FastTokenizer(self.options.vocab_file,
+                                           self.options.do_lower_case)
+    packer = serving.TextPacker(tokenizer, self.options.max_seq_length, tokenizer.cls_id,
+                                tokenizer.sep_id)
+    names = tf.constant(self.labels)
+
+    def head(inputs):
+      logits = model({k: inputs[k] for k in _SEQUENCE_KEYS}, training=False)["logits"]
+      probabilities = tf.sigmoid(tf.cast(logits, tf.float32))
+      return {"probabilities": probabilities,
+              "predictions": tf.cast(probabilities >= self.threshold, tf.int32)}
+
+    def serve_text(text_a):
+      outputs = head(packer(text_a))
+      chosen = tf.ragged.boolean_mask(
+          tf.broadcast_to(names, tf.shape(outputs["predictions"])),
+          outputs["predictions"] > 0)
+      outputs["labels"] = tf.strings.reduce_join(chosen, axis=-1, separator=",")
+      return outputs
+
+    def serve_ids(input_ids, input_mask, segment_ids):
+      return head({"input_ids": input_ids, "input_mask": input_mask,
+                   "segment_ids": segment_ids})
+
+    serving.write_serving_models(export_dir, [
+        serving.Endpoint("serving_default", serve_ids, serving.token_id_specs()),
+        serving.Endpoint("serve_text", serve_text, serving.text_specs(1), custom_ops=True)],
+        track=[model, tokenizer], version=self.options.export_version,
+        overwrite=self.options.overwrite_export)
+

@@ -1,0 +1,1 @@
+"""Pretraining: vocabularies, the data generator and the masked-LM / NSP task."""

@@ -1,0 +1,341 @@
+"""The pretraining-data generator: masked-LM / next-sentence tf.train.Examples from text.
+
+Middle floor: create_pretraining_data.py parses its flags and calls `check_run` and
+`generate`; tests and benchmarks call the functions here. Nothing here reads absl FLAGS.
+This module is the driver (flag and corpus checks, the output writers, progress, the
+summary); the work is done by pretraining_corpus (documents and chunks),
+pretraining_tokenizer (in-graph tokenization), pretraining_workers (the process pool),
+pretraining_instances (the algorithm) and example_encoder (the records' bytes).
+
+The algorithm is the original's, each step drawing from the same distribution as the
+original's: `dupe_factor` passes, a target length drawn per document pass, segment A/B with
+random-next and put-back, random front/back truncation, 15% masking split 80/10/10,
+optional whole-word masking, the instances shuffled. Pairing walks the documents in Python;
+truncation, masking and serialization run in NumPy for thousands of instances at once.
+What differs (docs/pretraining_data.md): the random generators are not the original's
+(the same seed gives other, equally distributed, instances), and the corpus is streamed in
+chunks of `documents_per_chunk` documents, each chunk with its own generators seeded from
+(`random_seed`, chunk index), so random-next segments come from the same chunk and
+instances are shuffled within the chunk. Chunks go to `num_workers` processes and are
+written in order, so the output bytes do not depend on the number of workers.
+
+TensorFlow (and pretraining_tokenizer, which needs it) is imported by `generate` only
+after the worker pool has started (starting the workers first overlaps both start-ups),
+and never by the workers: a spawned worker imports the script, and so this module, but
+needs NumPy only. So neither is imported at the top.
+"""
+
+import collections
+import contextlib
+import os
+import time
+
+from absl import logging
+
+from bert.utils import atomic_output
+from bert.utils import file_io
+from bert.pretraining import pretraining_corpus
+from bert.pretraining import pretraining_instances
+from bert.pretraining import pretraining_workers
+from bert.utils import progress
+from bert.utils import script_utils
+from bert import tokenization
+
+
+_PROGRESS_EVERY_S = 10.0
+
+
+def _instance_options(vocab, vocab_file, **kwargs):
+  missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
+  if missing:
+    raise script_utils.UserError(
+        f"--vocab_file={vocab_file}: has no {', '.join(missing)} token; use a BERT "
+        "WordPiece vocabulary (one token a line)")
+  ids = list(vocab.values())
+  is_subword = bytearray(max(ids) + 1)
+  for token, index in vocab.items():
+    if token.startswith("##"):
+      is_subword[index] = 1
+  return pretraining_instances.InstanceOptions(
+      cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], mask_id=vocab["[MASK]"], vocab_ids=ids,
+      is_subword=bytes(is_subword), **kwargs)
+
+
+# --------------------------------------------------------------------------- driver
+
+# Bounds on sizes: far beyond any sane run, they fail at once instead of after minutes of
+# building tables. 8,192 positions is 16 times BERT's 512-position table (the longest
+# context of BERT-family encoders we know of, ModernBERT's, is 8,192); the rest bound
+# memory or run time by orders of magnitude above the original's settings.
+MAX_SEQ_LENGTH_LIMIT = 8192
+_LIMITS = {"max_seq_length": MAX_SEQ_LENGTH_LIMIT,
+           "max_predictions_per_seq": MAX_SEQ_LENGTH_LIMIT,
+           "dupe_factor": 1000, "documents_per_chunk": 1_000_000,
+           "num_workers": 1024, "num_output_shards": 100_000}
+
+
+def _check_limit(name, value):
+  if value is not None and value > _LIMITS[name]:
+    raise script_utils.UserError(
+        f"--{name}={value}: more than {_LIMITS[name]:,}, beyond any sane run")
+
+
+def output_paths(output_file, num_output_shards=None):
+  """The files to write: the comma-separated list, or N numbered shards of one name."""
+  files = [f.strip() for f in str(output_file or "").split(",") if f.strip()]
+  if not files:
+    raise script_utils.UserError("--output_file is required")
+  if num_output_shards is None:
+    return files
+  if num_output_shards < 1:
+    raise script_utils.UserError(
+        f"--num_output_shards={num_output_shards}: must be at least 1")
+  _check_limit("num_output_shards", num_output_shards)
+  if len(files) != 1:
+    raise script_utils.UserError(
+        "--num_output_shards needs a single --output_file name, not a list")
+  return [f"{files[0]}-{i:05d}-of-{num_output_shards:05d}"
+          for i in range(num_output_shards)]
+
+
+def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_lm_prob,
+                  short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
+                  num_workers):
+  """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
+  checks = [
+      (max_seq_length >= 5,
+       f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])"),
+      (max_predictions_per_seq >= 1,
+       f"--max_predictions_per_seq={max_predictions_per_seq}: must be at least 1"),
+      (dupe_factor >= 1, f"--dupe_factor={dupe_factor}: must be at least 1"),
+      (0.0 < masked_lm_prob <= 1.0, f"--masked_lm_prob={masked_lm_prob}: must be in (0, 1]"),
+      (0.0 <= short_seq_prob <= 1.0,
+       f"--short_seq_prob={short_seq_prob}: must be in [0, 1]"),
+      (0.0 <= mask_token_prob <= 1.0 and 0.0 <= random_token_prob <= 1.0 and
+       mask_token_prob + random_token_prob <= 1.0 + 1e-9,
+       f"--mask_token_prob={mask_token_prob} and --random_token_prob={random_token_prob}: "
+       "must be in [0, 1] with a sum <= 1"),
+      (documents_per_chunk >= 2,
+       f"--documents_per_chunk={documents_per_chunk}: must be at least 2 (random-next "
+       "needs another document)"),
+      (num_workers is None or num_workers >= 0,
+       f"--num_workers={num_workers}: must be 0 or more"),
+  ]
+  for ok, message in checks:
+    if not ok:
+      raise script_utils.UserError(message)
+  for name, value in [("max_seq_length", max_seq_length),
+                      ("max_predictions_per_seq", max_predictions_per_seq),
+                      ("dupe_factor", dupe_factor),
+                      ("documents_per_chunk", documents_per_chunk),
+                      ("num_workers", num_workers)]:
+    _check_limit(name, value)
+
+
+def check_run(input_patterns, output_file, vocab_file, options, num_output_shards=None,
+              prepare_outputs=True):
+  """Everything create_pretraining_data.py checks before reading the corpus.
+
+  input_patterns, output_file: the flags' comma-separated files (and globs, for input);
+  options: generate's instance options (max_seq_length, dupe_factor, ...). Fails with a
+  one-line UserError naming the flag; returns (input files, output files). With
+  prepare_outputs (not --check_only) the outputs' folders are created and checked.
+  """
+  for name, value in (("input_file", input_patterns), ("output_file", output_file),
+                      ("vocab_file", vocab_file)):
+    if not value:
+      raise script_utils.UserError(f"--{name} is required")
+  input_files = script_utils.expand_file_patterns(input_patterns, "input_file")
+  outputs = output_paths(output_file, num_output_shards)
+  check_options(**{k: v for k, v in options.items()
+                   if k not in ("do_whole_word_mask", "random_seed")})
+  for path in input_files:
+    script_utils.check_input_file(path, "input_file", allow_empty=True)
+  script_utils.check_input_file(vocab_file, "vocab_file")
+  if prepare_outputs:
+    for path in outputs:
+      atomic_output.prepare_output_file(path, "output_file")
+  return input_files, outputs
+
+
+def _import_tensorflow():
+  # Deferred on purpose (see the module docstring): the spawned workers import the
+  # script, and so this module, and need NumPy only; the parent imports TensorFlow and
+  # the in-graph tokenizer after the pool started, so that both start-ups overlap.
+  from bert.pretraining import pretraining_tokenizer  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf, pretraining_tokenizer
+
+
+class _Progress:
+  """Logs documents, instances, rate, share of the input read and an ETA, every 10 s."""
+
+  def __init__(self, total_chars, counters, log):
+    self._chars = progress.Progress(total_chars or 1)
+    self.start = self._chars.started
+    self._counters = counters
+    self._log = log
+    self._last = (self.start, -1)
+
+  def __call__(self, documents, written, final=False):
+    now = time.time()
+    if not final and now - self._last[0] < _PROGRESS_EVERY_S:
+      return
+    if final and self._last[1] == written:
+      return
+    self._last = (now, written)
+    elapsed = max(now - self.start, 1e-9)
+    self._chars.update(min(self._counters["chars"], self._chars.total))
+    done = self._chars.done / self._chars.total
+    self._log(f"documents {documents:,}  instances {written:,}  "
+              f"{written / elapsed:,.0f} instances/s  read {100 * done:.1f}%  "
+              f"elapsed {progress.format_duration(elapsed)}  ETA ~{self._chars.eta()}")
+
+
+class _RoundRobinWriter:
+  """Writes the workers' serialized records round-robin over the output TFRecord writers,
+  adding up their statistics."""
+
+  def __init__(self, writers, totals, progress):
+    self.writers = writers
+    self.totals = totals
+    self.progress = progress
+    self.written = 0
+
+  def __call__(self, result):
+    batches, stats = result
+    num_writers = len(self.writers)
+    for records, sizes in batches:
+      offset = 0
+      if num_writers == 1:
+        write_record = self.writers[0].write
+        for size in sizes:
+          write_record(records[offset:offset + size])
+          offset += size
+      else:
+        for number, size in enumerate(sizes, self.written):
+          self.writers[number % num_writers].write(records[offset:offset + size])
+          offset += size
+      self.written += len(sizes)
+    for key in pretraining_instances.STAT_KEYS:
+      self.totals[key] += stats[key]
+    self.progress(self.totals["documents"], self.written)
+
+
+def _chunk_tasks(documents, tokenizer, random_seed, documents_per_chunk, unk_id, totals):
+  """Yields the workers' tasks (seed, flat ids bytes, splits bytes, sentence counts), one
+  per chunk of documents, tokenized in this process; counts [UNK] into totals."""
+  for index, chunk in enumerate(
+      pretraining_corpus.chunk_documents(documents, documents_per_chunk)):
+    sentences = [s for d in chunk for s in d]
+    flat, splits = tokenizer.tokenize(sentences)
+    totals["unk_tokens"] += int((flat == unk_id).sum())
+    yield (pretraining_instances.chunk_seed(random_seed, index), flat.astype("=i4").tobytes(),
+           splits.astype("=i8").tobytes(), [len(d) for d in chunk])
+
+
+def _check_corpus_shape(totals, input_files):
+  """Corpora the algorithm cannot make pairs from -> UserError naming the input."""
+  shown = ",".join(input_files)
+  if totals["documents"] == 0:
+    raise script_utils.UserError(
+        f"--input_file={shown}: no text found (empty corpus); expected one sentence a "
+        "line with blank lines between documents")
+  if totals["documents"] < 2:
+    raise script_utils.UserError(
+        f"--input_file={shown}: only one document; random-next sentences need at least "
+        "two documents separated by blank lines")
+  if totals["sentences"] == totals["documents"]:
+    raise script_utils.UserError(
+        f"--input_file={shown}: every document has a single sentence, too short to "
+        "make a sentence pair; put one sentence a line and a blank line only between "
+        "documents")
+
+
+def _validate(input_files, output_files, vocab_file, options):
+  check_options(**options)
+  for path in input_files:
+    script_utils.check_input_file(path, "input_file", allow_empty=True)
+  script_utils.check_input_file(vocab_file, "vocab_file")
+  for path in output_files:
+    atomic_output.prepare_output_file(path, "output_file")
+
+
+def generate(input_files, output_files, vocab_file, do_lower_case=True,
+             do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
+             random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
+             mask_token_prob=0.8, random_token_prob=0.1, num_workers=0,
+             documents_per_chunk=1000, on_encoding_error="fail", normalize=None,
+             split_sentences=None, log=logging.info):
+  """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
+
+  input_files, output_files: lists of paths. Every output is written under a temporary
+  name and renamed when the whole run succeeded. normalize: None (the original) or "nfc",
+  which the tokenizer applies to every line first. split_sentences: None, or a function
+  line -> list of sentences applied to every line (pretraining_corpus.sentence_splitter).
+  """
+  _validate(input_files, output_files, vocab_file, dict(
+      max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+      dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
+      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
+      documents_per_chunk=documents_per_chunk, num_workers=num_workers))
+  if num_workers is None:
+    num_workers = os.cpu_count() or 1
+  vocab = tokenization.load_vocab(vocab_file)
+  opt = _instance_options(
+      vocab, vocab_file, max_seq_length=max_seq_length,
+      max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
+      short_seq_prob=short_seq_prob, masked_lm_prob=masked_lm_prob,
+      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
+      do_whole_word_mask=do_whole_word_mask)
+  counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
+  totals = dict.fromkeys(pretraining_instances.STAT_KEYS + ("unk_tokens",), 0)
+  report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
+  with script_utils.disk_full_names(", ".join(output_files)), contextlib.ExitStack() as stack:
+    pool = pretraining_workers.start_workers(opt, num_workers)
+    if pool is not None:
+      stack.callback(pool.terminate)
+    tf, pretraining_tokenizer = _import_tensorflow()
+    tokenizer = pretraining_tokenizer.get_tokenizer(vocab_file, do_lower_case, normalize)
+    tmp_paths = [stack.enter_context(atomic_output.atomic_path(p)) for p in output_files]
+    write = _RoundRobinWriter(
+        [stack.enter_context(tf.io.TFRecordWriter(p)) for p in tmp_paths], totals, report)
+    documents = pretraining_corpus.read_documents(input_files, on_encoding_error, counters,
+                                                  split_sentences)
+    pretraining_workers.run_tasks(
+        _chunk_tasks(documents, tokenizer, random_seed, documents_per_chunk,
+                     vocab.get("[UNK]", -1), totals),
+        pool, num_workers, write)
+    if counters["skipped_lines"]:
+      log(f"skipped {counters['skipped_lines']:,} lines that were not valid UTF-8")
+    _check_corpus_shape(totals, input_files)
+    report(totals["documents"], write.written, final=True)
+  summary = summarize(totals, write.written, time.time() - report.start)
+  summary["skipped_lines"] = counters["skipped_lines"]
+  return summary
+
+
+def summarize(totals, written, seconds):
+  """The end-of-run figures: counts, masking split, random-next and [UNK] rates."""
+  masked = max(totals["masked"], 1)
+  return {
+      "documents": totals["documents"],
+      "sentences": totals["sentences"],
+      "corpus_tokens": totals["corpus_tokens"],
+      "instances_written": written,
+      "instance_tokens": totals["instance_tokens"],
+      "masked_fraction": totals["masked"] / max(totals["instance_tokens"], 1),
+      "mask_token_fraction": totals["masked_as_mask"] / masked,
+      "kept_fraction": totals["masked_kept"] / masked,
+      "random_token_fraction": totals["masked_random"] / masked,
+      "random_next_fraction": totals["random_next"] / max(written, 1),
+      "unk_rate": totals["unk_tokens"] / max(totals["corpus_tokens"], 1),
+      "seconds": seconds,
+      "instances_per_second": written / max(seconds, 1e-9),
+  }
+
+
+def summary_lines(summary):
+  """create_pretraining_data.py's `key = value` lines of the summary."""
+  return [f"{key} = {value:.4f}" if isinstance(value, float) else f"{key} = {value:,}"
+          for key, value in summary.items()]

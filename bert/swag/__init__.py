@@ -1,0 +1,1 @@
+"""SWAG multiple choice."""

@@ -1,0 +1,125 @@
+"""SWAG multiple choice (paper Section 4.4, Table 4) as a finetune.Task.
+
+Middle floor. Reading and features are in swag_data.py, the head and its loss in
+modeling.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
+metrics.py; this module joins them for the driver (finetune.run).
+
+Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, num_examples and the
+driver's global_step), dev_predictions.csv and, with do_predict, test_predictions.csv
+(id, predicted ending, the four probabilities; the gold label when the file has one).
+"""
+
+import os
+
+from absl import logging
+import numpy as np
+
+from bert.training import finetune
+from bert import input_pipeline
+from bert import metrics
+from bert import modeling
+from bert.utils import script_utils
+from bert.swag import swag_data
+from bert import tokenization
+from bert.training import loop as training
+
+_SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
+
+
+def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None):
+  """Batches of swag_data.convert_examples_to_features arrays.
+
+  Elements: input_ids, input_mask, segment_ids int32 [B, NUM_CHOICES, S] with S the
+  batch's longest pair (rounded up to input_pipeline.TRAINING_LENGTH_MULTIPLE for
+  training); label_ids int32 [B].
+  training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches.
+  """
+  return input_pipeline.array_dataset(arrays, batch_size, training_data, _SEQUENCE_KEYS,
+                                      input_pipeline.TRAINING_LENGTH_MULTIPLE
+                                      if training_data else 1, seed,
+                                      input_context)
+
+
+class SwagSplit:
+  """One SWAG file: its examples and their feature arrays."""
+
+  def __init__(self, examples, arrays):
+    self.examples, self.arrays = examples, arrays
+
+
+class SwagTask(finetune.Task):
+  """SWAG's train.csv / val.csv / test.csv in data_dir, four endings per example."""
+
+  name = "SWAG"
+
+  def __init__(self, options, data_dir):
+    super().__init__(options)
+    self.data_dir = data_dir
+    self.splits = {}
+
+  def read_data(self, config):
+    del config
+    if not os.path.isdir(self.data_dir):
+      raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
+    options = self.options
+    tokenizer = tokenization.FullTokenizer(options.vocab_file,
+                                           do_lower_case=options.do_lower_case)
+    wanted = [("train", options.do_train), ("dev", options.do_eval),
+              ("test", options.do_predict)]
+    for split, needed in wanted:
+      if needed:
+        self.splits[split] = self._read_split(split, tokenizer)
+
+  def _read_split(self, split, tokenizer):
+    path = swag_data.swag_file(self.data_dir, split)
+    script_utils.check_input_file(path, "data_dir")
+    examples = swag_data.read_swag_examples(path, require_label=split != "test")
+    limit = (self.options.max_train_examples if split == "train"
+             else self.options.max_eval_examples)
+    if limit and limit > 0:
+      examples = examples[:limit]
+    logging.info("SWAG %s: %d examples from %s", split, len(examples), path)
+    return SwagSplit(examples, swag_data.convert_examples_to_features(
+        examples, self.options.max_seq_length, tokenizer))
+
+  def num_train_examples(self):
+    return len(self.splits["train"].examples)
+
+  def train_dataset(self, input_context, batch_size):
+    return make_dataset(self.splits["train"].arrays, batch_size, True,
+                        seed=self.options.seed, input_context=input_context)
+
+  def head_info(self):
+    return {"task": self.name, "head": "multiple_choice",
+            "num_choices": swag_data.NUM_CHOICES}
+
+  def build_model(self, config):
+    model, _ = modeling.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
+                                                    causal=self.options.ltr)
+    return model
+
+  def loss(self, features, outputs):
+    return modeling.multiple_choice_loss(features, outputs)
+
+  def evaluate(self, model, strategy):
+    del strategy
+    split = self.splits["dev"]
+    logits = training.predict_in_order(
+        model, make_dataset(split.arrays, self.options.eval_batch_size, False),
+        len(split.examples), what="dev")["logits"]
+    labels = split.arrays["label_ids"]
+    swag_data.write_predictions(os.path.join(self.options.output_dir,
+                                             "dev_predictions.csv"), split.examples, logits)
+    return {"eval_accuracy": metrics.accuracy(np.argmax(logits, -1), labels),
+            "eval_loss": metrics.cross_entropy(logits, labels),
+            "num_examples": len(split.examples)}
+
+  def predict(self, model, global_step):
+    del global_step
+    split = self.splits["test"]
+    logits = training.predict_in_order(
+        model, make_dataset(split.arrays, self.options.predict_batch_size, False),
+        len(split.examples), what="test")["logits"]
+    path = os.path.join(self.options.output_dir, "test_predictions.csv")
+    swag_data.write_predictions(path, split.examples, logits)
+    logging.info("Wrote %d test predictions to %s", len(split.examples), path)

@@ -1,0 +1,1 @@
+"""Token tagging: any CoNLL column, CoNLL-2003 NER."""

@@ -1,0 +1,147 @@
+"""CoNLL-2003 named-entity recognition (paper Table 7) as a finetune.Task.
+
+Middle floor. NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True,
+the entity tags in the last column): reading, windows and decoding are in tagging.py,
+conlleval's scores in conlleval.py, the entity label set in ner_data.py, the
+feature-based machinery (layer combinations, activation cache, BiLSTM) in
+ner_features.py, the token head and its loss in modeling.py.
+
+mode "finetune" (Table 7, top): the whole encoder is trained with one output layer on
+top of every token; a word's label and prediction sit on its first WordPiece.
+mode "feature" (Table 7, bottom): the encoder is frozen. Its activations are computed
+once per split in `read_data` (from --init_checkpoint, which this task loads itself:
+loads_init_checkpoint is False) and cached as TFRecords; only a randomly initialised
+two-layer BiLSTM and an output layer are trained, on the cached activations.
+
+Outputs in output_dir: eval_results.txt (eval_f1, eval_precision, eval_recall,
+eval_accuracy, eval_loss, eval_sentences, eval_f1_<TYPE> and the driver's global_step),
+dev_predictions.txt / test_predictions.txt in conlleval's input format (word, the file's
+other columns, gold tag, predicted tag, in the file's tag scheme), dev_conlleval.txt /
+test_conlleval.txt (conlleval's report) and, for a labelled test file, test_results.txt
+(test_f1, ..., global_step). eval_loss is the token tasks' (tagging_task.py): the mean
+cross-entropy per word scored.
+"""
+
+import dataclasses
+import os
+from typing import Optional, Sequence
+
+from absl import logging
+import keras
+
+from bert.utils import atomic_output
+from bert.training import checkpoints
+from bert import input_pipeline
+from bert import modeling
+from bert.tagging import ner_data
+from bert.tagging import ner_features
+from bert.utils import script_utils
+from bert.tagging import tagging_task
+
+
+@dataclasses.dataclass(frozen=True)
+class NerSettings(tagging_task.TaggingSettings):
+  """run_ner's task flags (see their help there): the tagging settings with IOB entity
+  tags in the last column, plus the entity types and the feature-based mode's."""
+  iob: bool = True
+  entity_types: Sequence[str] = ner_data.CONLL2003_ENTITY_TYPES
+  mode: str = "finetune"                # finetune or feature
+  feature_layers: str = "concat_last_four"
+  lstm_units: int = 768
+  feature_cache_dir: Optional[str] = None
+  feature_batch_size: int = 32
+
+
+class NerTask(tagging_task.TaggingTask):
+  """Entity tagging of CoNLL files, fine-tuned or feature-based (NerSettings.mode)."""
+
+  name = "NER"
+
+  def __init__(self, options, settings):
+    super().__init__(options, settings)
+    self.feature_mode = settings.mode == "feature"
+    self.loads_init_checkpoint = not self.feature_mode
+    self.label_list = ner_data.make_label_list(
+        [t.strip() for t in settings.entity_types if t.strip()])
+    self.feature_dim = None  # feature mode: width of the cached activations
+
+  # ------------------------------------------------------------------ data
+
+  def read_data(self, config):
+    settings = self.settings
+    if settings.mode not in ("finetune", "feature"):
+      raise script_utils.UserError(f"--mode={settings.mode}: use finetune or feature")
+    if self.feature_mode:
+      for flag in ("lstm_units", "feature_batch_size"):
+        if getattr(settings, flag) < 1:
+          raise script_utils.UserError(f"--{flag}={getattr(settings, flag)}: must be at "
+                                       "least 1")
+      ner_features.check_layer_choice(settings.feature_layers, config.num_hidden_layers)
+      self.feature_dim = ner_features.feature_dim(settings.feature_layers,
+                                                  config.hidden_size)
+    super().read_data(config)
+    if self.feature_mode:
+      self._cache_activations(config)
+
+  def check_labels(self, examples, path):
+    ner_data.check_labels(examples, self.label_list, path)
+
+  def _cache_activations(self, config):
+    """Feature mode: every split's frozen activations, written once to the cache."""
+    settings, options = self.settings, self.options
+    cache_dir = settings.feature_cache_dir or os.path.join(options.output_dir,
+                                                           "feature_cache")
+    atomic_output.ensure_output_dir(cache_dir, "feature_cache_dir")
+    # Seeded as the driver seeds the trained model: a random encoder (no checkpoint)
+    # gives the same activations on every run.
+    keras.utils.set_random_seed(int(options.seed))
+    encoder = modeling.BertModel(config, causal=options.ltr)
+    if options.init_checkpoint:
+      checkpoints.load_checkpoint(encoder, options.init_checkpoint)
+    else:
+      logging.warning("No --init_checkpoint: features come from a random encoder")
+    for split in self.splits.values():
+      split.cache = ner_features.cache_path(cache_dir, split.name, settings.feature_layers,
+                                            self._fingerprint(split, config))
+      if os.path.exists(split.cache):
+        logging.info("Using cached %s features: %s", split.name, split.cache)
+        continue
+      dataset = tagging_task.make_dataset(split.arrays, settings.feature_batch_size, False,
+                                          multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
+      ner_features.write_feature_cache(split.cache, encoder, dataset,
+                                       settings.feature_layers, len(split.features),
+                                       label=f"{split.name} features")
+      logging.info("Cached %s features in %s", split.name, split.cache)
+
+  def _fingerprint(self, split, config):
+    """Hash of everything that determines a split's cached activations."""
+    settings, options = self.settings, self.options
+    return ner_data.settings_fingerprint(
+        data=ner_features.file_identity(split.path),
+        checkpoint=ner_features.checkpoint_identity(options.init_checkpoint),
+        config=config.to_dict(), vocab=os.path.realpath(options.vocab_file),
+        lower=options.do_lower_case, max_seq_length=options.max_seq_length,
+        doc_stride=settings.doc_stride,
+        limit=(options.max_train_examples, options.max_eval_examples),
+        layers=settings.feature_layers, ltr=options.ltr, types=tuple(self.label_list))
+
+  def dataset(self, split, batch_size, training_data, input_context=None):
+    if self.feature_mode:
+      return ner_features.feature_dataset(split.cache, self.feature_dim, batch_size,
+                                          training_data, seed=self.options.seed,
+                                          input_context=input_context)
+    return super().dataset(split, batch_size, training_data, input_context)
+
+  # ------------------------------------------------------------------ model
+
+  def head_info(self):
+    info = super().head_info()
+    if self.feature_mode:
+      info["head"] = "feature_ner"
+    return info
+
+  def build_model(self, config):
+    if self.feature_mode:
+      return ner_features.build_bilstm_tagger(self.feature_dim, len(self.label_list),
+                                              self.settings.lstm_units)
+    return super().build_model(config)

@@ -1,0 +1,308 @@
+"""Tagging one column of a CoNLL file, word by word, as a finetune.Task.
+
+Middle floor. Reading, windows and decoding are in tagging.py, conlleval's chunk rules
+and scores in conlleval.py, the token head and its loss in modeling.py
+(build_token_classifier_model, token_classification_loss); this module joins them for
+the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
+chunks); NerTask (ner_task.py) is its subclass for entity tags, with a feature-based mode.
+
+Two kinds of tags (TaggingSettings.iob):
+  * plain tags (part of speech): each tag is a label as written; scored by accuracy per
+    word.
+  * IOB chunk tags (chunks, entities): learned as IOB2 whether the file is IOB1 or IOB2,
+    written back in the file's scheme, scored by conlleval's span precision / recall /
+    F1 (and its per-word accuracy).
+
+Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, eval_sentences and,
+for IOB tags, eval_f1, eval_precision, eval_recall, eval_f1_<TYPE>; the driver adds loss
+and global_step), dev_predictions.txt / test_predictions.txt in conlleval's input format
+(word, the file's other columns, gold tag, predicted tag), for IOB tags dev_conlleval.txt
+/ test_conlleval.txt (conlleval's report), and for a labelled test file test_results.txt
+(test_accuracy, ..., global_step).
+
+eval_loss is the token task's definition: the mean over the words scored of the
+cross-entropy of the word's gold label, read at the word's first WordPiece in the window
+that decodes it, so it counts exactly the words the accuracy counts.
+"""
+
+import dataclasses
+import os
+from typing import Optional, Sequence
+
+from absl import logging
+import numpy as np
+
+from bert.utils import atomic_output
+from bert.tagging import conlleval
+from bert.training import finetune
+from bert import input_pipeline
+from bert import metrics
+from bert import modeling
+from bert.utils import script_utils
+from bert.tagging import tagging
+from bert import tokenization
+from bert.training import loop as training
+
+# Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
+DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
+                 "dev": ("valid.txt", "dev.txt", "eng.testa"),
+                 "test": ("test.txt", "eng.testb")}
+
+_TOKEN_KEYS = ("input_ids", "input_mask", "segment_ids", "label_ids")
+
+AUTO = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggingSettings:
+  """A tagging task's settings (run_tagger's and run_ner's flags; see their help).
+
+  tag_column: the column holding the tags, counted from 1 (the word); None: the last.
+  iob: the tags are IOB chunks (see the module docstring). label_scheme (IOB tags only):
+  auto, iob1 or iob2, the scheme predictions are written in. labels: the label set in
+  output order; None: the tags of the data files, sorted (NER passes its entity tags).
+  """
+  data_dir: str
+  train_file: Optional[str] = None
+  dev_file: Optional[str] = None
+  test_file: Optional[str] = None
+  tag_column: Optional[int] = None
+  iob: bool = False
+  label_scheme: str = AUTO
+  labels: Optional[Sequence[str]] = None
+  doc_stride: int = 64
+  dropout_rate: float = 0.1
+
+  def __post_init__(self):
+    if self.tag_column is not None and self.tag_column < 2:
+      raise script_utils.UserError(f"--tag_column={self.tag_column}: the tags are column 2 "
+                                   "or later (column 1 holds the words)")
+    if self.label_scheme not in (AUTO, conlleval.IOB1, conlleval.IOB2):
+      raise script_utils.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
+                                   "or iob2")
+    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too
+      raise script_utils.UserError(
+          f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
+
+
+def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,
+                 multiple=None, sort_by_length=False):
+  """Batches of token arrays: input_ids, input_mask, segment_ids, label_ids int32 [B, S]
+  (S the batch's longest window rounded up to `multiple`: by default
+  input_pipeline.TRAINING_LENGTH_MULTIPLE for
+  training, 1 otherwise), feature_index int32 [B].
+
+  training_data: sharded by input pipeline, shuffled (seeded), repeated, full batches;
+  else one pass in feature order, or with sort_by_length in order of window length
+  (stable), so that short windows share batches; feature_index puts results back.
+  """
+  if multiple is None:
+    multiple = input_pipeline.TRAINING_LENGTH_MULTIPLE if training_data else 1
+  if sort_by_length and not training_data:
+    order = np.argsort(arrays["input_mask"].sum(axis=1), kind="stable")
+    arrays = {k: v[order] for k, v in arrays.items()}
+  return input_pipeline.array_dataset(arrays, batch_size, training_data, _TOKEN_KEYS,
+                                      multiple, seed, input_context)
+
+
+class Split:
+  """A CoNLL file read for one split: examples, windows (features), model arrays."""
+
+  def __init__(self, name, path, examples, features, scheme):
+    self.name, self.path, self.examples, self.features = name, path, examples, features
+    self.scheme = scheme  # IOB tags: the file's scheme; plain tags: None
+    self.arrays = tagging.features_to_arrays(features)
+    self.labelled = all(e.labels is not None for e in examples)
+    self.cache = None  # NER's feature mode: the TFRecord of its frozen activations
+
+
+class TaggingTask(finetune.Task):
+  """One tag per word of a CoNLL file's column, fine-tuned with a token classifier."""
+
+  name = "tagger"
+
+  def __init__(self, options, settings):
+    super().__init__(options)
+    self.settings = settings
+    self.label_list = list(settings.labels) if settings.labels else None
+    self.splits = {}
+
+  # ------------------------------------------------------------------ data
+
+  def read_data(self, config):
+    del config
+    settings = self.settings
+    if not os.path.isdir(settings.data_dir):
+      raise script_utils.UserError(f"--data_dir={settings.data_dir}: no such folder")
+    if settings.doc_stride < 1:
+      raise script_utils.UserError(f"--doc_stride={settings.doc_stride}: must be at least 1")
+    tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
+                                           do_lower_case=self.options.do_lower_case)
+    if self.label_list is None:
+      self.label_list = self._labels_of_the_files()
+    # Every input is read and checked before any model is built: bad data fails in seconds.
+    wanted = [("train", self.options.do_train), ("dev", self.options.do_eval),
+              ("test", self.options.do_predict)]
+    for name, needed in wanted:
+      if needed:
+        self.splits[name] = self._read_split(name, tokenizer)
+
+  def _labels_of_the_files(self):
+    """The label set when none is given: every gold tag of the whole training file and
+    of the dev and test files that are there, whichever splits this run reads, so that
+    every run on the same files has the same outputs (a tag only dev has is a label the
+    model never learns, and is scored as a miss, not refused)."""
+    examples, paths = [], []
+    for split in ("train", "dev", "test"):
+      try:
+        path = self._split_path(split)
+      except script_utils.UserError:
+        if split == "train":
+          raise
+        continue
+      examples += tagging.read_conll(path, self.settings.tag_column)
+      paths.append(path)
+    labels = tagging.label_list_from(examples, self.settings.iob)
+    if not labels:
+      raise script_utils.UserError(f"{paths[0]}: no tags (one column per line); the "
+                                   "training file needs a tag column")
+    logging.info("%d labels from %s", len(labels), ", ".join(paths))
+    return labels
+
+  def _split_path(self, split):
+    settings = self.settings
+    given = {"train": settings.train_file, "dev": settings.dev_file,
+             "test": settings.test_file}[split]
+    if given:
+      path = given if os.path.exists(given) else os.path.join(settings.data_dir, given)
+      return script_utils.check_input_file(path, f"{split}_file")
+    for name in DEFAULT_FILES[split]:
+      path = os.path.join(settings.data_dir, name)
+      if os.path.isfile(path):
+        return script_utils.check_input_file(path, "data_dir")
+    raise script_utils.UserError(
+        f"--data_dir={settings.data_dir}: no {split} file "
+        f"({' or '.join(DEFAULT_FILES[split])}); name it with --{split}_file")
+
+  def check_labels(self, examples, path):
+    """Refuses a gold tag outside the label set, naming file:line (NER names its types)."""
+    unknown = tagging.first_unknown_tag(examples, self.label_list, self.settings.iob)
+    if unknown:
+      example, offset = unknown
+      raise script_utils.UserError(
+          f"{path}:{example.line_number + offset}: tag {example.labels[offset]!r} is not "
+          f"one of --labels ({', '.join(self.label_list)})")
+
+  def _read_split(self, name, tokenizer):
+    settings = self.settings
+    path = self._split_path(name)
+    examples = tagging.read_conll(path, settings.tag_column)
+    limit = (self.options.max_train_examples if name == "train"
+             else self.options.max_eval_examples)
+    if limit and limit > 0:
+      examples = examples[:limit]
+    if name != "test" and any(e.labels is None for e in examples):
+      raise script_utils.UserError(f"{path}: {name} data needs a tag column")
+    self.check_labels(examples, path)
+    scheme = None
+    if settings.iob:
+      scheme = (conlleval.detect_scheme(examples) if settings.label_scheme == AUTO
+                else settings.label_scheme)
+    features = tagging.convert_examples_to_features(
+        examples, self.label_list, self.options.max_seq_length, tokenizer,
+        doc_stride=settings.doc_stride, iob=settings.iob)
+    logging.info("%s: %d sentences, %d windows (%d extra for long sentences)%s",
+                 path, len(examples), len(features), len(features) - len(examples),
+                 f", scheme {scheme.upper()}" if scheme else "")
+    return Split(name, path, examples, features, scheme)
+
+  def num_train_examples(self):
+    return len(self.splits["train"].features)
+
+  def num_segments(self):
+    return 1  # one sentence (window) a row: segment id 0 only
+
+  def dataset(self, split, batch_size, training_data, input_context=None):
+    """The split's batches; eval and predict in order of length (rows put back by
+    feature_index)."""
+    return make_dataset(split.arrays, batch_size, training_data, seed=self.options.seed,
+                        input_context=input_context, sort_by_length=not training_data)
+
+  def train_dataset(self, input_context, batch_size):
+    return self.dataset(self.splits["train"], batch_size, True, input_context)
+
+  # ------------------------------------------------------------------ model
+
+  def head_info(self):
+    return {"task": self.name, "head": "token_classification",
+            "labels": list(self.label_list)}
+
+  def build_model(self, config):
+    model, _ = modeling.build_token_classifier_model(
+        config, len(self.label_list), causal=self.options.ltr,
+        dropout_rate=self.settings.dropout_rate)
+    return model
+
+  def loss(self, features, outputs):
+    return modeling.token_classification_loss(features, outputs)
+
+  # ------------------------------------------------------------------ outputs
+
+  def evaluate(self, model, strategy):
+    del strategy
+    return self.score(model, "dev", self.options.eval_batch_size)
+
+  def predict(self, model, global_step):
+    results = self.score(model, "test", self.options.predict_batch_size)
+    if results is not None:
+      results["global_step"] = global_step
+      atomic_output.write_key_values(
+          os.path.join(self.options.output_dir, "test_results.txt"), results,
+          log=logging.info)
+
+  def word_logits(self, model, split, batch_size, what):
+    """Logits float [total words, labels]: each word's, at its first WordPiece in the
+    window that decodes it, word by word in input order."""
+    outputs = training.predict_in_order(
+        model, self.dataset(split, batch_size, False), len(split.features),
+        index_key="feature_index", width=self.options.max_seq_length,
+        sequence_keys=("logits",), what=what)
+    rows, positions = tagging.decode_positions(split.examples, split.features)
+    return outputs["logits"][rows, positions]
+
+  def score(self, model, name, batch_size):
+    """Predicts split `name`; writes <name>_predictions.txt and, for IOB tags with gold,
+    <name>_conlleval.txt. Returns the eval_*/test_* values, or None (no gold tags)."""
+    split, settings = self.splits[name], self.settings
+    logits = self.word_logits(model, split, batch_size, name)
+    predicted = np.argmax(logits, axis=-1)
+    tags = tagging.split_by_sentence(split.examples,
+                                     [self.label_list[int(i)] for i in predicted])
+    out = self.options.output_dir
+    tagging.write_conll_predictions(os.path.join(out, f"{name}_predictions.txt"),
+                                    split.examples, tags, split.scheme)
+    if not split.labelled:
+      logging.info("%s has no gold tags: wrote predictions only", split.path)
+      return None
+    key = "eval" if name == "dev" else "test"
+    gold = tagging.gold_label_ids(split.examples, self.label_list, settings.iob)
+    results = {f"{key}_loss": metrics.cross_entropy(logits, gold),
+               f"{key}_sentences": len(split.examples)}
+    if not settings.iob:
+      results[f"{key}_accuracy"] = metrics.accuracy(predicted, gold)
+      logging.info("%s accuracy: %.4f over %d words", name, results[f"{key}_accuracy"],
+                   len(gold))
+      return results
+    scores = conlleval.evaluate_examples(split.examples, tags, split.scheme)
+    report = conlleval.conlleval_report(scores)
+    report_file = os.path.join(out, f"{name}_conlleval.txt")
+    with script_utils.disk_full_names(report_file), atomic_output.atomic_open(
+        report_file) as handle:
+      handle.write(report)
+    for line in report.splitlines():
+      logging.info("%s conlleval: %s", name, line)
+    results.update({f"{key}_f1": scores["f1"], f"{key}_precision": scores["precision"],
+                    f"{key}_recall": scores["recall"], f"{key}_accuracy": scores["accuracy"]})
+    for chunk_type, values in scores["per_type"].items():
+      results[f"{key}_f1_{chunk_type}"] = values["f1"]
+    return results

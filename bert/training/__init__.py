@@ -1,0 +1,1 @@
+"""Training: the loop, strategies, checkpoints and the fine-tuning driver."""

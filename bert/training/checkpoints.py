@@ -1,0 +1,734 @@
+"""Checkpoint I/O: Google's TF1 checkpoints, our TF2 checkpoints, Hugging Face safetensors.
+
+Middle floor. Every loader maps onto the Google TF1 variable names that
+`modeling.google_variable_map(model)` gives each weight, so one table of names serves
+all three formats:
+
+  * Google TF1 name-based checkpoints (`.../bert_model.ckpt` prefix): read by name with
+    `tf.train.load_checkpoint`, every shape checked;
+  * our TF2 object-based checkpoints, the layout of a run's output_dir, written and read
+    only here (`RunCheckpoint`): the whole model when the checkpoint holds this very
+    model (same weights and shapes, recorded as `model_signature`), else its BERT
+    encoder; saved with or without optimizer slots, by any of our scripts;
+  * Hugging Face BERT checkpoints (`model.safetensors`, or a directory holding it with
+    its `config.json`): torch `Linear.weight` [out, in] is transposed to a kernel [in, out].
+
+`save_google_checkpoint` writes a model back out in Google's layout (same names), so tools
+written for the original can read what we train.
+
+`start_weights` is the one answer to "what does this run start from", for every script:
+resume from output_dir if it holds a checkpoint of this model (of another model: a
+one-line error); else --init_checkpoint of any kind above; else random weights when
+training, and a one-line error when there is nothing trained to evaluate or predict with.
+"""
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from bert.utils import atomic_output
+from bert.utils import file_io
+from bert.export import hugging_face
+from bert import modeling
+from bert.utils import script_utils
+from bert.training import loop as training
+
+GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
+
+
+
+# --------------------------------------------------------------------------- configs
+
+
+def load_bert_config(path):
+  """Reads Google's bert_config.json, or a Hugging Face BERT config.json.
+
+  A Hugging Face config is recognised by its `model_type`/`architectures` keys; its
+  activation name is translated (HF "gelu" = our "gelu_exact").
+  """
+  script_utils.check_input_file(path, "bert_config_file")
+  try:
+    with open(path, "r", encoding="utf-8") as handle:
+      data = json.load(handle)
+  except json.JSONDecodeError as exc:
+    raise script_utils.UserError(
+        f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
+        f"{exc.msg}") from None
+  except UnicodeDecodeError:
+    raise script_utils.UserError(file_io.not_utf8_message(path)) from None
+  if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
+    return hugging_face.config_from_hugging_face(data, source=path)
+  return modeling.BertConfig.from_dict(data, source=path)
+
+
+def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
+  """Fails when the vocabulary and the config disagree: ids would index the wrong rows."""
+  if vocab_size != config.vocab_size:
+    raise script_utils.UserError(
+        f"{vocab_file}: {vocab_size} tokens, but the BERT config says vocab_size="
+        f"{config.vocab_size}; use the vocab.txt that came with the checkpoint")
+
+
+def check_max_seq_length(max_seq_length, config, flag="max_seq_length"):
+  if max_seq_length > config.max_position_embeddings:
+    raise script_utils.UserError(
+        f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
+        f"{config.max_position_embeddings}; lower --{flag}")
+  if max_seq_length < 3:
+    raise script_utils.UserError(
+        f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")
+
+
+# --------------------------------------------------------------------------- detection
+
+
+def _safetensors_file(path):
+  if os.path.isdir(path):
+    candidate = os.path.join(path, "model.safetensors")
+    return candidate if os.path.isfile(candidate) else None
+  return path if path.endswith(".safetensors") else None
+
+
+_CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
+
+
+def _strip_file_suffix(path):
+  """`.../bert_model.ckpt.index` (or .data-00000-of-00001, .meta) -> the prefix, noted."""
+  prefix = _CHECKPOINT_FILE_SUFFIX.sub("", path)
+  if prefix != path and not os.path.isdir(path):
+    logging.info("Checkpoint %s: using its prefix %s", path, prefix)
+    return prefix
+  return path
+
+
+@contextlib.contextmanager
+def _reading(prefix):
+  """Turns the errors of a truncated or corrupt checkpoint file into one line."""
+  try:
+    yield
+  except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
+          tf.errors.InternalError) as exc:
+    raise script_utils.UserError(
+        f"{prefix}: the checkpoint is truncated or corrupt ({' '.join(str(exc).split())[:160]}"
+        "); copy or download it again") from None
+
+
+def resolve_checkpoint(path):
+  """(kind, path) for a checkpoint given as a prefix, a directory or a safetensors file."""
+  if not path:
+    raise script_utils.UserError("no checkpoint path given")
+  path = _strip_file_suffix(str(path))
+  st = _safetensors_file(path)
+  if st:
+    if not os.path.isfile(st):
+      raise FileNotFoundError(2, "no such file", st)
+    return HUGGING_FACE, st
+  prefix = path
+  if os.path.isdir(path):
+    _check_state_file(path)
+    prefix = tf.train.latest_checkpoint(path)
+    if prefix is None:
+      google = os.path.join(path, "bert_model.ckpt")
+      if os.path.exists(google + ".index"):
+        prefix = google
+      else:
+        raise script_utils.UserError(
+            f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
+            "bert_model.ckpt.index or model.safetensors)")
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise script_utils.UserError(
+        f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
+        "prefix, e.g. .../bert_model.ckpt")
+  try:
+    names = dict(tf.train.list_variables(prefix))
+  except (tf.errors.OpError, ValueError) as exc:
+    raise script_utils.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
+  _check_data_files(prefix)
+  if any(n.startswith("bert/") or n.startswith("cls/") for n in names):
+    return GOOGLE, prefix
+  if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+    return OURS, prefix
+  raise script_utils.UserError(
+      f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
+      "nor one of ours")
+
+
+def _check_state_file(directory):
+  """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
+  error saying which, before TensorFlow logs its own E line about it."""
+  state_file = os.path.join(directory, "checkpoint")
+  if not os.path.isfile(state_file):
+    return
+  try:
+    state = tf.train.get_checkpoint_state(directory)
+  except (tf.errors.OpError, ValueError):  # not a text proto: not our state file
+    return
+  if state is None or not state.model_checkpoint_path:
+    return
+  # TensorFlow has already joined the directory onto a relative name (`run/ckpt-3` for
+  # the directory `run`): joining it again would look in run/run/.
+  prefix = named = state.model_checkpoint_path
+  if not tf.io.gfile.exists(prefix + ".index"):
+    raise script_utils.UserError(
+        f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
+        f"not exist ({prefix}.index is missing); restore the files, pass an existing "
+        "ckpt-N prefix, or delete the 'checkpoint' file")
+
+
+def _check_data_files(prefix):
+  """Fails when a .data shard is missing or shorter than the index says (a cut copy)."""
+  with _reading(prefix):
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    dtypes = reader.get_variable_to_dtype_map()
+  needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
+               if dtypes[name] != tf.string)
+  directory = os.path.dirname(prefix) or "."
+  base = os.path.basename(prefix)
+  shards = [os.path.join(directory, n) for n in tf.io.gfile.listdir(directory)
+            if n.startswith(base + ".data-")]
+  if not shards:
+    raise script_utils.UserError(f"{prefix}: the checkpoint has no .data file beside its "
+                                 ".index; copy the whole checkpoint")
+  have = sum(tf.io.gfile.stat(f).length for f in shards)
+  if have < needed:
+    raise script_utils.UserError(
+        f"{prefix}: the checkpoint is truncated ({have} bytes of data, its index needs at "
+        f"least {needed}); copy or download it again")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+_LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
+
+
+def _assign_by_name(model, tensors, source, strict_encoder=True):
+  """Assigns {google_name: np.ndarray} to the model's variables; returns the report."""
+  targets = modeling.google_variable_map(model)
+  loaded, mismatched = [], []
+  for name, variable in targets.items():
+    if name not in tensors:
+      continue
+    value = tensors[name]
+    if tuple(value.shape) != tuple(variable.shape):
+      mismatched.append(f"{name}: checkpoint {list(value.shape)} vs model "
+                        f"{list(variable.shape)}")
+      continue
+    variable.assign(value.astype(variable.dtype))
+    loaded.append(name)
+  if mismatched:
+    raise script_utils.UserError(
+        f"{source}: {len(mismatched)} shape mismatch(es) with the BERT config, "
+        f"first: {mismatched[0]}; use the bert_config.json of this checkpoint")
+  missing = sorted(set(targets) - set(loaded))
+  ignored = {"global_step"}
+  unused = sorted(n for n in tensors if n not in targets and n not in ignored
+                  and not n.endswith(("/adam_m", "/adam_v")) and "/lamb_" not in n)
+  if strict_encoder and loaded:
+    bad_missing = [n for n in missing if n.startswith("bert/")]
+    bad_unused = [n for n in unused if _LAYER_RE.match(n) or n.startswith("bert/")]
+    if bad_missing or bad_unused:
+      config = modeling.find_encoder(model).config
+      raise script_utils.UserError(
+          f"{source}: the checkpoint does not fit the BERT config "
+          f"(num_hidden_layers={config.num_hidden_layers}): "
+          + (f"missing {bad_missing[0]}" if bad_missing else f"extra {bad_unused[0]}")
+          + "; use the bert_config.json of this checkpoint")
+  if not loaded:
+    raise script_utils.UserError(f"{source}: no variable of the checkpoint matches the model")
+  return {"format": None, "path": source, "loaded": sorted(loaded), "missing": missing,
+          "unused": unused}
+
+
+def _log_report(report):
+  logging.info("Loaded %d variables from %s (%s)", len(report["loaded"]), report["path"],
+               report["format"])
+  for name in report["loaded"]:
+    logging.debug("  init from checkpoint: %s", name)
+  if report["missing"]:
+    logging.info("Not in the checkpoint (freshly initialised): %s",
+                 ", ".join(report["missing"]))
+  if report["unused"]:
+    logging.info("In the checkpoint but unused by this model: %s",
+                 ", ".join(report["unused"]))
+
+
+def read_google_checkpoint(prefix):
+  reader = tf.train.load_checkpoint(prefix)
+  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+def load_checkpoint(model, path, strict_encoder=True, head_info=None):
+  """Loads a checkpoint of any supported kind into `model` (encoder and present heads).
+
+  Returns a report dict: format, path, loaded / missing / unused variable names (logged,
+  as the original did), global_step (0 when the checkpoint holds none). ValueError with
+  a clear message on any shape mismatch, or on an encoder that does not fit the config
+  (missing or extra layers).
+  """
+  kind, resolved = resolve_checkpoint(path)
+  with _reading(resolved):
+    if kind == GOOGLE:
+      tensors = read_google_checkpoint(resolved)
+      report = _assign_by_name(model, tensors, resolved, strict_encoder)
+      report["global_step"] = int(tensors.get("global_step", 0))
+    elif kind == HUGGING_FACE:
+      report = _assign_by_name(model, hugging_face.read_hugging_face_checkpoint(resolved), resolved,
+                               strict_encoder)
+      report["global_step"] = 0
+    else:
+      report = _restore_ours(model, resolved, head_info)
+  report["format"] = kind
+  _log_report(report)
+  return report
+
+
+# --------------------------------------------------------------------------- our layout
+#
+# A run's output_dir holds ckpt-N.index / ckpt-N.data-* and a `checkpoint` state file
+# (tf.train.CheckpointManager), each ckpt-N a tf.train.Checkpoint of:
+#   step             int64, the global step (optimizer updates)
+#   model            the whole keras.Model being trained (encoder and heads)
+#   encoder          its BERT encoder (absent for models without one, e.g. a BiLSTM)
+#   model_signature  string: JSON of the model's weight names and shapes (see below)
+#   head_info        string: JSON of what the head means (Task.head_info(): task, head
+#                    kind, label names), when the run's task gives one
+#   optimizer        the optimizer and its slots (training runs only)
+#   rng_states       dropout seed-generator states (Keras 3 does not track them)
+#   loss_scale, good_steps   float16 dynamic loss scaling
+# step, rng_states, loss_scale and good_steps are the training loop's variables:
+# training.LoopState creates them and says which are saved (`trackables`).
+# Keras 3 optimizers track the model's variables too, so `tf.train.list_variables` may
+# list the weights under optimizer/_trainable_variables/N: what a checkpoint holds is read
+# from its object graph (by restoring into objects), never from key-name prefixes.
+
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"
+_SIGNATURE_KEY = "model_signature/.ATTRIBUTES/VARIABLE_VALUE"
+_HEAD_INFO_KEY = "head_info/.ATTRIBUTES/VARIABLE_VALUE"
+
+
+def model_signature(model):
+  """A JSON string naming `model`'s architecture: Google names and shapes of its weights.
+
+  Two models with equal signatures can restore each other's `model=` object. Weights
+  that have no Google name (a BiLSTM tagger) are listed by shape, in order.
+  """
+  try:
+    named = modeling.google_variable_map(model)
+  except ValueError:  # no BERT encoder inside
+    named = {}
+  mapped = {id(v) for v in named.values()}
+  others = [list(v.shape) for v in model.weights
+            if id(v) not in mapped and "seed_generator" not in v.path]
+  return json.dumps({"weights": {n: list(v.shape) for n, v in sorted(named.items())},
+                     "other_weights": others}, sort_keys=True)
+
+
+def _signature_of(prefix):
+  names = dict(tf.train.list_variables(prefix))
+  if _SIGNATURE_KEY not in names:
+    return None
+  return tf.train.load_checkpoint(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
+
+
+# Heads whose meaning is a list of labels (one output per label), and those that need
+# a count of choices: a recorded head_info without them cannot be rebuilt.
+_HEADS_WITH_LABELS = ("classifier", "multi_label", "token_classification")
+_HEADS_WITH_CHOICES = ("multiple_choice",)
+
+
+def head_info_of(prefix):
+  """What the head of checkpoint `prefix` means ({"task", "head", "labels", ...}, as the
+  run's Task.head_info() gave it), or None for a checkpoint that does not record it
+  (Google's, Hugging Face's, or ours written before runs recorded it).
+
+  The one reader of a recorded head_info: a record that is not what runs write (not
+  JSON, not an object, no head, labels missing or not a list of strings, ...) is a
+  UserError naming the checkpoint and what is wrong, never a KeyError later.
+  """
+  names = dict(tf.train.list_variables(prefix))
+  if _HEAD_INFO_KEY not in names:
+    return None
+  raw = tf.train.load_checkpoint(prefix).get_tensor(_HEAD_INFO_KEY)
+  where = f"{prefix}: its recorded head_info"
+  try:
+    info = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
+  except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    raise script_utils.UserError(
+        f"{where} is not valid JSON ({exc}); the checkpoint was not written by this "
+        "project's runs or was altered: export it from the run's earlier checkpoint, or "
+        "pass the weights alone (bert_model.ckpt)") from None
+  problem = _head_info_problem(info)
+  if problem:
+    raise script_utils.UserError(
+        f"{where} {problem}: {json.dumps(info)[:200]}; the checkpoint was not written by "
+        "this project's runs or was altered")
+  return info
+
+
+def _head_info_problem(info):
+  """What makes a decoded head_info unusable, as a phrase, or None."""
+  if not isinstance(info, dict):
+    return f"is a JSON {type(info).__name__}, not an object"
+  head = info.get("head")
+  if not isinstance(head, str) or not head:
+    return "names no head (its \"head\" key is missing or not a string)"
+  labels = info.get("labels")
+  if head in _HEADS_WITH_LABELS and labels is None:
+    return f"has no \"labels\" for its {head} head"
+  if labels is not None and (not isinstance(labels, list) or not labels
+                             or not all(isinstance(x, str) for x in labels)):
+    return "has \"labels\" that are not a non-empty list of strings"
+  if head in _HEADS_WITH_CHOICES:
+    choices = info.get("num_choices")
+    if not isinstance(choices, int) or isinstance(choices, bool) or choices < 2:
+      return f"has no \"num_choices\" (an integer >= 2) for its {head} head"
+  return None
+
+
+def saved_signature(prefix):
+  """{google_name: shape} of the weights of our TF2 checkpoint `prefix`, or None."""
+  saved = _signature_of(prefix)
+  return None if saved is None else json.loads(saved)["weights"]
+
+
+def describe_head(info):
+  """One phrase for a head_info dict: "MRPC's classifier (labels 0, 1)"."""
+  labels = info.get("labels")
+  text = f"{info.get('task', '?')}'s {info.get('head', '?')}"
+  if labels:
+    shown = ", ".join(str(label) for label in labels[:6])
+    text += f" (labels {shown}{', ...' if len(labels) > 6 else ''})"
+  return text
+
+
+def _head_mismatch(saved_info, head_info):
+  """A phrase when two head_info records disagree, else None (either absent: None)."""
+  if not saved_info or not head_info or saved_info == head_info:
+    return None
+  return f"{describe_head(saved_info)}, not this run's {describe_head(head_info)}"
+
+
+def _step_of(prefix):
+  names = dict(tf.train.list_variables(prefix))
+  if _STEP_KEY not in names:
+    return 0
+  return int(tf.train.load_checkpoint(prefix).get_tensor(_STEP_KEY))
+
+
+def _describe_mismatch(saved, model):
+  """One phrase saying how a saved signature differs from `model`'s."""
+  try:
+    saved_weights = json.loads(saved)["weights"]
+  except (ValueError, KeyError, TypeError):
+    return "a different model"
+  ours = json.loads(model_signature(model))["weights"]
+  only_saved = sorted(set(saved_weights) - set(ours))
+  only_ours = sorted(set(ours) - set(saved_weights))
+  if only_saved or only_ours:
+    return ("a different model (" + (f"it has {only_saved[0]}" if only_saved else
+                                     f"it lacks {only_ours[0]}") + ")")
+  for name in sorted(ours):
+    if ours[name] != saved_weights[name]:
+      return f"a different model size ({name}: {saved_weights[name]} vs {ours[name]})"
+  return "a model with different non-BERT weights"
+
+
+def _restore_ours(model, prefix, head_info=None):
+  """Restores our TF2 checkpoint into `model`: the whole model when its signature matches
+  (and, when both record it, its head means the same: head_info), else the BERT encoder
+  alone (heads differ between tasks)."""
+  names = modeling.google_variable_map(model) if _has_encoder(model) else {}
+  other_head = _head_mismatch(head_info_of(prefix), head_info)
+  if other_head:
+    logging.warning("%s holds %s: loading its BERT encoder only", prefix, other_head)
+  if _signature_of(prefix) == model_signature(model) and not other_head:
+    _restore_objects(prefix, {"model": model}, f"{prefix}: the checkpoint's model")
+    return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
+            "unused": [], "global_step": _step_of(prefix), "whole_model": True}
+  if not _has_encoder(model):
+    raise script_utils.UserError(
+        f"{prefix}: this checkpoint holds another model than this one; "
+        "it cannot initialise it")
+  encoder = modeling.find_encoder(model)
+  _restore_objects(prefix, {"encoder": encoder},
+                   f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
+                       "it holds no BERT encoder (a model without one?)"))
+  encoder_names = sorted(encoder.google_variables())
+  saved = saved_signature(prefix) or {}
+  return {"format": None, "path": prefix, "loaded": encoder_names,
+          "missing": sorted(set(names) - set(encoder_names)),
+          "unused": sorted(set(saved) - set(encoder_names)),
+          "global_step": _step_of(prefix), "whole_model": False}
+
+
+def _has_encoder(model):
+  try:
+    modeling.find_encoder(model)
+  except ValueError:
+    return False
+  return True
+
+
+def _restore_objects(prefix, objects, what, missing_hint=None):
+  """Restores `objects` (name -> trackable) from prefix; every one of their variables must
+  be in the checkpoint with its shape, else ValueError naming `what`."""
+  try:
+    status = tf.train.Checkpoint(**objects).restore(prefix)
+    status.assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as exc:
+    detail = " ".join(str(exc).split())[:200]
+    if missing_hint and "Unresolved object" in detail and "root." in detail:
+      detail = missing_hint
+    raise script_utils.UserError(f"{what} does not fit the model built from --bert_config_file "
+                                 f"({detail})") from None
+  status.expect_partial()
+  return status
+
+
+def is_chief(strategy):
+  """True on the worker that writes outputs (every single-host strategy is chief)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not getattr(resolver, "task_type", None):
+    return True
+  if resolver.task_type == "chief":
+    return True
+  has_chief = "chief" in resolver.cluster_spec().as_dict()
+  return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+class RunCheckpoint:
+  """A run's state in output_dir, in our TF2 layout (see above): save, find, restore.
+
+  Built inside nothing; variables it creates go under `strategy`'s scope. Optimizer
+  slots are created at once (optimizer.build), so a restore fills them immediately.
+  On a multi-worker run only the chief writes to output_dir; the others write their
+  share to a temporary folder that `cleanup` removes. loop: the run's
+  training.LoopState (built here, under the strategy's scope, when not given).
+  """
+
+  def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
+               loss_scaling=False, loop=None, head_info=None):
+    self.output_dir, self.model, self.keep = output_dir, model, keep
+    self.head_info = head_info  # what the head means (Task.head_info()), saved with it
+    self.chief = strategy is None or is_chief(strategy)
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+    with scope:
+      if optimizer is not None:
+        optimizer.build(model.trainable_variables)
+      # The loop's variables are training.LoopState's; this class only tracks them.
+      self.loop = loop or training.LoopState(model, loss_scaling)
+    self.step = self.loop.step  # the global step: names ckpt-<step>
+    tracked = dict(model=model,
+                   model_signature=tf.Variable(model_signature(model), trainable=False),
+                   **self.loop.trackables(with_optimizer=optimizer is not None))
+    if _has_encoder(model):
+      tracked["encoder"] = modeling.find_encoder(model)
+    if head_info is not None:
+      tracked["head_info"] = tf.Variable(json.dumps(head_info, sort_keys=True),
+                                         trainable=False)
+    if optimizer is not None:
+      tracked["optimizer"] = optimizer
+    self._tracked = tracked
+    self._checkpoint = tf.train.Checkpoint(**tracked)
+    self._manager = None
+    self.write_dir = output_dir if self.chief else os.path.join(
+        output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
+
+  def latest(self):
+    """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
+    names missing files is an error, not a fresh start."""
+    latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
+    state_file = os.path.join(self.output_dir or "", "checkpoint")
+    if latest is None and self.output_dir and tf.io.gfile.exists(state_file):
+      state = tf.train.get_checkpoint_state(self.output_dir)
+      named = os.path.basename(state.model_checkpoint_path) if state else "?"
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
+          "does not exist; restore the files or delete the 'checkpoint' file")
+    return latest
+
+  def restore(self, prefix, whole_state=True):
+    """Restores the model (and, if whole_state, optimizer, step, RNG) from prefix."""
+    saved = _signature_of(prefix)
+    if saved is None:
+      logging.warning("%s was written before checkpoints recorded their model; it cannot "
+                      "be checked to be this task's model", prefix)
+    elif saved != model_signature(self.model):
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir} holds a checkpoint ({os.path.basename(prefix)})"
+          f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
+          " the old checkpoints")
+    other_head = _head_mismatch(head_info_of(prefix), self.head_info)
+    if other_head:
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir} holds a checkpoint "
+          f"({os.path.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
+          "that run as --init_checkpoint to start from its encoder only)")
+    objects = {k: v for k, v in self._tracked.items()
+               if k not in ("model_signature", "head_info")}
+    if not whole_state:
+      objects = {"model": self.model, "step": self.step}
+    with _reading(prefix):
+      try:
+        _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
+                         f"checkpoint {os.path.basename(prefix)}")
+      except ValueError as exc:
+        raise script_utils.UserError(f"{exc}; use a new --output_dir, or delete the old "
+                                     "checkpoints") from None
+    logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
+                 prefix, int(self.step.numpy()))
+    return int(self.step.numpy())
+
+  def save(self):
+    """Writes ckpt-<step> (keeping the newest `keep`); returns its prefix."""
+    if self._manager is None:
+      self._manager = tf.train.CheckpointManager(
+          self._checkpoint, self.write_dir, max_to_keep=self.keep, checkpoint_name="ckpt")
+    step = int(self.step.numpy())
+    try:
+      return self._manager.save(checkpoint_number=step)
+    except (OSError, tf.errors.ResourceExhaustedError, tf.errors.UnknownError,
+            tf.errors.FailedPreconditionError) as exc:
+      self._remove_partial(step)
+      previous = self.latest_saved()
+      raise script_utils.UserError(
+          f"--output_dir={self.output_dir}: could not save ckpt-{step} "
+          f"({_save_failure(exc)}); "
+          + (f"the last good checkpoint {os.path.basename(previous)} is kept: "
+             "free space and rerun to resume" if previous else "nothing was saved")) from None
+
+  def latest_saved(self):
+    try:
+      return tf.train.latest_checkpoint(self.write_dir)
+    except (OSError, tf.errors.OpError):
+      return None
+
+  def _remove_partial(self, step):
+    for name in tf.io.gfile.listdir(self.write_dir):
+      if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
+                                             or name.startswith(f"ckpt-{step}.")):
+        path = os.path.join(self.write_dir, name)
+        if tf.io.gfile.isdir(path):
+          tf.io.gfile.rmtree(path)
+        else:
+          tf.io.gfile.remove(path)
+
+  def cleanup(self):
+    if not self.chief:
+      shutil.rmtree(self.write_dir, ignore_errors=True)
+
+
+def _save_failure(exc):
+  """What went wrong in a save, in a few words (TensorFlow's message is a graph dump)."""
+  text = " ".join(str(exc).split())
+  if getattr(exc, "errno", None) == errno.ENOSPC or "No space left" in text:
+    return "the disk is full: No space left on device"
+  return re.split(r" \[\[| \{\{|; \[Op", text)[0][:160]
+
+
+def start_weights(state, init_checkpoint, for_training):
+  """What a run starts from; the one policy every script follows. Returns the global step.
+
+  1. output_dir holds a checkpoint: resume from it (training: weights, optimizer, step,
+     RNG; eval/predict: the trained weights). A checkpoint of another model there is a
+     one-line error.
+  2. else --init_checkpoint, of any kind load_checkpoint reads. For eval/predict without
+     training it must hold every weight of the model (a fine-tuned head, not only a
+     pretrained encoder), else nothing trained would be evaluated.
+  3. else: training starts from random weights (said in the log); eval/predict is a
+     one-line error naming the flags to pass.
+  """
+  latest = state.latest()
+  if latest:
+    logging.info("--output_dir holds %s: %s", os.path.basename(latest),
+                 "training resumes from it" if for_training else "evaluating it")
+    return state.restore(latest, whole_state=for_training)
+  if init_checkpoint:
+    report = load_checkpoint(state.model, init_checkpoint,
+                             head_info=getattr(state, "head_info", None))
+    if not for_training and report["missing"]:
+      raise script_utils.UserError(
+          f"--init_checkpoint={init_checkpoint} holds no trained weights for "
+          f"{report['missing'][0]} ({len(report['missing'])} missing): evaluating it would "
+          "score random weights; pass a trained run's --output_dir or ckpt-N, or "
+          "--do_train")
+    return report["global_step"] if not for_training else 0
+  if for_training:
+    logging.warning("No --init_checkpoint: the model starts from random weights")
+    return 0
+  check_trained_weights_exist(state.output_dir, None)
+  return 0
+
+
+def check_trained_weights_exist(output_dir, init_checkpoint):
+  """For eval/predict without training: fails in one line when neither output_dir nor
+  --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
+  if init_checkpoint or (output_dir and tf.io.gfile.exists(
+      os.path.join(output_dir, "checkpoint"))):
+    return
+  raise script_utils.UserError(
+      f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "
+      "and no --init_checkpoint was given; pass --do_train, or --output_dir (or "
+      "--init_checkpoint) of a trained run")
+
+
+# --------------------------------------------------------------------------- saving
+
+
+def save_google_checkpoint(model, prefix, global_step=None, extra=None):
+  """Writes `model` as a Google-layout TF1 checkpoint at `prefix` (atomically).
+
+  Produces prefix.index, prefix.data-00000-of-00001, prefix.meta and a `checkpoint`
+  state file, readable by the original code's `tf.train.init_from_checkpoint` and by
+  `load_checkpoint`. `extra` adds {name: np.ndarray} (e.g. optimizer slots).
+  """
+  values = {name: np.asarray(var.numpy()) for name, var in
+            modeling.google_variable_map(model).items()}
+  if extra:
+    values.update({k: np.asarray(v) for k, v in extra.items()})
+  if global_step is not None:
+    values["global_step"] = np.asarray(global_step, dtype=np.int64)
+  bad = [n for n, v in sorted(values.items())
+         if v.dtype.kind == "f" and not np.isfinite(v).all()]
+  if bad:  # the file every other script loads never holds NaN/inf
+    raise script_utils.UserError(
+        f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
+        "the training diverged; lower --learning_rate and train again from the last good "
+        "checkpoint")
+  directory, basename = os.path.split(os.path.abspath(prefix))
+  os.makedirs(directory, exist_ok=True)
+  # Written into a temporary directory beside the target, then moved into place data
+  # first and index last: a reader never sees an index pointing at missing data.
+  tmp_dir = tempfile.mkdtemp(prefix=f".{basename}.saving-", dir=directory)
+  try:
+    graph = tf.Graph()
+    with graph.as_default():
+      feeds, variables = {}, {}
+      for name, value in sorted(values.items()):
+        # Initialised through placeholders: constants would be copied into the .meta.
+        placeholder = tf.compat.v1.placeholder(tf.as_dtype(value.dtype), value.shape)
+        variables[name] = tf.compat.v1.Variable(placeholder, name=name)
+        feeds[placeholder] = value
+      saver = tf.compat.v1.train.Saver(var_list=variables, max_to_keep=1)
+      with tf.compat.v1.Session(graph=graph) as session:
+        session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
+        saver.save(session, os.path.join(tmp_dir, basename), write_meta_graph=True,
+                   write_state=False)
+    for name in sorted(os.listdir(tmp_dir), key=lambda n: n.endswith(".index")):
+      os.replace(os.path.join(tmp_dir, name), os.path.join(directory, name))
+  finally:
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+  with atomic_output.atomic_open(os.path.join(directory, "checkpoint")) as handle:
+    handle.write(f'model_checkpoint_path: "{basename}"\n'
+                 f'all_model_checkpoint_paths: "{basename}"\n')
+  return prefix

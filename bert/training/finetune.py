@@ -1,0 +1,425 @@
+"""The task layer: one small `Task` class per task, and one driver that runs any of them.
+
+Middle floor. Every run_* script is its flag definitions plus a short main():
+
+    def main(_):
+      with script_utils.report_user_errors(FLAGS.verbose):
+        options = flags_common.run_options(FLAGS)
+        from bert.classifier import classifier_task  # the one deferred import: --help stays fast
+        classifier_task.ClassifierTask(options, processor, FLAGS.data_dir).run()
+
+The driver (`run`) does what every task shares, in this order, so that a flag like
+--use_tpu or --init_checkpoint means the same in every script:
+  1. checks: the BERT config, the vocabulary (size and case), max_seq_length;
+  2. `task.read_data()`: every split this run needs is read and checked before any
+     model is built, so a bad file fails in seconds, not after hours of training;
+  3. the tf.distribute strategy, precision and determinism;
+  4. the model (`task.build_model`) and, when training, the optimizer;
+  5. the starting weights, decided in one place (`checkpoints.start_weights`): resume
+     from output_dir, else --init_checkpoint of any supported kind, else random (train)
+     or a one-line error (eval/predict with nothing trained to load);
+  6. training (`training.train`, with `task.loss` and `task.train_dataset`), then
+     `task.after_training`;
+  7. `task.evaluate` -> output_dir/eval_results.txt and TensorBoard scalars in
+     output_dir/eval at the global step; `task.predict`; `task.export`.
+     With --eval_every_steps=N the dev set is also evaluated every N training steps
+     (scalars only; eval_results.txt holds the final evaluation).
+
+Evaluation results, the one convention every task follows: `Task.evaluate` returns
+{name: float} with the original's keys: `eval_loss`, `eval_accuracy` where it means
+something (counted over the same units as eval_loss), and the task's own metrics beside
+them (f1, exact_match, eval_f1, eval_matthews_corrcoef, ...). A task does not add
+`loss`: the driver writes it (= eval_loss, as the original's Estimator did) into
+eval_results.txt. TensorBoard gets the same values in output_dir/eval at their global
+step under the tags of their training twins (`eval_loss` -> `loss`, `eval_accuracy` ->
+`accuracy`, every other key unchanged: `eval_tags`), so TensorBoard draws the train and
+eval curves on one card; a loss's metric pair is therefore named `accuracy`, never
+`<something>_accuracy`, when it is the twin of eval_accuracy.
+
+eval_loss is the training loss's twin on the dev set, in NumPy float64 without dropout
+(metrics.py), one definition per kind of task:
+  * one label per example (classifier, multiple choice): the mean over the dev
+    examples of the softmax cross-entropy (metrics.cross_entropy); a regression: the
+    mean squared error;
+  * several labels per example (multi-label): the mean over the dev examples of each
+    example's mean sigmoid cross-entropy over the labels (metrics.sigmoid_cross_entropy);
+  * one label per word (NER, tagging_task): the mean over the words scored of the
+    softmax cross-entropy at each word's first WordPiece, in the one window that decodes
+    the word (each word once: the words eval_accuracy counts);
+  * pretraining: the mean per-example training loss over the eval batches
+    (training.evaluate).
+SQuAD reports its official scores only, no eval_loss.
+
+What a head means, the other convention: `Task.head_info()` returns a JSON-able dict,
+{"task": "MRPC", "head": "classifier", "labels": ["0", "1"]}, with head one of
+HEAD_KINDS. The driver saves it in every checkpoint of the run (checkpoints.RunCheckpoint
+`head_info`): export_encoder.py --format=huggingface reads the task and label names from
+there, and a resume or evaluation into an output_dir whose checkpoint holds another task
+or label list is refused in one line.
+
+A Task subclass supplies (see each method's docstring): read_data, num_train_examples,
+build_model, loss, train_dataset, evaluate, predict, and optionally export and
+after_training. It keeps its own task-specific settings (constructor arguments).
+"""
+
+import math
+import os
+
+from absl import logging
+
+from bert.utils import atomic_output
+from bert.training import checkpoints
+from bert.utils import file_io
+from bert import optimization
+from bert.utils import output_lock
+from bert.utils import script_utils
+from bert.export import serving
+from bert import tokenization
+from bert.training import loop as training
+
+
+class Task:
+  """What a task supplies to the driver. Subclass it; the defaults say what is optional.
+
+  Attributes a subclass may set:
+    name: a short label for logs ("MRPC", "SQuAD").
+    loads_init_checkpoint: False when --init_checkpoint is not loaded into the trained
+      model by the driver (feature-based NER loads it into its frozen encoder itself).
+    needs_vocab: False for tasks that read no text (pretraining reads TFRecords).
+    exports: True when the task writes a SavedModel for --export_dir.
+  """
+
+  name = "task"
+  loads_init_checkpoint = True
+  needs_vocab = True
+  exports = False  # True where the script has --export_dir
+
+  def head_info(self):
+    """What the trained head means, saved with every checkpoint (JSON-able dict):
+
+      task    the task's name (self.name)
+      head    one of HEAD_KINDS
+      labels  the label names, in the order of the head's outputs (classifier,
+              multi_label, token_classification); absent where outputs are not labels
+    plus anything else the task's outputs depend on (num_choices, ...). Two runs whose
+    head_info differs never share an output_dir. None: nothing recorded.
+    """
+    return None
+
+  def __init__(self, options):
+    self.options = options
+
+  def run(self):
+    """Runs this task with the driver (`finetune.run(task, task.options)`)."""
+    run(self, self.options)
+
+  # ------------------------------------------------------------------ data
+
+  def read_data(self, config):
+    """Reads and checks every split this run needs (options.do_train/do_eval/do_predict).
+
+    Called once, before any model is built. `config` is the modeling.BertConfig. Raise
+    script_utils.UserError (one line naming the file and line) on bad input.
+    """
+    raise NotImplementedError
+
+  def num_train_examples(self):
+    """Training examples (windows, features) per epoch: num_train_epochs -> steps."""
+    raise NotImplementedError
+
+  def num_segments(self):
+    """How many segment ids the inputs use (called after read_data): 2 for text pairs
+    ([CLS] A [SEP] B [SEP]), 1 for single texts. The driver refuses a config whose
+    type_vocab_size is smaller before building anything."""
+    return 2
+
+  def train_dataset(self, input_context, batch_size):
+    """tf.data.Dataset of training batches for one input pipeline, repeated forever.
+
+    input_context: tf.distribute.InputContext (shard by input_pipeline_id when
+    num_input_pipelines > 1). batch_size: the per-replica batch size; drop_remainder.
+    Each element is a dict holding the model's inputs by name and what `loss` needs.
+    """
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------ model
+
+  def build_model(self, config):
+    """The keras.Model to train (called inside the strategy's scope)."""
+    raise NotImplementedError
+
+  def loss(self, features, outputs):
+    """(per_example_loss float32 [B], {metric: (numerator, denominator)}) of one batch.
+
+    The loop minimises sum(per_example_loss) / global_batch_size; metric pairs are
+    float32 scalars summed over the batch (see training.py).
+    """
+    raise NotImplementedError
+
+  # ------------------------------------------------------------------ outputs
+
+  def evaluate(self, model, strategy):
+    """Evaluates the dev set(s); returns {name: float} for eval_results.txt.
+
+    Most tasks predict batch by batch with training.predict (one device, input order);
+    strategy is there for tasks that evaluate with training.evaluate (pretraining).
+    """
+    raise script_utils.UserError(f"{self.name}: --do_eval is not supported")
+
+  def predict(self, model, global_step):
+    """Writes the test-set predictions into options.output_dir (global_step: the step of
+    the weights predicting, for files that record it).
+
+    May return {name: float} scores (SQuAD scores a predict file that has answers, as
+    the original did): the driver writes them like evaluate's.
+    """
+    raise NotImplementedError
+
+  def export(self, model, export_dir):
+    """Writes a SavedModel for serving into export_dir."""
+    raise script_utils.UserError(f"{self.name}: --export_dir is not supported")
+
+  def after_training(self, model, global_step):
+    """Called once training has reached its last step (on the chief only)."""
+
+
+# --------------------------------------------------------------------------- the driver
+
+# Task.head_info()["head"]: what the head computes (hugging_face.py exports each).
+HEAD_KINDS = ("classifier", "regression", "multi_label", "squad", "token_classification",
+              "multiple_choice", "pretraining", "feature_ner")
+# Evaluation keys drawn on the card of their training twin.
+_EVAL_TAGS = {"eval_loss": "loss", "eval_accuracy": "accuracy"}
+
+
+def eval_tags(metrics):
+  """{tag: value} for TensorBoard from Task.evaluate's {key: value} (numbers only):
+  eval_loss -> loss, eval_accuracy -> accuracy, other keys unchanged; a `loss` key of
+  the task's own is dropped when eval_loss is there (one loss per step)."""
+  tags = {}
+  for key, value in metrics.items():
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+      continue
+    if key == "loss" and "eval_loss" in metrics:
+      continue
+    tags[_EVAL_TAGS.get(key, key)] = float(value)
+  return tags
+
+
+def run(task, options):
+  """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
+  if options.speed_choice:
+    logging.info("%s", options.speed_choice)
+  _check_requested(task, options)
+  config = checkpoints.load_bert_config(options.bert_config_file)
+  checkpoints.check_max_seq_length(options.max_seq_length, config)
+  if task.needs_vocab:
+    check_vocab(options, config)
+  # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
+  # for and not there stop the run before output_dir is created.
+  strategy = training.create_strategy(
+      options.distribution_strategy, options.tpu_name, options.tpu_zone,
+      options.gcp_project, options.num_gpus, options.num_tpu_cores,
+      peer_timeout=options.multi_worker_timeout)
+  created = (not file_io.is_remote(options.output_dir)
+             and not os.path.isdir(options.output_dir))
+  atomic_output.ensure_output_dir(options.output_dir)
+  # One run at a time in output_dir (two would both save ckpt-N there); each worker of a
+  # multi-worker run holds its own lock there, and only the chief's removes an
+  # interrupted run's temporaries.
+  chief = checkpoints.is_chief(strategy)
+  resolver = getattr(strategy, "cluster_resolver", None)
+  suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
+  try:
+    with output_lock.lock_output(options.output_dir, suffix=suffix, clean=chief):
+      _run_locked(task, options, config, strategy)
+  except BaseException:
+    # A run refused before it wrote anything (a bad data file, say) leaves no empty
+    # output_dir behind that it created itself.
+    if created:
+      atomic_output.remove_if_empty(options.output_dir)
+    raise
+
+
+def _run_locked(task, options, config, strategy):
+  """run(), from the data on, while this process holds output_dir's lock."""
+  if options.init_checkpoint:
+    # Fail on a bad path before reading data or building anything.
+    checkpoints.resolve_checkpoint(options.init_checkpoint)
+  task.read_data(config)
+  check_segments(task, config, options)
+  if not options.do_train:  # before building anything: eval/predict needs trained weights
+    checkpoints.check_trained_weights_exist(
+        options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
+  training.setup_precision(options.dtype)
+  training.setup_determinism(options.seed, options.deterministic)
+
+  num_train_steps, num_warmup_steps = train_steps(task, options)
+  with strategy.scope():
+    model = task.build_model(config)
+    optimizer = None
+    if options.do_train:
+      optimizer = optimization.create_optimizer(options.learning_rate, num_train_steps,
+                                                num_warmup_steps, options.optimizer,
+                                                schedule=options.lr_schedule)
+  state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
+                                    keep=options.keep_checkpoint_max,
+                                    loss_scaling=options.dtype == "float16",
+                                    head_info=recorded_head_info(task, options))
+  global_step = checkpoints.start_weights(
+      state, options.init_checkpoint if task.loads_init_checkpoint else None,
+      for_training=options.do_train)
+
+  chief = checkpoints.is_chief(strategy)
+  periodic = PeriodicEval(task, model, strategy, options, chief)
+  if options.do_train:
+    logging.info("***** Running training: %s *****", task.name)
+    logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
+                 num_warmup_steps, options.train_batch_size)
+    result = training.train(strategy, model, optimizer, task.loss, task.train_dataset,
+                            state, training_config(options, num_train_steps),
+                            after_loop=periodic if options.eval_every_steps else None)
+    global_step = result["global_step"]
+    if chief:
+      task.after_training(model, global_step)
+  if options.do_eval:
+    # The last periodic evaluation may be of these very weights: not evaluated twice.
+    reuse = periodic.last_step is not None and periodic.last_step == global_step
+    metrics = periodic.last if reuse else None
+    if metrics is None:
+      logging.info("***** Running evaluation: %s *****", task.name)
+      metrics = task.evaluate(model, strategy)
+    if chief:
+      write_eval_results(options.output_dir, metrics, global_step, scalars=not reuse)
+  if options.do_predict:
+    logging.info("***** Running prediction: %s *****", task.name)
+    scores = task.predict(model, global_step)
+    if scores and chief:  # a predict file with answers (SQuAD) is scored too
+      write_eval_results(options.output_dir, scores, global_step)
+  if options.export_dir:
+    task.export(model, options.export_dir)
+    logging.info("Exported a SavedModel to %s", options.export_dir)
+
+
+class PeriodicEval:
+  """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
+  N (training.train's after_loop hook), scalars into output_dir/eval at that step."""
+
+  def __init__(self, task, model, strategy, options, chief):
+    self.task, self.model, self.strategy = task, model, strategy
+    self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
+    self.last, self.last_step = None, None
+
+  def __call__(self, step, previous_step):
+    if not self.every or step // self.every == previous_step // self.every:
+      return
+    logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
+    self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
+    logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
+                                   if isinstance(v, (int, float))))
+    if self.chief:
+      training.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
+                             step)
+
+
+def recorded_head_info(task, options):
+  """task.head_info(), plus `"ltr": true` for a left-to-right (causal-mask) run: the
+  exports must know that the model attends one way only."""
+  info = task.head_info()
+  if info is not None and options.ltr:
+    info = dict(info, ltr=True)
+  return info
+
+
+def _check_requested(task, options):
+  if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+    raise script_utils.UserError(
+        "At least one of --do_train, --do_eval or --do_predict"
+        + (" (or --export_dir)" if task.exports else "") + " must be True.")
+  if options.export_dir and task.exports:
+    # Before any training: an export that would replace a version is refused now, not
+    # after hours of work.
+    serving.check_export_target(options.export_dir, options.export_version,
+                                options.overwrite_export)
+  if options.eval_every_steps and not (options.do_train and options.do_eval):
+    raise script_utils.UserError(
+        f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
+        "needs --do_train and --do_eval")
+
+
+def check_segments(task, config, options):
+  """A config without a row for segment id 1 cannot embed a pair (the lookup would fail
+  deep in the first step): one line naming the config."""
+  needed = task.num_segments()
+  if config.type_vocab_size < needed:
+    raise script_utils.UserError(
+        f"--bert_config_file={options.bert_config_file}: type_vocab_size="
+        f"{config.type_vocab_size}, but {task.name} packs {needed} segments (segment ids "
+        f"0 to {needed - 1}); use a config with type_vocab_size >= {needed} (Google's have 2)")
+
+
+def check_vocab(options, config):
+  """vocab_file exists, fits the config's vocab_size, and fits --do_lower_case."""
+  script_utils.check_input_file(options.vocab_file, "vocab_file")
+  tokenization.validate_case_matches_checkpoint(options.do_lower_case,
+                                                options.init_checkpoint)
+  vocab = tokenization.load_vocab(options.vocab_file)
+  checkpoints.check_vocab_matches_config(len(vocab), config, options.vocab_file)
+  message = tokenization.vocab_case_warning(vocab, options.do_lower_case)
+  if message:
+    logging.warning("%s: %s", options.vocab_file, message)
+
+
+def train_steps(task, options):
+  """(num_train_steps, num_warmup_steps): --num_train_steps, else epochs over the data."""
+  if not options.do_train:
+    return 0, 0
+  steps = options.num_train_steps
+  if steps is None:
+    examples = task.num_train_examples()
+    steps = int(examples / options.train_batch_size * options.num_train_epochs)
+    if steps < 1:
+      raise script_utils.UserError(
+          f"{examples} training examples at --train_batch_size={options.train_batch_size} "
+          f"and --num_train_epochs={options.num_train_epochs} make no training step; "
+          "lower the batch size, raise the epochs or set --num_train_steps")
+  warmup = options.num_warmup_steps
+  if warmup is None:
+    warmup = int(steps * options.warmup_proportion)
+  return steps, warmup
+
+
+def training_config(options, num_train_steps):
+  return training.TrainConfig(
+      global_batch_size=options.train_batch_size, num_train_steps=num_train_steps,
+      steps_per_loop=options.steps_per_loop,
+      gradient_accumulation_steps=options.gradient_accumulation_steps,
+      save_checkpoints_steps=options.save_checkpoints_steps,
+      log_every_steps=options.log_every_steps, jit_compile=options.enable_xla,
+      loss_scaling=options.dtype == "float16",
+      eval_every_steps=options.eval_every_steps)
+
+
+def write_eval_results(output_dir, metrics, global_step, scalars=True):
+  """eval_results.txt (the original's `key = value` lines, with `loss` = eval_loss and
+  global_step) and TensorBoard scalars in output_dir/eval at `global_step` under the
+  training twins' tags (eval_tags), so eval curves overlay the training curves."""
+  values = dict(metrics)
+  bad = sorted(k for k, v in values.items()
+               if isinstance(v, (int, float)) and not math.isfinite(v))
+  if bad:  # a diverged model: its figures must not look like results
+    raise script_utils.UserError(
+        f"evaluation at step {global_step} gives {', '.join(f'{k} = {values[k]}' for k in bad)}"
+        f": the model's outputs are not finite (the weights diverged); {output_dir}/"
+        "eval_results.txt is not written; resume from an earlier checkpoint with a lower "
+        "--learning_rate")
+  if "eval_loss" in values:
+    values["loss"] = values["eval_loss"]  # the original's Estimator wrote both
+  values["global_step"] = global_step
+  logging.info("***** Eval results *****")
+  path = os.path.join(output_dir, "eval_results.txt")
+  with script_utils.disk_full_names(path):  # a full disk: one line naming the file
+    atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
+  if scalars:  # False: already written at this step (PeriodicEval)
+    training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
+                           global_step)

@@ -1,0 +1,120 @@
+"""One run per output: an exclusive lock on an output directory or file for a run's life.
+
+Middle floor. A second run given the same output is refused in one line naming the
+holder's pid and command line (read from /proc when the lock file is empty).
+"""
+
+import contextlib
+import errno
+import fcntl
+import os
+
+from absl import logging
+
+from bert.utils import atomic_output
+from bert.utils import file_io
+from bert.utils import script_utils
+
+LOCK_FILE = ".bert-run.lock"
+
+
+def _process_command(pid):
+  try:
+    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+      return " ".join(p.decode("utf-8", "replace") for p in handle.read().split(b"\0") if p)
+  except OSError:
+    return ""
+
+
+class OutputLock:
+  """An exclusive lock on an output (a directory, or one output file) for a run's life.
+
+  fcntl.flock on a lock file: the kernel drops it when the process ends however it ends,
+  so a kill -9 never leaves a lock that blocks the rerun. The file records the holder's
+  pid and command line, for the one-line refusal of a second run. Taking the lock also
+  removes the temporaries a killed earlier run left there
+  (`atomic_output.remove_stale_temporaries`).
+  """
+
+  def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True):
+    self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
+    if is_file:
+      directory, name = os.path.split(os.path.abspath(path))
+      self.lock_path = os.path.join(directory, f".{name}.lock")
+      self.directory, self.name = directory, name
+    else:
+      self.lock_path = os.path.join(path, LOCK_FILE + suffix)
+      self.directory, self.name = path, None
+    self.fd = None
+
+  def acquire(self):
+    if file_io.is_remote(self.path):
+      return self
+    while True:
+      try:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+      except OSError as exc:
+        where = f"--{self.flag_name}={self.path}" if self.flag_name else self.path
+        if os.path.isdir(self.lock_path) or exc.errno == errno.EISDIR:
+          # The output is fine; its lock file is not a file (no run of ours makes it so).
+          raise script_utils.UserError(
+              f"{where}: its run lock {self.lock_path} is a directory, not a lock file; "
+              "remove that directory (no run needs it) and rerun") from None
+        raise script_utils.UserError(
+            f"{where}: cannot write in {self.directory} ({exc.strerror}); create it, check "
+            "its permissions or choose another output path") from None
+      try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      except BlockingIOError:
+        holder = os.read(fd, 4096).decode("utf-8", "replace").split("\n", 1)
+        os.close(fd)
+        pid = holder[0].strip() or "?"
+        command = (holder[1].strip() if len(holder) > 1 else "") or _process_command(pid)
+        where = (f"--{self.flag_name}={self.path}" if self.flag_name else self.path)
+        raise script_utils.UserError(
+            f"{where} is in use by another run (pid {pid}"
+            + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "") + "); wait for it to finish or "
+            f"stop it, or use another {'output file' if self.is_file else 'directory'}")
+      except OSError:
+        os.close(fd)
+        raise
+      # The holder before us may have removed the file between our open and our lock:
+      # the lock counts only on the file that is still at lock_path.
+      try:
+        same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
+      except FileNotFoundError:
+        same = False
+      if same:
+        break
+      os.close(fd)
+    # Who holds it, for a second run's message (on a full disk it stays empty: the
+    # refusal then reads the command line from /proc; the writers name the full disk).
+    with contextlib.suppress(OSError):
+      os.ftruncate(fd, 0)
+      os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
+    self.fd = fd
+    removed = (atomic_output.remove_stale_temporaries(self.directory, self.name)
+               if self.clean else [])
+    if removed:
+      logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
+                   len(removed), self.directory, ", ".join(removed[:5]))
+    return self
+
+  def release(self):
+    if self.fd is None:
+      return
+    with contextlib.suppress(OSError):
+      os.remove(self.lock_path)  # still holding the lock: see acquire
+    os.close(self.fd)  # closing drops the flock
+    self.fd = None
+
+  def __enter__(self):
+    return self.acquire()
+
+  def __exit__(self, *exc):
+    self.release()
+
+
+def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
+  """`with lock_output(options.output_dir): ...` (see OutputLock)."""
+  return OutputLock(path, flag_name, is_file, suffix, clean)
