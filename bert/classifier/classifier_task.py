@@ -173,7 +173,22 @@ class ClassifierTask(finetune.Task):
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                              num_texts=self.processor.num_texts,
                              version=self.options.export_version,
-                             overwrite=self.options.overwrite_export)
+                             overwrite=self.options.overwrite_export,
+                             litert=self.litert_request(self.processor.num_texts,
+                                                        **self._litert_fields()),
+                             log=logging.info)
+
+  def _litert_fields(self):
+    """model.json's task_name (the --task_name that reads this task's files: the first
+    PROCESSORS key of the processor, tsv or csv for users' files) and XNLI's language."""
+    processor = self.processor
+    if isinstance(processor, classifier_data.DelimitedFileProcessor):
+      return {"task_name": processor.test_file.rsplit(".", 1)[-1]}
+    names = [k for k, v in classifier_data.PROCESSORS.items() if v is type(processor)]
+    fields = {"task_name": names[0] if names else None}
+    if isinstance(processor, classifier_data.XnliProcessor):
+      fields["xnli_language"] = processor.language
+    return fields
 
   def _logits(self, model, examples, batch_size, what):
     return predict_logits(model, examples, self.labels, self.tokenizer,

@@ -13,6 +13,7 @@ import os
 
 from absl import flags
 
+from bert.export import litert as litert_models
 from bert.utils import cpu_choice
 from bert.utils import file_io
 
@@ -290,8 +291,53 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
 
 
+def define_litert_flag():
+  """--litert: which TensorFlow Lite (LiteRT) models an export writes beside its
+  SavedModels (bert/export/litert.py); every script with --export_dir has it."""
+  if not _once("litert"):
+    return
+  flags.DEFINE_enum(
+      "litert", "both", list(litert_models.CHOICES),
+      "With --export_dir: also write the token-id model for the LiteRT runtime (TensorFlow "
+      "Lite without TensorFlow; predict_litert.py runs it) in export_dir/litert/ (or "
+      "litert/N/ with --export_version=N): both = model_float32.tflite and "
+      "model_int8.tflite (dynamic-range int8, faster on CPUs), or one of them, or none. "
+      "Each is checked against the SavedModel after conversion; one that disagrees stops "
+      "the export (nothing is written).")
+
+
+def define_generic_task_flags():
+  """The tsv/csv task's flags (users' own files, <data_dir>/{train,dev,test}.{tsv,csv}):
+  columns, labels, header, delimiter, regression; run_classifier.py and
+  predict_litert.py read the same files with them."""
+  if not _once("generic_task"):
+    return
+  flags.DEFINE_string("text_a_column", "0",
+                      "tsv/csv task: column of the first text (0-based number, or a header name).")
+  flags.DEFINE_string("text_b_column", None,
+                      "tsv/csv task: column of the second text, for sentence-pair tasks.")
+  flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
+  flags.DEFINE_string("test_text_a_column", None,
+                      "tsv/csv task: text_a column in test.* (default: --text_a_column).")
+  flags.DEFINE_string("test_text_b_column", None,
+                      "tsv/csv task: text_b column in test.* (default: --text_b_column).")
+  flags.DEFINE_list("label_list", None,
+                    "tsv/csv task: the labels, comma-separated, in label-id order (default: "
+                    "the sorted distinct labels of train.*, else dev.*).")
+  flags.DEFINE_bool("has_header", False,
+                    "tsv/csv task: the files start with a header line. Not given: a first row "
+                    "that looks like a header stops the run; --has_header=false: it is data.")
+  flags.DEFINE_string("delimiter", None,
+                      "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
+  flags.DEFINE_bool("regression", False,
+                    "tsv/csv task: the label is a number; one output trained with mean "
+                    "squared error, evaluated with Pearson/Spearman.")
+
+
 def define_export_version_flag():
-  """--export_version, for the scripts with --export_dir (TF Serving's layout)."""
+  """--export_version, for the scripts with --export_dir (TF Serving's layout), and
+  --litert (define_litert_flag), which every such script has too."""
+  define_litert_flag()
   if not _once("export_version"):
     return
   flags.DEFINE_integer(
@@ -338,6 +384,7 @@ class RunOptions:
   export_dir: str = None
   export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
   overwrite_export: bool = False   # replace that version (or the unversioned export)
+  litert: str = "both"             # LiteRT models beside the export: both/float32/int8/none
   train_batch_size: int = 32
   eval_batch_size: int = 8
   predict_batch_size: int = 8
@@ -414,6 +461,9 @@ def _check_options(options):
                     "of an export: it needs --export_dir")
   if options.overwrite_export and not options.export_dir:
     raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
+  if options.litert not in litert_models.CHOICES:
+    raise FlagError(f"--litert={options.litert}: choose one of "
+                    f"{', '.join(litert_models.CHOICES)}")
   timeout = options.multi_worker_timeout
   if not (math.isfinite(timeout) and timeout >= 0):
     raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "

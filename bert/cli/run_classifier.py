@@ -58,26 +58,7 @@ flags_common.define_path(
     "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).")
 flags_common.define_export_version_flag()
 # The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
-flags.DEFINE_string("text_a_column", "0",
-                    "tsv/csv task: column of the first text (0-based number, or a header name).")
-flags.DEFINE_string("text_b_column", None,
-                    "tsv/csv task: column of the second text, for sentence-pair tasks.")
-flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
-flags.DEFINE_string("test_text_a_column", None,
-                    "tsv/csv task: text_a column in test.* (default: --text_a_column).")
-flags.DEFINE_string("test_text_b_column", None,
-                    "tsv/csv task: text_b column in test.* (default: --text_b_column).")
-flags.DEFINE_list("label_list", None,
-                  "tsv/csv task: the labels, comma-separated, in label-id order (default: "
-                  "the sorted distinct labels of train.*, else dev.*).")
-flags.DEFINE_bool("has_header", False,
-                  "tsv/csv task: the files start with a header line. Not given: a first row "
-                  "that looks like a header stops the run; --has_header=false: it is data.")
-flags.DEFINE_string("delimiter", None,
-                    "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
-flags.DEFINE_bool("regression", False,
-                  "tsv/csv task: the label is a number; one output trained with mean "
-                  "squared error, evaluated with Pearson/Spearman.")
+flags_common.define_generic_task_flags()
 
 flags.mark_flag_as_required("task_name")
 

@@ -29,6 +29,11 @@ refused before any work (`check_export_target`) unless asked to replace it
 An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
 (or export_dir/ids/N/) alone.
 
+Given a litert.Request, the export also holds the token-id model as TensorFlow Lite
+models (float32 and/or dynamic-range int8, each checked against the ids SavedModel
+before anything is renamed into place) with model.json and vocab.txt, beside ids/:
+export_dir/litert/ (version 0) or export_dir/litert/N/ (litert.py says what and why).
+
 API (generic pieces first, then the classifier's export built from them):
   * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
     of `input_signature` positionally and returns a dict of named output tensors.
@@ -39,9 +44,11 @@ API (generic pieces first, then the classifier's export built from them):
     -> the model's input dict, in the graph (fast_tokenization.FastTokenizer +
     fast_tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
     for the per-batch length); reusable by every task.
-  * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False)`:
+  * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False,
+    litert=None)`:
     the one writer of every script's exports: the layout above, each SavedModel (or
-    version folder) written under a temporary name and renamed into place, so a failed
+    version folder, LiteRT's included) written under a temporary name and renamed into
+    place, so a failed
     export never leaves a half-written one; the first endpoint is also `serving_default`
     when none is named so; `check_export_target` is its
     refusal, also called by the driver before training; `versions(base)` lists the whole
@@ -53,6 +60,7 @@ API (generic pieces first, then the classifier's export built from them):
 import contextlib
 import dataclasses
 import os
+import shutil
 from typing import Callable, Sequence
 
 import keras
@@ -62,6 +70,7 @@ from bert.utils import atomic_output
 from bert import fast_tokenization
 from bert.utils import file_io
 from bert import input_pipeline
+from bert.export import litert as litert_models
 from bert.utils import script_utils
 
 TEXT_NAMES = ("text_a", "text_b")
@@ -137,13 +146,15 @@ def _write_archive(path, endpoints, track):
   archive.write_out(path, verbose=False)
 
 
-def serving_paths(export_dir, version=0, has_text=True):
-  """{"text": path or None, "ids": path} of write_serving_models' layout."""
+def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
+  """{"text": path or None, "ids": path, "litert": path or None} of
+  write_serving_models' layout."""
+  litert = litert_models.folder(export_dir, version) if has_litert else None
   if version:
     return {"text": f"{export_dir}/text/{version}" if has_text else None,
-            "ids": f"{export_dir}/ids/{version}"}
+            "ids": f"{export_dir}/ids/{version}", "litert": litert}
   return {"text": export_dir if has_text else None,
-          "ids": f"{export_dir}/ids" if has_text else export_dir}
+          "ids": f"{export_dir}/ids" if has_text else export_dir, "litert": litert}
 
 
 def _listdir(path):
@@ -160,10 +171,15 @@ def versions(model_base_path):
   return sorted(int(n) for n in names if n.isdigit())
 
 
+# The folders of export_dir that hold versions side by side (TF Serving's model base
+# paths, and the LiteRT models of the same versions).
+_VERSIONED_KINDS = ("ids", "text", litert_models.FOLDER)
+
+
 def check_export_target(export_dir, version=0, overwrite=False):
   """Refuses, before any work, an export that would replace what is there unasked.
 
-  version N >= 1: export_dir/ids/N or export_dir/text/N exists (the other versions stay
+  version N >= 1: export_dir/ids/N, text/N or litert/N exists (the other versions stay
   as they are); version 0: export_dir exists and is not empty. With `overwrite` the one
   version folder (or the unversioned export) is replaced, but a version-0 export never
   replaces a folder that holds versions. A file where a folder goes is refused too.
@@ -174,7 +190,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
   if exists and not isdir(export_dir):
     raise script_utils.UserError(f"{flag}: exists and is not a directory")
   if version:
-    for kind in ("ids", "text"):
+    for kind in _VERSIONED_KINDS:
       base = f"{export_dir.rstrip('/')}/{kind}"
       if file_io.exists(base) and not isdir(base):
         raise script_utils.UserError(f"{flag}: {base} exists and is not a directory")
@@ -185,7 +201,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
             "new version number, or pass --overwrite_export to replace that version")
     return
   if exists and _listdir(export_dir):
-    held = {kind: versions(f"{export_dir.rstrip('/')}/{kind}") for kind in ("ids", "text")}
+    held = {kind: versions(f"{export_dir.rstrip('/')}/{kind}") for kind in _VERSIONED_KINDS}
     if any(held.values()):
       listed = "; ".join(f"{kind}/ {', '.join(map(str, v))}" for kind, v in held.items() if v)
       raise script_utils.UserError(
@@ -198,8 +214,14 @@ def check_export_target(export_dir, version=0, overwrite=False):
           "replace it")
 
 
-def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False):
+def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False,
+                         litert=None, log=None):
   """Writes the serving layout (module docstring); returns serving_paths.
+
+  litert: a litert.Request (the LiteRT models to convert from the ids model, checked
+  against it, into litert/ or litert/N/ under the same temporary-then-rename rule), or
+  None for none. With `overwrite` and no litert, a litert/N of the version replaced is
+  removed too (it would describe the old weights). log: absl's logging.info or None.
 
   endpoints: every signature; those with custom_ops (raw text) go to the text model only.
   track: what the endpoints use; tensorflow-text resources (a FastTokenizer) are tracked
@@ -217,35 +239,57 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   if not ids_endpoints:
     raise ValueError("no token-id signature to export")
   has_text = len(ids_endpoints) != len(endpoints)
-  paths = serving_paths(export_dir, version, has_text)
+  paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
   check_export_target(export_dir, version, overwrite)
   with script_utils.disk_full_names(export_dir, "export_dir"):
     if version:
       parts = [("ids", ids_endpoints, ids_track)] + (
           [("text", endpoints, track)] if has_text else [])
+      stale_litert = litert_models.folder(export_dir, version)
       with contextlib.ExitStack() as stack:
+        temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
-          base = os.path.dirname(paths[kind])
-          if file_io.is_remote(base):
-            file_io.gfile().makedirs(base)
-          else:
-            os.makedirs(base, exist_ok=True)
+          _makedirs(os.path.dirname(paths[kind]))
           tmp = stack.enter_context(atomic_output.atomic_path(paths[kind],
                                                              overwrite=overwrite))
           _write_archive(tmp, kind_endpoints, kind_track)
-        # Both versions are whole on disk before either is renamed into place (the
-        # atomic_paths close in reverse order: text/N, then ids/N).
+          temporaries[kind] = tmp
+        if litert is not None:
+          _makedirs(os.path.dirname(paths["litert"]))
+          tmp = stack.enter_context(atomic_output.atomic_path(paths["litert"],
+                                                             overwrite=overwrite))
+          litert_models.write(temporaries["ids"], tmp, litert, paths["litert"], log)
+        # Every part is whole on disk before any is renamed into place (the
+        # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
+      if litert is None and overwrite and file_io.isdir(stale_litert):
+        _rmtree(stale_litert)
       return paths
     with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
-      local = serving_paths(tmp, version, has_text)
+      local = serving_paths(tmp, version, has_text, has_litert=litert is not None)
       if has_text:
         # A relative export_dir has a relative temporary, whose dirname is "".
         os.makedirs(os.path.dirname(local["text"]) or os.curdir, exist_ok=True)
         _write_archive(local["text"], endpoints, track)
       os.makedirs(os.path.dirname(local["ids"]) or os.curdir, exist_ok=True)
       _write_archive(local["ids"], ids_endpoints, ids_track)
+      if litert is not None:
+        litert_models.write(local["ids"], local["litert"], litert, paths["litert"], log)
   return paths
+
+
+def _makedirs(path):
+  if file_io.is_remote(path):
+    file_io.gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def _rmtree(path):
+  if file_io.is_remote(path):
+    file_io.gfile().rmtree(path)
+  else:
+    shutil.rmtree(path)
 
 
 # --------------------------------------------------------------------------- classifier
@@ -295,9 +339,10 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
 
 def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
                       cls_id=None, sep_id=None, num_texts=1, version=0,
-                      overwrite=False):
+                      overwrite=False, litert=None, log=None):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
-  in the serving layout (write_serving_models); returns its paths."""
+  in the serving layout (write_serving_models; litert: its LiteRT models, a
+  litert.Request or None); returns its paths."""
   packer = None
   if tokenizer is not None:
     packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)
@@ -306,4 +351,4 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
   if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
     track.append(tokenizer)
   return write_serving_models(export_dir, endpoints, track=track, version=version,
-                              overwrite=overwrite)
+                              overwrite=overwrite, litert=litert, log=log)

@@ -73,6 +73,7 @@ from bert.utils import file_io
 from bert import optimization
 from bert.utils import output_lock
 from bert.utils import script_utils
+from bert.export import litert
 from bert.export import serving
 from bert import tokenization
 from bert.training import loop as training
@@ -178,6 +179,20 @@ class Task:
   def export(self, model, export_dir):
     """Writes a SavedModel for serving into export_dir."""
     raise script_utils.UserError(f"{self.name}: --export_dir is not supported")
+
+  def litert_request(self, num_texts=2, **fields):
+    """The LiteRT models --litert asks the export for (litert.Request; None for none),
+    their model.json holding this run's head_info, how it tokenizes (max_seq_length,
+    do_lower_case, normalize; the vocabulary is copied beside them) and `fields`.
+    num_texts: 1 when every input is one text (the check then feeds one segment)."""
+    options = self.options
+    metadata = dict(recorded_head_info(self, options) or {"task": self.name})
+    metadata.setdefault("ltr", bool(options.ltr))
+    metadata.update(max_seq_length=options.max_seq_length,
+                    do_lower_case=bool(options.do_lower_case),
+                    normalize=options.normalize, num_texts=num_texts, **fields)
+    return litert.request(options.litert, metadata, options.vocab_file,
+                          num_segments=num_texts)
 
   def after_training(self, model, global_step):
     """Called once training has reached its last step (on the chief only)."""
@@ -298,7 +313,9 @@ def _run_locked(task, options, config, strategy):
       write_eval_results(options.output_dir, scores, global_step)
   if options.export_dir:
     task.export(model, options.export_dir)
-    logging.info("Exported a SavedModel to %s", options.export_dir)
+    logging.info("Exported a SavedModel to %s%s", options.export_dir,
+                 "" if options.litert == "none" or not task.exports else
+                 f" (and LiteRT models: --litert={options.litert})")
 
 
 class PeriodicEval:

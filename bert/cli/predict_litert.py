@@ -1,0 +1,84 @@
+"""Prediction files from a LiteRT model of an export, without TensorFlow.
+
+Reads the test file(s) of --data_dir as `run_classifier.py --do_predict` (GLUE tasks,
+XNLI, tsv/csv with the same column flags) or `run_multilabel.py --do_predict` reads
+them, and writes the same test_results.tsv (and the GLUE submission file) into
+--output_dir, with a .tflite model of an export's litert/ folder (--export_dir writes
+model_float32.tflite and model_int8.tflite there). TensorFlow is never imported: the
+tokenizer is the pure-Python one and the runtime is ai-edge-litert.
+
+  python predict_litert.py --model=/tmp/mrpc_export/litert/model_int8.tflite \\
+    --task_name=mrpc --data_dir=$GLUE_DIR/MRPC --output_dir=/tmp/mrpc_litert
+
+The model's task, labels, max_seq_length, lower-casing and vocabulary come from
+model.json and vocab.txt beside it; a model of another task than --task_name is refused.
+"""
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from bert.cli import flags_common
+from bert.utils import script_utils
+
+FLAGS = flags.FLAGS
+
+flags_common.define_path(
+    "model", None,
+    "The LiteRT model: a .tflite file of an export's litert/ folder (model_int8.tflite or "
+    "model_float32.tflite), with model.json and vocab.txt beside it.")
+flags_common.define_path(
+    "data_dir", None,
+    "The task's data folder: its test file(s) are read as --do_predict reads them "
+    "(test.tsv of a GLUE task, test.tsv/test.csv of the tsv/csv task, a multi-label "
+    "test.tsv).")
+flags_common.define_path("output_dir", None,
+                         "Where test_results.tsv (and the GLUE submission file) go.")
+flags.DEFINE_string(
+    "task_name", None,
+    "The task of the files: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, xnli, "
+    "tsv/csv, or multilabel. Default: the model's own (model.json). A model of another "
+    "task is refused.")
+flags.DEFINE_string("xnli_language", None,
+                    "XNLI: the language to predict (default: the model's).")
+flags.DEFINE_integer("predict_batch_size", 32,
+                     "Rows per call of the model; each batch holds rows of similar length "
+                     "and is padded only to its longest row.")
+flags.DEFINE_integer("num_threads", None,
+                     "CPU threads of the LiteRT interpreter (default: the CPUs this "
+                     "process may use).")
+flags_common.define_generic_task_flags()
+flags_common.define_runtime_flags()
+flags.mark_flag_as_required("model")
+flags.mark_flag_as_required("data_dir")
+flags.mark_flag_as_required("output_dir")
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose):
+    from bert.litert import predictor  # deferred: --help stays fast
+    started = time.perf_counter()
+    columns = predictor.GenericColumns(
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
+        test_text_b_column=FLAGS.test_text_b_column,
+        # Not given at all: a first row that looks like a header is refused, as in
+        # run_classifier.py.
+        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
+        delimiter=FLAGS.delimiter,
+        label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
+        regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
+    written = predictor.predict_files(
+        FLAGS.model, FLAGS.data_dir, FLAGS.output_dir, task_name=FLAGS.task_name,
+        batch_size=FLAGS.predict_batch_size, num_threads=FLAGS.num_threads,
+        xnli_language=FLAGS.xnli_language, columns=columns, log=logging.info)
+    for path in written:
+      logging.info("Wrote %s", path)
+    logging.info("Predicted in %.1f s", time.perf_counter() - started)
+
+
+if __name__ == "__main__":
+  app.run(main)

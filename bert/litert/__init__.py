@@ -1,0 +1,1 @@
+"""Prediction with the LiteRT models of an export, without TensorFlow (predict_litert.py)."""

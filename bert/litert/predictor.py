@@ -1,0 +1,286 @@
+"""Prediction files from a LiteRT model of an export, in a process without TensorFlow.
+
+Task floor (level 4): imports the classifier and multi-label data modules (readers and
+writers), tokenization, export/litert.py's model.json reader and the utils, none of which
+loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
+import Interpreter`), an optional dependency.
+
+`predict_files(...)` reads the same input files as `run_classifier.py --do_predict` /
+`run_multilabel.py --do_predict` (the task's own format), tokenizes them with the
+pure-Python tokenizer (tokenization.FullTokenizer, token for token the tokenizer of
+training) and the original's packing (tokenization.pack_tokens), runs the model in
+batches of rows of similar length, each padded only to its longest row, and writes
+test_results.tsv (and the GLUE submission file) with the writers --do_predict uses
+(classifier_data.write_probabilities / write_submission, multilabel_data.write_results).
+
+What the model is comes from model.json beside it (bert/export/litert.py): its task, head
+and labels, max_seq_length, lower-casing and vocabulary. A model of another task than
+--task_name, or a head this predictor does not serve (SQuAD, an encoder), is refused in
+one line before any file is read.
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import numpy as np
+
+from bert.classifier import classifier_data
+from bert.export import litert as litert_models
+from bert.multilabel import multilabel_data
+from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import script_utils
+
+UserError = script_utils.UserError
+
+CLASSIFIER_HEADS = ("classifier", "regression")
+MULTI_LABEL_HEAD = "multi_label"
+MULTI_LABEL_TASK_NAMES = ("multilabel", "multi_label", "multi-label")
+INSTALL_HINT = "pip install ai-edge-litert (requirements-test.txt names the version)"
+
+
+def default_threads():
+  """The CPUs this process may run on (its affinity), else the machine's count."""
+  if hasattr(os, "sched_getaffinity"):
+    return len(os.sched_getaffinity(0))
+  return os.cpu_count() or 1
+
+
+@dataclasses.dataclass(frozen=True)
+class GenericColumns:
+  """The tsv/csv task's file layout, as run_classifier.py's column flags give it; the
+  labels and regression come from the model (a different --label_list or --regression
+  is refused)."""
+  text_a_column: str = "0"
+  text_b_column: Optional[str] = None
+  label_column: str = "1"
+  test_text_a_column: Optional[str] = None
+  test_text_b_column: Optional[str] = None
+  has_header: Optional[bool] = False
+  delimiter: Optional[str] = None
+  label_list: Optional[tuple] = None
+  regression: Optional[bool] = None
+
+
+class LiteRTModel:
+  """One .tflite model of an export with its model.json and tokenizer.
+
+  `run(rows)`: rows [(ids, segment_ids)] of one batch -> the model's outputs for them
+  (numpy arrays by output name), the batch padded to its longest row.
+  """
+
+  def __init__(self, model_file, num_threads=None):
+    self.model_file = model_file
+    if not os.path.isfile(model_file):
+      raise UserError(f"--model={model_file}: no such file"
+                      + (" (a folder: name the .tflite file in it, e.g. "
+                         f"{litert_models.MODEL_FILES['int8']})"
+                         if os.path.isdir(model_file) else ""))
+    self.metadata = litert_models.read_metadata(model_file)
+    self.precision = litert_models.precision_of_file(model_file, self.metadata)
+    if self.precision is None:
+      raise UserError(f"--model={model_file}: model.json beside it lists "
+                      f"{', '.join(sorted(e['file'] for e in self.metadata['models'].values()))}"
+                      ", not this file")
+    for key in ("head", "max_seq_length", "do_lower_case", "vocab_file", "inputs"):
+      if key not in self.metadata:
+        raise UserError(f"{self._json()}: has no {key!r}")
+    self.head = self.metadata["head"]
+    self.labels = self.metadata.get("labels")
+    self.max_seq_length = int(self.metadata["max_seq_length"])
+    self.num_threads = int(num_threads or default_threads())
+    if self.num_threads < 1:
+      raise UserError(f"--num_threads={num_threads}: must be at least 1")
+    vocab_file = os.path.join(os.path.dirname(os.path.abspath(model_file)),
+                              self.metadata["vocab_file"])
+    script_utils.check_input_file(vocab_file, "model (its vocab.txt)")
+    self.tokenizer = tokenization.FullTokenizer(vocab_file,
+                                                do_lower_case=self.metadata["do_lower_case"],
+                                                normalize=self.metadata.get("normalize"))
+    self._runner = None
+
+  def _json(self):
+    return os.path.join(os.path.dirname(self.model_file), litert_models.METADATA_FILE)
+
+  def describe(self):
+    """"Mrpc's classifier (labels 0, 1)": what the model predicts, for messages."""
+    what = {"classifier": "classifier", "regression": "regression",
+            "multi_label": "multi-label classifier"}.get(self.head, f"{self.head} model")
+    labels = f" (labels {', '.join(map(str, self.labels))})" if self.labels else ""
+    return f"{self.metadata.get('task', '?')}'s {what}{labels}"
+
+  def runner(self):
+    """The signature runner (the interpreter is built on first use)."""
+    if self._runner is None:
+      try:
+        from ai_edge_litert.interpreter import Interpreter  # pylint: disable=g-import-not-at-top
+      except ImportError:
+        raise UserError(f"--model={self.model_file}: running a LiteRT model needs the "
+                        f"ai-edge-litert package: {INSTALL_HINT}") from None
+      try:
+        interpreter = Interpreter(model_path=self.model_file, num_threads=self.num_threads)
+        self._runner = interpreter.get_signature_runner(litert_models.SIGNATURE)
+      except (ValueError, RuntimeError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"--model={self.model_file}: not a LiteRT model this runtime "
+                        f"loads ({first})") from None
+    return self._runner
+
+  def encode(self, text_a, text_b=None):
+    """(ids, segment_ids) of one example: the original's tokenization and packing."""
+    tokens, segments = tokenization.pack_tokens(
+        self.tokenizer.tokenize(text_a),
+        self.tokenizer.tokenize(text_b) if text_b is not None else None,
+        self.max_seq_length)
+    return self.tokenizer.convert_tokens_to_ids(tokens), segments
+
+  def run(self, rows):
+    length = max(len(ids) for ids, _ in rows)
+    ids = np.zeros((len(rows), length), np.int32)
+    segments = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for row, (row_ids, row_segments) in enumerate(rows):
+      ids[row, :len(row_ids)] = row_ids
+      segments[row, :len(row_ids)] = row_segments
+      mask[row, :len(row_ids)] = 1
+    feed = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
+    return self.runner()(**{name: feed[name] for name in self.metadata["inputs"]})
+
+  def predict(self, rows, batch_size, output):
+    """The `output` array of every row, in the rows' order. Rows are batched by length
+    (sorted, stable) so that each batch pads little; the order is restored after."""
+    if batch_size < 1:
+      raise UserError(f"--predict_batch_size={batch_size}: must be at least 1")
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+    result = None
+    for start in range(0, len(order), batch_size):
+      chosen = order[start:start + batch_size]
+      values = np.asarray(self.run([rows[i] for i in chosen])[output])
+      if result is None:
+        result = np.zeros((len(rows),) + values.shape[1:], values.dtype)
+      result[chosen] = values
+    return result
+
+
+def load_model(model_file, num_threads=None):
+  """A LiteRTModel (model.json and tokenizer read; the interpreter built on first use)."""
+  return LiteRTModel(model_file, num_threads)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def _processor_name(processor):
+  return type(processor).__name__.replace("Processor", "") or "classifier"
+
+
+def classifier_processor(model, task_name=None, xnli_language=None, columns=None):
+  """The classifier_data processor that reads --task_name's files for `model`; refuses a
+  model of another task, or --label_list / --regression that differ from the model's."""
+  metadata = model.metadata
+  if model.head not in CLASSIFIER_HEADS:
+    raise UserError(f"--model={model.model_file} is {model.describe()}, not a classifier "
+                    f"or regression model; --task_name={task_name} needs one")
+  task_name = task_name or metadata.get("task_name")
+  if not task_name:
+    raise UserError(f"--task_name is required: {model._json()} names no task_name")  # pylint: disable=protected-access
+  xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
+  regression = model.head == "regression"
+  options = {}
+  if task_name.lower() in classifier_data.GENERIC_TASKS:
+    columns = columns or GenericColumns()
+    if columns.regression is not None and bool(columns.regression) != regression:
+      raise UserError(f"--regression={columns.regression}: --model={model.model_file} is "
+                      f"{model.describe()}")
+    if columns.label_list and [str(l) for l in columns.label_list] != list(model.labels or []):
+      raise UserError(f"--label_list={','.join(columns.label_list)}: --model="
+                      f"{model.model_file} is {model.describe()}; its labels are the "
+                      "model's own (leave --label_list out)")
+    options = dict(text_a_column=columns.text_a_column, text_b_column=columns.text_b_column,
+                   label_column=columns.label_column,
+                   test_text_a_column=columns.test_text_a_column,
+                   test_text_b_column=columns.test_text_b_column,
+                   labels=model.labels, has_header=columns.has_header,
+                   is_regression=regression, delimiter=columns.delimiter)
+  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  name = _processor_name(processor)
+  labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
+  model_labels = None if regression else [str(l) for l in (model.labels or [])]
+  if (name != metadata.get("task") or processor.is_regression != regression
+      or labels != model_labels):
+    raise UserError(f"--model={model.model_file} is {model.describe()}, not "
+                    f"--task_name={task_name}'s {name}"
+                    + (f" (labels {', '.join(labels)})" if labels else " (regression)")
+                    + "; use that task's model")
+  if (metadata.get("num_texts") and processor.num_texts != metadata["num_texts"]):
+    raise UserError(f"--model={model.model_file} reads {metadata['num_texts']} text(s) "
+                    f"per example, --task_name={task_name}'s files {processor.num_texts} "
+                    "(check --text_b_column)")
+  return processor
+
+
+def predict_classifier(model, examples, batch_size):
+  """Class probabilities float [N, labels] (or regression scores [N]) of InputExamples."""
+  rows = [model.encode(e.text_a, e.text_b) for e in examples]
+  output = "score" if model.head == "regression" else "probabilities"
+  return model.predict(rows, batch_size, output)
+
+
+def predict_multilabel(model, examples, batch_size):
+  """Per-label probabilities float [N, labels] of multilabel_data.MultiLabelExamples."""
+  rows = [model.encode(e.text) for e in examples]
+  return model.predict(rows, batch_size, "probabilities")
+
+
+def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=32,
+                  num_threads=None, xnli_language=None, columns=None, log=None):
+  """Writes the prediction files of --do_predict for data_dir's test file(s) into
+  output_dir with the LiteRT model `model_file`; returns the paths written."""
+  log = log or (lambda *args: None)
+  model = load_model(model_file, num_threads)
+  if not os.path.isdir(data_dir):
+    raise UserError(f"--data_dir={data_dir}: no such directory")
+  multi_label = model.head == MULTI_LABEL_HEAD
+  asked_multi = bool(task_name) and task_name.lower() in MULTI_LABEL_TASK_NAMES
+  if multi_label != asked_multi and (task_name or not multi_label):
+    if multi_label:
+      raise UserError(f"--model={model_file} is {model.describe()}, not a model of "
+                      f"--task_name={task_name}; use that task's model (or "
+                      "--task_name=multilabel)")
+    if asked_multi:
+      raise UserError(f"--model={model_file} is {model.describe()}, not a multi-label "
+                      f"classifier (--task_name={task_name})")
+  written = []
+  if multi_label:
+    if not model.labels:
+      raise UserError(f"{model._json()}: a multi-label model without labels")  # pylint: disable=protected-access
+    path = multilabel_data.data_file(data_dir, "test")
+    script_utils.check_input_file(path, "data_dir")
+    examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
+    log("%d test lines from %s", len(examples), path)
+    probabilities = predict_multilabel(model, examples, batch_size)
+    atomic_output.ensure_output_dir(output_dir)
+    out = os.path.join(output_dir, "test_results.tsv")
+    threshold = float(model.metadata.get("threshold", 0.5))
+    multilabel_data.write_results(out, model.labels, probabilities.astype(np.float64),
+                                  threshold)
+    return [out]
+  processor = classifier_processor(model, task_name, xnli_language, columns)
+  if hasattr(processor, "set_data_dir"):
+    processor.set_data_dir(data_dir)
+  predict_sets = processor.get_predict_sets(data_dir)  # every file read before any work
+  atomic_output.ensure_output_dir(output_dir)
+  for predict_set in predict_sets:
+    log("%s: %d examples", predict_set.name, len(predict_set.examples))
+    outputs = predict_classifier(model, predict_set.examples, batch_size)
+    outputs = outputs.astype(np.float64)
+    predictions = outputs if processor.is_regression else outputs.argmax(axis=1)
+    path = os.path.join(output_dir, predict_set.results_file)
+    classifier_data.write_probabilities(path, outputs)
+    written.append(path)
+    if predict_set.submission_file:
+      path = os.path.join(output_dir, predict_set.submission_file)
+      classifier_data.write_submission(path, processor, predict_set.examples, predictions)
+      written.append(path)
+  return written
