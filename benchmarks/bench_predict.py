@@ -17,13 +17,27 @@ Opt-in sides (--sides=...,ours_bf16,ort_int8), each CPU's best precision:
   ours_bf16  the same command with --dtype=bfloat16 (its speed-up over ours is printed);
   ort_int8   the fused ONNX model with ORT's dynamic int8 quantization (int8 weights,
              activations quantized per call), timed against the faster of our sides.
+LiteRT sides (--sides=...,litert_f32,litert_int8), the export's TensorFlow Lite models:
+  litert_f32   `predict_litert.py --model=<export>/litert/model_float32.tflite
+               --task_name=sst2 --do_predict`'s files, without TensorFlow (the pure-Python
+               tokenizer, ai-edge-litert's interpreter with --num_threads = the threads
+               every side gets); the export is `run_classifier.py --export_dir` of our
+               side's checkpoint (prepared, untimed);
+  litert_int8  the same with model_int8.tflite (dynamic-range int8), timed against ORT's
+               dynamic int8 and against our float32 side.
+--finetuned_dir=DIR: every side predicts with the weights of a run_classifier.py SST-2
+fine-tuning run (DIR is its --output_dir: its checkpoint is copied for our side, exported
+with export_encoder.py --format=huggingface for the HF and ORT sides and with
+run_classifier.py --export_dir for the LiteRT sides) instead of the pretrained MiniLM
+with a random head; int8's label agreement is then that of a real model.
 Rounds are interleaved (the order rotates each round), so load from other work on the
 machine falls on every side alike; per round the ratios hf/ours and ort/ours, then their
 median and min-max. The results files are checked against each other: the same class on
 every row, probabilities within PROBABILITY_TOLERANCE.
 
   python benchmarks/bench_predict.py [--quick] [--rounds=3] [--sentences=10000]
-      [--sides=ours,ort,hf[,ours_bf16,ort_int8]] [--ours_flags=...] [--baseline_tree=DIR]
+      [--sides=ours,ort,hf[,ours_bf16,ort_int8,litert_f32,litert_int8]]
+      [--finetuned_dir=DIR] [--ours_flags=...] [--baseline_tree=DIR]
 
 With an ORT side, the run ends with the matmul floor of the same sentences
 (benchmarks/step_floor.py, in this process): the forward matmuls alone at the sentences'
@@ -61,10 +75,16 @@ SIDES = ("ours", "ort", "hf")  # the default sides
 # Opt-in sides (--sides): each CPU's best precision on both runtimes, for the comparison
 # "where both sides use the best precision the CPU allows".
 BEST_PRECISION_SIDES = ("ours_bf16", "ort_int8")  # and "before": --baseline_tree's script
+# The export's LiteRT models run by predict_litert.py, in a process without TensorFlow.
+LITERT_SIDES = ("litert_f32", "litert_int8")
+LITERT_FILES = {"litert_f32": "model_float32.tflite", "litert_int8": "model_int8.tflite"}
 # |p - p_ours| allowed for a side that computes in another precision: bfloat16 as
 # docs/classifier.md documents it for prediction; ORT's dynamic int8 has no documented
 # bound, so its difference and label agreement are reported, never judged.
-OTHER_PRECISION_TOLERANCE = {"ours_bf16": 0.03, "ort_int8": None}
+OTHER_PRECISION_TOLERANCE = {"ours_bf16": 0.03, "ort_int8": None, "litert_int8": None}
+# The issue's targets for the int8 LiteRT predictor, whole process: its time against ORT's
+# dynamic int8 and against our float32 SavedModel prediction.
+LITERT_TARGETS = {"ort_int8": 1.5, "ours": 2.5}
 
 
 def write_test_file(path, sentences):
@@ -109,6 +129,58 @@ def prepare_ours(output_dir, head_file):
   np.savez(head_file, **head)
 
 
+def prepare_finetuned(finetuned_dir, output_dir, head_file):
+  """Our side's output_dir: a copy of a fine-tuned SST-2 run's checkpoints (not its
+  results, logs or TensorBoard events), and its head saved to head_file."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+
+  shutil.copytree(finetuned_dir, output_dir, ignore=shutil.ignore_patterns(
+      "events.out.*", "train", "eval", "*.tsv", "eval_results.txt", ".bert-run.lock",
+      "*.log"))
+  config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
+  model, _ = modeling.build_classifier_model(config, 2)
+  checkpoints.load_checkpoint(model, output_dir)
+  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
+          if k.startswith("output_")}
+  np.savez(head_file, **head)
+
+
+def _run_prepared(command, what):
+  proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  if proc.returncode != 0:
+    raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n"
+                       + (proc.stderr.strip() or proc.stdout.strip())[-1500:])
+
+
+def prepare_litert(data_dir, output_dir, export_dir):
+  """The LiteRT models of our side's checkpoint, as a user makes them: run_classifier.py
+  --export_dir (both precisions, each checked against the SavedModel), untimed."""
+  command = [a for a in our_command(data_dir, output_dir) if a != "--do_predict"]
+  _run_prepared(command + [f"--export_dir={export_dir}", "--litert=both"],
+                "run_classifier.py --export_dir (the LiteRT models)")
+  return os.path.join(export_dir, "litert")
+
+
+def prepare_hf_export(finetuned_dir, hf_dir):
+  """The fine-tuned run's weights as a Hugging Face directory (export_encoder.py), for the
+  HF and ORT sides."""
+  _run_prepared([sys.executable, os.path.join(ROOT, "export_encoder.py"),
+                 "--format=huggingface", f"--vocab_file={VOCAB}",
+                 f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
+                 f"--init_checkpoint={finetuned_dir}", f"--export_dir={hf_dir}"],
+                "export_encoder.py --format=huggingface")
+
+
+def litert_command(model_file, data_dir, output_dir):
+  return [sys.executable, os.path.join(ROOT, "predict_litert.py"), f"--model={model_file}",
+          "--task_name=sst2", f"--data_dir={data_dir}", f"--output_dir={output_dir}",
+          f"--predict_batch_size={BATCH}", f"--num_threads={hf_bridge.threads()}"]
+
+
 def our_command(data_dir, output_dir, extra_flags=(), tree=ROOT):
   return [sys.executable, os.path.join(tree, "run_classifier.py"), "--task_name=sst2",
           "--do_predict", f"--data_dir={data_dir}", f"--vocab_file={VOCAB}",
@@ -142,9 +214,11 @@ def _same_bytes(path, other):
 
 
 def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
-        baseline_tree=None, floor=True):
+        baseline_tree=None, floor=True, finetuned_dir=None):
   """Returns [{name, value, unit, note}]. floor: with an ORT side, also the matmul floor
-  (step_floor.py) of the same sentences, in this process after the rounds."""
+  (step_floor.py) of the same sentences, in this process after the rounds.
+  finetuned_dir: a run_classifier.py SST-2 run's output_dir whose weights every side uses
+  (None: the pretrained MiniLM with a seeded random head)."""
   import json  # pylint: disable=g-import-not-at-top
 
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -165,9 +239,22 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     texts = write_test_file(test_file, sentences)
     output_dir = os.path.join(work, "ours")
     head_file = os.path.join(work, "head.npz")
-    prepare_ours(output_dir, head_file)
+    if finetuned_dir:
+      prepare_finetuned(finetuned_dir, output_dir, head_file)
+    else:
+      prepare_ours(output_dir, head_file)
     commands = {"ours": our_command(data_dir, output_dir, ours_flags)}
     results = {"ours": os.path.join(output_dir, "test_results.tsv")}
+    if any(s in LITERT_SIDES for s in sides):  # exported from a copy of our checkpoint
+      export_from = os.path.join(work, "export_from")
+      shutil.copytree(output_dir, export_from)
+      litert_dir = prepare_litert(data_dir, export_from, os.path.join(work, "export"))
+      for side in LITERT_SIDES:
+        if side in sides:
+          side_dir = os.path.join(work, side)
+          commands[side] = litert_command(os.path.join(litert_dir, LITERT_FILES[side]),
+                                          data_dir, side_dir)
+          results[side] = os.path.join(side_dir, "test_results.tsv")
     if "ours_bf16" in sides:  # the same checkpoint in its own output_dir
       bf16_dir = os.path.join(work, "ours_bf16")
       shutil.copytree(output_dir, bf16_dir)
@@ -183,8 +270,12 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     else:
       sides = [s for s in sides if s != "before"]
     versions = {}
+    hf_model = {}
+    if finetuned_dir and any(s in external for s in sides):
+      hf_model["model_dir"] = os.path.join(work, "hf_finetuned")
+      prepare_hf_export(finetuned_dir, hf_model["model_dir"])
     if any(s in external for s in sides):
-      prepared, why = hf_bridge.run_hf("prepare_predict", {
+      prepared, why = hf_bridge.run_hf("prepare_predict", {**hf_model,
           "threads": hf_bridge.threads(), "head_file": head_file,
           "hf_model_dir": os.path.join(work, "hf_model"),
           "onnx_file": os.path.join(work, "model.onnx"),
@@ -224,7 +315,9 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     probabilities = {side: read_probabilities(results[side]) for side in sides}
     identical = {side: _same_bytes(results[side], results["ours"]) for side in sides}
 
-  scope = (f"{sentences:,} SST-2 train sentences, MiniLM L6 H384, batch {BATCH}, "
+  weights = (f"the weights of {finetuned_dir}" if finetuned_dir else
+             "the pretrained MiniLM with a seeded random head")
+  scope = (f"{sentences:,} SST-2 train sentences, MiniLM L6 H384 ({weights}), batch {BATCH}, "
            f"max_seq_length {SEQ}; {hf_bridge.cpu_model()}, {hf_bridge.threads()} threads; load avg "
            f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}")
   notes = {"ours": "run_classifier.py --do_predict, whole process"
@@ -237,7 +330,11 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
            "ort_int8": "ONNX Runtime, the fused model with dynamic int8 quantization "
                        "(onnxruntime.quantization.quantize_dynamic, QInt8 weights), "
                        "whole process",
-           "before": f"run_classifier.py --do_predict in {baseline_tree}, whole process"}
+           "before": f"run_classifier.py --do_predict in {baseline_tree}, whole process",
+           "litert_f32": "predict_litert.py, the export's model_float32.tflite "
+                         "(ai-edge-litert, no TensorFlow), whole process",
+           "litert_int8": "predict_litert.py, the export's model_int8.tflite (dynamic-range "
+                          "int8; ai-edge-litert, no TensorFlow), whole process"}
   for side in sides:
     per_round = ", ".join(f"{s:.1f}" for s in seconds[side])
     rows.append({"name": f"predict_whole_process_{side}",
@@ -272,6 +369,27 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
                    "note": f"ours s / ours_bf16 s per round: median "
                            f"{hf_bridge.spread(ratios, '{:.2f}')}; target >= 2x on CPUs "
                            f"with bfloat16 units; {agreement}"})
+      continue
+    if side == "litert_int8":  # the int8 predictor against ORT's int8 and our float32
+      for other, target in LITERT_TARGETS.items():
+        if other not in sides:
+          continue
+        ratios = [theirs / mine for theirs, mine in zip(seconds[other], seconds[side])]
+        rows.append({"name": f"predict_whole_process_litert_int8_vs_{other}",
+                     "value": round(statistics.median(ratios), 2), "unit": "x",
+                     "note": f"{other} s / litert_int8 s per round: median "
+                             f"{hf_bridge.spread(ratios, '{:.2f}')}; target >= {target:g}x; "
+                             f"{agreement}"})
+      continue
+    if side == "litert_f32":  # float32 against float32: ORT's, and ours
+      for other in ("ort", "ours"):
+        if other not in sides:
+          continue
+        ratios = [theirs / mine for theirs, mine in zip(seconds[other], seconds[side])]
+        rows.append({"name": f"predict_whole_process_litert_f32_vs_{other}",
+                     "value": round(statistics.median(ratios), 2), "unit": "x",
+                     "note": f"{other} s / litert_f32 s per round: median "
+                             f"{hf_bridge.spread(ratios, '{:.2f}')}; {agreement}"})
       continue
     if side == "ort_int8":  # best precision against best precision
       ratio = statistics.median(seconds[side]) / ours_best
@@ -329,7 +447,10 @@ def main():
   parser.add_argument("--rounds", type=int, default=None)
   parser.add_argument("--sentences", type=int, default=None)
   parser.add_argument("--sides", default=",".join(SIDES),
-                      help="of " + ", ".join(SIDES + BEST_PRECISION_SIDES))
+                      help="of " + ", ".join(SIDES + BEST_PRECISION_SIDES + LITERT_SIDES))
+  parser.add_argument("--finetuned_dir", default=None,
+                      help="a run_classifier.py SST-2 run's --output_dir: every side "
+                           "predicts with its weights")
   parser.add_argument("--ours_flags", default="",
                       help="extra run_classifier flags for our side, e.g. an opt-in")
   parser.add_argument("--no_floor", action="store_true",
@@ -338,13 +459,15 @@ def main():
                       help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
                            "its run_classifier.py is timed too, as side 'before'")
   args = parser.parse_args()
-  unknown = sorted(set(args.sides.split(",")) - set(SIDES + BEST_PRECISION_SIDES) - {""})
+  known = SIDES + BEST_PRECISION_SIDES + LITERT_SIDES
+  unknown = sorted(set(args.sides.split(",")) - set(known) - {""})
   if unknown:
-    parser.error(f"--sides: unknown {', '.join(unknown)}; choose from "
-                 + ", ".join(SIDES + BEST_PRECISION_SIDES))
+    parser.error(f"--sides: unknown {', '.join(unknown)}; choose from " + ", ".join(known))
+  if args.finetuned_dir and not os.path.isdir(args.finetuned_dir):
+    parser.error(f"--finetuned_dir={args.finetuned_dir}: no such folder")
   rows = run(args.quick, args.rounds, args.sentences,
              [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
-             args.baseline_tree, not args.no_floor)
+             args.baseline_tree, not args.no_floor, args.finetuned_dir)
   for row in rows:
     print(f"{row['name']:42s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
 

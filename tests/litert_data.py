@@ -30,7 +30,7 @@ def _sentence(rng, mood):
 
 def mrpc_folder(root, rows=(48, 12, 13), seed=0):
   """MRPC's layout: train/dev `Quality #1 ID #2 ID #1 String #2 String`, test with an
-  index first; label 1 when both sentences have the same mood."""
+  index first; label 1 when the first sentence is in a good mood."""
   rng = random.Random(seed)
   root.mkdir(parents=True, exist_ok=True)
   header = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
@@ -39,7 +39,7 @@ def mrpc_folder(root, rows=(48, 12, 13), seed=0):
              "Index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"]
     for i in range(count):
       one, two = rng.random() < 0.5, rng.random() < 0.5
-      first = str(int(one == two)) if name != "test.tsv" else str(i)
+      first = str(int(one)) if name != "test.tsv" else str(i)
       lines.append(f"{first}\t{100 + i}\t{200 + i}\t{_sentence(rng, one)}\t"
                    f"{_sentence(rng, two)}\n")
     (root / name).write_text("".join(lines), encoding="utf-8")

@@ -7,6 +7,9 @@
   <export_dir>/preprocessor  tokenize, bert_pack_inputs(segments, seq_length) and a
                              default signature: strings -> encoder inputs at
                              --seq_length
+  <export_dir>/litert        the encoder's serving_default as TensorFlow Lite models
+                             (--litert: float32 and dynamic-range int8 by default; each
+                             checked against the encoder; see docs/serving.md)
 
 Both load with `tf.saved_model.load` in a process that imports only tensorflow and
 tensorflow_text (see docs/export_encoder.md and tfhub_modules.py for the interface).
@@ -78,6 +81,7 @@ flags.DEFINE_integer(
     "bert_pack_inputs (--format=tfhub), or the keras-hub preprocessor's "
     "sequence_length (--format=keras_hub). Default: --max_seq_length (128).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing non-empty --export_dir.")
+flags_common.define_litert_flag()
 flags.mark_flag_as_required("export_dir")
 
 FLAGS = flags.FLAGS
@@ -112,6 +116,10 @@ def main(_):
           "tokenizer has no NFC step, so the export would tokenize decomposed text "
           "differently from training; normalise the text before it reaches the tokenizer "
           "or export --format=tfhub")
+    if FLAGS.format != "tfhub" and FLAGS["litert"].present and FLAGS.litert != "none":
+      raise script_utils.UserError(
+          f"--litert={FLAGS.litert} with --format={FLAGS.format}: the LiteRT models are "
+          "the encoder's of --format=tfhub (export_dir/litert beside encoder/)")
     if FLAGS.format == "keras_hub":
       model_export.export_keras_hub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                     FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
@@ -128,7 +136,8 @@ def main(_):
       return
     paths = model_export.export_tfhub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                       FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
-                                      overwrite=FLAGS.overwrite, normalize=normalize)
+                                      overwrite=FLAGS.overwrite, normalize=normalize,
+                                      litert=FLAGS.litert)
     logging.info("Wrote %s and %s in %.0f s", *map(os.path.abspath, paths),
                  time.time() - start)
 

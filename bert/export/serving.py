@@ -147,14 +147,17 @@ def _write_archive(path, endpoints, track):
 
 
 def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
-  """{"text": path or None, "ids": path, "litert": path or None} of
-  write_serving_models' layout."""
-  litert = litert_models.folder(export_dir, version) if has_litert else None
+  """{"text": path or None, "ids": path} of write_serving_models' layout, and "litert":
+  the LiteRT models' folder when has_litert."""
   if version:
-    return {"text": f"{export_dir}/text/{version}" if has_text else None,
-            "ids": f"{export_dir}/ids/{version}", "litert": litert}
-  return {"text": export_dir if has_text else None,
-          "ids": f"{export_dir}/ids" if has_text else export_dir, "litert": litert}
+    paths = {"text": f"{export_dir}/text/{version}" if has_text else None,
+             "ids": f"{export_dir}/ids/{version}"}
+  else:
+    paths = {"text": export_dir if has_text else None,
+             "ids": f"{export_dir}/ids" if has_text else export_dir}
+  if has_litert:
+    paths["litert"] = litert_models.folder(export_dir, version)
+  return paths
 
 
 def _listdir(path):

@@ -65,6 +65,7 @@ import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the prepro
 
 from bert.utils import atomic_output
 from bert import fast_tokenization
+from bert.export import litert as litert_models
 from bert import modeling
 from bert.utils import script_utils
 from bert.export import serving
@@ -280,8 +281,10 @@ def check_export_dir(export_dir, overwrite=False):
 
 def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case,
                                     seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
-                                    log=None, normalize=None):
-  """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once.
+                                    log=None, normalize=None, litert=None):
+  """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once, and with
+  `litert` (a litert.Request) `<export_dir>/litert`: the encoder's serving_default as
+  LiteRT models, each checked against the encoder SavedModel (litert.py).
 
   model: a modeling.BertModel holding the weights to export. Both SavedModels are
   written under a temporary directory beside export_dir that is renamed into place
@@ -305,6 +308,10 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       log("Writing the %s SavedModel", name)
       save_module(root, os.path.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
+    if litert is not None:
+      litert_models.write(os.path.join(tmp, ENCODER_DIR),
+                          os.path.join(tmp, litert_models.FOLDER), litert,
+                          litert_models.folder(export_dir), log)
   return os.path.join(export_dir, ENCODER_DIR), os.path.join(export_dir, PREPROCESSOR_DIR)
 
 

@@ -239,6 +239,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
   output_dir with the LiteRT model `model_file`; returns the paths written."""
   log = log or (lambda *args: None)
   model = load_model(model_file, num_threads)
+  model.runner()  # a file that is not a LiteRT model fails here, before anything is read
   if not os.path.isdir(data_dir):
     raise UserError(f"--data_dir={data_dir}: no such directory")
   multi_label = model.head == MULTI_LABEL_HEAD

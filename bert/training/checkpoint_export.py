@@ -24,6 +24,7 @@ from absl import logging
 from bert.utils import atomic_output
 from bert.training import checkpoints
 from bert.export import hugging_face
+from bert.export import litert as litert_models
 from bert import modeling
 from bert.utils import script_utils
 from bert.export import tfhub_modules
@@ -163,15 +164,20 @@ def export_hugging_face(export_dir, config, init_checkpoint, vocab_file, do_lowe
 
 
 def export_tfhub(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
-                 seq_length, overwrite=False, normalize=None, log=None):
-  """The encoder and preprocessor SavedModels; returns their two paths."""
+                 seq_length, overwrite=False, normalize=None, log=None, litert="none"):
+  """The encoder and preprocessor SavedModels (and, as --litert says, the encoder's
+  LiteRT models in export_dir/litert); returns their two paths."""
   log = log or logging.info
   encoder = modeling.BertModel(config)
   report = checkpoints.load_checkpoint(encoder, init_checkpoint)
   log("Loaded %d encoder variables (%s)", len(report["loaded"]), report["format"])
+  request = litert_models.request(
+      litert, {"task": "encoder", "head": "encoder", "max_seq_length": seq_length,
+               "do_lower_case": bool(do_lower_case), "normalize": normalize,
+               "num_texts": 2}, vocab_file)
   return tfhub_modules.export_encoder_and_preprocessor(
       export_dir, encoder, vocab_file, do_lower_case, seq_length=seq_length,
-      overwrite=overwrite, log=log, normalize=normalize)
+      overwrite=overwrite, log=log, normalize=normalize, litert=request)
 
 
 # --------------------------------------------------------------------------- keras-hub
