@@ -177,7 +177,11 @@ def tiny_export(tmp_path_factory):
        f"--export_dir={export_dir}", f"--seq_length={SEQ_LENGTH}"],
       capture_output=True, text=True, env=_env(), timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert sorted(os.listdir(export_dir)) == ["encoder", "preprocessor"]
+  # litert/: the encoder's LiteRT models (--litert=both by default), checked against the
+  # encoder SavedModel before the export landed (tests/test_litert.py reads them).
+  assert sorted(os.listdir(export_dir)) == ["encoder", "litert", "preprocessor"]
+  assert sorted(os.listdir(export_dir / "litert")) == [
+      "model.json", "model_float32.tflite", "model_int8.tflite", "vocab.txt"]
   assert not [n for n in os.listdir(tmp) if ".tmp-" in n]  # the temporary was renamed
   return {"dir": export_dir, "vocab_file": vocab_file, "pairs": pairs,
           "do_lower_case": False, "tmp": tmp}
@@ -305,6 +309,41 @@ def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
   # training=True: dropout on (a fresh mask each call), so the outputs move.
   assert np.abs(arrays["training_1"] - expected["sequence_output"]).max() > 1e-2
   assert np.abs(arrays["training_1"] - arrays["training_2"]).max() > 1e-2
+
+
+def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reloaded):
+  """export_dir/litert: the encoder as LiteRT models, float32 to 1e-5 on the same pairs,
+  int8 within the export's documented bound (mean |difference| <= 0.1 x scale)."""
+  interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
+  from bert.export import litert  # pylint: disable=g-import-not-at-top
+  _, _, pairs = tiny_reloaded
+  folder = tiny_export["dir"] / "litert"
+  with open(folder / "model.json", encoding="utf-8") as handle:
+    metadata = json.load(handle)
+  assert {k: metadata[k] for k in ("task", "head", "max_seq_length", "do_lower_case",
+                                   "inputs")} == {
+      "task": "encoder", "head": "encoder", "max_seq_length": SEQ_LENGTH,
+      "do_lower_case": False, "inputs": ["input_mask", "input_type_ids", "input_word_ids"]}
+  tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
+  inputs = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
+  config = checkpoints.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
+  model = modeling.BertModel(config)
+  checkpoints.load_checkpoint(model, str(tiny_export["tmp"] / "bert_model.ckpt"))
+  expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
+                    "segment_ids": inputs["input_type_ids"]}, training=False)
+  feed = {name: np.asarray(inputs[name], np.int32) for name in metadata["inputs"]}
+  for precision in litert.PRECISIONS:
+    runner = interpreter_module.Interpreter(
+        model_path=str(folder / f"model_{precision}.tflite")).get_signature_runner()
+    got = runner(**feed)
+    assert sorted(got) == sorted(metadata["outputs"])
+    for name in ("pooled_output", "sequence_output"):
+      want = expected[name].numpy()
+      if precision == "float32":
+        np.testing.assert_allclose(got[name], want, rtol=0, atol=1e-5, err_msg=name)
+      else:
+        scale = max(1.0, float(np.abs(want).max()))
+        assert np.abs(got[name] - want).mean() <= litert.INT8_TOLERANCE * scale, name
 
 
 def _keras_classifier(encoder_path):
@@ -498,6 +537,7 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
       base[:2] + base[3:] + [f"--init_checkpoint={not_a_checkpoint}",
                              f"--export_dir={tmp_path}/b"],
       base + [f"--export_dir={tmp_path}/c", "--seq_length=41"],
+      base + [f"--export_dir={tmp_path}/d", "--format=huggingface", "--litert=int8"],
   ]
   script = tmp_path / "driver.py"
   script.write_text(_ERRORS_DRIVER, encoding="utf-8")
@@ -506,7 +546,8 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
   assert result.returncode == 0, result.stderr[-3000:]
   results = json.loads(result.stdout.strip().splitlines()[-1])
   expected = ["exists and is not empty", "vocab_size=", "not a checkpoint",
-              "max_position_embeddings=40"]
+              "max_position_embeddings=40",
+              "--litert=int8 with --format=huggingface: the LiteRT models are the encoder's"]
   for (code, stderr), words in zip(results, expected):
     lines = [line for line in stderr.splitlines() if ": error: " in line]
     assert code == 2, stderr
@@ -514,6 +555,7 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
     assert "Traceback" not in stderr
   assert (occupied / "keep.txt").read_text() == "mine"  # refused: left untouched
   assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+  assert not (tmp_path / "d").exists()
   assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
 
 

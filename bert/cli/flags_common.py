@@ -298,9 +298,10 @@ def define_litert_flag():
     return
   flags.DEFINE_enum(
       "litert", "both", list(litert_models.CHOICES),
-      "With --export_dir: also write the token-id model for the LiteRT runtime (TensorFlow "
-      "Lite without TensorFlow; predict_litert.py runs it) in export_dir/litert/ (or "
-      "litert/N/ with --export_version=N): both = model_float32.tflite and "
+      "With --export_dir: also write the token-id model (export_encoder.py: the encoder of "
+      "--format=tfhub) for the LiteRT runtime (TensorFlow Lite without TensorFlow; "
+      "predict_litert.py runs it) in export_dir/litert/ (or litert/N/ with "
+      "--export_version=N): both = model_float32.tflite and "
       "model_int8.tflite (dynamic-range int8, faster on CPUs), or one of them, or none. "
       "Each is checked against the SavedModel after conversion; one that disagrees stops "
       "the export (nothing is written).")
