@@ -14,9 +14,9 @@ the LiteRT runtime (`ai-edge-litert`, TensorFlow Lite without TensorFlow), besid
 Both models are converted from the ids SavedModel with TensorFlow Lite's built-in ops
 only (no TF Select ops, so the plain runtime runs them). int8 is dynamic-range
 quantization (`converter.optimizations = [tf.lite.Optimize.DEFAULT]`, no representative
-data): the weights of every fully-connected layer are stored in int8 and those layers
-run in int8 with activations quantized per call; the attention's batch matmuls,
-softmax, LayerNorm and GELU stay float32.
+data): the fully-connected layers' weights (37 of the MiniLM's 38) and the word-embedding
+table are stored in int8, and those layers run in int8 with activations quantized per
+call; the attention's batch matmuls, softmax, LayerNorm and GELU stay float32.
 
 Each model is checked after conversion, before anything is renamed into place: the
 LiteRT interpreter and the SavedModel run the same CHECK_ROWS rows of token ids (random
@@ -48,7 +48,7 @@ of another task instead of writing plausible numbers for the wrong labels:
   normalize, vocab_file, vocab_size the vocabulary beside it)
   inputs, outputs                   the signature's tensor names
   models                            per precision: file, bytes, the check's largest
-                                    difference per output and the tolerance it met
+                                    and mean difference per output and its tolerance
   converted_with, checked_with      the converter's and the runtime's versions
 
 Why the tolerance is relative above 1: a regression score (STS-B, 0 to 5), SQuAD's
