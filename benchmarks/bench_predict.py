@@ -469,7 +469,7 @@ def main():
              [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
              args.baseline_tree, not args.no_floor, args.finetuned_dir)
   for row in rows:
-    print(f"{row['name']:42s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
+    print(f"{row['name']:48s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
 
 
 if __name__ == "__main__":

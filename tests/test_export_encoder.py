@@ -537,7 +537,7 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
       base[:2] + base[3:] + [f"--init_checkpoint={not_a_checkpoint}",
                              f"--export_dir={tmp_path}/b"],
       base + [f"--export_dir={tmp_path}/c", "--seq_length=41"],
-      base + [f"--export_dir={tmp_path}/d", "--format=huggingface", "--litert=int8"],
+      base[:3] + [f"--export_dir={tmp_path}/d", "--format=huggingface", "--litert=int8"],
   ]
   script = tmp_path / "driver.py"
   script.write_text(_ERRORS_DRIVER, encoding="utf-8")
