@@ -5,7 +5,7 @@
   2. create_vocab.py learns a small WordPiece vocabulary from it;
   3. create_pretraining_data.py writes masked-LM / next-sentence TFRecords;
   4. run_pretraining.py pretrains a small BERT for a few hundred steps;
-  5. run_classifier.py fine-tunes it on data/quickstart (standard-library docstring
+  5. run_classifier.py fine-tunes it on bert/cli/quickstart_data (standard-library docstring
      sentences labelled files / math / network / text / time), evaluates on dev, and
      exports a SavedModel that takes raw text;
   6. a fresh Python process that imports only tensorflow and tensorflow_text loads the

@@ -19,6 +19,9 @@ from bert.utils import script_utils
 
 # The repository root: the scripts run by each step and data/quickstart live there.
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The small classification task the demo fine-tunes on: package data, so an installed
+# `bert-quickstart` has it too.
+QUICKSTART_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quickstart_data")
 QUERIES = [
     "Return the absolute path of the file, following symbolic links.",
     "Return the square root of x as a floating point number.",
