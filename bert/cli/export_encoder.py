@@ -43,12 +43,12 @@ cpu_memory.keep_freed_memory()
 import os
 import time
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from bert.training import checkpoints
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.training import checkpoint_export as model_export
 from bert.utils import script_utils
 from bert.export import tfhub_modules
@@ -133,5 +133,10 @@ def main(_):
                  time.time() - start)
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

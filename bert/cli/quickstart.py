@@ -22,11 +22,11 @@ import os
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
-from bert.cli.demo_pipeline import (HERE, QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, read_key_values,
+from bert.cli import launch
+from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 from bert.utils import atomic_output
 from bert.utils import output_lock
@@ -166,5 +166,10 @@ def run_demo(out, started, options):
         f"TensorBoard:  tensorboard --logdir {out}")
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()
