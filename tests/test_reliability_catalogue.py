@@ -2036,17 +2036,13 @@ def test_bad_input_catalogue(ws, case_id):
 
 
 def _listed_scripts():
-  """Every script, from the one list of them: tools/gen_flag_docs.py's SCRIPTS."""
-  with open(os.path.join(ROOT, "tools", "gen_flag_docs.py"), encoding="utf-8") as handle:
-    tree = ast.parse(handle.read())
-  for node in tree.body:
-    if isinstance(node, ast.Assign) and node.targets[0].id == "SCRIPTS":
-      return {f"{name}.py" for name in ast.literal_eval(node.value)}
-  raise AssertionError("tools/gen_flag_docs.py has no SCRIPTS list")
+  """Every script, from the one list of them: bert.cli.COMMANDS."""
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  return {f"{name}.py" for name in cli.COMMANDS}
 
 
 # Scripts whose bad inputs are tested elsewhere instead of in this catalogue.
-# Scripts of tools/gen_flag_docs.SCRIPTS whose bad inputs are tested in their own files
+# Scripts of bert.cli.COMMANDS whose bad inputs are tested in their own files
 # instead of here (none today: every script has a case).
 TESTED_ELSEWHERE = set()
 
