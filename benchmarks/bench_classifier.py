@@ -122,9 +122,10 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
 
   tf.keras.utils.set_random_seed(2)
-  model, _ = modeling.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
   head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
           if k.startswith("output_")}
@@ -173,14 +174,14 @@ def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert import metrics  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
   strategy = training.create_strategy("one_device")
   with strategy.scope():
-    model, _ = modeling.build_classifier_model(config, 2)
+    model, _ = heads.build_classifier_model(config, 2)
     optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
 
@@ -194,7 +195,7 @@ def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir
   state = checkpoints.RunCheckpoint(os.path.join(workdir, "ours-finetune"), model,
                                     optimizer, strategy)
   result = training.train(
-      strategy, model, optimizer, modeling.classifier_loss, dataset_fn, state,
+      strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
       training.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
                            steps_per_loop=steps - timed_steps, log_every_steps=steps,
                            save_checkpoints_steps=10**9))
@@ -302,7 +303,7 @@ def run(quick=False, hf_only=False):
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
 
@@ -320,7 +321,7 @@ def run(quick=False, hf_only=False):
   rates = {}
   for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
-    model, _ = modeling.build_classifier_model(config, 2)
+    model, _ = heads.build_classifier_model(config, 2)
     # The batches run_classifier's eval and predict feed, made anew in each pass.
     rates[("predict", fixed)] = _predict_rate(
         tf, model, lambda: classifier_features.predict_batches(

@@ -77,6 +77,7 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
@@ -108,7 +109,7 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
     return tf.reduce_mean(nll, 1) + ns, {}
 
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-4, 1000, 10)
   state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="bench-pretrain-"), model,
                                     optimizer, strategy, loss_scaling=dtype == "float16")

@@ -6,7 +6,7 @@ batch 32, vocabulary 15,742, 10 predictions), "korean64" the same at batch 64 (t
 short-budget recipe's batch, docs/new_language.md); "demo" is quickstart.py's (L=2 H=128 A=2
 I=512, sequence 64, batch 32, 10 predictions, its 4,000-piece vocabulary).
 
-`build(shape, xla)` makes the model, modeling.pretraining_loss, AdamWeightDecay and
+`build(shape, xla)` makes the model, heads.pretraining_loss, AdamWeightDecay and
 training.py's own strategy, step, loop and input iterator (create_strategy("one_device"),
 make_train_step / make_train_loop, the iterator training.train makes) on synthetic
 batches held in memory, as run_pretraining would run them; `Run.rate(steps)`
@@ -82,6 +82,7 @@ def build(shape, xla=False, seed=0):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.training import loop as training  # pylint: disable=g-import-not-at-top
 
@@ -108,7 +109,7 @@ def build(shape, xla=False, seed=0):
   dataset = tf.data.Dataset.from_tensor_slices(data).repeat().batch(
       batch, drop_remainder=True).prefetch(2)
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-4, 10000, 1000)
   state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="small-step-"), model,
                                     optimizer, strategy)
@@ -116,7 +117,7 @@ def build(shape, xla=False, seed=0):
                                       jit_compile=xla)
   names = sorted(["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                   "next_sentence_loss"])
-  step = training.make_train_step(model, optimizer, modeling.pretraining_loss, names,
+  step = training.make_train_step(model, optimizer, heads.pretraining_loss, names,
                                   train_config, state)
   loop = training.make_train_loop(strategy, step, names)
   # The loop's input as training.train makes it (for the CPU: the dataset itself now,

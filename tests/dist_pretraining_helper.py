@@ -21,7 +21,7 @@ if len(sys.argv) > 3:  # must happen before any op touches the CPU
 import numpy as np  # noqa: E402
 
 from bert.training import checkpoints  # noqa: E402
-from bert import modeling  # noqa: E402
+from bert import heads  # noqa: E402
 from bert import optimization  # noqa: E402
 import tiny  # noqa: E402
 from bert.training import loop as training  # noqa: E402
@@ -61,7 +61,7 @@ def main(mode, out):
   config = tiny.tiny_config(VOCAB, hidden_dropout_prob=0.0,
                             attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ)
   with strategy.scope():
-    model, encoder = modeling.build_pretraining_model(config)
+    model, encoder = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
   # Same initial weights everywhere, whatever the strategy did to the RNG.
   rng = np.random.default_rng(0)
@@ -72,7 +72,7 @@ def main(mode, out):
   state = checkpoints.RunCheckpoint(os.path.join(workdir, f"ckpt-{mode}"), model, optimizer,
                                     strategy)
   result = training.train(
-      strategy, model, optimizer, modeling.pretraining_loss, dataset_fn, state,
+      strategy, model, optimizer, heads.pretraining_loss, dataset_fn, state,
       training.TrainConfig(global_batch_size=GLOBAL_BATCH, num_train_steps=4,
                            steps_per_loop=2, save_checkpoints_steps=4, log_every_steps=2))
   if checkpoints.is_chief(strategy):

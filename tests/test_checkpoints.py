@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from bert.training import checkpoints
 from bert import modeling
+from bert import heads
 from conftest import MINILM_DIR, shared_path
 import tiny
 
@@ -25,7 +26,7 @@ def _values(model):
 
 def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
   cfg = modeling.BertConfig(**TINY)
-  model, _ = modeling.build_pretraining_model(cfg)
+  model, _ = heads.build_pretraining_model(cfg)
   prefix = str(tmp_path / "bert_model.ckpt")
   checkpoints.save_google_checkpoint(model, prefix, global_step=42)
   names = dict(tf.train.list_variables(prefix))
@@ -36,7 +37,7 @@ def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
   assert sorted(os.listdir(tmp_path)) == [
       "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index", "bert_model.ckpt.meta",
       "checkpoint"]
-  again, _ = modeling.build_pretraining_model(cfg)
+  again, _ = heads.build_pretraining_model(cfg)
   report = checkpoints.load_checkpoint(again, str(tmp_path))  # the directory works too
   assert report["format"] == checkpoints.GOOGLE and not report["missing"]
   a, b = _values(model), _values(again)
@@ -46,7 +47,7 @@ def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
 def test_shared_checkpoint_load_save_load_bit_exact(tmp_path):
   prefix = shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")[:-6]
   cfg = checkpoints.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(cfg, 2)
+  model, _ = heads.build_classifier_model(cfg, 2)
   report = checkpoints.load_checkpoint(model, prefix)
   assert len(report["loaded"]) == 5 + 16 * 6 + 2
   assert report["missing"] == ["output_bias", "output_weights"]  # the classifier head
@@ -55,7 +56,7 @@ def test_shared_checkpoint_load_save_load_bit_exact(tmp_path):
     assert np.array_equal(variable.numpy(), original.get_tensor(name)), name
   out = str(tmp_path / "re" / "bert_model.ckpt")
   checkpoints.save_google_checkpoint(model, out)
-  copy, _ = modeling.build_classifier_model(cfg, 2)
+  copy, _ = heads.build_classifier_model(cfg, 2)
   checkpoints.load_checkpoint(copy, out)
   a, b = _values(model), _values(copy)
   assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -80,10 +81,10 @@ def test_hugging_face_safetensors_equal_the_google_layout():
 
 def test_our_tf2_checkpoint_restores_the_encoder(tmp_path):
   cfg = modeling.BertConfig(**TINY)
-  model, encoder = modeling.build_pretraining_model(cfg)
+  model, encoder = heads.build_pretraining_model(cfg)
   step = tf.Variable(5, dtype=tf.int64)
   tf.train.Checkpoint(step=step, model=model, encoder=encoder).save(str(tmp_path / "ckpt"))
-  target, _ = modeling.build_squad_model(cfg)
+  target, _ = heads.build_squad_model(cfg)
   report = checkpoints.load_checkpoint(target, str(tmp_path))
   assert report["format"] == checkpoints.OURS
   assert report["missing"] == ["cls/squad/output_bias", "cls/squad/output_weights"]
@@ -99,7 +100,7 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   encoder = modeling.BertModel(cfg)
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("input_ids", "input_mask", "segment_ids")}
-  logits = modeling.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
+  logits = heads.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
       encoder(inputs)["pooled_output"])
   before = keras.Model(inputs=inputs, outputs={"logits": logits}, name="bert_classifier")
   for variable in before.trainable_variables:
@@ -107,7 +108,7 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   checkpoint = checkpoints.RunCheckpoint(str(tmp_path), before, head_info={
       "task": "t", "head": "classifier", "labels": ["0", "1"]})
   checkpoint.save()
-  model, _ = modeling.build_classifier_model(cfg, 2)
+  model, _ = heads.build_classifier_model(cfg, 2)
   report = checkpoints.load_checkpoint(model, str(tmp_path))
   assert report["whole_model"] and report["format"] == checkpoints.OURS
   a, b = _values(before), _values(model)
@@ -115,7 +116,7 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
 
 
 def test_shape_mismatch_names_the_variable(tmp_path):
-  model, _ = modeling.build_classifier_model(modeling.BertConfig(**TINY), 2)
+  model, _ = heads.build_classifier_model(modeling.BertConfig(**TINY), 2)
   checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   wider = modeling.BertModel(modeling.BertConfig(**{**TINY, "intermediate_size": 40}))
   with pytest.raises(ValueError, match=r"9 shape mismatch.*layer_0/intermediate/dense/kernel: checkpoint \[32, 37\] vs model \[32, 40\]"):

@@ -23,6 +23,7 @@ from safetensors.numpy import load_file
 from bert.training import checkpoints
 from bert.export import hugging_face
 from bert import modeling
+from bert import heads
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
@@ -84,7 +85,7 @@ NSP_KEYS = ["cls.seq_relationship.weight", "cls.seq_relationship.bias"]
 
 def test_names_are_the_exact_inverse_of_the_reading_side():
   config = _tiny_config()
-  names = set(modeling.google_variable_map(modeling.build_pretraining_model(config)[0]))
+  names = set(modeling.google_variable_map(heads.build_pretraining_model(config)[0]))
   assert len(names) == len(ENCODER_KEYS) + len(MLM_KEYS) + len(NSP_KEYS)
   mapped = {hugging_face.google_to_hugging_face_name(n) for n in names}
   assert mapped == set(ENCODER_KEYS + MLM_KEYS + NSP_KEYS)
@@ -94,7 +95,7 @@ def test_names_are_the_exact_inverse_of_the_reading_side():
   assert (hugging_face.google_to_hugging_face_name("bert/encoder/layer_11/output/dense/kernel")
           == "bert.encoder.layer.11.output.dense.weight")
   # Heads of our fine-tuning tasks have no BertForPreTraining place.
-  for other in modeling.google_variable_map(modeling.build_squad_model(config)[0]):
+  for other in modeling.google_variable_map(heads.build_squad_model(config)[0]):
     if not other.startswith("bert/"):
       assert hugging_face.google_to_hugging_face_name(other) is None, other
   assert hugging_face.google_to_hugging_face_name("output_weights") is None
@@ -102,7 +103,7 @@ def test_names_are_the_exact_inverse_of_the_reading_side():
 
 
 def test_exportable_names_pick_the_architecture_and_refuse_half_heads():
-  model, _ = modeling.build_pretraining_model(_tiny_config())
+  model, _ = heads.build_pretraining_model(_tiny_config())
   names = list(modeling.google_variable_map(model))
   encoder = [n for n in names if n.startswith("bert/")]
   mlm = [n for n in names if n.startswith("cls/predictions/")]
@@ -123,7 +124,7 @@ def test_exportable_names_pick_the_architecture_and_refuse_half_heads():
 def tiny_pretraining(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("hf")
   config = _tiny_config()
-  model, encoder = modeling.build_pretraining_model(config)
+  model, encoder = heads.build_pretraining_model(config)
   _randomize(model)
   vocab_file = _write_vocab(tmp / "vocab.txt", config.vocab_size)
   export_dir = tmp / "hf"
@@ -203,7 +204,7 @@ def test_config_and_tokenizer_files(tiny_pretraining):
 def test_export_reads_back_into_the_same_model(tiny_pretraining):
   """Our Hugging Face reader (checkpoints.py) restores every weight and output exactly."""
   config, model = tiny_pretraining["config"], tiny_pretraining["model"]
-  fresh, _ = modeling.build_pretraining_model(config)
+  fresh, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(fresh, str(tiny_pretraining["dir"]))
   assert report["format"] == checkpoints.HUGGING_FACE and not report["missing"]
   for name, variable in modeling.google_variable_map(fresh).items():
@@ -256,7 +257,7 @@ def _export(args):
 
 def test_script_exports_a_google_checkpoint_with_heads(tmp_path):
   config = _tiny_config("gelu", vocab_size=50)
-  model, _ = modeling.build_pretraining_model(config)
+  model, _ = heads.build_pretraining_model(config)
   _randomize(model, seed=5)
   config.to_json_file(str(tmp_path / "bert_config.json"))
   checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
@@ -481,7 +482,7 @@ def test_transformers_loads_a_checkpoint_our_pretraining_wrote(tmp_path):
                                         "mismatched_keys": [], "error_msgs": []}
   worst = _compare_with_extract_features(meta, arrays, features, MLM_KEYS + NSP_KEYS)
   # The heads: our pretraining model's masked-LM and next-sentence logits.
-  model, _ = modeling.build_pretraining_model(config)
+  model, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(model, checkpoint)
   assert not report["missing"]
   pretrained = {n: v.numpy() for n, v in modeling.google_variable_map(model).items()}

@@ -30,6 +30,7 @@ from tensorflow.python.framework import config as tf_config  # is_op_determinism
 from bert.classifier import classifier_data
 from bert import metrics
 from bert import modeling
+from bert import heads
 from bert import optimization
 from bert.export import serving
 import tiny
@@ -60,7 +61,7 @@ def _build(policy):
   keras.mixed_precision.set_global_policy(policy)
   try:
     keras.utils.set_random_seed(3)
-    return modeling.build_pretraining_model(modeling.BertConfig(**CONFIG))
+    return heads.build_pretraining_model(modeling.BertConfig(**CONFIG))
   finally:
     keras.mixed_precision.set_global_policy("float32")
 
@@ -79,7 +80,7 @@ def _traced_ops(model):
 
   @tf.function
   def forward(x, y):
-    return modeling.pretraining_loss(y, model(x, training=True))
+    return heads.pretraining_loss(y, model(x, training=True))
 
   graph = forward.get_concrete_function(spec(inputs), spec(labels)).graph
   return [op for op in graph.get_operations()
@@ -139,8 +140,8 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
       atol=1e-6)
   np.testing.assert_allclose(out["masked_lm_logits"].numpy(),
                              ref["masked_lm_logits"].numpy(), atol=0.1)
-  per_example, metrics = modeling.pretraining_loss(labels, out)
-  ref_per_example, _ = modeling.pretraining_loss(labels, ref)
+  per_example, metrics = heads.pretraining_loss(labels, out)
+  ref_per_example, _ = heads.pretraining_loss(labels, ref)
   assert per_example.dtype == tf.float32
   assert all(n.dtype == tf.float32 and d.dtype == tf.float32 for n, d in metrics.values())
   np.testing.assert_allclose(per_example.numpy(), ref_per_example.numpy(), atol=0.05)
@@ -155,7 +156,7 @@ def _prediction_models(num_labels=3, head_scale=1.0):
     training.setup_precision(dtype)
     try:
       keras.utils.set_random_seed(5)
-      model, _ = modeling.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
+      model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
     finally:
       training.setup_precision("float32")
     models.append(model)
@@ -311,7 +312,7 @@ def train_steps(strategy, model, optimizer, loss_fn, dataset_fn, global_batch, s
 def _train_classifier(strategy, steps=3, batch=4):
   keras.utils.set_random_seed(7)
   with strategy.scope():
-    model, _ = modeling.build_classifier_model(modeling.BertConfig(**CONFIG), 2)
+    model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), 2)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
 
   def dataset_fn(context):
@@ -319,7 +320,7 @@ def _train_classifier(strategy, steps=3, batch=4):
         context.get_per_replica_batch_size(batch), drop_remainder=True)
 
   before = [v.numpy().copy() for v in model.trainable_variables]
-  losses = train_steps(strategy, model, optimizer, modeling.classifier_loss, dataset_fn,
+  losses = train_steps(strategy, model, optimizer, heads.classifier_loss, dataset_fn,
                        batch, steps)
   return losses, before, [v.numpy() for v in model.trainable_variables]
 
@@ -375,7 +376,7 @@ def loss_step(features):
   outputs = {"masked_lm_logits": tf.one_hot(features["masked_lm_ids"], 53) * 2.0
              + tf.cast(features["masked_lm_positions"][..., None], tf.float32) * 0.1,
              "next_sentence_logits": tf.zeros([tf.shape(features["example_index"])[0], 2])}
-  per_example, metrics = modeling.pretraining_loss(features, outputs)
+  per_example, metrics = heads.pretraining_loss(features, outputs)
   return per_example, metrics["masked_lm_loss"][0], metrics["masked_lm_loss"][1]
 
 iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
@@ -390,9 +391,9 @@ def train(strategy):
   config = modeling.BertConfig(**tp.CONFIG, hidden_dropout_prob=0.0,
                                attention_probs_dropout_prob=0.0)
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
-  losses = tp.train_steps(strategy, model, optimizer, modeling.pretraining_loss,
+  losses = tp.train_steps(strategy, model, optimizer, heads.pretraining_loss,
                           dataset_fn, GLOBAL, 2)
   return losses, [v.numpy() for v in model.trainable_variables]
 

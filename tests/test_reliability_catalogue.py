@@ -11,7 +11,6 @@ single true subprocess (test_real_subprocess_...) checks that the harness sees w
 sees. The default run takes a representative subset; the whole catalogue is marked slow
 (`make test-slow`, or `pytest -m slow tests/test_reliability_catalogue.py`).
 """
-import ast
 import dataclasses
 import json
 import os
@@ -2312,10 +2311,11 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
   from bert.training import loop as training  # pylint: disable=g-import-not-at-top
-  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
+  model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
     serving.export_classifier(export_dir, model, ["0", "1"])

@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from bert.training import checkpoints
-from bert import modeling
+from bert import heads
 from bert import optimization
 from bert.utils import script_utils
 import tiny
@@ -68,7 +68,7 @@ def _train(output_dir, steps, batch_size=8, accumulation=1, dropout=0.1, seed=5,
   training.setup_determinism(seed, True)
   strategy = training.create_strategy("one_device")
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(_config(dropout), 2,
+    model, encoder = heads.build_classifier_model(_config(dropout), 2,
                                                      dropout_rate=dropout)
     optimizer = optimization.create_optimizer(lr, total_steps, 4)
   del encoder
@@ -118,7 +118,7 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   other = tiny.tiny_config(VOCAB, hidden_size=48, max_position_embeddings=512,
                            type_vocab_size=16)
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(other, 2)
+    model, encoder = heads.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
   with pytest.raises(script_utils.UserError, match="different model size") as error:
     _run_training(strategy, model, optimizer, tmp_path / "full",
@@ -138,7 +138,7 @@ def test_gradient_accumulation_equals_the_big_batch(tmp_path):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=2e-6, err_msg=a.path)
   # ...and training really moved the weights away from their (identical) start.
   training.setup_determinism(5, True)
-  fresh, _ = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
+  fresh, _ = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
   for a, b in zip(fresh.trainable_weights, model_big.trainable_weights):
     moved += not np.allclose(a.numpy(), b.numpy(), atol=1e-6)
   assert moved > 10
@@ -149,7 +149,7 @@ def test_predict_reuses_traces_across_calls_in_order():
   (another set: other non-input features) runs that trace, with the same outputs in the
   same order; another model gets its own function."""
   tf.keras.utils.set_random_seed(4)
-  model, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
+  model, _ = heads.build_classifier_model(_config(dropout=0.0), 2)
   data = _data(n=11, seq=9)
   # Batches of several lengths, as per-batch padding makes them.
   batches = [{k: tf.constant(v[start:start + 4, :length] if v.ndim == 2 else
@@ -175,7 +175,7 @@ def test_predict_reuses_traces_across_calls_in_order():
                                   data["label_ids"])
   np.testing.assert_array_equal(np.concatenate([b["uid"] for b in second]), np.arange(11))
 
-  other, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
+  other, _ = heads.build_classifier_model(_config(dropout=0.0), 2)
   theirs = np.concatenate([b["logits"] for b in training.predict(other, batches)])
   assert training._predict_forward(other) is not forward  # pylint: disable=protected-access
   np.testing.assert_allclose(theirs, np.concatenate(
@@ -191,7 +191,7 @@ def _train_precision(output_dir, dtype, jit_compile, steps=6):
     training.setup_determinism(5, True)
     strategy = training.create_strategy("one_device")
     with strategy.scope():
-      model, encoder = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
+      model, encoder = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
       optimizer = optimization.create_optimizer(1e-3, 40, 2)
     before = [v.numpy().copy() for v in model.trainable_variables]
     del encoder

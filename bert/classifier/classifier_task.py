@@ -22,7 +22,7 @@ from bert.classifier import classifier_features
 from bert import fast_tokenization
 from bert.training import finetune
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
 from bert.training import loop as training
@@ -121,12 +121,12 @@ class ClassifierTask(finetune.Task):
         pad_to_multiple_of=8 if self.options.enable_xla else 1)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, self.processor.num_outputs,
+    model, _ = heads.build_classifier_model(config, self.processor.num_outputs,
                                                causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.classifier_loss(features, outputs,
+    return heads.classifier_loss(features, outputs,
                                     regression=self.processor.is_regression)
 
   def evaluate(self, model, strategy):

@@ -25,7 +25,7 @@ from bert import fast_tokenization
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.multilabel import multilabel_data
 from bert.utils import script_utils
 from bert.export import serving
@@ -95,12 +95,12 @@ class MultiLabelTask(finetune.Task):
                                         self.options.seed, input_context)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, len(self.labels),
+    model, _ = heads.build_classifier_model(config, len(self.labels),
                                                causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.multi_label_loss(features, outputs, self.threshold)
+    return heads.multi_label_loss(features, outputs, self.threshold)
 
   def evaluate(self, model, strategy):
     del strategy

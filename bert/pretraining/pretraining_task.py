@@ -1,7 +1,7 @@
 """Pretraining (masked LM + next sentence) as a finetune.Task, for run_pretraining.py.
 
 Middle floor. The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
-their loss are modeling.build_pretraining_model / modeling.pretraining_loss; this module
+their loss are heads.build_pretraining_model / heads.pretraining_loss; this module
 joins them for the driver (finetune.run) and adds the paper's ablations:
   * no_nsp: the masked LM alone, without the next-sentence head and loss;
   * ltr: a left-to-right model (causal attention mask) predicting the next token at every
@@ -25,7 +25,7 @@ from bert.utils import atomic_output
 from bert.training import checkpoints
 from bert.training import finetune
 from bert import input_pipeline
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.training import loop as training
 
@@ -117,12 +117,12 @@ class PretrainingTask(finetune.Task):
     if self.no_dropout:
       config = copy.copy(config)
       config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
-    model, _ = modeling.build_pretraining_model(
+    model, _ = heads.build_pretraining_model(
         config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.pretraining_loss(features, outputs,
+    return heads.pretraining_loss(features, outputs,
                                      use_next_sentence=self.use_next_sentence)
 
   def evaluate(self, model, strategy):

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert.training import finetune
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
 from bert.squad import squad_data
@@ -191,11 +191,11 @@ class SquadTask(finetune.Task):
   # ------------------------------------------------------------------ model
 
   def build_model(self, config):
-    model, _ = modeling.build_squad_model(config, causal=self.options.ltr)
+    model, _ = heads.build_squad_model(config, causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.squad_loss(features, outputs)
+    return heads.squad_loss(features, outputs)
 
   # ------------------------------------------------------------------ outputs
 

@@ -17,7 +17,7 @@ import numpy as np
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.swag import swag_data
 from bert import tokenization
@@ -94,12 +94,12 @@ class SwagTask(finetune.Task):
             "num_choices": swag_data.NUM_CHOICES}
 
   def build_model(self, config):
-    model, _ = modeling.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
+    model, _ = heads.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
                                                     causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.multiple_choice_loss(features, outputs)
+    return heads.multiple_choice_loss(features, outputs)
 
   def evaluate(self, model, strategy):
     del strategy

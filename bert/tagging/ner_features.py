@@ -218,7 +218,7 @@ def build_bilstm_tagger(dim, num_labels, lstm_units):
 
   Inputs: features float32 [B, S, dim], input_mask int32 [B, S].
   Output: logits float32 [B, S, num_labels] (the loss is
-  modeling.token_classification_loss, as in fine-tuning).
+  heads.token_classification_loss, as in fine-tuning).
   """
   features = keras.Input(shape=(None, dim), dtype="float32", name="features")
   input_mask = keras.Input(shape=(None,), dtype="int32", name="input_mask")

@@ -37,7 +37,7 @@ from bert.tagging import conlleval
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.tagging import tagging
 from bert import tokenization
@@ -238,13 +238,13 @@ class TaggingTask(finetune.Task):
             "labels": list(self.label_list)}
 
   def build_model(self, config):
-    model, _ = modeling.build_token_classifier_model(
+    model, _ = heads.build_token_classifier_model(
         config, len(self.label_list), causal=self.options.ltr,
         dropout_rate=self.settings.dropout_rate)
     return model
 
   def loss(self, features, outputs):
-    return modeling.token_classification_loss(features, outputs)
+    return heads.token_classification_loss(features, outputs)
 
   # ------------------------------------------------------------------ outputs
 

@@ -25,6 +25,7 @@ from bert.utils import atomic_output
 from bert.training import checkpoints
 from bert.export import hugging_face
 from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import tfhub_modules
 
@@ -59,17 +60,17 @@ def _model_for_head(config, head_info, signature, where):
     raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{hugging_face.REFUSED_HEADS[head]}")
   if head in ("classifier", "multi_label"):
-    return modeling.build_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_classifier_model(config, len(head_info["labels"]))[0]
   if head == "regression":
-    return modeling.build_classifier_model(config, 1)[0]
+    return heads.build_classifier_model(config, 1)[0]
   if head == "token_classification":
-    return modeling.build_token_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_token_classifier_model(config, len(head_info["labels"]))[0]
   if head == "multiple_choice":
-    return modeling.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
+    return heads.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
   if head == "squad":
-    return modeling.build_squad_model(config)[0]
+    return heads.build_squad_model(config)[0]
   if head == "pretraining":
-    return modeling.build_pretraining_model(
+    return heads.build_pretraining_model(
         config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
   raise script_utils.UserError(f"{where}: its recorded head_info names the head {head!r}, "
                                "not one this project exports")
@@ -127,7 +128,7 @@ def load_for_export(config, init_checkpoint):
           f"{checkpoints.describe_head(head_info)} model built from --bert_config_file; "
           "use the bert_config.json of that run")
     return model, head_info, sorted(signature)
-  model = modeling.build_pretraining_model(
+  model = heads.build_pretraining_model(
       config, use_next_sentence=signature is None
       or "cls/seq_relationship/output_weights" in signature)[0]
   report = checkpoints.load_checkpoint(model, resolved)
