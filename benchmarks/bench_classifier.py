@@ -149,7 +149,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   timing = f"best of {PREDICT_REPEATS} passes after a warm-up pass"
   rows = [{"name": "classifier_predict_ours", "value": round(n / seconds, 1),
            "unit": "examples/s",
-           "note": f"run_classifier path (predict_batches + training.predict), texts to logits, "
+           "note": f"run_classifier path (predict_batches + evaluation.predict), texts to logits, "
                    f"{timing}; first pass {n / first_seconds:.1f}/s; {load}"}]
   if hf is None:
     return rows + [{"name": "classifier_predict_hf", "value": "failed", "unit": "",
@@ -170,16 +170,17 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
   """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
-  training path (make_dataset, training.train) from the shared MiniLM."""
+  training path (make_dataset, loop.train) from the shared MiniLM."""
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert import metrics  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
-  strategy = training.create_strategy("one_device")
+  strategy = strategies.create_strategy("one_device")
   with strategy.scope():
     model, _ = heads.build_classifier_model(config, 2)
     optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
@@ -194,9 +195,9 @@ def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir
   # train() reports.
   state = checkpoints.RunCheckpoint(os.path.join(workdir, "ours-finetune"), model,
                                     optimizer, strategy)
-  result = training.train(
+  result = loop.train(
       strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
-      training.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
+      loop.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
                            steps_per_loop=steps - timed_steps, log_every_steps=steps,
                            save_checkpoints_steps=10**9))
   logits, _ = _our_predict(model, tokenizer, dev)
@@ -220,7 +221,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
                                        workdir)
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
-           "note": f"training.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
+           "note": f"loop.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
                    f"{hf_bridge.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:

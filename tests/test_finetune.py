@@ -19,7 +19,8 @@ from bert import modeling
 from bert import heads
 from bert.utils import script_utils
 import tiny
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import loop
 
 VOCAB, SEQ, ROWS, LABELS = 50, 12, 16, 2
 
@@ -91,7 +92,7 @@ class ToyTask(finetune.Task):
     return heads.classifier_loss(features, outputs)
 
   def evaluate(self, model, strategy):
-    result = training.evaluate(
+    result = evaluation.evaluate(
         strategy, model, self.loss,
         lambda context: tf.data.Dataset.from_tensor_slices(self.splits["dev"]).batch(
             self.options.eval_batch_size))
@@ -102,7 +103,7 @@ class ToyTask(finetune.Task):
     del global_step
     dataset = tf.data.Dataset.from_tensor_slices(self.splits["test"]).batch(
         self.options.predict_batch_size)
-    logits = np.concatenate([b["logits"] for b in training.predict(model, dataset)])
+    logits = np.concatenate([b["logits"] for b in evaluation.predict(model, dataset)])
     with atomic_output.atomic_open(os.path.join(self.options.output_dir,
                                                "test_results.tsv")) as handle:
       for row in metrics.softmax(logits.astype(np.float64)):
@@ -146,7 +147,7 @@ def test_train_stop_resume_eval_predict(tmp_path, config_file):
   options = _options(out, config_file, do_train=True, num_train_steps=4)
   with pytest.raises(SystemExit) as stop:
     finetune.run(ToyTask(options, sigterm_at_batch=1), options)
-  assert stop.value.code == training.PREEMPTED_EXIT_CODE
+  assert stop.value.code == loop.PREEMPTED_EXIT_CODE
   saved = checkpoints.RunCheckpoint(str(out), heads.build_classifier_model(
       modeling.BertConfig.from_json_file(config_file), LABELS)[0]).latest()
   assert os.path.basename(saved) in ("ckpt-1", "ckpt-2")
@@ -250,9 +251,9 @@ def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
 
 
 def test_the_loop_state_says_what_a_checkpoint_holds_of_the_loop():
-  """training.LoopState owns the loop's variables; RunCheckpoint tracks what it lists."""
+  """loop.LoopState owns the loop's variables; RunCheckpoint tracks what it lists."""
   model = heads.build_classifier_model(tiny.tiny_config(VOCAB), LABELS)[0]
-  plain, scaled = training.LoopState(model), training.LoopState(model, loss_scaling=True)
+  plain, scaled = loop.LoopState(model), loop.LoopState(model, loss_scaling=True)
   assert sorted(plain.trackables(with_optimizer=False)) == ["step"]
   assert sorted(plain.trackables(with_optimizer=True)) == ["rng_states", "step"]
   assert sorted(scaled.trackables(with_optimizer=True)) == [

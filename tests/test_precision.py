@@ -4,7 +4,7 @@
   output), the attention softmax and the losses compute in float32, while the matmuls
   run in the low-precision type: checked on the layers' dtypes and on every op of the
   traced training forward pass.
-* Prediction (training.predict, which every task's --do_predict and evaluation use, and
+* Prediction (evaluation.predict, which every task's --do_predict and evaluation use, and
   the classifier's SavedModel signature) under --dtype=bfloat16: every matmul in
   bfloat16, the softmax, LayerNorm and outputs in float32, and the probabilities within
   the tolerance docs/classifier.md gives of float32's.
@@ -34,7 +34,8 @@ from bert import heads
 from bert import optimization
 from bert.export import serving
 import tiny
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import strategies
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Shape keys only: a test below adds its own dropout values.
@@ -149,16 +150,16 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
 
 def _prediction_models(num_labels=3, head_scale=1.0):
   """(float32 classifier, the same weights built under --dtype=bfloat16), as finetune.run
-  builds them (training.setup_precision first). head_scale: the output weights' standard
+  builds them (strategies.setup_precision first). head_scale: the output weights' standard
   deviation (the initialiser's 0.02 gives logits near 0, probabilities near 1/K)."""
   models = []
   for dtype in ("float32", "bfloat16"):
-    training.setup_precision(dtype)
+    strategies.setup_precision(dtype)
     try:
       keras.utils.set_random_seed(5)
       model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
     finally:
-      training.setup_precision("float32")
+      strategies.setup_precision("float32")
     models.append(model)
   head = models[0].get_layer("classifier")
   weights = head.get_weights()
@@ -209,10 +210,10 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
   assert model.get_layer("bert").compute_dtype == "bfloat16"
   assert model.get_layer("classifier").compute_dtype == "bfloat16"
 
-  # training.predict's traced forward pass, traced as it traces it (any batch shape).
+  # evaluation.predict's traced forward pass, traced as it traces it (any batch shape).
   spec = {name: tf.TensorSpec([None, None], tf.int32)
           for name in ("input_ids", "input_mask", "segment_ids")}
-  predict_forward = training._predict_forward  # pylint: disable=protected-access
+  predict_forward = evaluation._predict_forward  # pylint: disable=protected-access
   forward = predict_forward(model).get_concrete_function(spec)
   _check_bfloat16_forward(_ops(forward), softmax_count=layers)
   assert forward.structured_outputs["logits"].dtype == tf.float32
@@ -228,8 +229,8 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
   # The numbers: bfloat16 really rounds (a float32 forward pass would agree to about
   # 1e-7), and stays close to float32.
   batches = _prediction_batches()
-  low = np.concatenate([b["logits"] for b in training.predict(model, batches)])
-  high = np.concatenate([b["logits"] for b in training.predict(reference, batches)])
+  low = np.concatenate([b["logits"] for b in evaluation.predict(model, batches)])
+  high = np.concatenate([b["logits"] for b in evaluation.predict(reference, batches)])
   assert low.dtype == np.float32 and low.shape == (48, 3)
   error = np.abs(low - high).max() / np.abs(high).max()
   assert 1e-4 < error < 3e-2, error
@@ -251,7 +252,7 @@ def test_bfloat16_prediction_files_within_tolerance_of_float32(tmp_path):
   batches = _prediction_batches()
   files = {}
   for name, each in (("float32", reference), ("bfloat16", model)):
-    logits = np.concatenate([b["logits"] for b in training.predict(each, batches)])
+    logits = np.concatenate([b["logits"] for b in evaluation.predict(each, batches)])
     files[name] = tmp_path / f"{name}_test_results.tsv"
     classifier_data.write_probabilities(str(files[name]), metrics.softmax(logits))
   high, low = (np.loadtxt(files[n], delimiter="\t") for n in ("float32", "bfloat16"))

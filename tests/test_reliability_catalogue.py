@@ -2314,7 +2314,7 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   from bert import heads
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
   model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
@@ -2322,7 +2322,7 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   assert str(error.value) == _full(f"--export_dir={export_dir}")
   logdir = str(full_disk / "eval")
   with pytest.raises(script_utils.UserError) as error:
-    training.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
+    loop.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
   assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
                               "device); free space and rerun")
   # An event file is appended to (TensorBoard reads what is complete); no SavedModel, nor

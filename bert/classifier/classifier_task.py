@@ -25,7 +25,7 @@ from bert import metrics
 from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
-from bert.training import loop as training
+from bert.training import evaluation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   """
   dataset = classifier_features.predict_batches(
       examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
-  return training.predict_in_order(model, dataset, len(examples), index_key="example_index",
+  return evaluation.predict_in_order(model, dataset, len(examples), index_key="example_index",
                                    what=what)["logits"].astype(np.float32)
 
 

@@ -26,7 +26,7 @@ from bert.utils import output_lock
 from bert.utils import progress
 from bert.utils import script_utils
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -133,7 +133,7 @@ def extract(features, encoder, layer_indexes, batch_size, writer):
       writer.write(json.dumps(output) + "\n")
     done += len(chunk)
     rates.update(done)
-    if time.time() - last >= training.PROGRESS_EVERY_SECONDS or done == len(features):
+    if time.time() - last >= evaluation.PROGRESS_EVERY_SECONDS or done == len(features):
       last = time.time()
       logging.info("%d/%d examples, %.1f examples/s, ETA %s", done, len(features),
                    rates.rate(), rates.eta())

@@ -27,7 +27,7 @@ from bert.training import finetune
 from bert import input_pipeline
 from bert import heads
 from bert.utils import script_utils
-from bert.training import loop as training
+from bert.training import evaluation
 
 
 def to_next_token_features(features):
@@ -129,7 +129,7 @@ class PretrainingTask(finetune.Task):
     batch_size = self.options.eval_batch_size
     logging.info("Evaluating %d steps of batch %d", self.max_eval_steps, batch_size)
     dataset_fn = functools.partial(self._eval_dataset, batch_size=batch_size)
-    values = training.evaluate(strategy, model, self.loss, dataset_fn,
+    values = evaluation.evaluate(strategy, model, self.loss, dataset_fn,
                                steps=self.max_eval_steps)
     values.pop("num_examples")
     return values

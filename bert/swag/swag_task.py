@@ -21,7 +21,7 @@ from bert import heads
 from bert.utils import script_utils
 from bert.swag import swag_data
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -104,7 +104,7 @@ class SwagTask(finetune.Task):
   def evaluate(self, model, strategy):
     del strategy
     split = self.splits["dev"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, make_dataset(split.arrays, self.options.eval_batch_size, False),
         len(split.examples), what="dev")["logits"]
     labels = split.arrays["label_ids"]
@@ -117,7 +117,7 @@ class SwagTask(finetune.Task):
   def predict(self, model, global_step):
     del global_step
     split = self.splits["test"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, make_dataset(split.arrays, self.options.predict_batch_size, False),
         len(split.examples), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_predictions.csv")

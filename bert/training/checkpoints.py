@@ -39,7 +39,7 @@ from bert.utils import file_io
 from bert.export import hugging_face
 from bert import modeling
 from bert.utils import script_utils
-from bert.training import loop as training
+from bert.training import loop as training_loop
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
@@ -306,7 +306,7 @@ def load_checkpoint(model, path, strict_encoder=True, head_info=None):
 #   rng_states       dropout seed-generator states (Keras 3 does not track them)
 #   loss_scale, good_steps   float16 dynamic loss scaling
 # step, rng_states, loss_scale and good_steps are the training loop's variables:
-# training.LoopState creates them and says which are saved (`trackables`).
+# loop.LoopState creates them and says which are saved (`trackables`).
 # Keras 3 optimizers track the model's variables too, so `tf.train.list_variables` may
 # list the weights under optimizer/_trainable_variables/N: what a checkpoint holds is read
 # from its object graph (by restoring into objects), never from key-name prefixes.
@@ -513,7 +513,7 @@ class RunCheckpoint:
   slots are created at once (optimizer.build), so a restore fills them immediately.
   On a multi-worker run only the chief writes to output_dir; the others write their
   share to a temporary folder that `cleanup` removes. loop: the run's
-  training.LoopState (built here, under the strategy's scope, when not given).
+  training_loop.LoopState (built here, under the strategy's scope, when not given).
   """
 
   def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
@@ -525,8 +525,8 @@ class RunCheckpoint:
     with scope:
       if optimizer is not None:
         optimizer.build(model.trainable_variables)
-      # The loop's variables are training.LoopState's; this class only tracks them.
-      self.loop = loop or training.LoopState(model, loss_scaling)
+      # The loop's variables are loop.LoopState's; this class only tracks them.
+      self.loop = loop or training_loop.LoopState(model, loss_scaling)
     self.step = self.loop.step  # the global step: names ckpt-<step>
     tracked = dict(model=model,
                    model_signature=tf.Variable(model_signature(model), trainable=False),
