@@ -121,6 +121,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   import numpy as np  # pylint: disable=g-import-not-at-top
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads
 
@@ -301,7 +302,8 @@ def run(quick=False, hf_only=False):
   """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
@@ -310,7 +312,7 @@ def run(quick=False, hf_only=False):
 
   tf.keras.utils.set_random_seed(1)
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
-  config = checkpoints.load_bert_config(config_file)
+  config = model_config.load_bert_config(config_file)
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   examples = classifier_data.Sst2Processor().get_dev_examples(SST2)
   if quick:

@@ -20,7 +20,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from bert.training import checkpoint_formats
+
 from bert.training import checkpoints
+
+from bert.training import model_config
 from bert.export import hugging_face
 from bert import modeling
 from bert import heads
@@ -185,7 +189,7 @@ def test_config_and_tokenizer_files(tiny_pretraining):
       "tie_word_embeddings": True, "type_vocab_size": 2, "use_cache": True,
       "vocab_size": 61}
   # Our gelu_exact is their "gelu"; read back by our reader, the same config.
-  assert checkpoints.load_bert_config(str(export_dir / "config.json")) == config
+  assert model_config.load_bert_config(str(export_dir / "config.json")) == config
   tanh = hugging_face.hugging_face_config(_tiny_config("gelu"), "BertModel", pad_token_id=3)
   assert (tanh["hidden_act"], tanh["architectures"], tanh["pad_token_id"]) == (
       "gelu_new", ["BertModel"], 3)
@@ -206,7 +210,7 @@ def test_export_reads_back_into_the_same_model(tiny_pretraining):
   config, model = tiny_pretraining["config"], tiny_pretraining["model"]
   fresh, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(fresh, str(tiny_pretraining["dir"]))
-  assert report["format"] == checkpoints.HUGGING_FACE and not report["missing"]
+  assert report["format"] == checkpoint_formats.HUGGING_FACE and not report["missing"]
   for name, variable in modeling.google_variable_map(fresh).items():
     np.testing.assert_array_equal(variable.numpy(),
                                   modeling.google_variable_map(model)[name].numpy())
@@ -260,7 +264,7 @@ def test_script_exports_a_google_checkpoint_with_heads(tmp_path):
   model, _ = heads.build_pretraining_model(config)
   _randomize(model, seed=5)
   config.to_json_file(str(tmp_path / "bert_config.json"))
-  checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   vocab_file = _write_vocab(tmp_path / "vocab.txt", 50)
   common = [f"--bert_config_file={tmp_path}/bert_config.json", f"--vocab_file={vocab_file}",
             f"--init_checkpoint={tmp_path}/bert_model.ckpt", "--do_lower_case=True"]

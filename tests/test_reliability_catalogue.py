@@ -2407,13 +2407,14 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(
-      modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
+  checkpoint_formats.save_google_checkpoint(
+      modeling.BertModel(model_config.load_bert_config(ws.config)), prefix)
   text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
 
   def extract(output_file):
@@ -2511,7 +2512,7 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -2523,7 +2524,7 @@ def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tm
   weight.assign(values)
   prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
   with pytest.raises(script_utils.UserError) as error:
-    checkpoints.save_google_checkpoint(encoder, prefix)
+    checkpoint_formats.save_google_checkpoint(encoder, prefix)
   assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
   assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
                                    "and train again from the last good checkpoint")

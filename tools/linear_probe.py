@@ -42,6 +42,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert.training import checkpoints  # noqa: E402
+
+from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
@@ -190,13 +192,13 @@ def main(argv=None):
     train_examples = processor.get_train_examples(args.data_dir)
     dev_examples = processor.get_dev_examples(args.data_dir)
     label_list = None if args.regression else processor.get_labels()
-    config = checkpoints.load_bert_config(script_utils.check_input_file(
+    config = model_config.load_bert_config(script_utils.check_input_file(
         args.bert_config_file, "bert_config_file"))
-    checkpoints.check_max_seq_length(args.max_seq_length, config)
+    model_config.check_max_seq_length(args.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
         script_utils.check_input_file(args.vocab_file, "vocab_file"),
         args.do_lower_case == "true")
-    checkpoints.check_vocab_matches_config(tokenizer.vocab_size, config)
+    model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
     if args.init_checkpoint:

@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from bert.utils import atomic_output
 from bert.training import checkpoints
+from bert.training import model_config
 from bert import modeling
 from bert.utils import output_lock
 from bert.utils import progress
@@ -148,11 +149,11 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   """
   if batch_size <= 0:
     raise script_utils.UserError(f"--batch_size={batch_size} must be positive")
-  config = checkpoints.load_bert_config(bert_config_file)
-  checkpoints.check_max_seq_length(max_seq_length, config)
+  config = model_config.load_bert_config(bert_config_file)
+  model_config.check_max_seq_length(max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, normalize=normalize)
-  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)
+  model_config.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)
   pairs = [e for e in examples if e.text_b is not None]

@@ -22,7 +22,7 @@ from absl import logging
 import tensorflow as tf
 
 from bert.utils import atomic_output
-from bert.training import checkpoints
+from bert.training import checkpoint_formats
 from bert.training import finetune
 from bert import input_pipeline
 from bert import heads
@@ -144,7 +144,7 @@ class PretrainingTask(finetune.Task):
     os.makedirs(directory, exist_ok=True)
     prefix = os.path.join(directory, "bert_model.ckpt")
     with script_utils.disk_full_names(prefix):  # a full disk: one line naming it
-      checkpoints.save_google_checkpoint(model, prefix, global_step=global_step)
+      checkpoint_formats.save_google_checkpoint(model, prefix, global_step=global_step)
       with atomic_output.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,

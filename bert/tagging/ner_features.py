@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert.utils import atomic_output
-from bert.training import checkpoints
+from bert.training import checkpoint_formats
 from bert import input_pipeline
 from bert.utils import script_utils
 
@@ -89,7 +89,7 @@ def checkpoint_identity(path):
   safetensors file) with the size and modification time of each of its files."""
   if not path:
     return "random"
-  _, resolved = checkpoints.resolve_checkpoint(path)
+  _, resolved = checkpoint_formats.resolve_checkpoint(path)
   # Real paths: the same checkpoint typed relative, with ../ or through a symlink is the
   # same identity (and shares the cache).
   resolved = os.path.realpath(resolved)

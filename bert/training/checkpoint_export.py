@@ -22,6 +22,7 @@ import tempfile
 from absl import logging
 
 from bert.utils import atomic_output
+from bert.training import checkpoint_formats
 from bert.training import checkpoints
 from bert.export import hugging_face
 from bert import modeling
@@ -103,9 +104,9 @@ def load_for_export(config, init_checkpoint):
   and next-sentence heads when present). Google and Hugging Face checkpoints load by name
   into a pretraining model, as before.
   """
-  kind, resolved = checkpoints.resolve_checkpoint(init_checkpoint)
+  kind, resolved = checkpoint_formats.resolve_checkpoint(init_checkpoint)
   head_info = signature = None
-  if kind == checkpoints.OURS:
+  if kind == checkpoint_formats.OURS:
     head_info = checkpoints.head_info_of(resolved)
     signature = checkpoints.saved_signature(resolved) or {}
   if head_info:

@@ -68,7 +68,9 @@ import os
 from absl import logging
 
 from bert.utils import atomic_output
+from bert.training import checkpoint_formats
 from bert.training import checkpoints
+from bert.training import model_config
 from bert.utils import file_io
 from bert import optimization
 from bert.utils import output_lock
@@ -212,8 +214,8 @@ def run(task, options):
   if options.speed_choice:
     logging.info("%s", options.speed_choice)
   _check_requested(task, options)
-  config = checkpoints.load_bert_config(options.bert_config_file)
-  checkpoints.check_max_seq_length(options.max_seq_length, config)
+  config = model_config.load_bert_config(options.bert_config_file)
+  model_config.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
     check_vocab(options, config)
   # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
@@ -246,7 +248,7 @@ def _run_locked(task, options, config, strategy):
   """run(), from the data on, while this process holds output_dir's lock."""
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
-    checkpoints.resolve_checkpoint(options.init_checkpoint)
+    checkpoint_formats.resolve_checkpoint(options.init_checkpoint)
   task.read_data(config)
   check_segments(task, config, options)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
@@ -365,7 +367,7 @@ def check_vocab(options, config):
   tokenization.validate_case_matches_checkpoint(options.do_lower_case,
                                                 options.init_checkpoint)
   vocab = tokenization.load_vocab(options.vocab_file)
-  checkpoints.check_vocab_matches_config(len(vocab), config, options.vocab_file)
+  model_config.check_vocab_matches_config(len(vocab), config, options.vocab_file)
   message = tokenization.vocab_case_warning(vocab, options.do_lower_case)
   if message:
     logging.warning("%s: %s", options.vocab_file, message)
