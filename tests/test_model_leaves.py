@@ -117,13 +117,13 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 
 
 def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   export = mrpc_run["export"]
   assert sorted(os.listdir(export / "ids")) == ["assets", "fingerprint.pb",
                                                 "saved_model.pb", "variables"]
-  examples = classifier_data.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
+  examples = processors.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
               for e in examples]

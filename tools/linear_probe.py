@@ -45,6 +45,7 @@ from bert.training import checkpoints  # noqa: E402
 
 from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
+from bert.classifier import processors  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
@@ -184,7 +185,7 @@ def main(argv=None):
   parser.add_argument("--batch_size", type=int, default=64)
   args = parser.parse_args(argv)
   with script_utils.report_user_errors(False, "linear_probe.py"):
-    processor = classifier_data.DelimitedFileProcessor(
+    processor = processors.DelimitedFileProcessor(
         text_a_column=args.text_a_column, text_b_column=args.text_b_column,
         label_column=args.label_column, has_header=args.has_header,
         is_regression=args.regression)

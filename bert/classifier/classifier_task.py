@@ -18,6 +18,8 @@ from absl import logging
 import numpy as np
 
 from bert.classifier import classifier_data
+
+from bert.classifier import processors
 from bert.classifier import classifier_features
 from bert import fast_tokenization
 from bert.training import finetune
@@ -53,9 +55,9 @@ class GenericColumns:
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`)."""
   options = {}
-  if task_name.lower() in classifier_data.GENERIC_TASKS:
+  if task_name.lower() in processors.GENERIC_TASKS:
     options = (columns or GenericColumns()).processor_options()
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  processor = processors.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor
