@@ -13,7 +13,7 @@ from bert.utils import atomic_output
 from bert.training import checkpoints
 from bert.utils import file_io
 from bert.training import finetune
-from bert.cli import flags_common
+from bert.training import settings
 from bert import metrics
 from bert import modeling
 from bert import heads
@@ -122,7 +122,7 @@ def _options(output_dir, config_file, **flags):
                 predict_batch_size=3, learning_rate=1e-3, num_warmup_steps=1,
                 save_checkpoints_steps=2, log_every_steps=2, steps_per_loop=2, seed=7)
   values.update(flags)
-  return flags_common.RunOptions(**values)
+  return settings.RunOptions(**values)
 
 
 def _eval_results(output_dir):

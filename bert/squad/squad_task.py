@@ -109,7 +109,7 @@ class SquadTask(finetune.Task):
   exports = True
 
   def __init__(self, options, settings):
-    """options: flags_common.RunOptions; settings: SquadSettings. Checks the flags."""
+    """options: a RunOptions (training/settings.py); settings: SquadSettings. Checks the flags."""
     super().__init__(options)
     self.predicting = options.do_eval or options.do_predict
     _check_settings(options, settings, self.predicting)
