@@ -1,8 +1,8 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-Middle floor. The readers (one small DataProcessor per task) are in classifier_data.py,
-the in-graph features in classifier_features.py, the metrics in metrics.py, the head and
-its loss in modeling.py; this module joins them for the driver (finetune.run).
+The readers (one small DataProcessor per task) are in processors.py, the in-graph
+features in classifier_features.py, the metrics in metrics.py, the head and its loss in
+heads.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (the task's GLUE metrics as eval_*, eval_loss,
 and the driver's loss and global_step), test_results.tsv (class probabilities per test row, as the original)

@@ -18,7 +18,7 @@ the checkpoint holds: the masked-LM and next-sentence heads (BertForPreTraining)
 fine-tuned run's head under the class transformers' pipeline() and AutoModelFor* pick
 (BertForSequenceClassification with the run's labels, BertForQuestionAnswering,
 BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
-is named in a warning (hugging_face.py, model_export.py).
+is named in a warning (export/hugging_face.py, training/checkpoint_export.py).
 
 --format=keras_hub writes a fine-tuned classifier (classification, multi-label or
 regression run) as a keras-hub preset: `keras_hub.models.BertTextClassifier.from_preset(

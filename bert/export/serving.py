@@ -1,7 +1,7 @@
 """SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
 
-Middle floor. Imports tokenization (ground), input_pipeline and script_utils; never reads
-absl FLAGS.
+Imports fast_tokenization and input_pipeline (the core) and bert/utils; never reads absl
+FLAGS.
 
 Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
 Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in

@@ -1,7 +1,7 @@
 """A BERT encoder and its preprocessing as two TF-Hub-style SavedModels.
 
-Middle floor: imports tokenization and modeling (ground), serving and script_utils; never
-reads absl FLAGS. export_encoder.py is the command-line front end.
+Imports tokenization, fast_tokenization and modeling (the core), serving and bert/utils;
+never reads absl FLAGS. export_encoder.py is the command-line front end.
 
 The two SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so
 code written for Google's published BERT SavedModels runs on ours unchanged:

@@ -1,7 +1,7 @@
 """Feature extraction (the original's extract_features.py): text lines -> JSON lines of the
 encoder's activations, for extract_features.py.
 
-Middle floor. One example a line (`text_a` or `text_a ||| text_b`), converted as the
+One example a line (`text_a` or `text_a ||| text_b`), converted as the
 original did ([CLS] A [SEP] (B [SEP]), a pair truncated with truncate_seq_pair), run
 through the encoder, and written with the activations of the requested layers for every
 real token, values rounded to 6 decimals:

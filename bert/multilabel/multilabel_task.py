@@ -1,8 +1,8 @@
 """Multi-label classification (one sigmoid per label) as a finetune.Task.
 
-Middle floor. Reading and features are in multilabel_data.py, the head (the
+Reading and features are in multilabel_data.py, the head (the
 classifier's: output_weights [num_labels, H] on the pooled output) and its loss in
-modeling.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
+heads.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
 (multi_label_metrics); this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,

@@ -1,6 +1,6 @@
 """The pretraining-data generator: masked-LM / next-sentence tf.train.Examples from text.
 
-Middle floor: create_pretraining_data.py parses its flags and calls `check_run` and
+create_pretraining_data.py parses its flags and calls `check_run` and
 `generate`; tests and benchmarks call the functions here. Nothing here reads absl FLAGS.
 This module is the driver (flag and corpus checks, the output writers, progress, the
 summary); the work is done by pretraining_corpus (documents and chunks),

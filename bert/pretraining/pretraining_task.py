@@ -1,6 +1,6 @@
 """Pretraining (masked LM + next sentence) as a finetune.Task, for run_pretraining.py.
 
-Middle floor. The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
+The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
 their loss are heads.build_pretraining_model / heads.pretraining_loss; this module
 joins them for the driver (finetune.run) and adds the paper's ablations:
   * no_nsp: the masked LM alone, without the next-sentence head and loss;

@@ -1,6 +1,6 @@
 """Learning a WordPiece vocabulary (and a matching bert_config.json) from a text corpus.
 
-Middle floor: create_vocab.py reads its flags into a `LearnOptions` and calls
+create_vocab.py reads its flags into a `LearnOptions` and calls
 `create_vocab`; tests call the functions here in-process. Nothing here reads absl FLAGS.
 Option names are the script's flag names, so an error names the flag (`--vocab_size=...`).
 

@@ -1,6 +1,6 @@
 """SQuAD decoding: the model's start/end logits -> answer text, n-best lists, null odds.
 
-Middle floor, no TensorFlow: imports tokenization (ground) and script_utils. Works on
+No TensorFlow: imports tokenization (the core), atomic_output and script_utils. Works on
 squad_data.SquadExample and squad_features.InputFeatures (by attribute, so it imports
 neither).
 

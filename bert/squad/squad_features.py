@@ -1,6 +1,6 @@
 """SQuAD features: questions -> windowed model inputs (InputFeatures), and their TFRecords.
 
-Middle floor: imports tokenization (ground), script_utils, input_pipeline and
+Imports tokenization, fast_tokenization and input_pipeline (the core), script_utils and
 squad_data (the questions it converts).
 
 Faithful to the original run_squad.py's convert_examples_to_features:

@@ -1,8 +1,8 @@
 """SQuAD v1.1 / v2.0 question answering as a finetune.Task (the original run_squad.py's flow).
 
-Middle floor. Reading is in squad_data.py, windows and TFRecords in squad_features.py,
+Reading is in squad_data.py, windows and TFRecords in squad_features.py,
 logits -> answers in squad_decoding.py, the official scores in squad_metrics.py, the span
-head and its loss in modeling.py; this module joins them for the driver (finetune.run).
+head and its loss in heads.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: train.tf_record and eval.tf_record (the features, as the
 original), predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the

@@ -1,6 +1,6 @@
 """SWAG (Situations With Adversarial Generations): reading the CSV, multiple-choice features.
 
-Middle floor: used by swag_task.py; reads no absl FLAGS.
+Used by swag_task.py; reads no absl FLAGS.
 
 The paper (Section 4.4) builds, for every example, four input sequences, "each
 containing the concatenation of the given sentence (sentence A) and a possible

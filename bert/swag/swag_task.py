@@ -1,7 +1,7 @@
 """SWAG multiple choice (paper Section 4.4, Table 4) as a finetune.Task.
 
-Middle floor. Reading and features are in swag_data.py, the head and its loss in
-modeling.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
+Reading and features are in swag_data.py, the head and its loss in
+heads.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
 metrics.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, num_examples and the

@@ -1,6 +1,6 @@
 """CoNLL-2003 named-entity recognition's own data: its label set and its checks.
 
-Middle floor: used by ner_task.py; reads no absl FLAGS. Everything a token-level task
+Used by ner_task.py; reads no absl FLAGS. Everything a token-level task
 shares (reading CoNLL columns, first-WordPiece labels, windows over long sentences with
 the max-context rule, decoding, the conlleval-format writer) is in tagging.py, and
 conlleval's chunk rules and scores in conlleval.py; NER is their IOB case: the entity

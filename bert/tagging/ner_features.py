@@ -1,6 +1,6 @@
 """Feature-based NER (paper Table 7, bottom): frozen BERT activations and a BiLSTM tagger.
 
-Middle floor: used by ner_task.py; reads no absl FLAGS.
+Used by ner_task.py; reads no absl FLAGS.
 
 The encoder is frozen, so its activations are computed once per split and cached as a
 TFRecord file (`write_feature_cache`), one record per window:

@@ -1,7 +1,7 @@
 """Tagging one column of a CoNLL file, word by word, as a finetune.Task.
 
-Middle floor. Reading, windows and decoding are in tagging.py, conlleval's chunk rules
-and scores in conlleval.py, the token head and its loss in modeling.py
+Reading, windows and decoding are in tagging.py, conlleval's chunk rules
+and scores in conlleval.py, the token head and its loss in heads.py
 (build_token_classifier_model, token_classification_loss); this module joins them for
 the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
 chunks); NerTask (ner_task.py) is its subclass for entity tags, with a feature-based mode.

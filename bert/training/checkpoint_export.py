@@ -1,6 +1,6 @@
 """What export_encoder.py does, as library functions taking plain arguments.
 
-Middle floor: imports checkpoints, hugging_face, modeling, tfhub_modules, script_utils;
+Imports the checkpoints of bert/training, the formats of bert/export, modeling and heads;
 never reads absl FLAGS (export_encoder.py's main() reads them once and calls these).
 
   * `resolve_seq_length(...)`: --seq_length / --max_seq_length for each format;

@@ -1,6 +1,6 @@
 """The task layer: one small `Task` class per task, and one driver that runs any of them.
 
-Middle floor. Every run_* script is its flag definitions plus a short main():
+Every command (bert/cli/run_*.py) is its flag definitions plus a short main():
 
     def main(_):
       with script_utils.report_user_errors(FLAGS.verbose):
@@ -155,7 +155,7 @@ class Task:
     """(per_example_loss float32 [B], {metric: (numerator, denominator)}) of one batch.
 
     The loop minimises sum(per_example_loss) / global_batch_size; metric pairs are
-    float32 scalars summed over the batch (see training.py).
+    float32 scalars summed over the batch (see training/loop.py).
     """
     raise NotImplementedError
 
