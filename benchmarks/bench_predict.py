@@ -89,10 +89,10 @@ def prepare_ours(output_dir, head_file):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.classifier import processors  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(7)
   config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))

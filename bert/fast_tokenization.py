@@ -16,8 +16,8 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert.utils import file_io
 from bert import tokenization
+from bert.utils import file_io
 
 
 @functools.lru_cache(maxsize=1)

@@ -132,7 +132,7 @@ def test_qqp_qnli_wnli_samples():
   wnli = processors.get_processor("wnli")
   dev = wnli.get_dev_examples(_sample("WNLI"))
   assert [(e.text_b, e.label) for e in dev] == [("The hair has to be cleaned.", "0"),
-                                               ("Susan did not answer.", "1")]
+                                                ("Susan did not answer.", "1")]
   assert wnli.get_test_examples(_sample("WNLI"))[0].text_b == (
       "Horses ran away when Maude and Dora came in sight.")
 
@@ -360,7 +360,7 @@ def test_generic_tsv_by_number_with_inferred_labels(tmp_path):
   assert [(e.text_a, e.text_b, e.label) for e in train] == [
       ("the movie", "yes", "b"), ('an "odd title', "no", "a")]
   test = processors.get_processor("tsv", text_a_column="0", text_b_column="1",
-                          labels=["a", "b"]).get_test_examples(str(tmp_path))
+                                  labels=["a", "b"]).get_test_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.text_b, e.label) for e in test] == [("test-0", "x", "y", None)]
 
 
@@ -368,7 +368,7 @@ def test_generic_csv_with_header_names_and_quotes(tmp_path):
   (tmp_path / "train.csv").write_text('id,review,stars\n1,"Great, really",pos\n2,Meh,neg\n')
   (tmp_path / "dev.csv").write_text('id,review,stars\n3,"Said ""no""",neu\n')
   p = processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
-                       labels=["neg", "pos"])
+                               labels=["neg", "pos"])
   train = p.get_train_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.label) for e in train] == [
       ("train-1", "Great, really", "pos"), ("train-2", "Meh", "neg")]
@@ -388,7 +388,7 @@ def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
                             "the first row (line 1) has 2")
   (tmp_path / "train.csv").write_text("review,stars\nfine,pos\ntoo,many,neg\nshort\n")
   p = processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
-                       labels=["neg", "pos"])
+                               labels=["neg", "pos"])
   message = _error(lambda: p.get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.csv'}:3: too many columns: the row has 3, "
                             "the header (line 1) has 2; a ',' inside a text shifts the "

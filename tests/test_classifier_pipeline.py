@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from bert.classifier import classifier_data as cd
-from bert.classifier import processors
 from bert.classifier import classifier_features as cf
+from bert.classifier import processors
 from bert import fast_tokenization
 from bert import tokenization
 from conftest import UNCASED_VOCAB, shared_path

@@ -9,9 +9,9 @@ import sys
 import pytest
 from absl import flags
 
-from bert.utils import cpu_choice
 from bert.cli import flags_common
 from bert.training import settings
+from bert.utils import cpu_choice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -14,11 +14,11 @@ import tensorflow as tf
 
 from bert.training import checkpoint_formats
 
-from bert.training import checkpoints
-from bert.training import settings
 from bert import input_pipeline
 from bert import modeling
 from bert import optimization
+from bert.training import checkpoints
+from bert.training import settings
 from bert.utils import script_utils
 from conftest import ROOT
 import tiny

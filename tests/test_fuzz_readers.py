@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
 from bert.classifier import processors
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert.squad import squad_metrics
 from bert.swag import swag_data
 from bert.tagging import tagging
+from bert.utils import script_utils
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -110,8 +110,8 @@ def _export_and_run(tmp_path, config, out, arrays):
 
 def _ours(out, build):
   """Our model, as the run left it, from its checkpoint in `out`."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   model = build(modeling.BertConfig.from_dict(TINY_CONFIG))[0]
   report = checkpoints.load_checkpoint(model, str(out))
   assert report["whole_model"]

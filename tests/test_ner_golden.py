@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from bert.tagging import conlleval
-from bert.training import settings
 from bert.tagging import ner_task
 from bert import tokenization
+from bert.training import settings
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "ner")
 

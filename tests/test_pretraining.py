@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert import heads
 from bert import input_pipeline
 from bert import modeling
-from bert import heads
 from bert.pretraining import pretraining_task
 from bert.utils import script_utils
 import tiny

@@ -12,14 +12,14 @@ import sys
 import numpy as np
 import pytest
 
-from bert.training import settings as run_settings
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert.squad import squad_task
 from bert import tokenization
+from bert.training import settings as run_settings
+from bert.utils import script_utils
 from conftest import ROOT, shared_path
 import tiny
 

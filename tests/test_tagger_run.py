@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from bert.tagging import conlleval
+from bert.tagging import tagging
+from bert.tagging import tagging_task
 from bert.training import finetune
 from bert.training import settings
 from bert.utils import script_utils
-from bert.tagging import tagging
-from bert.tagging import tagging_task
 import tiny
 from conftest import shared_path
 

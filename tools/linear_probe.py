@@ -43,12 +43,12 @@ import tensorflow as tf  # noqa: E402
 
 from bert.training import checkpoints  # noqa: E402
 
-from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
-from bert.classifier import processors  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
+from bert.classifier import processors  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
+from bert.training import model_config  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")

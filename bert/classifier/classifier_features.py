@@ -27,8 +27,8 @@ import tensorflow as tf
 from bert.classifier import classifier_data
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import script_utils
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 

@@ -62,8 +62,9 @@ class GlueTsvProcessor(classifier_data.DataProcessor):
                  quoting=csv.QUOTE_NONE):
     """Reads one split; fails on a row of the wrong width, an unknown label or an empty
     file."""
-    rows = classifier_data.data_rows(path, classifier_data.read_delimited(path, delimiter=delimiter, quoting=quoting),
-                     columns.header, columns.width, delimiter)
+    rows = classifier_data.data_rows(
+        path, classifier_data.read_delimited(path, delimiter=delimiter, quoting=quoting),
+        columns.header, columns.width, delimiter)
     label_set = None if self.is_regression else set(self.get_labels())
     examples = []
     for i, (number, fields) in enumerate(rows, start=1 if columns.header else 0):
@@ -78,7 +79,8 @@ class GlueTsvProcessor(classifier_data.DataProcessor):
         guid = f"{set_type}-{classifier_data.field(path, number, fields, columns.index, 'index')}"
       else:
         guid = f"{set_type}-{i}"
-      examples.append(classifier_data.InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+      examples.append(classifier_data.InputExample(guid=guid, text_a=text_a, text_b=text_b,
+                                                   label=label))
     if not examples:
       raise UserError(f"{path}: no examples in the {set_type} split "
                       "(the file has no data rows)")
@@ -213,14 +215,16 @@ class MnliProcessor(GlueTsvProcessor):
 
   def get_eval_sets(self, data_dir):
     return [classifier_data.EvalSet("dev_matched", self.get_dev_examples(data_dir), "eval_"),
-            classifier_data.EvalSet("dev_mismatched", self.get_dev_mismatched_examples(data_dir),
-                    "eval_mismatched_")]
+            classifier_data.EvalSet("dev_mismatched",
+                                    self.get_dev_mismatched_examples(data_dir),
+                                    "eval_mismatched_")]
 
   def get_predict_sets(self, data_dir):
     sets = [classifier_data.PredictSet("test_matched", self.get_test_examples(data_dir),
-                       "test_results.tsv", "MNLI-m.tsv"),
-            classifier_data.PredictSet("test_mismatched", self.get_test_mismatched_examples(data_dir),
-                       "test_results_mismatched.tsv", "MNLI-mm.tsv")]
+                                       "test_results.tsv", "MNLI-m.tsv"),
+            classifier_data.PredictSet("test_mismatched",
+                                       self.get_test_mismatched_examples(data_dir),
+                                       "test_results_mismatched.tsv", "MNLI-mm.tsv")]
     ax = self.get_ax_examples(data_dir)
     if ax is not None:
       sets.append(classifier_data.PredictSet("ax", ax, "test_results_ax.tsv", "AX.tsv"))
@@ -279,8 +283,9 @@ class XnliProcessor(classifier_data.DataProcessor):
         continue
       label = classifier_data.field(path, number, fields, 1, "label")
       self._check(path, number, label)
-      examples.append(classifier_data.InputExample(f"{split}-{i}", classifier_data.field(path, number, fields, 6, "sentence1"),
-                                   classifier_data.field(path, number, fields, 7, "sentence2"), label))
+      examples.append(classifier_data.InputExample(
+          f"{split}-{i}", classifier_data.field(path, number, fields, 6, "sentence1"),
+          classifier_data.field(path, number, fields, 7, "sentence2"), label))
     return self._nonempty(examples, path, f"{split} ({self.language})")
 
   def get_dev_examples(self, data_dir):
@@ -368,8 +373,9 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     self._data_dir = None
 
   def _columns(self, path, spec):
-    """The classifier_data.Columns of `path` for spec {role: number or header name}; fails when a name
-    is missing from the header or appears in it twice, or two roles share a column."""
+    """The classifier_data.Columns of `path` for spec {role: number or header name}; fails
+    when a name is missing from the header or appears in it twice, or two roles share a
+    column."""
     header, header_line = None, 1
     if self.has_header:
       rows = classifier_data.read_delimited(path, self.delimiter, self.quoting)
@@ -456,8 +462,9 @@ class DelimitedFileProcessor(GlueTsvProcessor):
       if os.path.exists(path):
         columns = self._columns(path, self.spec)
         self._refuse_header_read_as_data(path, columns.label)
-        rows = classifier_data.data_rows(path, classifier_data.read_delimited(path, self.delimiter, self.quoting),
-                         columns.header, delimiter=self.delimiter)
+        rows = classifier_data.data_rows(
+            path, classifier_data.read_delimited(path, self.delimiter, self.quoting),
+            columns.header, delimiter=self.delimiter)
         found = set()
         for number, fields in rows:
           label = classifier_data.field(path, number, fields, columns.label, "label")

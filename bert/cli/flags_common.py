@@ -314,7 +314,8 @@ def define_export_version_flag():
 
 
 def run_options(flag_values, phase=None, cpu=None, **overrides):
-  """RunOptions (bert/training/settings.py) from parsed absl flags (the ones this script defines), plus overrides.
+  """RunOptions (bert/training/settings.py) from parsed absl flags (the ones this script
+  defines), plus overrides.
 
   phase: "pretraining", "fine-tuning" or "prediction" (default: fine-tuning with
   --do_train, else prediction): which cell of cpu_choice's table an unset --enable_xla

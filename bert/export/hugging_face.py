@@ -65,8 +65,8 @@ import numpy as np
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
-from bert.utils import atomic_output
 from bert import modeling
+from bert.utils import atomic_output
 from bert.utils import script_utils
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"

@@ -58,10 +58,10 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
-from bert.utils import atomic_output
 from bert import fast_tokenization
-from bert.utils import file_io
 from bert import input_pipeline
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 TEXT_NAMES = ("text_a", "text_b")

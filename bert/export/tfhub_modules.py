@@ -63,12 +63,12 @@ import keras
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
-from bert.utils import atomic_output
+from bert.export import serving
 from bert import fast_tokenization
 from bert import modeling
-from bert.utils import script_utils
-from bert.export import serving
 from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Our BertModel's names for the same three inputs, in the same order.

@@ -19,15 +19,15 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoints
-from bert.training import model_config
 from bert import modeling
+from bert import tokenization
+from bert.training import checkpoints
+from bert.training import evaluation
+from bert.training import model_config
+from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import progress
 from bert.utils import script_utils
-from bert import tokenization
-from bert.training import evaluation
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(

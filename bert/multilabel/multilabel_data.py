@@ -26,10 +26,10 @@ from typing import List, Optional
 
 import numpy as np
 
-from bert.utils import atomic_output
 from bert import metrics
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 LABELS_FILE = "labels.txt"

@@ -29,8 +29,8 @@ from absl import logging
 
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import script_utils
 
 # Lines read from the start of the corpus (fewer when the first MAX_SAMPLE_CHARS run out).
 SAMPLE_LINES = 5000

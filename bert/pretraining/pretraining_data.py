@@ -32,14 +32,14 @@ import time
 
 from absl import logging
 
-from bert.utils import atomic_output
-from bert.utils import file_io
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_workers
+from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import script_utils
-from bert import tokenization
 
 
 _PROGRESS_EVERY_S = 10.0

@@ -19,9 +19,9 @@ context fail with a one-line message.
 
 from absl import logging
 
-from bert.utils import script_utils
 from bert.squad import squad_metrics
 from bert import tokenization
+from bert.utils import script_utils
 
 
 class SquadExample:

@@ -21,9 +21,9 @@ import math
 from absl import logging
 import numpy as np
 
+from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import script_utils
-from bert import tokenization
 
 # A null score above any real start+end logit sum: "no window offered a null answer yet".
 _NO_NULL_SCORE = 1000000

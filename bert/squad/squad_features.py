@@ -23,9 +23,9 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert import tokenization
+from bert.utils import script_utils
 
 # The original numbers features from here, so unique ids never collide with indices.
 FIRST_UNIQUE_ID = 1000000000

@@ -21,17 +21,17 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from bert import fast_tokenization
-from bert.training import finetune
-from bert import heads
-from bert.utils import script_utils
 from bert.export import serving
+from bert import fast_tokenization
+from bert import heads
 from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)

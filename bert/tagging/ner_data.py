@@ -11,8 +11,8 @@ or IOB2, and predictions are written back in the file's scheme.
 import hashlib
 
 from bert.tagging import conlleval
-from bert.utils import script_utils
 from bert.tagging import tagging
+from bert.utils import script_utils
 
 # The four CoNLL-2003 entity types, in the order of the shared task's description.
 CONLL2003_ENTITY_TYPES = ("PER", "ORG", "LOC", "MISC")

@@ -22,9 +22,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoint_formats
 from bert import input_pipeline
+from bert.training import checkpoint_formats
+from bert.utils import atomic_output
 from bert.utils import script_utils
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.

@@ -29,14 +29,14 @@ from typing import Optional, Sequence
 from absl import logging
 import keras
 
-from bert.utils import atomic_output
-from bert.training import checkpoints
 from bert import input_pipeline
 from bert import modeling
 from bert.tagging import ner_data
 from bert.tagging import ner_features
-from bert.utils import script_utils
 from bert.tagging import tagging_task
+from bert.training import checkpoints
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)

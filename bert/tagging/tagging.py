@@ -28,8 +28,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from bert.utils import atomic_output
 from bert.tagging import conlleval
+from bert.utils import atomic_output
 from bert.utils import script_utils
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,

@@ -32,16 +32,16 @@ from typing import Optional, Sequence
 from absl import logging
 import numpy as np
 
-from bert.utils import atomic_output
-from bert.tagging import conlleval
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import heads
-from bert.utils import script_utils
+from bert.tagging import conlleval
 from bert.tagging import tagging
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),

@@ -21,14 +21,14 @@ import tempfile
 
 from absl import logging
 
-from bert.utils import atomic_output
+from bert.export import hugging_face
+from bert.export import tfhub_modules
+from bert import heads
+from bert import modeling
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
-from bert.export import hugging_face
-from bert import modeling
-from bert import heads
+from bert.utils import atomic_output
 from bert.utils import script_utils
-from bert.export import tfhub_modules
 
 
 def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set,

@@ -67,18 +67,18 @@ import os
 
 from absl import logging
 
-from bert.utils import atomic_output
+from bert.export import serving
+from bert import optimization
+from bert import tokenization
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
+from bert.training import loop
 from bert.training import model_config
+from bert.training import strategies
+from bert.utils import atomic_output
 from bert.utils import file_io
-from bert import optimization
 from bert.utils import output_lock
 from bert.utils import script_utils
-from bert.export import serving
-from bert import tokenization
-from bert.training import loop
-from bert.training import strategies
 
 
 class Task:
@@ -280,8 +280,8 @@ def _run_locked(task, options, config, strategy):
     logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
                  num_warmup_steps, options.train_batch_size)
     result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                            state, training_config(options, num_train_steps),
-                            after_loop=periodic if options.eval_every_steps else None)
+                        state, training_config(options, num_train_steps),
+                        after_loop=periodic if options.eval_every_steps else None)
     global_step = result["global_step"]
     if chief:
       task.after_training(model, global_step)
@@ -322,7 +322,7 @@ class PeriodicEval:
                                    if isinstance(v, (int, float))))
     if self.chief:
       loop.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
-                             step)
+                         step)
 
 
 def recorded_head_info(task, options):
@@ -425,4 +425,4 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
     loop.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
-                           global_step)
+                       global_step)
