@@ -108,19 +108,22 @@ def prepare_ours(output_dir, head_file):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(7)
-  config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(config, 2)
+  config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
   # A head with weights of standard deviation 1 (not the initialiser's 0.02): logits far
   # enough apart that "the same class" is a real check, not a coin toss at p = 0.5.
   for name, variable in modeling.google_variable_map(model).items():
     if name.startswith("output_weights"):
       variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
-  processor = classifier_data.Sst2Processor()
+  processor = processors.Sst2Processor()
   head_info = {"task": type(processor).__name__.replace("Processor", ""),
                "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
   checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()
@@ -134,14 +137,16 @@ def prepare_finetuned(finetuned_dir, output_dir, head_file):
   results, logs or TensorBoard events), and its head saved to head_file."""
   import numpy as np  # pylint: disable=g-import-not-at-top
 
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   shutil.copytree(finetuned_dir, output_dir, ignore=shutil.ignore_patterns(
       "events.out.*", "train", "eval", "*.tsv", "eval_results.txt", ".bert-run.lock",
       "*.log"))
-  config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(config, 2)
+  config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, output_dir)
   head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
           if k.startswith("output_")}

@@ -55,10 +55,10 @@ def _checkpoint(output_dir, task, seed):
   """output_dir holding a classifier checkpoint as a training run leaves it, with weights
   drawn from N(0, 0.25): a tiny model trained from scratch for seconds predicts the same
   probabilities for every row, these differ from row to row (and by class)."""
-  from bert import modeling  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+  from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   head_info, outputs = HEADS[task]
-  model, _ = modeling.build_classifier_model(tiny.tiny_config(len(litert_data.VOCAB)),
+  model, _ = heads.build_classifier_model(tiny.tiny_config(len(litert_data.VOCAB)),
                                              outputs)
   rng = np.random.default_rng(seed)
   for variable in model.weights:

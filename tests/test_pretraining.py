@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert import heads
 from bert import input_pipeline
 from bert import modeling
 from bert.pretraining import pretraining_task
@@ -33,7 +34,7 @@ def test_losses_and_metrics_match_hand_computation():
   weights = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], "float32")
   ns_logits = np.array([[2.0, -1.0], [0.5, 0.7]], "float32")
   ns_labels = np.array([[0], [0]], "int32")
-  per_example, metrics = modeling.pretraining_loss(
+  per_example, metrics = heads.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": ns_labels},
       {"masked_lm_logits": mlm_logits, "next_sentence_logits": ns_logits},
       use_next_sentence=True)
@@ -49,7 +50,7 @@ def test_losses_and_metrics_match_hand_computation():
   assert got["masked_lm_loss"] == pytest.approx((weights * nll).sum() / 5, rel=1e-5)
   assert got["next_sentence_accuracy"] == 0.5  # row 0 right (2 > -1), row 1 wrong
   assert got["next_sentence_loss"] == pytest.approx(ns_nll.mean(), rel=1e-5)
-  no_nsp, metrics = modeling.pretraining_loss(
+  no_nsp, metrics = heads.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights},
       {"masked_lm_logits": mlm_logits}, use_next_sentence=False)
   assert float(tf.reduce_mean(no_nsp)) == pytest.approx(mlm_loss, rel=1e-5)
@@ -290,14 +291,14 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   dropout off while pretraining, NSP off, two accumulated micro-batches per update and the
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
-  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
+  from bert.training import settings  # pylint: disable=g-import-not-at-top
   from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))
   config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)
   out = tmp_path / "out"
   total, warmup, peak = 6, 3, 2e-3
-  options = flags_common.RunOptions(
+  options = settings.RunOptions(
       output_dir=str(out), bert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=8, train_batch_size=2, gradient_accumulation_steps=2,
       num_train_steps=total, num_warmup_steps=warmup, learning_rate=peak,

@@ -11,7 +11,6 @@ single true subprocess (test_real_subprocess_...) checks that the harness sees w
 sees. The default run takes a representative subset; the whole catalogue is marked slow
 (`make test-slow`, or `pytest -m slow tests/test_reliability_catalogue.py`).
 """
-import ast
 import dataclasses
 import json
 import os
@@ -1316,6 +1315,61 @@ def normalize_with_hugging_face_format(ws):
               setup=[_export_checkpoint(ws)])
 
 
+# ---- predict_litert.py (the refusals that need a model that loads, and a data file in
+# the wrong format, are tests/test_litert.py's: here those decided before the runtime
+# loads the model)
+
+_LITERT_MRPC = {"format": "bert-litert", "format_version": 1, "task": "Mrpc",
+                "task_name": "mrpc", "head": "classifier", "labels": ["0", "1"],
+                "num_texts": 2, "max_seq_length": 32, "do_lower_case": True,
+                "normalize": None, "vocab_file": "vocab.txt",
+                "inputs": ["input_ids", "input_mask", "segment_ids"],
+                "outputs": ["label_id", "probabilities"],
+                "models": {"int8": {"file": "model_int8.tflite"}}}
+
+
+def _litert_folder(ws, name, describe=True):
+  """A litert/ folder as an export leaves it, whose .tflite is not a model."""
+  if describe:
+    ws.write(f"{name}/model.json", json.dumps(_LITERT_MRPC))
+  ws.write(f"{name}/vocab.txt", "".join(ws.vocab_lines))
+  return ws.write(f"{name}/model_int8.tflite", b"not a flatbuffer" * 4)
+
+
+def _predict_litert(ws, model, data, out, *extra):
+  return [f"--model={model}", f"--data_dir={data}", f"--output_dir={out}", *extra]
+
+
+@case("predict_litert.py")
+def missing_model(ws):
+  model, out = ws.path("pl-nowhere", "model_int8.tflite"), ws.path("pl-o1")
+  return dict(argv=_predict_litert(ws, model, _mrpc(ws, "pl-data1"), out),
+              expect=[f"--model={model}: no such file"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_without_its_description(ws):
+  model, out = _litert_folder(ws, "pl-bare", describe=False), ws.path("pl-o2")
+  return dict(argv=_predict_litert(ws, model, _mrpc(ws, "pl-data2"), out),
+              expect=[f"{model}: no model.json beside it"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_of_another_task(ws):
+  model, out = _litert_folder(ws, "pl-mrpc"), ws.path("pl-o3")
+  return dict(argv=_predict_litert(ws, model, _mrpc(ws, "pl-data3"), out, "--task_name=sst2"),
+              expect=[f"--model={model} is Mrpc's classifier (labels 0, 1), not "
+                      "--task_name=sst2's Sst2"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_that_is_not_a_model(ws):
+  # Without ai-edge-litert installed the line says so instead; either names the model.
+  model, out = _litert_folder(ws, "pl-broken"), ws.path("pl-o4")
+  return dict(argv=_predict_litert(ws, model, _mrpc(ws, "pl-data4"), out),
+              expect=[f"--model={model}"], absent=[out])
+
+
 # ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
 
 
@@ -1606,6 +1660,31 @@ def _squad_eval_materials(ws, folder):
   ws.write(f"{folder}/data/null_odds.json", '{"q1": 0.25}')
 
 
+_MRPC_TEST = ("Index\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+              "0\t1\t2\tthe cat sat on the mat .\tthe cat is on the mat .\n"
+              "1\t3\t4\ta man went home .\tshe said no .\n")
+
+
+def _litert_materials(ws, folder):
+  """MRPC test rows and a tiny classifier's float32 LiteRT export (export/litert/), made
+  once per workspace in this process (TensorFlow) and copied into each folder."""
+  _mrpc(ws, f"{folder}/data")
+  ws.write(f"{folder}/data/test.tsv", _MRPC_TEST)
+  made = ws.path("litert-export")
+  if not os.path.isdir(made):
+    from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
+    from bert.export import litert  # pylint: disable=g-import-not-at-top
+    from bert.export import serving  # pylint: disable=g-import-not-at-top
+    from bert.training import model_config  # pylint: disable=g-import-not-at-top
+    model, _ = heads.build_classifier_model(model_config.load_bert_config(ws.config), 2)
+    serving.export_classifier(made, model, ["0", "1"], litert=litert.request(
+        "float32", {"task": "Mrpc", "task_name": "mrpc", "head": "classifier",
+                    "labels": ["0", "1"], "num_texts": 2, "max_seq_length": 32,
+                    "do_lower_case": True, "normalize": None}, ws.vocab))
+  import shutil  # pylint: disable=g-import-not-at-top
+  shutil.copytree(made, ws.path(folder, "export"))
+
+
 def _pretraining_records(base):
   """Harness setup: the TFRecords of the pretraining family, in base/records/."""
   return [{"tfrecord": os.path.join(base, "records", name), "features": _pretraining_features(),
@@ -1746,6 +1825,12 @@ _FORM_FAMILIES = {
         "create_vocab.py", _text_materials,
         {"input_file": ("data/*.txt", False), "output_file": ("out-{name}/vocab.txt", False)},
         ("--vocab_size=200", "--num_unused=5"), ("out-{name}",)),
+    # The LiteRT predictor (no TensorFlow in its process): the model, its data, its output.
+    "predict_litert": FormFamily(
+        "predict_litert.py", _litert_materials,
+        {"model": ("export/litert/model_float32.tflite", False), "data_dir": ("data", True),
+         "output_dir": ("out-{name}", True)},
+        ("--task_name=mrpc", "--num_threads=1"), ("out-{name}",)),
     "squad_evaluate": FormFamily(
         "squad_evaluate.py", _squad_eval_materials,
         {"<data_file>": ("data/dev.json", False), "<pred_file>": ("data/predictions.json", False),
@@ -2036,17 +2121,13 @@ def test_bad_input_catalogue(ws, case_id):
 
 
 def _listed_scripts():
-  """Every script, from the one list of them: tools/gen_flag_docs.py's SCRIPTS."""
-  with open(os.path.join(ROOT, "tools", "gen_flag_docs.py"), encoding="utf-8") as handle:
-    tree = ast.parse(handle.read())
-  for node in tree.body:
-    if isinstance(node, ast.Assign) and node.targets[0].id == "SCRIPTS":
-      return {f"{name}.py" for name in ast.literal_eval(node.value)}
-  raise AssertionError("tools/gen_flag_docs.py has no SCRIPTS list")
+  """Every script, from the one list of them: bert.cli.COMMANDS."""
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  return {f"{name}.py" for name in cli.COMMANDS}
 
 
 # Scripts whose bad inputs are tested elsewhere instead of in this catalogue.
-# Scripts of tools/gen_flag_docs.SCRIPTS whose bad inputs are tested in their own files
+# Scripts of bert.cli.COMMANDS whose bad inputs are tested in their own files
 # instead of here (none today: every script has a case).
 TESTED_ELSEWHERE = set()
 
@@ -2278,10 +2359,10 @@ def _injected_full_disk(monkeypatch):
 def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
                                                                      monkeypatch):
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.squad import squad_decoding  # pylint: disable=g-import-not-at-top
   from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   directory = full_disk
   if directory is None:
     directory = tmp_path / "injected"
@@ -2315,18 +2396,19 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   injection stands in for them, so this needs the tmpfs)."""
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
-  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
+  from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
     serving.export_classifier(export_dir, model, ["0", "1"])
   assert str(error.value) == _full(f"--export_dir={export_dir}")
   logdir = str(full_disk / "eval")
   with pytest.raises(script_utils.UserError) as error:
-    training.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
+    loop.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
   assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
                               "device); free space and rerun")
   # An event file is appended to (TensorBoard reads what is complete); no SavedModel, nor
@@ -2411,13 +2493,14 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(
-      modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
+  checkpoint_formats.save_google_checkpoint(
+      modeling.BertModel(model_config.load_bert_config(ws.config)), prefix)
   text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
 
   def extract(output_file):
@@ -2515,9 +2598,9 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.training import finetune  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.training import finetune  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))
@@ -2527,7 +2610,7 @@ def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tm
   weight.assign(values)
   prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
   with pytest.raises(script_utils.UserError) as error:
-    checkpoints.save_google_checkpoint(encoder, prefix)
+    checkpoint_formats.save_google_checkpoint(encoder, prefix)
   assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
   assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
                                    "and train again from the last good checkpoint")

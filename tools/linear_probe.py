@@ -42,10 +42,13 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert.training import checkpoints  # noqa: E402
+
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
+from bert.classifier import processors  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
+from bert.training import model_config  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")
@@ -182,7 +185,7 @@ def main(argv=None):
   parser.add_argument("--batch_size", type=int, default=64)
   args = parser.parse_args(argv)
   with script_utils.report_user_errors(False, "linear_probe.py"):
-    processor = classifier_data.DelimitedFileProcessor(
+    processor = processors.DelimitedFileProcessor(
         text_a_column=args.text_a_column, text_b_column=args.text_b_column,
         label_column=args.label_column, has_header=args.has_header,
         is_regression=args.regression)
@@ -190,13 +193,13 @@ def main(argv=None):
     train_examples = processor.get_train_examples(args.data_dir)
     dev_examples = processor.get_dev_examples(args.data_dir)
     label_list = None if args.regression else processor.get_labels()
-    config = checkpoints.load_bert_config(script_utils.check_input_file(
+    config = model_config.load_bert_config(script_utils.check_input_file(
         args.bert_config_file, "bert_config_file"))
-    checkpoints.check_max_seq_length(args.max_seq_length, config)
+    model_config.check_max_seq_length(args.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
         script_utils.check_input_file(args.vocab_file, "vocab_file"),
         args.do_lower_case == "true")
-    checkpoints.check_vocab_matches_config(tokenizer.vocab_size, config)
+    model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
     if args.init_checkpoint:

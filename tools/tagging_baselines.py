@@ -20,8 +20,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.tagging import conlleval  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
 
 
 def baseline_scores(train, dev, iob):

@@ -1,8 +1,8 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-Middle floor. The readers (one small DataProcessor per task) are in classifier_data.py,
-the in-graph features in classifier_features.py, the metrics in metrics.py, the head and
-its loss in modeling.py; this module joins them for the driver (finetune.run).
+The readers (one small DataProcessor per task) are in processors.py, the in-graph
+features in classifier_features.py, the metrics in metrics.py, the head and its loss in
+heads.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (the task's GLUE metrics as eval_*, eval_loss,
 and the driver's loss and global_step), test_results.tsv (class probabilities per test row, as the original)
@@ -18,14 +18,16 @@ from absl import logging
 import numpy as np
 
 from bert.classifier import classifier_data
+
 from bert.classifier import classifier_features
-from bert import fast_tokenization
-from bert.training import finetune
-from bert import metrics
-from bert import modeling
-from bert.utils import script_utils
+from bert.classifier import processors
 from bert.export import serving
-from bert.training import loop as training
+from bert import fast_tokenization
+from bert import heads
+from bert import metrics
+from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +55,9 @@ class GenericColumns:
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`)."""
   options = {}
-  if task_name.lower() in classifier_data.GENERIC_TASKS:
+  if task_name.lower() in processors.GENERIC_TASKS:
     options = (columns or GenericColumns()).processor_options()
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  processor = processors.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor
@@ -71,8 +73,8 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   """
   dataset = classifier_features.predict_batches(
       examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
-  return training.predict_in_order(model, dataset, len(examples), index_key="example_index",
-                                   what=what)["logits"].astype(np.float32)
+  return evaluation.predict_in_order(model, dataset, len(examples), index_key="example_index",
+                                     what=what)["logits"].astype(np.float32)
 
 
 class ClassifierTask(finetune.Task):
@@ -121,13 +123,13 @@ class ClassifierTask(finetune.Task):
         pad_to_multiple_of=8 if self.options.enable_xla else 1)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, self.processor.num_outputs,
-                                               causal=self.options.ltr)
+    model, _ = heads.build_classifier_model(config, self.processor.num_outputs,
+                                            causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.classifier_loss(features, outputs,
-                                    regression=self.processor.is_regression)
+    return heads.classifier_loss(features, outputs,
+                                 regression=self.processor.is_regression)
 
   def evaluate(self, model, strategy):
     del strategy
@@ -169,24 +171,24 @@ class ClassifierTask(finetune.Task):
         self.options.vocab_file, self.options.do_lower_case,
         normalize=self.options.normalize)
     serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
-                             max_seq_length=self.options.max_seq_length,
-                             cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                             num_texts=self.processor.num_texts,
-                             version=self.options.export_version,
-                             overwrite=self.options.overwrite_export,
-                             litert=self.litert_request(self.processor.num_texts,
-                                                        **self._litert_fields()),
-                             log=logging.info)
+                              max_seq_length=self.options.max_seq_length,
+                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                              num_texts=self.processor.num_texts,
+                              version=self.options.export_version,
+                              overwrite=self.options.overwrite_export,
+                              litert=self.litert_request(self.processor.num_texts,
+                                                         **self._litert_fields()),
+                              log=logging.info)
 
   def _litert_fields(self):
     """model.json's task_name (the --task_name that reads this task's files: the first
     PROCESSORS key of the processor, tsv or csv for users' files) and XNLI's language."""
     processor = self.processor
-    if isinstance(processor, classifier_data.DelimitedFileProcessor):
+    if isinstance(processor, processors.DelimitedFileProcessor):
       return {"task_name": processor.test_file.rsplit(".", 1)[-1]}
-    names = [k for k, v in classifier_data.PROCESSORS.items() if v is type(processor)]
+    names = [k for k, v in processors.PROCESSORS.items() if v is type(processor)]
     fields = {"task_name": names[0] if names else None}
-    if isinstance(processor, classifier_data.XnliProcessor):
+    if isinstance(processor, processors.XnliProcessor):
       fields["xnli_language"] = processor.language
     return fields
 

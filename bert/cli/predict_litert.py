@@ -14,14 +14,13 @@ The model's task, labels, max_seq_length, lower-casing and vocabulary come from
 model.json and vocab.txt beside it; a model of another task than --task_name is refused.
 """
 
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import time
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 
 FLAGS = flags.FLAGS
@@ -80,5 +79,10 @@ def main(_):
     logging.info("Predicted in %.1f s", time.perf_counter() - started)
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -15,17 +15,17 @@ global_step), dev_predictions.csv and, with --do_predict, test_predictions.csv (
 predicted ending, the four probabilities).
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 
 FLAGS = flags.FLAGS
@@ -47,5 +47,10 @@ def main(_):
     swag_task.SwagTask(options, FLAGS.data_dir).run()
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

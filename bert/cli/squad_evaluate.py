@@ -15,13 +15,13 @@ import math
 import os
 import sys
 
-from absl import app
 from absl import flags
 
-from bert.utils import atomic_output
 from bert.cli import flags_common
-from bert.utils import script_utils
+from bert.cli import launch
 from bert.squad import squad_metrics
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,
@@ -98,5 +98,10 @@ def main(argv):
       print(json.dumps(results, indent=2))
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

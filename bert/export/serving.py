@@ -1,7 +1,7 @@
 """SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
 
-Middle floor. Imports tokenization (ground), input_pipeline and script_utils; never reads
-absl FLAGS.
+Imports fast_tokenization and input_pipeline (the core) and bert/utils; never reads absl
+FLAGS.
 
 Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
 Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
@@ -66,11 +66,11 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
-from bert.utils import atomic_output
 from bert import fast_tokenization
-from bert.utils import file_io
 from bert import input_pipeline
 from bert.export import litert as litert_models
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 TEXT_NAMES = ("text_a", "text_b")
@@ -301,7 +301,7 @@ def _rmtree(path):
 def classifier_endpoints(model, label_list, packer=None, num_texts=1):
   """run_classifier's signatures.
 
-  model: a modeling.build_classifier_model model (output "logits" float32 [batch, n]).
+  model: a heads.build_classifier_model model (output "logits" float32 [batch, n]).
   label_list: the label strings (index = label id), or None for regression (n = 1).
 
   * "serving_default": input_ids, input_mask, segment_ids int32 [batch, seq] ->

@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from bert.classifier import classifier_data
+from bert.classifier import processors
 from bert.export import litert as litert_models
 from bert.multilabel import multilabel_data
 from bert import tokenization
@@ -188,7 +189,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
   regression = model.head == "regression"
   options = {}
-  if task_name.lower() in classifier_data.GENERIC_TASKS:
+  if task_name.lower() in processors.GENERIC_TASKS:
     columns = columns or GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: --model={model.model_file} is "
@@ -203,7 +204,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
                    test_text_b_column=columns.test_text_b_column,
                    labels=model.labels, has_header=columns.has_header,
                    is_regression=regression, delimiter=columns.delimiter)
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  processor = processors.get_processor(task_name, xnli_language, **options)
   name = _processor_name(processor)
   labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
   model_labels = None if regression else [str(l) for l in (model.labels or [])]
@@ -239,23 +240,23 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
   output_dir with the LiteRT model `model_file`; returns the paths written."""
   log = log or (lambda *args: None)
   model = load_model(model_file, num_threads)
-  model.runner()  # a file that is not a LiteRT model fails here, before anything is read
   if not os.path.isdir(data_dir):
     raise UserError(f"--data_dir={data_dir}: no such directory")
   multi_label = model.head == MULTI_LABEL_HEAD
   asked_multi = bool(task_name) and task_name.lower() in MULTI_LABEL_TASK_NAMES
-  if multi_label != asked_multi and (task_name or not multi_label):
-    if multi_label:
-      raise UserError(f"--model={model_file} is {model.describe()}, not a model of "
-                      f"--task_name={task_name}; use that task's model (or "
-                      "--task_name=multilabel)")
-    if asked_multi:
-      raise UserError(f"--model={model_file} is {model.describe()}, not a multi-label "
-                      f"classifier (--task_name={task_name})")
-  written = []
+  if multi_label and task_name and not asked_multi:
+    raise UserError(f"--model={model_file} is {model.describe()}, not a model of "
+                    f"--task_name={task_name}; use that task's model (or "
+                    "--task_name=multilabel)")
+  if asked_multi and not multi_label:
+    raise UserError(f"--model={model_file} is {model.describe()}, not a multi-label "
+                    f"classifier (--task_name={task_name})")
+  # The task is checked first (model.json alone), then the model is loaded, then the
+  # files are read: each refusal comes before the costlier step and before any output.
   if multi_label:
     if not model.labels:
       raise UserError(f"{model._json()}: a multi-label model without labels")  # pylint: disable=protected-access
+    model.runner()
     path = multilabel_data.data_file(data_dir, "test")
     script_utils.check_input_file(path, "data_dir")
     examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
@@ -268,10 +269,12 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
                                   threshold)
     return [out]
   processor = classifier_processor(model, task_name, xnli_language, columns)
+  model.runner()
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   predict_sets = processor.get_predict_sets(data_dir)  # every file read before any work
   atomic_output.ensure_output_dir(output_dir)
+  written = []
   for predict_set in predict_sets:
     log("%s: %d examples", predict_set.name, len(predict_set.examples))
     outputs = predict_classifier(model, predict_set.examples, batch_size)

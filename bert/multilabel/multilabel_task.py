@@ -1,8 +1,8 @@
 """Multi-label classification (one sigmoid per label) as a finetune.Task.
 
-Middle floor. Reading and features are in multilabel_data.py, the head (the
+Reading and features are in multilabel_data.py, the head (the
 classifier's: output_weights [num_labels, H] on the pooled output) and its loss in
-modeling.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
+heads.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
 (multi_label_metrics); this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,
@@ -21,16 +21,16 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from bert.export import serving
 from bert import fast_tokenization
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
 from bert.multilabel import multilabel_data
-from bert.utils import script_utils
-from bert.export import serving
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -95,17 +95,17 @@ class MultiLabelTask(finetune.Task):
                                         self.options.seed, input_context)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, len(self.labels),
-                                               causal=self.options.ltr)
+    model, _ = heads.build_classifier_model(config, len(self.labels),
+                                            causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.multi_label_loss(features, outputs, self.threshold)
+    return heads.multi_label_loss(features, outputs, self.threshold)
 
   def evaluate(self, model, strategy):
     del strategy
     arrays = self.splits["dev"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.eval_batch_size), len(arrays["input_ids"]),
         what="dev")["logits"]
     values = multilabel_data.eval_values(logits, arrays["label_ids"], self.labels,
@@ -116,7 +116,7 @@ class MultiLabelTask(finetune.Task):
   def predict(self, model, global_step):
     del global_step
     arrays = self.splits["test"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.predict_batch_size),
         len(arrays["input_ids"]), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_results.tsv")
@@ -126,7 +126,7 @@ class MultiLabelTask(finetune.Task):
 
   def export(self, model, export_dir):
     tokenizer = fast_tokenization.FastTokenizer(self.options.vocab_file,
-                                           self.options.do_lower_case)
+                                                self.options.do_lower_case)
     packer = serving.TextPacker(tokenizer, self.options.max_seq_length, tokenizer.cls_id,
                                 tokenizer.sep_id)
     names = tf.constant(self.labels)

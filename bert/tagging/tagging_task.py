@@ -1,7 +1,7 @@
 """Tagging one column of a CoNLL file, word by word, as a finetune.Task.
 
-Middle floor. Reading, windows and decoding are in tagging.py, conlleval's chunk rules
-and scores in conlleval.py, the token head and its loss in modeling.py
+Reading, windows and decoding are in tagging.py, conlleval's chunk rules
+and scores in conlleval.py, the token head and its loss in heads.py
 (build_token_classifier_model, token_classification_loss); this module joins them for
 the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
 chunks); NerTask (ner_task.py) is its subclass for entity tags, with a feature-based mode.
@@ -32,16 +32,16 @@ from typing import Optional, Sequence
 from absl import logging
 import numpy as np
 
-from bert.utils import atomic_output
-from bert.tagging import conlleval
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
-from bert.utils import script_utils
+from bert.tagging import conlleval
 from bert.tagging import tagging
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
@@ -238,13 +238,13 @@ class TaggingTask(finetune.Task):
             "labels": list(self.label_list)}
 
   def build_model(self, config):
-    model, _ = modeling.build_token_classifier_model(
+    model, _ = heads.build_token_classifier_model(
         config, len(self.label_list), causal=self.options.ltr,
         dropout_rate=self.settings.dropout_rate)
     return model
 
   def loss(self, features, outputs):
-    return modeling.token_classification_loss(features, outputs)
+    return heads.token_classification_loss(features, outputs)
 
   # ------------------------------------------------------------------ outputs
 
@@ -263,7 +263,7 @@ class TaggingTask(finetune.Task):
   def word_logits(self, model, split, batch_size, what):
     """Logits float [total words, labels]: each word's, at its first WordPiece in the
     window that decodes it, word by word in input order."""
-    outputs = training.predict_in_order(
+    outputs = evaluation.predict_in_order(
         model, self.dataset(split, batch_size, False), len(split.features),
         index_key="feature_index", width=self.options.max_seq_length,
         sequence_keys=("logits",), what=what)
