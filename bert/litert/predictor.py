@@ -86,7 +86,7 @@ class LiteRTModel:
                       ", not this file")
     for key in ("head", "max_seq_length", "do_lower_case", "vocab_file", "inputs"):
       if key not in self.metadata:
-        raise UserError(f"{self._json()}: has no {key!r}")
+        raise UserError(f"{self.metadata_file()}: has no {key!r}")
     self.head = self.metadata["head"]
     self.labels = self.metadata.get("labels")
     self.max_seq_length = int(self.metadata["max_seq_length"])
@@ -101,7 +101,8 @@ class LiteRTModel:
                                                 normalize=self.metadata.get("normalize"))
     self._runner = None
 
-  def _json(self):
+  def metadata_file(self):
+    """The model.json beside the model (named in messages)."""
     return os.path.join(os.path.dirname(self.model_file), litert_models.METADATA_FILE)
 
   def describe(self):
@@ -185,7 +186,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
                     f"or regression model; --task_name={task_name} needs one")
   task_name = task_name or metadata.get("task_name")
   if not task_name:
-    raise UserError(f"--task_name is required: {model._json()} names no task_name")  # pylint: disable=protected-access
+    raise UserError(f"--task_name is required: {model.metadata_file()} names no task_name")
   xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
   regression = model.head == "regression"
   options = {}
@@ -255,7 +256,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
   # files are read: each refusal comes before the costlier step and before any output.
   if multi_label:
     if not model.labels:
-      raise UserError(f"{model._json()}: a multi-label model without labels")  # pylint: disable=protected-access
+      raise UserError(f"{model.metadata_file()}: a multi-label model without labels")
     model.runner()
     path = multilabel_data.data_file(data_dir, "test")
     script_utils.check_input_file(path, "data_dir")
