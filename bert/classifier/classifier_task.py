@@ -173,7 +173,7 @@ class ClassifierTask(finetune.Task):
                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                              num_texts=self.processor.num_texts,
                              version=self.options.export_version,
-                             overwrite=self.options.overwrite_export)
+                             overwrite=self.options.overwrite_export, checked=True)
 
   def _logits(self, model, examples, batch_size, what):
     return predict_logits(model, examples, self.labels, self.tokenizer,

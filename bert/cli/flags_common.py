@@ -290,6 +290,34 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
 
 
+def define_delimited_file_flags():
+  """The columns of a user's own tab-separated files (run_classifier.py's tsv/csv task,
+  tools/linear_probe.py): text_a_column, text_b_column, label_column, has_header,
+  regression. Read --has_header through has_header_option."""
+  if not _once("delimited_files"):
+    return
+  flags.DEFINE_string("text_a_column", "0",
+                      "tsv/csv task: column of the first text (0-based number, or a header "
+                      "name).")
+  flags.DEFINE_string("text_b_column", None,
+                      "tsv/csv task: column of the second text, for sentence-pair tasks.")
+  flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
+  flags.DEFINE_bool("has_header", False,
+                    "tsv/csv task: the files start with a header line. Not given: a first "
+                    "row that looks like a header stops the run; --has_header=false: it is "
+                    "data.")
+  flags.DEFINE_bool("regression", False,
+                    "tsv/csv task: the label is a number; one output trained with mean "
+                    "squared error, evaluated with Pearson/Spearman.")
+
+
+def has_header_option(flag_values):
+  """--has_header as the readers take it: True, False, or None when it was not given at
+  all (then a first row that looks like a header is refused rather than read as data:
+  its label, "label" say, would silently become a class of its own)."""
+  return None if flag_values["has_header"].using_default_value else flag_values.has_header
+
+
 def define_export_version_flag():
   """--export_version, for the scripts with --export_dir (TF Serving's layout)."""
   if not _once("export_version"):
@@ -376,9 +404,12 @@ class RunOptions:
     _check_options(self)
 
 
-def _check_positive(options, names):
+def check_positive(values, names):
+  """Fails on the first of the flags `names` (attributes of `values`: options, or absl's
+  FLAGS) whose value is below 1, naming it: a batch size of 0 would divide by zero or
+  loop for ever, a negative one means nothing."""
   for name in names:
-    value = getattr(options, name)
+    value = getattr(values, name)
     if value is not None and value < 1:
       raise FlagError(f"--{name}={value}: must be at least 1")
 
@@ -397,7 +428,7 @@ def _check_options(options):
     raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
   if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
     raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
-  _check_positive(options, (
+  check_positive(options, (
       "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
       "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
       "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))

@@ -58,11 +58,7 @@ flags_common.define_path(
     "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).")
 flags_common.define_export_version_flag()
 # The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
-flags.DEFINE_string("text_a_column", "0",
-                    "tsv/csv task: column of the first text (0-based number, or a header name).")
-flags.DEFINE_string("text_b_column", None,
-                    "tsv/csv task: column of the second text, for sentence-pair tasks.")
-flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
+flags_common.define_delimited_file_flags()
 flags.DEFINE_string("test_text_a_column", None,
                     "tsv/csv task: text_a column in test.* (default: --text_a_column).")
 flags.DEFINE_string("test_text_b_column", None,
@@ -70,14 +66,8 @@ flags.DEFINE_string("test_text_b_column", None,
 flags.DEFINE_list("label_list", None,
                   "tsv/csv task: the labels, comma-separated, in label-id order (default: "
                   "the sorted distinct labels of train.*, else dev.*).")
-flags.DEFINE_bool("has_header", False,
-                  "tsv/csv task: the files start with a header line. Not given: a first row "
-                  "that looks like a header stops the run; --has_header=false: it is data.")
 flags.DEFINE_string("delimiter", None,
                     "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
-flags.DEFINE_bool("regression", False,
-                  "tsv/csv task: the label is a number; one output trained with mean "
-                  "squared error, evaluated with Pearson/Spearman.")
 
 flags.mark_flag_as_required("task_name")
 
@@ -90,8 +80,7 @@ def main(_):
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        # Not given at all: a first row that looks like a header is refused.
-        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
+        has_header=flags_common.has_header_option(FLAGS),
         delimiter=FLAGS.delimiter,
         regression=FLAGS.regression)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,

@@ -153,5 +153,5 @@ class MultiLabelTask(finetune.Task):
         serving.Endpoint("serving_default", serve_ids, serving.token_id_specs()),
         serving.Endpoint("serve_text", serve_text, serving.text_specs(1), custom_ops=True)],
         track=[model, tokenizer], version=self.options.export_version,
-        overwrite=self.options.overwrite_export)
+        overwrite=self.options.overwrite_export, checked=True)
 

@@ -267,4 +267,5 @@ class SquadTask(finetune.Task):
 
     serving.write_serving_models(export_dir, [serving.Endpoint(
         "serving_default", serve, serving.token_id_specs())], track=[model],
-        version=self.options.export_version, overwrite=self.options.overwrite_export)
+        version=self.options.export_version, overwrite=self.options.overwrite_export,
+        checked=True)
