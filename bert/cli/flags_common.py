@@ -28,16 +28,22 @@ def _once(group):
   return True
 
 
+def expand_path(argument):
+  """A path as typed with `~` expanded: in `--data_dir=~/glue` no shell expands it (only
+  a word that starts with `~` is expanded), so a path that starts with `~` would
+  otherwise name a folder called "~". Each comma-separated item of a list is expanded.
+  (The tools that take arguments through argparse use it as the arguments' type.)"""
+  if argument is None:
+    return None
+  return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+                  for item in str(argument).split(","))
+
+
 class PathParser(flags.ArgumentParser):
-  """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
-  (only a word that starts with `~` is expanded), so a path that starts with `~` would
-  otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
+  """A path flag's value with `~` expanded (expand_path)."""
 
   def parse(self, argument):
-    if argument is None:
-      return None
-    return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
-                    for item in str(argument).split(","))
+    return expand_path(argument)
 
   def flag_type(self):
     return "string"

@@ -57,6 +57,13 @@ class TaggedSentence:
   document_start: bool = False
 
 
+def check_tag_column(tag_column):
+  """Refuses --tag_column 1 or less: column 1 holds the words (None: the last column)."""
+  if tag_column is not None and tag_column < 2:
+    raise script_utils.UserError(f"--tag_column={tag_column}: the tags are column 2 or "
+                                 "later (column 1 holds the words)")
+
+
 def read_conll(path, tag_column=None):
   """Reads a CoNLL column file into a list of TaggedSentence.
 

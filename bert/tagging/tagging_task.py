@@ -76,9 +76,7 @@ class TaggingSettings:
   def __post_init__(self):
     if self.labels:
       script_utils.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
-    if self.tag_column is not None and self.tag_column < 2:
-      raise script_utils.UserError(f"--tag_column={self.tag_column}: the tags are column 2 "
-                                   "or later (column 1 holds the words)")
+    tagging.check_tag_column(self.tag_column)
     if self.label_scheme not in (AUTO, conlleval.IOB1, conlleval.IOB2):
       raise script_utils.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
                                    "or iob2")
