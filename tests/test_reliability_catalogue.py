@@ -2611,6 +2611,187 @@ def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lo
   assert f"ckpt-{steps[-1] + 1}.index" in left
 
 
+def _hashes(folder):
+  """{relative path: sha256} of every file under `folder` (its exported versions)."""
+  import hashlib  # pylint: disable=g-import-not-at-top
+  found = {}
+  for parent, _, names in os.walk(folder):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, "rb") as handle:
+        found[os.path.relpath(path, folder)] = hashlib.sha256(handle.read()).hexdigest()
+  return found
+
+
+def _temporaries(folder):
+  """Every temporary or lock file of ours under `folder` and beside it."""
+  parent = os.path.dirname(os.path.abspath(folder))
+  name = os.path.basename(os.path.abspath(folder))
+  left = [n for n in os.listdir(parent) if n.startswith(f".{name}.")]
+  for directory, dirs, files in os.walk(folder):
+    left += [os.path.relpath(os.path.join(directory, n), folder) for n in dirs + files
+             if re.fullmatch(r"\..+\.tmp-[0-9a-f]{8}|\..*lock", n)]
+  return sorted(left)
+
+
+def _kill_mid_export(command, temporaries, timeout=300):
+  """Starts `command` and SIGKILLs it as soon as `temporaries()` lists a temporary that
+  holds a file (the export is being written); returns what it had left."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  with open(os.devnull, "wb") as devnull:
+    process = subprocess.Popen(command, env=ENV, stdout=devnull, stderr=devnull, cwd=ROOT)
+  try:
+    deadline = time.time() + timeout
+    while True:
+      left = temporaries()
+      if left:
+        process.send_signal(signal.SIGKILL)
+        break
+      assert process.poll() is None, "the run ended before its export was written"
+      assert time.time() < deadline
+      time.sleep(0.005)
+    process.wait(timeout=60)
+  finally:
+    if process.poll() is None:
+      process.kill()
+      process.wait()
+  assert process.returncode == -signal.SIGKILL
+  return left
+
+
+@pytest.mark.slow  # about 80 s on 2 cores: four run_classifier runs, two killed mid-export
+def test_an_export_killed_with_sigkill_leaves_nothing_after_the_same_command(ws, tmp_path):
+  """kill -9 during an export, then the same command: the rerun ended whole, but the
+  half-written version (exp/ids/.1.tmp-*, 8 MB here, hundreds of MB for BERT-Base) or
+  unversioned export (.exp.tmp-* beside it) stayed for ever. Now the rerun removes them,
+  and every version that was there before is byte for byte what it was."""
+  data = _mrpc(ws, "kill9-data", train="good")
+  export = tmp_path / "exp"
+  for kind in ("ids", "text"):  # versions already served, as written by earlier runs
+    ws.write(str(export / kind / "1" / "saved_model.pb"), f"{kind} 1\n")
+    ws.write(str(export / kind / "1" / "variables" / "variables.index"), f"{kind} index\n")
+  before = _hashes(export)
+
+  def versioned_temporaries():
+    return [n for kind in ("ids", "text") if (export / kind).is_dir()
+            for n in os.listdir(export / kind) if n.startswith(".2.tmp-")
+            and any(files for _, _, files in os.walk(export / kind / n))]
+
+  command = [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+             *_classifier(ws, data, str(tmp_path / "out"), "--do_train",
+                          f"--export_dir={export}", "--export_version=2")]
+  assert _kill_mid_export(command, versioned_temporaries)
+  assert _temporaries(export)  # what the killed run left: the bug's starting point
+  rerun = subprocess.run(command, env=ENV, capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert _temporaries(export) == []
+  after = _hashes(export)
+  assert {p: h for p, h in after.items() if p.split(os.sep)[1] == "1"} == before
+  assert sorted(os.listdir(export / "ids")) == sorted(os.listdir(export / "text")) == ["1", "2"]
+  assert (export / "ids" / "2" / "saved_model.pb").is_file()
+  # Without --export_version: the temporary is export_dir's sibling.
+  plain = tmp_path / "plain"
+
+  def plain_temporaries():
+    return [n for n in os.listdir(tmp_path) if n.startswith(".plain.tmp-")
+            and any(files for _, _, files in os.walk(tmp_path / n))]
+
+  command = [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+             *_classifier(ws, data, str(tmp_path / "out-plain"), "--do_train",
+                          f"--export_dir={plain}")]
+  assert _kill_mid_export(command, plain_temporaries)
+  rerun = subprocess.run(command, env=ENV, capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert _temporaries(plain) == []
+  assert (plain / "saved_model.pb").is_file() and (plain / "ids" / "saved_model.pb").is_file()
+
+
+def test_a_run_whose_version_another_run_just_wrote_says_so_and_names_its_flag(ws, tmp_path):
+  """Two exports of one version at once: the one that came second used to say
+  ".../exp/text/1: exists; remove it or pass --overwrite", a flag run_classifier does not
+  have, and not that another run had just written that version. Here the other run is
+  this test: it holds the export's lock (as a run writing there does), the run waits for
+  it, the test writes version 1 and lets go."""
+  import time  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  data = _mrpc(ws, "race-data", train="good")
+  export, out = tmp_path / "exp", tmp_path / "out"
+  log = tmp_path / "stderr.txt"
+  with output_lock.lock_export(str(export), 1):
+    with open(log, "w", encoding="utf-8") as stderr:
+      run = subprocess.Popen(
+          [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+           *_classifier(ws, data, str(out), "--do_train", f"--export_dir={export}",
+                        "--export_version=1")],
+          env=ENV, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+    try:
+      deadline = time.time() + 300
+      while "Waiting for pid" not in log.read_text(encoding="utf-8"):
+        assert run.poll() is None, log.read_text(encoding="utf-8")[-3000:]
+        assert time.time() < deadline
+        time.sleep(0.1)
+      for kind in ("ids", "text"):  # the other run's version 1, whole
+        ws.write(str(export / kind / "1" / "saved_model.pb"), f"the other run's {kind}\n")
+    except BaseException:
+      run.kill()
+      raise
+  assert run.wait(timeout=120) == 2
+  stderr = log.read_text(encoding="utf-8")
+  assert "Traceback" not in stderr
+  assert _last_line(stderr) == (
+      f"run_classifier.py: error: --export_version=1: another run has just written "
+      f"{export}/ids/1 (it was not there when this run started); this run's export is not "
+      "written: choose a new version number, or pass --overwrite_export to replace that "
+      "version")
+  assert _temporaries(export) == []
+  for kind in ("ids", "text"):
+    assert os.listdir(export / kind) == ["1"]
+    assert (export / kind / "1" / "saved_model.pb").read_text(encoding="utf-8") == (
+        f"the other run's {kind}\n")
+
+
+def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_path):
+  """What a killed export leaves (`.N.tmp-<8 hex>` in ids/ and text/, `.NAME.tmp-<8 hex>`
+  beside an unversioned one) goes when the next export takes the lock; a user's file
+  whose name only looks like one stays, and so does a version folder."""
+  import threading  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  export = tmp_path / "exp"
+  for path in ("ids/1/saved_model.pb", "ids/.1.tmp-0123abcd/saved_model.pb",
+               "text/.7.tmp-89abcdef/variables/variables.index", "ids/.1.tmp-notes",
+               "ids/1.tmp-0123abcd"):
+    os.makedirs(os.path.dirname(export / path), exist_ok=True)
+    (export / path).write_text("x", encoding="utf-8")
+  with output_lock.lock_export(str(export), 2):
+    assert sorted(os.listdir(export)) == [".export.lock", "ids", "text"]
+    assert sorted(os.listdir(export / "ids")) == [".1.tmp-notes", "1", "1.tmp-0123abcd"]
+    assert os.listdir(export / "text") == []
+    # A second export of the folder waits for this one instead of refusing.
+    order = []
+
+    def second():
+      with output_lock.lock_export(str(export), 3):
+        order.append("second")
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    waiter.join(timeout=1)
+    assert waiter.is_alive() and order == []
+    order.append("first done")
+  waiter.join(timeout=30)
+  assert order == ["first done", "second"]
+  (tmp_path / ".plain.tmp-0123abcd").mkdir()
+  (tmp_path / ".plain.tmp-notes").write_text("mine", encoding="utf-8")
+  with output_lock.lock_export(str(tmp_path / "plain")):
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".plain")) == [
+        ".plain.lock", ".plain.tmp-notes"]
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".plain")) == [
+      ".plain.tmp-notes"]
+
+
 @pytest.mark.slow  # a NaN loss in the default suite: test_faults
 def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
   """run_pretraining --learning_rate=1e6 --num_train_steps=4 --do_eval used to export NaN
