@@ -16,8 +16,8 @@ once: a smoke test of every path, not a figure to quote. run_all.py runs `--quic
 machine without a GPU (the full matrix there would take hours; bench_pretraining.py is
 the CPU benchmark) and the full matrix on a GPU.
 
-The step is built from the project's pieces (modeling.build_pretraining_model /
-build_squad_model with modeling.pretraining_loss / squad_loss,
+The step is built from the project's pieces (heads.build_pretraining_model /
+build_squad_model with heads.pretraining_loss / squad_loss,
 optimization.create_optimizer's AdamWeightDecay and clip_by_global_norm) inside a small
 replica step of this file's own that mirrors training.py's (forward, loss averaged over
 the global batch, gradients summed over replicas, clipped to global norm 1.0, applied;
@@ -72,6 +72,7 @@ import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
 
 import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import modeling  # noqa: E402  pylint: disable=g-import-not-at-top
+from bert import heads
 from bert import optimization  # noqa: E402  pylint: disable=g-import-not-at-top
 
 MODELS = {
@@ -206,10 +207,10 @@ def build(task, model_config, dtype, seq):
   keras.mixed_precision.set_global_policy(DTYPES[dtype])
   try:
     if task == "pretrain":
-      model, _ = modeling.build_pretraining_model(config)
-      return model, modeling.pretraining_loss
-    model, _ = modeling.build_squad_model(config)
-    return model, modeling.squad_loss
+      model, _ = heads.build_pretraining_model(config)
+      return model, heads.pretraining_loss
+    model, _ = heads.build_squad_model(config)
+    return model, heads.squad_loss
   finally:
     keras.mixed_precision.set_global_policy("float32")
 

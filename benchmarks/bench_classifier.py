@@ -121,10 +121,12 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   import numpy as np  # pylint: disable=g-import-not-at-top
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
 
   tf.keras.utils.set_random_seed(2)
-  model, _ = modeling.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
   head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
           if k.startswith("output_")}
@@ -148,7 +150,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   timing = f"best of {PREDICT_REPEATS} passes after a warm-up pass"
   rows = [{"name": "classifier_predict_ours", "value": round(n / seconds, 1),
            "unit": "examples/s",
-           "note": f"run_classifier path (predict_batches + training.predict), texts to logits, "
+           "note": f"run_classifier path (predict_batches + evaluation.predict), texts to logits, "
                    f"{timing}; first pass {n / first_seconds:.1f}/s; {load}"}]
   if hf is None:
     return rows + [{"name": "classifier_predict_hf", "value": "failed", "unit": "",
@@ -169,18 +171,19 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
   """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
-  training path (make_dataset, training.train) from the shared MiniLM."""
+  training path (make_dataset, loop.train) from the shared MiniLM."""
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert import metrics  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
-  strategy = training.create_strategy("one_device")
+  strategy = strategies.create_strategy("one_device")
   with strategy.scope():
-    model, _ = modeling.build_classifier_model(config, 2)
+    model, _ = heads.build_classifier_model(config, 2)
     optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
 
@@ -193,9 +196,9 @@ def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir
   # train() reports.
   state = checkpoints.RunCheckpoint(os.path.join(workdir, "ours-finetune"), model,
                                     optimizer, strategy)
-  result = training.train(
-      strategy, model, optimizer, modeling.classifier_loss, dataset_fn, state,
-      training.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
+  result = loop.train(
+      strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
+      loop.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
                            steps_per_loop=steps - timed_steps, log_every_steps=steps,
                            save_checkpoints_steps=10**9))
   logits, _ = _our_predict(model, tokenizer, dev)
@@ -219,7 +222,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
                                        workdir)
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
-           "note": f"training.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
+           "note": f"loop.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
                    f"{hf_bridge.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
@@ -299,16 +302,17 @@ def run(quick=False, hf_only=False):
   """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(1)
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
-  config = checkpoints.load_bert_config(config_file)
+  config = model_config.load_bert_config(config_file)
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   examples = classifier_data.Sst2Processor().get_dev_examples(SST2)
   if quick:
@@ -320,7 +324,7 @@ def run(quick=False, hf_only=False):
   rates = {}
   for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
-    model, _ = modeling.build_classifier_model(config, 2)
+    model, _ = heads.build_classifier_model(config, 2)
     # The batches run_classifier's eval and predict feed, made anew in each pass.
     rates[("predict", fixed)] = _predict_rate(
         tf, model, lambda: classifier_features.predict_batches(

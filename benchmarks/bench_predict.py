@@ -88,12 +88,15 @@ def prepare_ours(output_dir, head_file):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
 
   tf.keras.utils.set_random_seed(7)
-  config = checkpoints.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(config, 2)
+  config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
   # A head with weights of standard deviation 1 (not the initialiser's 0.02): logits far
   # enough apart that "the same class" is a real check, not a coin toss at p = 0.5.

@@ -12,7 +12,7 @@
       # tree's modeling/training/optimization, and each round gives a paired ratio.
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
-the real training loop (training.train: strategy.run, AdamWeightDecay, clipping)
+the real training loop (loop.train: strategy.run, AdamWeightDecay, clipping)
 on synthetic pretraining batches (seq 128, 20 predictions, vocab 30,522). The timed loop
 call comes after a first call that traces and compiles, so tracing is excluded.
 
@@ -77,12 +77,14 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
-  strategy = training.create_strategy("one_device")
-  training.setup_precision(dtype)
-  training.setup_determinism(1, False)
+  strategy = strategies.create_strategy("one_device")
+  strategies.setup_precision(dtype)
+  strategies.setup_determinism(1, False)
   config = modeling.BertConfig(vocab_size=VOCAB, max_position_embeddings=512,
                                type_vocab_size=2, **CONFIGS[name])
   rng = np.random.default_rng(0)
@@ -108,12 +110,12 @@ def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
     return tf.reduce_mean(nll, 1) + ns, {}
 
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-4, 1000, 10)
   state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="bench-pretrain-"), model,
                                     optimizer, strategy, loss_scaling=dtype == "float16")
-  result = training.train(
-      strategy, model, optimizer, loss_fn, dataset_fn, state, training.TrainConfig(
+  result = loop.train(
+      strategy, model, optimizer, loss_fn, dataset_fn, state, loop.TrainConfig(
           global_batch_size=batch, num_train_steps=2 * steps, steps_per_loop=steps,
           log_every_steps=steps, save_checkpoints_steps=10**9, jit_compile=xla,
           loss_scaling=dtype == "float16"))

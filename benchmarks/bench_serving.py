@@ -44,8 +44,10 @@ def run(quick=False):
   import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
 
@@ -53,8 +55,8 @@ def run(quick=False):
     return [{"name": "serving latency", "value": "skipped", "unit": "",
              "note": "needs ../shared/data/models/uncased_L-6_H-384_A-12"}]
   vocab = os.path.join(MINILM, "vocab.txt")
-  config = checkpoints.load_bert_config(os.path.join(MINILM, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(config, 2)
+  config = model_config.load_bert_config(os.path.join(MINILM, "bert_config.json"))
+  model, _ = heads.build_classifier_model(config, 2)
   checkpoints.load_checkpoint(model, os.path.join(MINILM, "bert_model.ckpt"))
   fast = fast_tokenization.FastTokenizer(vocab, do_lower_case=True)
   slow = tokenization.FullTokenizer(vocab, do_lower_case=True)

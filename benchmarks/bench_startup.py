@@ -55,7 +55,7 @@ def _time_until(command, marker=None, timeout=300):
 def _write_vocab(path):
   # A vocabulary from the quickstart task's own words: small, and needs nothing else.
   words = set()
-  with open(os.path.join(ROOT, "data", "quickstart", "train.tsv"), encoding="utf-8") as f:
+  with open(os.path.join(ROOT, "bert", "cli", "quickstart_data", "train.tsv"), encoding="utf-8") as f:
     for line in f:
       words.update(w.strip(".,;:()'\"").lower() for w in line.split())
   tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(w for w in words if w)
@@ -76,16 +76,16 @@ def run(quick=False):
     rows.append({"name": "python -c 'import tensorflow'", "unit": "s", "note": "the floor",
                  "value": _time_until([py, "-c", "import tensorflow"])})
     classifier = [py, "run_classifier.py", "--task_name=tsv",
-                  "--data_dir=data/quickstart", "--has_header=True",
+                  "--data_dir=bert/cli/quickstart_data", "--has_header=True",
                   "--text_a_column=sentence", "--label_column=label",
                   f"--vocab_file={vocab}", f"--bert_config_file={config}",
                   "--do_train=True", "--max_seq_length=64", "--train_batch_size=8",
                   "--log_every_steps=1", f"--output_dir={tmp}/clf"]
     rows.append({"name": "run_classifier.py to first step", "unit": "s",
-                 "note": "tiny model, data/quickstart",
+                 "note": "tiny model, bert/cli/quickstart_data",
                  "value": _time_until(classifier, marker="step 1/")})
     corpus = os.path.join(tmp, "corpus.txt")
-    with open(os.path.join(ROOT, "data", "quickstart", "train.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(ROOT, "bert", "cli", "quickstart_data", "train.tsv"), encoding="utf-8") as f:
       lines = [line.split("\t", 1)[1].strip() for line in f.read().splitlines()[1:]]
     with open(corpus, "w", encoding="utf-8") as f:
       for i in range(0, len(lines), 8):

@@ -4,8 +4,8 @@
   .venv/bin/python benchmarks/profile_small_step.py --shape=demo    # quickstart's shape
   .venv/bin/python benchmarks/profile_small_step.py --steps=20 --markdown
 
-Builds the pretraining model (modeling.build_pretraining_model), the real loss
-(modeling.pretraining_loss), AdamWeightDecay and training.py's own step and loop
+Builds the pretraining model (heads.build_pretraining_model), the real loss
+(heads.pretraining_loss), AdamWeightDecay and training.py's own step and loop
 (make_train_step / make_train_loop: forward, loss, gradient, clip to 1.0, apply) on
 synthetic batches of the shape, runs a warm-up call (tracing), then records `--steps`
 steps with TensorFlow's profiler (tf.profiler.experimental) and reads the trace

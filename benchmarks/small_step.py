@@ -6,9 +6,9 @@ batch 32, vocabulary 15,742, 10 predictions), "korean64" the same at batch 64 (t
 short-budget recipe's batch, docs/new_language.md); "demo" is quickstart.py's (L=2 H=128 A=2
 I=512, sequence 64, batch 32, 10 predictions, its 4,000-piece vocabulary).
 
-`build(shape, xla)` makes the model, modeling.pretraining_loss, AdamWeightDecay and
+`build(shape, xla)` makes the model, heads.pretraining_loss, AdamWeightDecay and
 training.py's own strategy, step, loop and input iterator (create_strategy("one_device"),
-make_train_step / make_train_loop, the iterator training.train makes) on synthetic
+make_train_step / make_train_loop, the iterator loop.train makes) on synthetic
 batches held in memory, as run_pretraining would run them; `Run.rate(steps)`
 times one loop call of `steps` steps after the caller made a warm-up call.
 
@@ -82,13 +82,15 @@ def build(shape, xla=False, seed=0):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   s = SHAPES[shape]
-  strategy = training.create_strategy("one_device")  # run_pretraining's default
-  training.setup_precision("float32")
-  training.setup_determinism(1, False)
+  strategy = strategies.create_strategy("one_device")  # run_pretraining's default
+  strategies.setup_precision("float32")
+  strategies.setup_determinism(1, False)
   config = modeling.BertConfig(
       vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
       num_attention_heads=s["heads"], intermediate_size=s["intermediate"],
@@ -108,19 +110,19 @@ def build(shape, xla=False, seed=0):
   dataset = tf.data.Dataset.from_tensor_slices(data).repeat().batch(
       batch, drop_remainder=True).prefetch(2)
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-4, 10000, 1000)
   state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="small-step-"), model,
                                     optimizer, strategy)
-  train_config = training.TrainConfig(global_batch_size=batch, num_train_steps=10**6,
+  train_config = loop.TrainConfig(global_batch_size=batch, num_train_steps=10**6,
                                       jit_compile=xla)
   names = sorted(["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                   "next_sentence_loss"])
-  step = training.make_train_step(model, optimizer, modeling.pretraining_loss, names,
+  step = loop.make_train_step(model, optimizer, heads.pretraining_loss, names,
                                   train_config, state)
-  loop = training.make_train_loop(strategy, step, names)
-  # The loop's input as training.train makes it (for the CPU: the dataset itself now,
+  loop = loop.make_train_loop(strategy, step, names)
+  # The loop's input as loop.train makes it (for the CPU: the dataset itself now,
   # tf.distribute's iterator in older trees), so a --baseline tree times its own.
-  iterator = training._train_iterator(  # pylint: disable=protected-access
+  iterator = loop._train_iterator(  # pylint: disable=protected-access
       strategy, lambda context, per_replica: dataset, train_config, 0)
   return Run(loop, iterator, batch)

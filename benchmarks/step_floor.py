@@ -153,13 +153,15 @@ def update_seconds(shape, repeats=5):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bert import modeling  # pylint: disable=g-import-not-at-top
+
+  from bert import heads
   from bert import optimization  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig(
       vocab_size=shape["vocab"], hidden_size=shape["hidden"],
       num_hidden_layers=shape["layers"], num_attention_heads=shape["heads"],
       intermediate_size=shape["intermediate"], max_position_embeddings=shape["max_position"],
       type_vocab_size=shape["type_vocab"])
-  model, _ = modeling.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2)
   variables = model.trainable_variables
   optimizer = optimization.create_optimizer(2e-5, 1000, 100)
   optimizer.build(variables)

@@ -68,15 +68,20 @@ def _setup(action):
       with open(action["tfrecord"], "r+b") as handle:
         handle.truncate(size - int(action["truncate_by"]))
   elif "google_checkpoint" in action:
+    from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+    from bert.training import model_config  # pylint: disable=g-import-not-at-top
     from bert import modeling  # pylint: disable=g-import-not-at-top
-    encoder = modeling.BertModel(checkpoints.load_bert_config(action["bert_config"]))
-    checkpoints.save_google_checkpoint(encoder, action["google_checkpoint"])
+    from bert import heads
+    encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
+    checkpoint_formats.save_google_checkpoint(encoder, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
+    from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+    from bert.training import model_config  # pylint: disable=g-import-not-at-top
     from bert import modeling  # pylint: disable=g-import-not-at-top
-    config = checkpoints.load_bert_config(action["bert_config"])
-    model, encoder = modeling.build_classifier_model(config, int(action.get("num_labels", 2)))
+    config = model_config.load_bert_config(action["bert_config"])
+    model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
     signature = tf.Variable(checkpoints.model_signature(model))
     extra = {}

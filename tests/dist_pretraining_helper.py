@@ -21,10 +21,11 @@ if len(sys.argv) > 3:  # must happen before any op touches the CPU
 import numpy as np  # noqa: E402
 
 from bert.training import checkpoints  # noqa: E402
-from bert import modeling  # noqa: E402
+from bert import heads  # noqa: E402
 from bert import optimization  # noqa: E402
 import tiny  # noqa: E402
-from bert.training import loop as training  # noqa: E402
+from bert.training import loop  # noqa: E402
+from bert.training import strategies  # noqa: E402
 
 GLOBAL_BATCH, SEQ, PRED, VOCAB = 8, 12, 3, 29
 
@@ -56,12 +57,12 @@ def dataset_fn(context, per_replica):
 
 
 def main(mode, out):
-  strategy = training.create_strategy(mode)  # first: before any TensorFlow op runs
-  training.setup_determinism(3, True)
+  strategy = strategies.create_strategy(mode)  # first: before any TensorFlow op runs
+  strategies.setup_determinism(3, True)
   config = tiny.tiny_config(VOCAB, hidden_dropout_prob=0.0,
                             attention_probs_dropout_prob=0.0, max_position_embeddings=SEQ)
   with strategy.scope():
-    model, encoder = modeling.build_pretraining_model(config)
+    model, encoder = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
   # Same initial weights everywhere, whatever the strategy did to the RNG.
   rng = np.random.default_rng(0)
@@ -71,9 +72,9 @@ def main(mode, out):
   del encoder
   state = checkpoints.RunCheckpoint(os.path.join(workdir, f"ckpt-{mode}"), model, optimizer,
                                     strategy)
-  result = training.train(
-      strategy, model, optimizer, modeling.pretraining_loss, dataset_fn, state,
-      training.TrainConfig(global_batch_size=GLOBAL_BATCH, num_train_steps=4,
+  result = loop.train(
+      strategy, model, optimizer, heads.pretraining_loss, dataset_fn, state,
+      loop.TrainConfig(global_batch_size=GLOBAL_BATCH, num_train_steps=4,
                            steps_per_loop=2, save_checkpoints_steps=4, log_every_steps=2))
   if checkpoints.is_chief(strategy):
     np.savez(out, loss=result["loss"], **{v.path: v.numpy() for v in model.trainable_variables})

@@ -15,6 +15,8 @@ import pytest
 import tensorflow as tf
 
 from bert.training import checkpoints
+
+from bert.training import model_config
 from bert import input_pipeline
 from bert import modeling
 from bert import tokenization
@@ -140,7 +142,7 @@ def test_tensorboard_shows_train_and_eval_curves(pretrained, tmp_path):
 
 
 def _encode(root, prefix_or_dir, text):
-  config = checkpoints.load_bert_config(str(root / "bert_config.json"))
+  config = model_config.load_bert_config(str(root / "bert_config.json"))
   encoder = modeling.BertModel(config)
   report = checkpoints.load_checkpoint(encoder, str(prefix_or_dir))
   tokenizer = tokenization.FullTokenizer(str(root / "vocab.txt"), True)

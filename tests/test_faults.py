@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert.training import checkpoint_formats
+
 from bert.training import checkpoints
 from bert.cli import flags_common
 from bert import input_pipeline
@@ -134,21 +136,21 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_temp_files(tmp_path)
 def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(CONFIG))
   prefix = str(tmp_path / "model" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(encoder, prefix)
+  checkpoint_formats.save_google_checkpoint(encoder, prefix)
   data = prefix + ".data-00000-of-00001"
   size = os.path.getsize(data)
   with open(data, "r+b") as handle:
     handle.truncate(size // 2)
   with pytest.raises(script_utils.UserError) as error:
-    checkpoints.resolve_checkpoint(prefix)
+    checkpoint_formats.resolve_checkpoint(prefix)
   assert str(error.value) == (f"{prefix}: the checkpoint is truncated ({size // 2} bytes of "
                               f"data, its index needs at least {size}); copy or download "
                               "it again")
   # The .index (or .data) file given for the prefix is understood, with a note.
   os.remove(data)
-  checkpoints.save_google_checkpoint(encoder, prefix)
-  assert checkpoints.resolve_checkpoint(prefix + ".index") == (checkpoints.GOOGLE, prefix)
-  assert checkpoints.resolve_checkpoint(data) == (checkpoints.GOOGLE, prefix)
+  checkpoint_formats.save_google_checkpoint(encoder, prefix)
+  assert checkpoint_formats.resolve_checkpoint(prefix + ".index") == (checkpoint_formats.GOOGLE, prefix)
+  assert checkpoint_formats.resolve_checkpoint(data) == (checkpoint_formats.GOOGLE, prefix)
 
 
 @pytest.mark.parametrize("flag,value,message", [

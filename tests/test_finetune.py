@@ -16,9 +16,11 @@ from bert.training import finetune
 from bert.cli import flags_common
 from bert import metrics
 from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 import tiny
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import loop
 
 VOCAB, SEQ, ROWS, LABELS = 50, 12, 16, 2
 
@@ -79,7 +81,7 @@ class ToyTask(finetune.Task):
     return dataset.enumerate().map(with_sigterm)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, LABELS)
+    model, _ = heads.build_classifier_model(config, LABELS)
     return model
 
   def loss(self, features, outputs):
@@ -87,10 +89,10 @@ class ToyTask(finetune.Task):
       logits = outputs["logits"]
       labels = tf.one_hot(features["label_ids"], LABELS + 1)
       return tf.reduce_sum(labels * tf.nn.log_softmax(logits), -1), {}
-    return modeling.classifier_loss(features, outputs)
+    return heads.classifier_loss(features, outputs)
 
   def evaluate(self, model, strategy):
-    result = training.evaluate(
+    result = evaluation.evaluate(
         strategy, model, self.loss,
         lambda context: tf.data.Dataset.from_tensor_slices(self.splits["dev"]).batch(
             self.options.eval_batch_size))
@@ -101,7 +103,7 @@ class ToyTask(finetune.Task):
     del global_step
     dataset = tf.data.Dataset.from_tensor_slices(self.splits["test"]).batch(
         self.options.predict_batch_size)
-    logits = np.concatenate([b["logits"] for b in training.predict(model, dataset)])
+    logits = np.concatenate([b["logits"] for b in evaluation.predict(model, dataset)])
     with atomic_output.atomic_open(os.path.join(self.options.output_dir,
                                                "test_results.tsv")) as handle:
       for row in metrics.softmax(logits.astype(np.float64)):
@@ -131,7 +133,7 @@ def _eval_results(output_dir):
 
 def _weights(output_dir, config_file, step):
   """The classifier's weights in output_dir's ckpt-<step>, by Google name."""
-  model = modeling.build_classifier_model(modeling.BertConfig.from_json_file(config_file),
+  model = heads.build_classifier_model(modeling.BertConfig.from_json_file(config_file),
                                           LABELS)[0]
   state = checkpoints.RunCheckpoint(str(output_dir), model)
   assert state.restore(os.path.join(output_dir, f"ckpt-{step}"), whole_state=False) == step
@@ -145,8 +147,8 @@ def test_train_stop_resume_eval_predict(tmp_path, config_file):
   options = _options(out, config_file, do_train=True, num_train_steps=4)
   with pytest.raises(SystemExit) as stop:
     finetune.run(ToyTask(options, sigterm_at_batch=1), options)
-  assert stop.value.code == training.PREEMPTED_EXIT_CODE
-  saved = checkpoints.RunCheckpoint(str(out), modeling.build_classifier_model(
+  assert stop.value.code == loop.PREEMPTED_EXIT_CODE
+  saved = checkpoints.RunCheckpoint(str(out), heads.build_classifier_model(
       modeling.BertConfig.from_json_file(config_file), LABELS)[0]).latest()
   assert os.path.basename(saved) in ("ckpt-1", "ckpt-2")
   resumed = _options(out, config_file, do_train=True, do_eval=True, num_train_steps=4)
@@ -205,7 +207,7 @@ def test_more_steps_continue_and_another_models_output_dir_is_refused(tmp_path, 
   more = _options(out, config_file, do_train=True, num_train_steps=3)
   finetune.run(ToyTask(more), more)
   assert (out / "ckpt-2.data-00000-of-00001").read_bytes() == first
-  assert checkpoints.RunCheckpoint(str(out), modeling.build_classifier_model(
+  assert checkpoints.RunCheckpoint(str(out), heads.build_classifier_model(
       modeling.BertConfig.from_json_file(config_file), LABELS)[0]).latest() == str(
           out / "ckpt-3")
   wider = tiny.write_tiny_config(tmp_path / "wider.json", VOCAB, hidden_size=48,
@@ -249,9 +251,9 @@ def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
 
 
 def test_the_loop_state_says_what_a_checkpoint_holds_of_the_loop():
-  """training.LoopState owns the loop's variables; RunCheckpoint tracks what it lists."""
-  model = modeling.build_classifier_model(tiny.tiny_config(VOCAB), LABELS)[0]
-  plain, scaled = training.LoopState(model), training.LoopState(model, loss_scaling=True)
+  """loop.LoopState owns the loop's variables; RunCheckpoint tracks what it lists."""
+  model = heads.build_classifier_model(tiny.tiny_config(VOCAB), LABELS)[0]
+  plain, scaled = loop.LoopState(model), loop.LoopState(model, loss_scaling=True)
   assert sorted(plain.trackables(with_optimizer=False)) == ["step"]
   assert sorted(plain.trackables(with_optimizer=True)) == ["rng_states", "step"]
   assert sorted(scaled.trackables(with_optimizer=True)) == [

@@ -182,7 +182,7 @@ def test_mrpc_classifier(tiny):
 
 def test_stsb_regression(tiny):
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "stsb", tmp_path / "out"
   _glue(data, "STS-B", 32)
@@ -193,14 +193,14 @@ def test_stsb_regression(tiny):
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "Not exported" not in stderr
   assert meta["problem_type"] == "regression" and hf["logits"].shape == (16, 1)
-  ours = _predict(_ours(out, lambda c: modeling.build_classifier_model(c, 1)), arrays)
+  ours = _predict(_ours(out, lambda c: heads.build_classifier_model(c, 1)), arrays)
   diff = np.abs(hf["logits"] - ours["logits"]).max()
   print(f"STS-B: score max diff {diff:.2e}")
   assert diff < 1e-5 and np.std(ours["logits"]) > 0
 
 
 def test_squad_span_head(tiny):
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert.squad import squad_data  # pylint: disable=g-import-not-at-top
   from bert.squad import squad_features  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
@@ -223,7 +223,7 @@ def test_squad_span_head(tiny):
   assert ("Not exported (no place in Hugging Face's BertForQuestionAnswering): "
           "bert/pooler/dense/bias, bert/pooler/dense/kernel") in stderr
   assert meta["architecture"] == "BertForQuestionAnswering"
-  ours = _predict(_ours(out, modeling.build_squad_model), arrays)
+  ours = _predict(_ours(out, heads.build_squad_model), arrays)
   diffs = [np.abs(hf[f"{k}_logits"] - ours[f"{k}_logits"]).max() for k in ("start", "end")]
   print(f"SQuAD: start logits max diff {diffs[0]:.2e}, end {diffs[1]:.2e}")
   assert max(diffs) < 1e-4
@@ -234,7 +234,7 @@ def test_squad_span_head(tiny):
 
 
 def test_conll_token_head(tiny):
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert.tagging import ner_data  # pylint: disable=g-import-not-at-top
   from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
@@ -256,7 +256,7 @@ def test_conll_token_head(tiny):
   assert "bert/pooler/dense/bias, bert/pooler/dense/kernel" in stderr
   assert meta["architecture"] == "BertForTokenClassification"
   assert list(meta["id2label"].values()) == list(labels)
-  ours = _predict(_ours(out, lambda c: modeling.build_token_classifier_model(
+  ours = _predict(_ours(out, lambda c: heads.build_token_classifier_model(
       c, len(labels))), arrays)
   real = arrays["input_mask"] == 1
   ours_tags = np.array(labels)[ours["logits"].argmax(-1)][real]
@@ -268,7 +268,7 @@ def test_conll_token_head(tiny):
 
 
 def test_swag_choice_head(tiny):
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
@@ -286,7 +286,7 @@ def test_swag_choice_head(tiny):
   arrays = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "Not exported" not in stderr and meta["architecture"] == "BertForMultipleChoice"
-  ours = _predict(_ours(out, lambda c: modeling.build_multiple_choice_model(c, 4)), arrays)
+  ours = _predict(_ours(out, lambda c: heads.build_multiple_choice_model(c, 4)), arrays)
   diff = np.abs(hf["logits"] - ours["logits"]).max()
   print(f"SWAG: choice logits max diff {diff:.2e}")
   assert diff < 1e-5

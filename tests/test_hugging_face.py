@@ -20,9 +20,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from bert.training import checkpoint_formats
+
 from bert.training import checkpoints
+
+from bert.training import model_config
 from bert.export import hugging_face
 from bert import modeling
+from bert import heads
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
@@ -84,7 +89,7 @@ NSP_KEYS = ["cls.seq_relationship.weight", "cls.seq_relationship.bias"]
 
 def test_names_are_the_exact_inverse_of_the_reading_side():
   config = _tiny_config()
-  names = set(modeling.google_variable_map(modeling.build_pretraining_model(config)[0]))
+  names = set(modeling.google_variable_map(heads.build_pretraining_model(config)[0]))
   assert len(names) == len(ENCODER_KEYS) + len(MLM_KEYS) + len(NSP_KEYS)
   mapped = {hugging_face.google_to_hugging_face_name(n) for n in names}
   assert mapped == set(ENCODER_KEYS + MLM_KEYS + NSP_KEYS)
@@ -94,7 +99,7 @@ def test_names_are_the_exact_inverse_of_the_reading_side():
   assert (hugging_face.google_to_hugging_face_name("bert/encoder/layer_11/output/dense/kernel")
           == "bert.encoder.layer.11.output.dense.weight")
   # Heads of our fine-tuning tasks have no BertForPreTraining place.
-  for other in modeling.google_variable_map(modeling.build_squad_model(config)[0]):
+  for other in modeling.google_variable_map(heads.build_squad_model(config)[0]):
     if not other.startswith("bert/"):
       assert hugging_face.google_to_hugging_face_name(other) is None, other
   assert hugging_face.google_to_hugging_face_name("output_weights") is None
@@ -102,7 +107,7 @@ def test_names_are_the_exact_inverse_of_the_reading_side():
 
 
 def test_exportable_names_pick_the_architecture_and_refuse_half_heads():
-  model, _ = modeling.build_pretraining_model(_tiny_config())
+  model, _ = heads.build_pretraining_model(_tiny_config())
   names = list(modeling.google_variable_map(model))
   encoder = [n for n in names if n.startswith("bert/")]
   mlm = [n for n in names if n.startswith("cls/predictions/")]
@@ -123,7 +128,7 @@ def test_exportable_names_pick_the_architecture_and_refuse_half_heads():
 def tiny_pretraining(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("hf")
   config = _tiny_config()
-  model, encoder = modeling.build_pretraining_model(config)
+  model, encoder = heads.build_pretraining_model(config)
   _randomize(model)
   vocab_file = _write_vocab(tmp / "vocab.txt", config.vocab_size)
   export_dir = tmp / "hf"
@@ -184,7 +189,7 @@ def test_config_and_tokenizer_files(tiny_pretraining):
       "tie_word_embeddings": True, "type_vocab_size": 2, "use_cache": True,
       "vocab_size": 61}
   # Our gelu_exact is their "gelu"; read back by our reader, the same config.
-  assert checkpoints.load_bert_config(str(export_dir / "config.json")) == config
+  assert model_config.load_bert_config(str(export_dir / "config.json")) == config
   tanh = hugging_face.hugging_face_config(_tiny_config("gelu"), "BertModel", pad_token_id=3)
   assert (tanh["hidden_act"], tanh["architectures"], tanh["pad_token_id"]) == (
       "gelu_new", ["BertModel"], 3)
@@ -203,9 +208,9 @@ def test_config_and_tokenizer_files(tiny_pretraining):
 def test_export_reads_back_into_the_same_model(tiny_pretraining):
   """Our Hugging Face reader (checkpoints.py) restores every weight and output exactly."""
   config, model = tiny_pretraining["config"], tiny_pretraining["model"]
-  fresh, _ = modeling.build_pretraining_model(config)
+  fresh, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(fresh, str(tiny_pretraining["dir"]))
-  assert report["format"] == checkpoints.HUGGING_FACE and not report["missing"]
+  assert report["format"] == checkpoint_formats.HUGGING_FACE and not report["missing"]
   for name, variable in modeling.google_variable_map(fresh).items():
     np.testing.assert_array_equal(variable.numpy(),
                                   modeling.google_variable_map(model)[name].numpy())
@@ -256,10 +261,10 @@ def _export(args):
 
 def test_script_exports_a_google_checkpoint_with_heads(tmp_path):
   config = _tiny_config("gelu", vocab_size=50)
-  model, _ = modeling.build_pretraining_model(config)
+  model, _ = heads.build_pretraining_model(config)
   _randomize(model, seed=5)
   config.to_json_file(str(tmp_path / "bert_config.json"))
-  checkpoints.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   vocab_file = _write_vocab(tmp_path / "vocab.txt", 50)
   common = [f"--bert_config_file={tmp_path}/bert_config.json", f"--vocab_file={vocab_file}",
             f"--init_checkpoint={tmp_path}/bert_model.ckpt", "--do_lower_case=True"]
@@ -481,7 +486,7 @@ def test_transformers_loads_a_checkpoint_our_pretraining_wrote(tmp_path):
                                         "mismatched_keys": [], "error_msgs": []}
   worst = _compare_with_extract_features(meta, arrays, features, MLM_KEYS + NSP_KEYS)
   # The heads: our pretraining model's masked-LM and next-sentence logits.
-  model, _ = modeling.build_pretraining_model(config)
+  model, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(model, checkpoint)
   assert not report["missing"]
   pretrained = {n: v.numpy() for n, v in modeling.google_variable_map(model).items()}

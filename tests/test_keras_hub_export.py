@@ -15,7 +15,7 @@ import pytest
 
 from bert.training import checkpoints
 from bert.training import checkpoint_export as model_export
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert import tokenization
 from conftest import ROOT
@@ -87,7 +87,7 @@ def test_keras_hub_preset_loads_with_its_head_and_gives_our_numbers(tmp_path, he
   import keras  # pylint: disable=g-import-not-at-top
   vocab_file, vocab_size = _vocab(tmp_path / "vocab.txt")
   config_file = write_tiny_config(tmp_path / "bert_config.json", vocab_size)
-  model, _ = modeling.build_classifier_model(tiny_config(vocab_size),
+  model, _ = heads.build_classifier_model(tiny_config(vocab_size),
                                              len(labels) if labels else 1)
   _randomize(model)
   run = tmp_path / "run"

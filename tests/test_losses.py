@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert import modeling
+
+from bert import heads
 
 
 def _log_softmax(logits):
@@ -43,7 +44,7 @@ def _pretraining_batch(rng, batch=3, predictions=4, vocab=7):
 @pytest.mark.parametrize("use_next_sentence", [True, False])
 def test_pretraining_loss(use_next_sentence):
   features, outputs = _pretraining_batch(np.random.default_rng(0))
-  per_example, metrics = _numpy(*modeling.pretraining_loss(
+  per_example, metrics = _numpy(*heads.pretraining_loss(
       features, outputs, use_next_sentence=use_next_sentence))
   ids, weights = features["masked_lm_ids"], features["masked_lm_weights"]
   nll = _nll(outputs["masked_lm_logits"], ids)
@@ -74,21 +75,21 @@ def test_pretraining_loss(use_next_sentence):
 def test_pretraining_loss_without_labelled_predictions_is_zero_not_nan():
   features, outputs = _pretraining_batch(np.random.default_rng(1))
   features["masked_lm_weights"] = np.zeros_like(features["masked_lm_weights"])
-  per_example, metrics = _numpy(*modeling.pretraining_loss(features, outputs, False))
+  per_example, metrics = _numpy(*heads.pretraining_loss(features, outputs, False))
   np.testing.assert_array_equal(per_example, np.zeros(3, np.float32))
   assert metrics["masked_lm_loss"] == (0.0, 0.0)
 
 
 def test_cross_replica_sum_outside_a_strategy_returns_the_value():
   value = tf.constant([1.5, 2.0])
-  assert modeling.cross_replica_sum(value) is value
+  assert heads.cross_replica_sum(value) is value
 
 
 def test_classifier_loss():
   rng = np.random.default_rng(2)
   logits = rng.normal(0, 2, (5, 3)).astype("float32")
   labels = np.array([0, 2, 1, 1, 0], "int32")
-  per_example, metrics = _numpy(*modeling.classifier_loss({"label_ids": labels},
+  per_example, metrics = _numpy(*heads.classifier_loss({"label_ids": labels},
                                                           {"logits": logits}))
   np.testing.assert_allclose(per_example, _nll(logits, labels), rtol=1e-5)
   assert metrics == {"accuracy": (float((logits.argmax(-1) == labels).sum()), 5.0)}
@@ -97,7 +98,7 @@ def test_classifier_loss():
 def test_classifier_regression_loss():
   scores = np.array([0.0, 2.5, 5.0, 3.2], "float32")
   logits = np.array([[0.5], [2.0], [4.0], [3.2]], "float32")
-  per_example, metrics = _numpy(*modeling.classifier_loss(
+  per_example, metrics = _numpy(*heads.classifier_loss(
       {"label_ids": scores}, {"logits": logits}, regression=True))
   np.testing.assert_allclose(per_example, [0.25, 0.25, 1.0, 0.0], atol=1e-6)
   np.testing.assert_allclose(metrics["mse"], (1.5, 4.0), atol=1e-6)
@@ -112,7 +113,7 @@ def test_squad_loss():
   end_positions = np.array([0, 4, 8, 7], "int32")
   start_positions[1] = start[1].argmax()  # at least one right answer in each metric
   end_positions[2] = end[2].argmax()
-  per_example, metrics = _numpy(*modeling.squad_loss(
+  per_example, metrics = _numpy(*heads.squad_loss(
       {"start_positions": start_positions, "end_positions": end_positions},
       {"start_logits": start, "end_logits": end}))
   expected = (_nll(start, start_positions) + _nll(end, end_positions)) / 2
@@ -130,7 +131,7 @@ def test_token_classification_loss():
                      [-1, -1, -1, -1, -1, -1],      # a window without labels: loss 0
                      [1, 1, 3, -1, 2, 2]], "int32")
   labels[2, 0] = logits[2, 0].argmax()
-  per_example, metrics = _numpy(*modeling.token_classification_loss(
+  per_example, metrics = _numpy(*heads.token_classification_loss(
       {"label_ids": labels}, {"logits": logits}))
   mask = labels >= 0
   nll = _nll(logits, np.maximum(labels, 0))
@@ -147,7 +148,7 @@ def test_multiple_choice_loss():
   logits = rng.normal(0, 2, (3, 4)).astype("float32")
   labels = np.array([3, 0, 1], "int32")
   labels[0] = logits[0].argmax()
-  per_example, metrics = _numpy(*modeling.multiple_choice_loss({"label_ids": labels},
+  per_example, metrics = _numpy(*heads.multiple_choice_loss({"label_ids": labels},
                                                                {"logits": logits}))
   np.testing.assert_allclose(per_example, _nll(logits, labels), rtol=1e-5)
   assert metrics == {"accuracy": (float((logits.argmax(-1) == labels).sum()), 3.0)}
@@ -160,7 +161,7 @@ def test_losses_compute_in_float32_from_low_precision_logits():
   labels = np.array([0, 1, 2, 1], "int32")
   for dtype in (tf.bfloat16, tf.float16):
     low = tf.cast(logits, dtype)
-    per_example, _ = _numpy(*modeling.classifier_loss({"label_ids": labels},
+    per_example, _ = _numpy(*heads.classifier_loss({"label_ids": labels},
                                                       {"logits": low}))
     np.testing.assert_allclose(per_example,
                                _nll(tf.cast(low, tf.float32).numpy(), labels), rtol=1e-5)

@@ -168,7 +168,8 @@ def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 2)
+  from bert import heads
+  model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 2)
   prefix = tf.train.latest_checkpoint(str(mrpc_run["out"]))
   checkpoints.load_checkpoint(model, prefix)
   variables = modeling.google_variable_map(model)
@@ -212,9 +213,10 @@ def test_another_tasks_evaluation_into_the_output_dir_is_refused(mrpc_run):
 def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path):
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(TINY_CONFIG))
-  model, _ = modeling.build_token_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 3)
+  model, _ = heads.build_token_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 3)
   out = tmp_path / "out"
   out.mkdir()
   state = checkpoints.RunCheckpoint(str(out), model, head_info={
@@ -240,6 +242,7 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
 
   class Pretraining(finetune.Task):
     def head_info(self):
@@ -252,7 +255,7 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
                                                   types.SimpleNamespace(ltr=False))
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(TINY_CONFIG))
-  model, _ = modeling.build_pretraining_model(modeling.BertConfig.from_dict(TINY_CONFIG),
+  model, _ = heads.build_pretraining_model(modeling.BertConfig.from_dict(TINY_CONFIG),
                                               use_next_sentence=False)
   out = tmp_path / "out"
   out.mkdir()
@@ -285,8 +288,9 @@ def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypat
   import errno  # pylint: disable=g-import-not-at-top
   from bert.export import hugging_face  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=40))
-  model, _ = modeling.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2)
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(f"[PAD]\n" if i == 0 else f"w{i}\n" for i in range(40)))
 

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from bert import modeling
+
+from bert import heads
 import numpy_bert
 from conftest import MINILM_DIR, shared_path
 import tiny
@@ -112,7 +114,7 @@ def test_dropout_only_in_training():
 
 def test_heads_match_numpy_reference():
   cfg = modeling.BertConfig.from_dict(TINY)
-  model, encoder = modeling.build_pretraining_model(cfg)
+  model, encoder = heads.build_pretraining_model(cfg)
   _randomize(model, seed=3)
   x = _inputs()
   positions = np.array([[1, 2, 0], [3, 6, 0], [0, 1, 2]], "int32")
@@ -128,7 +130,7 @@ def test_heads_match_numpy_reference():
   np.testing.assert_allclose(out["next_sentence_logits"].numpy(), nsp, atol=2e-4)
   assert out["masked_lm_logits"].dtype == "float32"
 
-  squad, _ = modeling.build_squad_model(cfg)
+  squad, _ = heads.build_squad_model(cfg)
   _randomize(squad, seed=4)
   w = _weights(squad)
   ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
@@ -140,7 +142,7 @@ def test_heads_match_numpy_reference():
 
 def test_classifier_token_and_choice_heads():
   cfg = modeling.BertConfig.from_dict(TINY)
-  clf, _ = modeling.build_classifier_model(cfg, 3)
+  clf, _ = heads.build_classifier_model(cfg, 3)
   _randomize(clf, seed=5)
   x = _inputs()
   w = _weights(clf)
@@ -148,14 +150,14 @@ def test_classifier_token_and_choice_heads():
   np.testing.assert_allclose(
       clf(x, training=False)["logits"].numpy(),
       ref["pooled_output"] @ w["output_weights"].T + w["output_bias"], atol=2e-4)
-  tok, _ = modeling.build_token_classifier_model(cfg, 5)
+  tok, _ = heads.build_token_classifier_model(cfg, 5)
   _randomize(tok, seed=6)
   w = _weights(tok)
   ref = numpy_bert.encoder(w, TINY, x["input_ids"], x["input_mask"], x["segment_ids"])
   np.testing.assert_allclose(
       tok(x, training=False)["logits"].numpy(),
       ref["sequence_output"] @ w["output_weights"].T + w["output_bias"], atol=2e-4)
-  mc, _ = modeling.build_multiple_choice_model(cfg, 4)
+  mc, _ = heads.build_multiple_choice_model(cfg, 4)
   _randomize(mc, seed=7)
   w = _weights(mc)
   rng = np.random.default_rng(2)
@@ -172,7 +174,7 @@ def test_classifier_token_and_choice_heads():
 
 def test_variable_names_and_shapes_follow_google_layout():
   cfg = modeling.BertConfig.from_dict(TINY)
-  model, _ = modeling.build_pretraining_model(cfg)
+  model, _ = heads.build_pretraining_model(cfg)
   shapes = {k: tuple(v.shape) for k, v in modeling.google_variable_map(model).items()}
   assert shapes["bert/embeddings/word_embeddings"] == (101, 32)
   assert shapes["bert/embeddings/position_embeddings"] == (40, 32)
@@ -261,7 +263,7 @@ def test_layer_and_model_config_round_trip():
   np.testing.assert_allclose(model(x)["sequence_output"].numpy(),
                              clone(x)["sequence_output"].numpy(), atol=1e-6)
   for layer in (modeling.TransformerLayer(cfg), modeling.BertEmbeddings(cfg),
-                modeling.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x")):
+                heads.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x")):
     again = type(layer).from_config(layer.get_config())
     assert again.get_config() == layer.get_config()
 
@@ -269,10 +271,10 @@ def test_layer_and_model_config_round_trip():
 def test_config_layers_share_one_serialisation():
   cfg = modeling.BertConfig.from_dict(TINY)
   layers = [modeling.BertEmbeddings(cfg, name="e"), modeling.TransformerLayer(cfg),
-            modeling.BertPooler(cfg), modeling.MaskedLMHead(cfg),
-            modeling.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x"),
-            modeling.SquadHead(cfg, name="s")]
-  config_layers = {c for c in modeling.CUSTOM_OBJECTS.values()
+            modeling.BertPooler(cfg), heads.MaskedLMHead(cfg),
+            heads.OutputProjection(cfg, 3, dropout_rate=0.1, scope="cls/x"),
+            heads.SquadHead(cfg, name="s")]
+  config_layers = {c for c in heads.CUSTOM_OBJECTS.values()
                    if issubclass(c, modeling.ConfigLayer)}
   assert config_layers == {type(layer) for layer in layers}
   for layer in layers:
@@ -282,25 +284,25 @@ def test_config_layers_share_one_serialisation():
     again = type(layer).from_config(config)
     assert again.config == cfg and again.name == layer.name
     assert again.get_config() == config
-  clone = modeling.OutputProjection.from_config(layers[4].get_config())
+  clone = heads.OutputProjection.from_config(layers[4].get_config())
   assert (clone.num_outputs, clone.dropout_rate, clone.scope) == (3, 0.1, "cls/x")
 
 
 def test_keras_file_round_trip_of_span_and_choice_heads(tmp_path):
   cfg = modeling.BertConfig.from_dict(TINY)
   x = _inputs()
-  squad, _ = modeling.build_squad_model(cfg)
+  squad, _ = heads.build_squad_model(cfg)
   _randomize(squad, seed=8)
   path = str(tmp_path / "squad.keras")
   squad.save(path)
-  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+  loaded = keras.models.load_model(path, custom_objects=heads.CUSTOM_OBJECTS,
                                    safe_mode=True)
   for key in ("start_logits", "end_logits"):
     np.testing.assert_allclose(squad(x)[key].numpy(), loaded(x)[key].numpy(), atol=1e-6)
-  choice, _ = modeling.build_multiple_choice_model(cfg, 2)
+  choice, _ = heads.build_multiple_choice_model(cfg, 2)
   path = str(tmp_path / "choice.keras")
   choice.save(path)
-  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+  loaded = keras.models.load_model(path, custom_objects=heads.CUSTOM_OBJECTS,
                                    safe_mode=True)
   pairs = {k: np.stack([v[:2], v[1:]], axis=1) for k, v in x.items()}  # [2, 2, seq]
   np.testing.assert_allclose(choice(pairs)["logits"].numpy(),
@@ -309,10 +311,10 @@ def test_keras_file_round_trip_of_span_and_choice_heads(tmp_path):
 
 def test_keras_file_round_trip(tmp_path):
   cfg = modeling.BertConfig.from_dict(TINY)
-  model, _ = modeling.build_classifier_model(cfg, 2)
+  model, _ = heads.build_classifier_model(cfg, 2)
   path = str(tmp_path / "clf.keras")
   model.save(path)
-  loaded = keras.models.load_model(path, custom_objects=modeling.CUSTOM_OBJECTS,
+  loaded = keras.models.load_model(path, custom_objects=heads.CUSTOM_OBJECTS,
                                    safe_mode=True)
   x = _inputs()
   np.testing.assert_allclose(model(x)["logits"].numpy(), loaded(x)["logits"].numpy(),
@@ -321,10 +323,10 @@ def test_keras_file_round_trip(tmp_path):
 
 def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
   cfg = modeling.BertConfig.from_dict(TINY)
-  ref_model, _ = modeling.build_classifier_model(cfg, 2)
+  ref_model, _ = heads.build_classifier_model(cfg, 2)
   keras.mixed_precision.set_global_policy("mixed_bfloat16")
   try:
-    model, encoder = modeling.build_classifier_model(cfg, 2)
+    model, encoder = heads.build_classifier_model(cfg, 2)
   finally:
     keras.mixed_precision.set_global_policy("float32")
   model.set_weights(ref_model.get_weights())
@@ -340,7 +342,8 @@ def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
 
 def test_real_checkpoint_matches_numpy_reference():
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  cfg = checkpoints.load_bert_config(shared_path("models", "uncased_L-6_H-384_A-12",
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
+  cfg = model_config.load_bert_config(shared_path("models", "uncased_L-6_H-384_A-12",
                                                  "bert_config.json"))
   model = modeling.BertModel(cfg)
   checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.multilabel import multilabel_data
 from bert.utils import script_utils
 from bert import tokenization
@@ -134,7 +134,7 @@ def test_loss_matches_numpy_and_eval_loss():
   logits = rng.normal(size=(5, 4)).astype(np.float32) * 3
   labels = (rng.random((5, 4)) < 0.4).astype(np.float32)
   labels[0] = (logits[0] >= 0)  # one row predicted exactly right
-  per_example, pairs = modeling.multi_label_loss({"label_ids": tf.constant(labels)},
+  per_example, pairs = heads.multi_label_loss({"label_ids": tf.constant(labels)},
                                                  {"logits": tf.constant(logits)})
   p = 1 / (1 + np.exp(-logits.astype(np.float64)))
   expected = np.mean(-(labels * np.log(p) + (1 - labels) * np.log(1 - p)), axis=-1)
@@ -145,7 +145,7 @@ def test_loss_matches_numpy_and_eval_loss():
   values = multilabel_data.eval_values(logits, labels, LABELS, 0.5)
   assert values["eval_loss"] == pytest.approx(float(np.mean(expected)), rel=1e-6)
   assert values["eval_accuracy"] == exact / 5
-  high = modeling.multi_label_loss({"label_ids": tf.constant(labels)},
+  high = heads.multi_label_loss({"label_ids": tf.constant(labels)},
                                    {"logits": tf.constant(logits)}, threshold=0.99)[1]
   assert float(high["accuracy"][0]) == np.sum(np.all((p >= 0.99) == labels, axis=-1))
 

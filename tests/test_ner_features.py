@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoints
+from bert.training import checkpoint_formats
 from bert import input_pipeline
 from bert import modeling
 from bert.tagging import ner_features
@@ -175,7 +175,7 @@ def test_checkpoint_identity_follows_the_resolved_checkpoint(encoder, tmp_path, 
   assert "ckpt-2" in second and second != first
   # So is a rewritten Google checkpoint at the same prefix.
   prefix = str(tmp_path / "google" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(encoder, prefix)
+  checkpoint_formats.save_google_checkpoint(encoder, prefix)
   before = ner_features.checkpoint_identity(prefix)
   os.utime(prefix + ".index", ns=(1, 1))
   assert ner_features.checkpoint_identity(prefix) != before

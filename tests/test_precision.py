@@ -4,7 +4,7 @@
   output), the attention softmax and the losses compute in float32, while the matmuls
   run in the low-precision type: checked on the layers' dtypes and on every op of the
   traced training forward pass.
-* Prediction (training.predict, which every task's --do_predict and evaluation use, and
+* Prediction (evaluation.predict, which every task's --do_predict and evaluation use, and
   the classifier's SavedModel signature) under --dtype=bfloat16: every matmul in
   bfloat16, the softmax, LayerNorm and outputs in float32, and the probabilities within
   the tolerance docs/classifier.md gives of float32's.
@@ -30,10 +30,12 @@ from tensorflow.python.framework import config as tf_config  # is_op_determinism
 from bert.classifier import classifier_data
 from bert import metrics
 from bert import modeling
+from bert import heads
 from bert import optimization
 from bert.export import serving
 import tiny
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import strategies
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Shape keys only: a test below adds its own dropout values.
@@ -60,7 +62,7 @@ def _build(policy):
   keras.mixed_precision.set_global_policy(policy)
   try:
     keras.utils.set_random_seed(3)
-    return modeling.build_pretraining_model(modeling.BertConfig(**CONFIG))
+    return heads.build_pretraining_model(modeling.BertConfig(**CONFIG))
   finally:
     keras.mixed_precision.set_global_policy("float32")
 
@@ -79,7 +81,7 @@ def _traced_ops(model):
 
   @tf.function
   def forward(x, y):
-    return modeling.pretraining_loss(y, model(x, training=True))
+    return heads.pretraining_loss(y, model(x, training=True))
 
   graph = forward.get_concrete_function(spec(inputs), spec(labels)).graph
   return [op for op in graph.get_operations()
@@ -139,8 +141,8 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
       atol=1e-6)
   np.testing.assert_allclose(out["masked_lm_logits"].numpy(),
                              ref["masked_lm_logits"].numpy(), atol=0.1)
-  per_example, metrics = modeling.pretraining_loss(labels, out)
-  ref_per_example, _ = modeling.pretraining_loss(labels, ref)
+  per_example, metrics = heads.pretraining_loss(labels, out)
+  ref_per_example, _ = heads.pretraining_loss(labels, ref)
   assert per_example.dtype == tf.float32
   assert all(n.dtype == tf.float32 and d.dtype == tf.float32 for n, d in metrics.values())
   np.testing.assert_allclose(per_example.numpy(), ref_per_example.numpy(), atol=0.05)
@@ -148,16 +150,16 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
 
 def _prediction_models(num_labels=3, head_scale=1.0):
   """(float32 classifier, the same weights built under --dtype=bfloat16), as finetune.run
-  builds them (training.setup_precision first). head_scale: the output weights' standard
+  builds them (strategies.setup_precision first). head_scale: the output weights' standard
   deviation (the initialiser's 0.02 gives logits near 0, probabilities near 1/K)."""
   models = []
   for dtype in ("float32", "bfloat16"):
-    training.setup_precision(dtype)
+    strategies.setup_precision(dtype)
     try:
       keras.utils.set_random_seed(5)
-      model, _ = modeling.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
+      model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
     finally:
-      training.setup_precision("float32")
+      strategies.setup_precision("float32")
     models.append(model)
   head = models[0].get_layer("classifier")
   weights = head.get_weights()
@@ -208,10 +210,10 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
   assert model.get_layer("bert").compute_dtype == "bfloat16"
   assert model.get_layer("classifier").compute_dtype == "bfloat16"
 
-  # training.predict's traced forward pass, traced as it traces it (any batch shape).
+  # evaluation.predict's traced forward pass, traced as it traces it (any batch shape).
   spec = {name: tf.TensorSpec([None, None], tf.int32)
           for name in ("input_ids", "input_mask", "segment_ids")}
-  predict_forward = training._predict_forward  # pylint: disable=protected-access
+  predict_forward = evaluation._predict_forward  # pylint: disable=protected-access
   forward = predict_forward(model).get_concrete_function(spec)
   _check_bfloat16_forward(_ops(forward), softmax_count=layers)
   assert forward.structured_outputs["logits"].dtype == tf.float32
@@ -227,8 +229,8 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
   # The numbers: bfloat16 really rounds (a float32 forward pass would agree to about
   # 1e-7), and stays close to float32.
   batches = _prediction_batches()
-  low = np.concatenate([b["logits"] for b in training.predict(model, batches)])
-  high = np.concatenate([b["logits"] for b in training.predict(reference, batches)])
+  low = np.concatenate([b["logits"] for b in evaluation.predict(model, batches)])
+  high = np.concatenate([b["logits"] for b in evaluation.predict(reference, batches)])
   assert low.dtype == np.float32 and low.shape == (48, 3)
   error = np.abs(low - high).max() / np.abs(high).max()
   assert 1e-4 < error < 3e-2, error
@@ -250,7 +252,7 @@ def test_bfloat16_prediction_files_within_tolerance_of_float32(tmp_path):
   batches = _prediction_batches()
   files = {}
   for name, each in (("float32", reference), ("bfloat16", model)):
-    logits = np.concatenate([b["logits"] for b in training.predict(each, batches)])
+    logits = np.concatenate([b["logits"] for b in evaluation.predict(each, batches)])
     files[name] = tmp_path / f"{name}_test_results.tsv"
     classifier_data.write_probabilities(str(files[name]), metrics.softmax(logits))
   high, low = (np.loadtxt(files[n], delimiter="\t") for n in ("float32", "bfloat16"))
@@ -311,7 +313,7 @@ def train_steps(strategy, model, optimizer, loss_fn, dataset_fn, global_batch, s
 def _train_classifier(strategy, steps=3, batch=4):
   keras.utils.set_random_seed(7)
   with strategy.scope():
-    model, _ = modeling.build_classifier_model(modeling.BertConfig(**CONFIG), 2)
+    model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), 2)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
 
   def dataset_fn(context):
@@ -319,7 +321,7 @@ def _train_classifier(strategy, steps=3, batch=4):
         context.get_per_replica_batch_size(batch), drop_remainder=True)
 
   before = [v.numpy().copy() for v in model.trainable_variables]
-  losses = train_steps(strategy, model, optimizer, modeling.classifier_loss, dataset_fn,
+  losses = train_steps(strategy, model, optimizer, heads.classifier_loss, dataset_fn,
                        batch, steps)
   return losses, before, [v.numpy() for v in model.trainable_variables]
 
@@ -375,7 +377,7 @@ def loss_step(features):
   outputs = {"masked_lm_logits": tf.one_hot(features["masked_lm_ids"], 53) * 2.0
              + tf.cast(features["masked_lm_positions"][..., None], tf.float32) * 0.1,
              "next_sentence_logits": tf.zeros([tf.shape(features["example_index"])[0], 2])}
-  per_example, metrics = modeling.pretraining_loss(features, outputs)
+  per_example, metrics = heads.pretraining_loss(features, outputs)
   return per_example, metrics["masked_lm_loss"][0], metrics["masked_lm_loss"][1]
 
 iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
@@ -390,9 +392,9 @@ def train(strategy):
   config = modeling.BertConfig(**tp.CONFIG, hidden_dropout_prob=0.0,
                                attention_probs_dropout_prob=0.0)
   with strategy.scope():
-    model, _ = modeling.build_pretraining_model(config)
+    model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
-  losses = tp.train_steps(strategy, model, optimizer, modeling.pretraining_loss,
+  losses = tp.train_steps(strategy, model, optimizer, heads.pretraining_loss,
                           dataset_fn, GLOBAL, 2)
   return losses, [v.numpy() for v in model.trainable_variables]
 

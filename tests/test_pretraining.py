@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from bert import input_pipeline
 from bert import modeling
+from bert import heads
 from bert.pretraining import pretraining_task
 from bert.utils import script_utils
 import tiny
@@ -33,7 +34,7 @@ def test_losses_and_metrics_match_hand_computation():
   weights = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]], "float32")
   ns_logits = np.array([[2.0, -1.0], [0.5, 0.7]], "float32")
   ns_labels = np.array([[0], [0]], "int32")
-  per_example, metrics = modeling.pretraining_loss(
+  per_example, metrics = heads.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": ns_labels},
       {"masked_lm_logits": mlm_logits, "next_sentence_logits": ns_logits},
       use_next_sentence=True)
@@ -49,7 +50,7 @@ def test_losses_and_metrics_match_hand_computation():
   assert got["masked_lm_loss"] == pytest.approx((weights * nll).sum() / 5, rel=1e-5)
   assert got["next_sentence_accuracy"] == 0.5  # row 0 right (2 > -1), row 1 wrong
   assert got["next_sentence_loss"] == pytest.approx(ns_nll.mean(), rel=1e-5)
-  no_nsp, metrics = modeling.pretraining_loss(
+  no_nsp, metrics = heads.pretraining_loss(
       {"masked_lm_ids": ids, "masked_lm_weights": weights},
       {"masked_lm_logits": mlm_logits}, use_next_sentence=False)
   assert float(tf.reduce_mean(no_nsp)) == pytest.approx(mlm_loss, rel=1e-5)

@@ -58,5 +58,14 @@ def test_the_whole_pipeline_runs_and_answers_queries(tmp_path):
 def test_a_failing_step_is_one_user_error_naming_it():
   log = []
   with pytest.raises(script_utils.UserError, match=r"step 'Missing' failed \(exit 2\)"):
-    demo_pipeline.run_step("Missing", "no_such_script.py", [], log)
+    demo_pipeline.run_step("Missing", "squad_evaluate.py", [], log)  # no files given
   assert [title for title, _ in log] == ["Missing"]
+
+
+def test_a_step_runs_the_root_script_in_a_clone_and_the_module_when_installed(tmp_path,
+                                                                              monkeypatch):
+  assert demo_pipeline.step_command("run_classifier.py") == [
+      sys.executable, os.path.join(ROOT, "run_classifier.py")]
+  monkeypatch.setattr(demo_pipeline, "CLONE_ROOT", str(tmp_path))  # no scripts there
+  assert demo_pipeline.step_command("run_classifier.py") == [
+      sys.executable, "-m", "bert.cli.run_classifier"]

@@ -54,8 +54,11 @@ PLACES = {
     "docs/ARCHITECTURE.md tasks": lambda root, script: all(
         re.search(rf"`{module}`", _tasks_row(root))
         for module in _task_modules(root, script)),
-    "tools/gen_flag_docs.py": lambda root, script: script[:-3] in _literal(
-        root, "tools/gen_flag_docs.py", "SCRIPTS"),
+    "bert/cli/__init__.py": lambda root, script: script[:-3] in _literal(
+        root, "bert/cli/__init__.py", "COMMANDS"),
+    "pyproject.toml": lambda root, script: re.search(
+        rf'^bert-{script[:-3].replace("_", "-")} = "bert\.cli\.{script[:-3]}:run"$',
+        _read(root, "pyproject.toml"), re.M) is not None,
     "docs/FLAGS.md": lambda root, script: f"\n## {script}\n" in _read(root, "docs/FLAGS.md"),
     "tests/test_reliability_catalogue.py": lambda root, script: (
         f'@case("{script}"' in _read(root, "tests/test_reliability_catalogue.py")
@@ -109,7 +112,10 @@ def _add_fake_rows(root, skip=None):
       "README.md": ("| `run_tagger.py` |", "| `run_fake.py` | a fake | - |\n| `run_tagger.py` |"),
       "docs/ARCHITECTURE.md diagram": ("run_tagger  ", "run_tagger  run_fake  "),
       "docs/ARCHITECTURE.md tasks": ("`tagging_task`", "`fake_task`, `tagging_task`"),
-      "tools/gen_flag_docs.py": ('"run_tagger",', '"run_tagger", "run_fake",'),
+      "bert/cli/__init__.py": ('"run_tagger",', '"run_tagger", "run_fake",'),
+      "pyproject.toml": ('bert-run-tagger = "bert.cli.run_tagger:run"\n',
+                         'bert-run-tagger = "bert.cli.run_tagger:run"\n'
+                         'bert-run-fake = "bert.cli.run_fake:run"\n'),
       "docs/FLAGS.md": ("\n## run_tagger.py\n", "\n## run_fake.py\n\n## run_tagger.py\n"),
       "tests/test_reliability_catalogue.py": ("# ---- run_tagger.py\n",
                                               '@case("run_fake.py")\n# ---- run_tagger.py\n'),
@@ -124,7 +130,7 @@ def _add_fake_rows(root, skip=None):
 @pytest.fixture
 def copy(tmp_path):
   """The files the places live in, copied to tmp_path with their folders."""
-  for path in ("README.md", "docs/ARCHITECTURE.md", "tools/gen_flag_docs.py",
+  for path in ("README.md", "docs/ARCHITECTURE.md", "bert/cli/__init__.py", "pyproject.toml",
                "docs/FLAGS.md", "tests/test_reliability_catalogue.py", RECIPE):
     os.makedirs(tmp_path / os.path.dirname(path), exist_ok=True)
     shutil.copy(os.path.join(ROOT, path), tmp_path / path)

@@ -11,7 +11,6 @@ single true subprocess (test_real_subprocess_...) checks that the harness sees w
 sees. The default run takes a representative subset; the whole catalogue is marked slow
 (`make test-slow`, or `pytest -m slow tests/test_reliability_catalogue.py`).
 """
-import ast
 import dataclasses
 import json
 import os
@@ -1866,8 +1865,6 @@ def _batch_size_flags():
     found[script] = ([name for name, _ in rows if "batch_size" in name],
                      [name for name, required in rows if required])
   found[_PROBE] = (["batch_size"], ["bert_config_file", "vocab_file", "data_dir"])
-  # run_pretraining.py marks --input_file required when run (FLAGS.md shows definitions).
-  found["run_pretraining.py"][1].append("input_file")
   return found
 
 
@@ -2418,17 +2415,13 @@ def test_bad_input_catalogue(ws, case_id):
 
 
 def _listed_scripts():
-  """Every script, from the one list of them: tools/gen_flag_docs.py's SCRIPTS."""
-  with open(os.path.join(ROOT, "tools", "gen_flag_docs.py"), encoding="utf-8") as handle:
-    tree = ast.parse(handle.read())
-  for node in tree.body:
-    if isinstance(node, ast.Assign) and node.targets[0].id == "SCRIPTS":
-      return {f"{name}.py" for name in ast.literal_eval(node.value)}
-  raise AssertionError("tools/gen_flag_docs.py has no SCRIPTS list")
+  """Every script, from the one list of them: bert.cli.COMMANDS."""
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  return {f"{name}.py" for name in cli.COMMANDS}
 
 
 # Scripts whose bad inputs are tested elsewhere instead of in this catalogue.
-# Scripts of tools/gen_flag_docs.SCRIPTS whose bad inputs are tested in their own files
+# Scripts of bert.cli.COMMANDS whose bad inputs are tested in their own files
 # instead of here (none today: every script has a case).
 TESTED_ELSEWHERE = set()
 
@@ -2916,17 +2909,18 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert import heads
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
-  from bert.training import loop as training  # pylint: disable=g-import-not-at-top
-  model, _ = modeling.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
     serving.export_classifier(export_dir, model, ["0", "1"])
   assert str(error.value) == _full(f"--export_dir={export_dir}")
   logdir = str(full_disk / "eval")
   with pytest.raises(script_utils.UserError) as error:
-    training.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
+    loop.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
   assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
                               "device); free space and rerun")
   # An event file is appended to (TensorBoard reads what is complete); no SavedModel, nor
@@ -3011,13 +3005,14 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
-  checkpoints.save_google_checkpoint(
-      modeling.BertModel(checkpoints.load_bert_config(ws.config)), prefix)
+  checkpoint_formats.save_google_checkpoint(
+      modeling.BertModel(model_config.load_bert_config(ws.config)), prefix)
   text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
 
   def extract(output_file):
@@ -3115,7 +3110,7 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -3127,7 +3122,7 @@ def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tm
   weight.assign(values)
   prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
   with pytest.raises(script_utils.UserError) as error:
-    checkpoints.save_google_checkpoint(encoder, prefix)
+    checkpoint_formats.save_google_checkpoint(encoder, prefix)
   assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
   assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
                                    "and train again from the last good checkpoint")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
 import tiny
@@ -30,7 +30,7 @@ def parts(tmp_path_factory):
   vocab = root / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
   config = tiny.tiny_config(len(VOCAB))
-  model, _ = modeling.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2)
   tokenizer = fast_tokenization.FastTokenizer(str(vocab), True)
   return model, tokenizer
 

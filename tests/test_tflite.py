@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert import modeling
+from bert import heads
 from bert.export import serving
 from tiny import tiny_config
 
@@ -49,7 +49,7 @@ def _interpreter(flatbuffer):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_ids_saved_model_converts_with_builtin_ops_and_gives_our_numbers(tmp_path, causal):
-  model, _ = modeling.build_classifier_model(tiny_config(VOCAB), len(LABELS), causal=causal)
+  model, _ = heads.build_classifier_model(tiny_config(VOCAB), len(LABELS), causal=causal)
   _randomize(model)
   paths = serving.export_classifier(str(tmp_path / "export"), model, LABELS)
   assert paths["text"] is None

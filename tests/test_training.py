@@ -7,11 +7,13 @@ import pytest
 import tensorflow as tf
 
 from bert.training import checkpoints
-from bert import modeling
+from bert import heads
 from bert import optimization
 from bert.utils import script_utils
 import tiny
-from bert.training import loop as training
+from bert.training import evaluation
+from bert.training import loop
+from bert.training import strategies
 
 VOCAB = 41
 
@@ -45,11 +47,11 @@ def _dataset_fn(shuffle=True):
 
 
 def _run_training(strategy, model, optimizer, output_dir, config, shuffle=True):
-  """What finetune.run does around training.train: a RunCheckpoint, resume, train."""
+  """What finetune.run does around loop.train: a RunCheckpoint, resume, train."""
   state = checkpoints.RunCheckpoint(str(output_dir), model, optimizer, strategy,
                                     loss_scaling=config.loss_scaling)
   checkpoints.start_weights(state, None, for_training=True)
-  return training.train(strategy, model, optimizer, loss_fn, _dataset_fn(shuffle), state,
+  return loop.train(strategy, model, optimizer, loss_fn, _dataset_fn(shuffle), state,
                         config)
 
 
@@ -65,14 +67,14 @@ def loss_fn(features, outputs):
 
 def _train(output_dir, steps, batch_size=8, accumulation=1, dropout=0.1, seed=5,
            total_steps=40, lr=1e-3, shuffle=True):
-  training.setup_determinism(seed, True)
-  strategy = training.create_strategy("one_device")
+  strategies.setup_determinism(seed, True)
+  strategy = strategies.create_strategy("one_device")
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(_config(dropout), 2,
+    model, encoder = heads.build_classifier_model(_config(dropout), 2,
                                                      dropout_rate=dropout)
     optimizer = optimization.create_optimizer(lr, total_steps, 4)
   del encoder
-  result = _run_training(strategy, model, optimizer, output_dir, training.TrainConfig(
+  result = _run_training(strategy, model, optimizer, output_dir, loop.TrainConfig(
       global_batch_size=batch_size, num_train_steps=steps, steps_per_loop=7,
       save_checkpoints_steps=10, log_every_steps=5,
       gradient_accumulation_steps=accumulation), shuffle)
@@ -99,9 +101,9 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
 
   data = _data()
   eval_fn = lambda ctx: tf.data.Dataset.from_tensor_slices(data).batch(10)  # noqa: E731
-  metrics = training.evaluate(strategy, model_resumed, loss_fn, eval_fn)
+  metrics = evaluation.evaluate(strategy, model_resumed, loss_fn, eval_fn)
   assert metrics["num_examples"] == 64
-  batches = list(training.predict(
+  batches = list(evaluation.predict(
       model_resumed, tf.data.Dataset.from_tensor_slices(
           {**data, "uid": np.arange(64)}).batch(10)))
   logits = np.concatenate([b["logits"] for b in batches])
@@ -118,11 +120,11 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   other = tiny.tiny_config(VOCAB, hidden_size=48, max_position_embeddings=512,
                            type_vocab_size=16)
   with strategy.scope():
-    model, encoder = modeling.build_classifier_model(other, 2)
+    model, encoder = heads.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
   with pytest.raises(script_utils.UserError, match="different model size") as error:
     _run_training(strategy, model, optimizer, tmp_path / "full",
-                  training.TrainConfig(global_batch_size=8, num_train_steps=30))
+                  loop.TrainConfig(global_batch_size=8, num_train_steps=30))
   assert "(bert/embeddings/LayerNorm/beta: [32] vs [48])" in str(error.value)
 
 
@@ -137,8 +139,8 @@ def test_gradient_accumulation_equals_the_big_batch(tmp_path):
   for a, b in zip(model_big.trainable_weights, model_small.trainable_weights):
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=2e-6, err_msg=a.path)
   # ...and training really moved the weights away from their (identical) start.
-  training.setup_determinism(5, True)
-  fresh, _ = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
+  strategies.setup_determinism(5, True)
+  fresh, _ = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
   for a, b in zip(fresh.trainable_weights, model_big.trainable_weights):
     moved += not np.allclose(a.numpy(), b.numpy(), atol=1e-6)
   assert moved > 10
@@ -149,7 +151,7 @@ def test_predict_reuses_traces_across_calls_in_order():
   (another set: other non-input features) runs that trace, with the same outputs in the
   same order; another model gets its own function."""
   tf.keras.utils.set_random_seed(4)
-  model, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
+  model, _ = heads.build_classifier_model(_config(dropout=0.0), 2)
   data = _data(n=11, seq=9)
   # Batches of several lengths, as per-batch padding makes them.
   batches = [{k: tf.constant(v[start:start + 4, :length] if v.ndim == 2 else
@@ -159,15 +161,15 @@ def test_predict_reuses_traces_across_calls_in_order():
   expected = np.concatenate([np.asarray(model({k: b[k] for k in inputs})["logits"])
                              for b in batches])
 
-  first = list(training.predict(model, batches))
-  forward = training._predict_forward(model)  # pylint: disable=protected-access
+  first = list(evaluation.predict(model, batches))
+  forward = evaluation._predict_forward(model)  # pylint: disable=protected-access
   traces = forward.experimental_get_tracing_count()
   assert traces == 1  # one graph for every batch length
   with_ids = [{**b, "uid": tf.range(s, s + len(b["label_ids"]))}
               for b, s in zip(batches, (0, 4, 8))]
-  second = list(training.predict(model, with_ids))
+  second = list(evaluation.predict(model, with_ids))
   assert forward.experimental_get_tracing_count() == traces
-  assert training._predict_forward(model) is forward  # pylint: disable=protected-access
+  assert evaluation._predict_forward(model) is forward  # pylint: disable=protected-access
   for run in (first, second):
     np.testing.assert_allclose(np.concatenate([b["logits"] for b in run]), expected,
                                rtol=1e-5, atol=1e-6)
@@ -175,9 +177,9 @@ def test_predict_reuses_traces_across_calls_in_order():
                                   data["label_ids"])
   np.testing.assert_array_equal(np.concatenate([b["uid"] for b in second]), np.arange(11))
 
-  other, _ = modeling.build_classifier_model(_config(dropout=0.0), 2)
-  theirs = np.concatenate([b["logits"] for b in training.predict(other, batches)])
-  assert training._predict_forward(other) is not forward  # pylint: disable=protected-access
+  other, _ = heads.build_classifier_model(_config(dropout=0.0), 2)
+  theirs = np.concatenate([b["logits"] for b in evaluation.predict(other, batches)])
+  assert evaluation._predict_forward(other) is not forward  # pylint: disable=protected-access
   np.testing.assert_allclose(theirs, np.concatenate(
       [np.asarray(other({k: b[k] for k in inputs})["logits"]) for b in batches]),
       rtol=1e-5, atol=1e-6)
@@ -186,16 +188,16 @@ def test_predict_reuses_traces_across_calls_in_order():
 def _train_precision(output_dir, dtype, jit_compile, steps=6):
   """A few deterministic steps (no dropout, no shuffle) in `dtype`; returns (loss, weights
   before, weights after, loss scale or None)."""
-  training.setup_precision(dtype)
+  strategies.setup_precision(dtype)
   try:
-    training.setup_determinism(5, True)
-    strategy = training.create_strategy("one_device")
+    strategies.setup_determinism(5, True)
+    strategy = strategies.create_strategy("one_device")
     with strategy.scope():
-      model, encoder = modeling.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
+      model, encoder = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
       optimizer = optimization.create_optimizer(1e-3, 40, 2)
     before = [v.numpy().copy() for v in model.trainable_variables]
     del encoder
-    result = _run_training(strategy, model, optimizer, output_dir, training.TrainConfig(
+    result = _run_training(strategy, model, optimizer, output_dir, loop.TrainConfig(
         global_batch_size=8, num_train_steps=steps, steps_per_loop=3,
         save_checkpoints_steps=steps, log_every_steps=3, jit_compile=jit_compile,
         loss_scaling=dtype == "float16"), shuffle=False)
@@ -205,7 +207,7 @@ def _train_precision(output_dir, dtype, jit_compile, steps=6):
     scale = float(reader.get_tensor(scale_keys[0])) if scale_keys else None
     return float(result["loss"]), before, after, scale
   finally:
-    training.setup_precision("float32")
+    strategies.setup_precision("float32")
 
 
 # bfloat16 and float16 policies in the default suite: test_precision; here, slow.
@@ -261,7 +263,7 @@ def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
   batches = [_batch([[4, 5], [6, 0]], [3, 1]),
              _batch([[1, 2, 3, 4], [9, 9, 9, 0]], [0, 4]),
              _batch([[7, 7, 7, 7, 7, 7, 2]], [2])]
-  out = training.predict_in_order(model, batches, 5, keys=("logits", "row"),
+  out = evaluation.predict_in_order(model, batches, 5, keys=("logits", "row"),
                                   index_key="row", width=5, sequence_keys=("logits",))
   assert out["row"].tolist() == [0, 1, 2, 3, 4]
   expected = np.zeros((5, 5, 3), np.float32)
@@ -271,7 +273,7 @@ def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
       expected[row, :len(row_ids)] = table[row_ids]
   np.testing.assert_array_equal(out["logits"], expected)
   # Without an index the batches are in input order; equal widths need no sequence_keys.
-  plain = training.predict_in_order(model, [_batch([[1, 2]], [0]), _batch([[3, 4]], [1])],
+  plain = evaluation.predict_in_order(model, [_batch([[1, 2]], [0]), _batch([[3, 4]], [1])],
                                     2)
   np.testing.assert_array_equal(plain["logits"], table[[[1, 2], [3, 4]]])
 
@@ -279,7 +281,7 @@ def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
 def test_predict_in_order_refuses_a_row_twice_or_rows_missing():
   model, _ = _table_model(10, 3)
   with pytest.raises(ValueError, match=r"predict: row\(s\) \[1\] predicted twice"):
-    training.predict_in_order(model, [_batch([[1], [2]], [0, 1]), _batch([[3]], [1])], 3,
+    evaluation.predict_in_order(model, [_batch([[1], [2]], [0, 1]), _batch([[3]], [1])], 3,
                               index_key="row")
   with pytest.raises(ValueError, match="predict: 2 rows predicted, 3 expected"):
-    training.predict_in_order(model, [_batch([[1], [2]], [0, 1])], 3, index_key="row")
+    evaluation.predict_in_order(model, [_batch([[1], [2]], [0, 1])], 3, index_key="row")

@@ -23,11 +23,10 @@ from absl import app  # noqa: E402,F401  (its own flags are not ours to document
 from absl import flags  # noqa: E402
 from absl import logging  # noqa: E402,F401
 
-# Every script of the repository, the one list of them: docs/FLAGS.md's sections, and the
-# scripts tests/test_reliability_catalogue.py and tests/test_recipe.py hold to account.
-SCRIPTS = ["create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
-           "run_squad", "squad_evaluate", "run_ner", "run_tagger", "run_swag",
-           "run_multilabel", "extract_features", "export_encoder", "quickstart"]
+from bert.cli import COMMANDS  # noqa: E402
+
+# Every command, from the one list of them (bert.cli.COMMANDS): docs/FLAGS.md's sections.
+SCRIPTS = list(COMMANDS)
 
 
 def _cell(text):

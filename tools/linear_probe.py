@@ -50,6 +50,7 @@ import tensorflow as tf  # noqa: E402
 
 from bert.cli import flags_common  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
+from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
@@ -213,12 +214,12 @@ def main(_):
     check_probe_data(os.path.join(data_dir, processor.train_file),
                      os.path.join(data_dir, processor.dev_file), train_examples,
                      dev_examples, label_list)
-    config = checkpoints.load_bert_config(script_utils.check_input_file(
+    config = model_config.load_bert_config(script_utils.check_input_file(
         FLAGS.bert_config_file, "bert_config_file"))
-    checkpoints.check_max_seq_length(FLAGS.max_seq_length, config)
+    model_config.check_max_seq_length(FLAGS.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
         script_utils.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
-    checkpoints.check_vocab_matches_config(tokenizer.vocab_size, config)
+    model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
     if FLAGS.init_checkpoint:

@@ -1,10 +1,10 @@
-"""Builds data/quickstart/{train,dev}.tsv: the small classification task quickstart.py fine-tunes on.
+"""Builds bert/cli/quickstart_data/{train,dev}.tsv: the small classification task quickstart.py fine-tunes on.
 
 Real English text that ships with every Python: the docstrings of standard-library
 modules, one sentence per row, labelled with the topic of the module it documents.
 Run once; the output is committed so every user gets the same task:
 
-  python tools/make_quickstart_data.py data/quickstart
+  python tools/make_quickstart_data.py bert/cli/quickstart_data
 """
 
 import hashlib
@@ -65,4 +65,4 @@ def main(out_dir):
 
 
 if __name__ == "__main__":
-  main(sys.argv[1] if len(sys.argv) > 1 else "data/quickstart")
+  main(sys.argv[1] if len(sys.argv) > 1 else "bert/cli/quickstart_data")

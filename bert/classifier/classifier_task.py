@@ -22,10 +22,10 @@ from bert.classifier import classifier_features
 from bert import fast_tokenization
 from bert.training import finetune
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
-from bert.training import loop as training
+from bert.training import evaluation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +71,7 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   """
   dataset = classifier_features.predict_batches(
       examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
-  return training.predict_in_order(model, dataset, len(examples), index_key="example_index",
+  return evaluation.predict_in_order(model, dataset, len(examples), index_key="example_index",
                                    what=what)["logits"].astype(np.float32)
 
 
@@ -121,12 +121,12 @@ class ClassifierTask(finetune.Task):
         pad_to_multiple_of=8 if self.options.enable_xla else 1)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, self.processor.num_outputs,
+    model, _ = heads.build_classifier_model(config, self.processor.num_outputs,
                                                causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.classifier_loss(features, outputs,
+    return heads.classifier_loss(features, outputs,
                                     regression=self.processor.is_regression)
 
   def evaluate(self, model, strategy):

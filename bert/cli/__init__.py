@@ -1,1 +1,17 @@
-"""The commands: flags and a short main() each (the root scripts run these)."""
+"""The commands: each module here is one command's absl flags and a short main().
+
+A command starts the same way from the root script (`python run_classifier.py`), as a
+module (`python -m bert.cli.run_classifier`) and as the installed console script
+(`bert-run-classifier`): see launch.py.
+"""
+
+# Every command, in the order docs/FLAGS.md lists them; pyproject.toml's [project.scripts]
+# installs each as bert-<name with dashes> (tests/test_package.py holds the two together).
+COMMANDS = ("create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
+            "run_squad", "squad_evaluate", "run_ner", "run_tagger", "run_swag",
+            "run_multilabel", "extract_features", "export_encoder", "quickstart")
+
+
+def console_name(command):
+  """The installed console script of a command: run_classifier -> bert-run-classifier."""
+  return "bert-" + command.replace("_", "-")

@@ -30,12 +30,12 @@ runtime_log.quiet()
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import sys
 
-from absl import app
 from absl import flags
 from absl import logging
 
 from bert.pretraining import corpus_check
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_data
 from bert.utils import script_utils
@@ -138,5 +138,10 @@ def main(_):
     sys.stdout.flush()
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

@@ -34,10 +34,10 @@ runtime_log.quiet()
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import json
 
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 from bert import tokenization
 from bert.pretraining import vocab_learning
@@ -113,6 +113,13 @@ def main(_):
       print(json.dumps(summary, ensure_ascii=False))
 
 
+flags.mark_flag_as_required("input_file")
+
+
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("input_file")
-  app.run(main)
+  run()

@@ -17,8 +17,12 @@ from bert.utils import atomic_output
 from bert.utils import runtime_log
 from bert.utils import script_utils
 
-# The repository root: the scripts run by each step and data/quickstart live there.
-HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# In a clone, the repository root holds the scripts each step runs; an installed package
+# has no root scripts, and runs the same commands as `python -m bert.cli.<script>`.
+CLONE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The small classification task the demo fine-tunes on: package data, so an installed
+# `bert-quickstart` has it too.
+QUICKSTART_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quickstart_data")
 QUERIES = [
     "Return the absolute path of the file, following symbolic links.",
     "Return the square root of x as a floating point number.",
@@ -61,8 +65,17 @@ def run_filtered(command):
   return process.returncode
 
 
+def step_command(script):
+  """How to run `script` (run_classifier.py, say): the clone's root script, as a user
+  types it, or the installed package's module of the same name."""
+  path = os.path.join(CLONE_ROOT, script)
+  if os.path.isfile(path):
+    return [sys.executable, path]
+  return [sys.executable, "-m", "bert.cli." + os.path.splitext(script)[0]]
+
+
 def run_step(title, script, args, log):
-  command = [sys.executable, os.path.join(HERE, script)] + args
+  command = step_command(script) + args
   print(f"\n=== {title}\n$ {' '.join(shlex.quote(c) for c in command)}", flush=True)
   start = time.time()
   returncode = run_filtered(command)

@@ -43,12 +43,12 @@ cpu_memory.keep_freed_memory()
 import os
 import time
 
-from absl import app
 from absl import flags
 from absl import logging
 
-from bert.training import checkpoints
+from bert.training import model_config
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.training import checkpoint_export as model_export
 from bert.utils import script_utils
 from bert.export import tfhub_modules
@@ -94,16 +94,16 @@ def main(_):
       raise script_utils.UserError(
           "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "
           "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
-    config = checkpoints.load_bert_config(FLAGS.bert_config_file)
+    config = model_config.load_bert_config(FLAGS.bert_config_file)
     seq_length = model_export.resolve_seq_length(
         FLAGS.format, FLAGS.seq_length, FLAGS.max_seq_length, FLAGS["seq_length"].present,
         FLAGS["max_seq_length"].present)
     if seq_length is not None:
-      checkpoints.check_max_seq_length(seq_length, config, flag="seq_length")
+      model_config.check_max_seq_length(seq_length, config, flag="seq_length")
     tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
                                                   FLAGS.init_checkpoint)
     vocab = tokenization.load_vocab(FLAGS.vocab_file)
-    checkpoints.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
+    model_config.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
     tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     normalize = flags_common.normalize_option(FLAGS.normalize)
     if normalize and FLAGS.format != "tfhub":
@@ -133,5 +133,10 @@ def main(_):
                  time.time() - start)
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

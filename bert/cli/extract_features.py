@@ -27,11 +27,11 @@ runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 from absl import logging
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 
 flags_common.define_model_flags(max_seq_length=128)
@@ -68,5 +68,10 @@ def main(_):
     logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

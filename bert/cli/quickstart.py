@@ -5,7 +5,7 @@
   2. create_vocab.py learns a small WordPiece vocabulary from it;
   3. create_pretraining_data.py writes masked-LM / next-sentence TFRecords;
   4. run_pretraining.py pretrains a small BERT for a few hundred steps;
-  5. run_classifier.py fine-tunes it on data/quickstart (standard-library docstring
+  5. run_classifier.py fine-tunes it on bert/cli/quickstart_data (standard-library docstring
      sentences labelled files / math / network / text / time), evaluates on dev, and
      exports a SavedModel that takes raw text;
   6. a fresh Python process that imports only tensorflow and tensorflow_text loads the
@@ -22,11 +22,11 @@ import os
 import sys
 import time
 
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
-from bert.cli.demo_pipeline import (HERE, QUERIES, QUERY_PROGRAM, read_key_values,
+from bert.cli import launch
+from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 from bert.utils import atomic_output
 from bert.utils import output_lock
@@ -36,7 +36,7 @@ flags_common.define_path("output_dir", "out/quickstart", "Where every output of 
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
-flags.DEFINE_float("finetune_epochs", 6.0, "Fine-tuning epochs on data/quickstart.")
+flags.DEFINE_float("finetune_epochs", 6.0, "Fine-tuning epochs on bert/cli/quickstart_data.")
 flags_common.define_runtime_flags()
 FLAGS = flags.FLAGS
 
@@ -126,7 +126,7 @@ def run_demo(out, started, options):
       "--max_eval_steps=20", "--save_checkpoints_steps=200", "--log_every_steps=50"], log)
 
   run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
-      "--task_name=tsv", f"--data_dir={os.path.join(HERE, 'data', 'quickstart')}",
+      "--task_name=tsv", f"--data_dir={QUICKSTART_DATA}",
       "--has_header=True", "--text_a_column=sentence", "--label_column=label",
       f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
       f"--bert_config_file={paths['bert_config.json']}",
@@ -155,7 +155,7 @@ def run_demo(out, started, options):
   for key in ("masked_lm_accuracy", "next_sentence_accuracy", "loss", "global_step"):
     if key in pretrain:
       print(f"  {key} = {pretrain[key]}")
-  print("Classifier on data/quickstart/dev.tsv:")
+  print("Classifier on bert/cli/quickstart_data/dev.tsv:")
   for key, value in sorted(classifier.items()):
     print(f"  {key} = {value}")
   print(f"\nOutputs under {out}:\n"
@@ -166,5 +166,10 @@ def run_demo(out, started, options):
         f"TensorBoard:  tensorboard --logdir {out}")
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

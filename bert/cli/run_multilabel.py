@@ -28,10 +28,10 @@ runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 
 FLAGS = flags.FLAGS
@@ -65,5 +65,10 @@ def main(_):
                                    FLAGS.threshold).run()
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

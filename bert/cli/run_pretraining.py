@@ -33,10 +33,10 @@ runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from absl import app
 from absl import flags
 
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 
 flags_common.define_model_flags(max_seq_length=128, require_vocab=False)
@@ -77,6 +77,13 @@ def main(_):
         FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout).run()
 
 
+flags.mark_flag_as_required("input_file")
+
+
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  flags.mark_flag_as_required("input_file")
-  app.run(main)
+  run()

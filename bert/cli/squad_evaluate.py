@@ -15,11 +15,11 @@ import math
 import os
 import sys
 
-from absl import app
 from absl import flags
 
 from bert.utils import atomic_output
 from bert.cli import flags_common
+from bert.cli import launch
 from bert.utils import script_utils
 from bert.squad import squad_metrics
 
@@ -98,5 +98,10 @@ def main(argv):
       print(json.dumps(results, indent=2))
 
 
+def run():
+  """The entry point of every way to start this command (launch.py)."""
+  launch.run(main, __name__)
+
+
 if __name__ == "__main__":
-  app.run(main)
+  run()

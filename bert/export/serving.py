@@ -296,7 +296,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
 def classifier_endpoints(model, label_list, packer=None, num_texts=1):
   """run_classifier's signatures.
 
-  model: a modeling.build_classifier_model model (output "logits" float32 [batch, n]).
+  model: a heads.build_classifier_model model (output "logits" float32 [batch, n]).
   label_list: the label strings (index = label id), or None for regression (n = 1).
 
   * "serving_default": input_ids, input_mask, segment_ids int32 [batch, seq] ->

@@ -21,12 +21,13 @@ import tensorflow as tf
 
 from bert.utils import atomic_output
 from bert.training import checkpoints
+from bert.training import model_config
 from bert import modeling
 from bert.utils import output_lock
 from bert.utils import progress
 from bert.utils import script_utils
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -133,7 +134,7 @@ def extract(features, encoder, layer_indexes, batch_size, writer):
       writer.write(json.dumps(output) + "\n")
     done += len(chunk)
     rates.update(done)
-    if time.time() - last >= training.PROGRESS_EVERY_SECONDS or done == len(features):
+    if time.time() - last >= evaluation.PROGRESS_EVERY_SECONDS or done == len(features):
       last = time.time()
       logging.info("%d/%d examples, %.1f examples/s, ETA %s", done, len(features),
                    rates.rate(), rates.eta())
@@ -148,11 +149,11 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   """
   if batch_size <= 0:
     raise script_utils.UserError(f"--batch_size={batch_size} must be positive")
-  config = checkpoints.load_bert_config(bert_config_file)
-  checkpoints.check_max_seq_length(max_seq_length, config)
+  config = model_config.load_bert_config(bert_config_file)
+  model_config.check_max_seq_length(max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, normalize=normalize)
-  checkpoints.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)
+  model_config.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)
   layer_indexes = parse_layers(layers, config.num_hidden_layers)
   examples = read_examples(input_file)
   pairs = [e for e in examples if e.text_b is not None]

@@ -25,12 +25,12 @@ from bert import fast_tokenization
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.multilabel import multilabel_data
 from bert.utils import script_utils
 from bert.export import serving
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -95,17 +95,17 @@ class MultiLabelTask(finetune.Task):
                                         self.options.seed, input_context)
 
   def build_model(self, config):
-    model, _ = modeling.build_classifier_model(config, len(self.labels),
+    model, _ = heads.build_classifier_model(config, len(self.labels),
                                                causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.multi_label_loss(features, outputs, self.threshold)
+    return heads.multi_label_loss(features, outputs, self.threshold)
 
   def evaluate(self, model, strategy):
     del strategy
     arrays = self.splits["dev"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.eval_batch_size), len(arrays["input_ids"]),
         what="dev")["logits"]
     values = multilabel_data.eval_values(logits, arrays["label_ids"], self.labels,
@@ -116,7 +116,7 @@ class MultiLabelTask(finetune.Task):
   def predict(self, model, global_step):
     del global_step
     arrays = self.splits["test"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.predict_batch_size),
         len(arrays["input_ids"]), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_results.tsv")

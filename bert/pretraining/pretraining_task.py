@@ -1,7 +1,7 @@
 """Pretraining (masked LM + next sentence) as a finetune.Task, for run_pretraining.py.
 
 Middle floor. The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
-their loss are modeling.build_pretraining_model / modeling.pretraining_loss; this module
+their loss are heads.build_pretraining_model / heads.pretraining_loss; this module
 joins them for the driver (finetune.run) and adds the paper's ablations:
   * no_nsp: the masked LM alone, without the next-sentence head and loss;
   * ltr: a left-to-right model (causal attention mask) predicting the next token at every
@@ -22,12 +22,12 @@ from absl import logging
 import tensorflow as tf
 
 from bert.utils import atomic_output
-from bert.training import checkpoints
+from bert.training import checkpoint_formats
 from bert.training import finetune
 from bert import input_pipeline
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
-from bert.training import loop as training
+from bert.training import evaluation
 
 
 def to_next_token_features(features):
@@ -117,19 +117,19 @@ class PretrainingTask(finetune.Task):
     if self.no_dropout:
       config = copy.copy(config)
       config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
-    model, _ = modeling.build_pretraining_model(
+    model, _ = heads.build_pretraining_model(
         config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.pretraining_loss(features, outputs,
+    return heads.pretraining_loss(features, outputs,
                                      use_next_sentence=self.use_next_sentence)
 
   def evaluate(self, model, strategy):
     batch_size = self.options.eval_batch_size
     logging.info("Evaluating %d steps of batch %d", self.max_eval_steps, batch_size)
     dataset_fn = functools.partial(self._eval_dataset, batch_size=batch_size)
-    values = training.evaluate(strategy, model, self.loss, dataset_fn,
+    values = evaluation.evaluate(strategy, model, self.loss, dataset_fn,
                                steps=self.max_eval_steps)
     values.pop("num_examples")
     return values
@@ -144,7 +144,7 @@ class PretrainingTask(finetune.Task):
     os.makedirs(directory, exist_ok=True)
     prefix = os.path.join(directory, "bert_model.ckpt")
     with script_utils.disk_full_names(prefix):  # a full disk: one line naming it
-      checkpoints.save_google_checkpoint(model, prefix, global_step=global_step)
+      checkpoint_formats.save_google_checkpoint(model, prefix, global_step=global_step)
       with atomic_output.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,

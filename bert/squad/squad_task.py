@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert.training import finetune
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.export import serving
 from bert.squad import squad_data
@@ -31,7 +31,7 @@ from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,11 +191,11 @@ class SquadTask(finetune.Task):
   # ------------------------------------------------------------------ model
 
   def build_model(self, config):
-    model, _ = modeling.build_squad_model(config, causal=self.options.ltr)
+    model, _ = heads.build_squad_model(config, causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.squad_loss(features, outputs)
+    return heads.squad_loss(features, outputs)
 
   # ------------------------------------------------------------------ outputs
 
@@ -248,7 +248,7 @@ class SquadTask(finetune.Task):
     dataset = squad_features.record_dataset(
         record_file, self.options.max_seq_length, is_training=False,
         batch_size=self.options.predict_batch_size, drop_remainder=False)
-    outputs = training.predict_in_order(
+    outputs = evaluation.predict_in_order(
         model, dataset, num_features, keys=("unique_ids", "start_logits", "end_logits"))
     return [squad_decoding.RawResult(int(unique_id), start_logits, end_logits)
             for unique_id, start_logits, end_logits in zip(

@@ -17,11 +17,11 @@ import numpy as np
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.swag import swag_data
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -94,17 +94,17 @@ class SwagTask(finetune.Task):
             "num_choices": swag_data.NUM_CHOICES}
 
   def build_model(self, config):
-    model, _ = modeling.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
+    model, _ = heads.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
                                                     causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
-    return modeling.multiple_choice_loss(features, outputs)
+    return heads.multiple_choice_loss(features, outputs)
 
   def evaluate(self, model, strategy):
     del strategy
     split = self.splits["dev"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, make_dataset(split.arrays, self.options.eval_batch_size, False),
         len(split.examples), what="dev")["logits"]
     labels = split.arrays["label_ids"]
@@ -117,7 +117,7 @@ class SwagTask(finetune.Task):
   def predict(self, model, global_step):
     del global_step
     split = self.splits["test"]
-    logits = training.predict_in_order(
+    logits = evaluation.predict_in_order(
         model, make_dataset(split.arrays, self.options.predict_batch_size, False),
         len(split.examples), what="test")["logits"]
     path = os.path.join(self.options.output_dir, "test_predictions.csv")

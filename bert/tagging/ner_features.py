@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert.utils import atomic_output
-from bert.training import checkpoints
+from bert.training import checkpoint_formats
 from bert import input_pipeline
 from bert.utils import script_utils
 
@@ -89,7 +89,7 @@ def checkpoint_identity(path):
   safetensors file) with the size and modification time of each of its files."""
   if not path:
     return "random"
-  _, resolved = checkpoints.resolve_checkpoint(path)
+  _, resolved = checkpoint_formats.resolve_checkpoint(path)
   # Real paths: the same checkpoint typed relative, with ../ or through a symlink is the
   # same identity (and shares the cache).
   resolved = os.path.realpath(resolved)
@@ -218,7 +218,7 @@ def build_bilstm_tagger(dim, num_labels, lstm_units):
 
   Inputs: features float32 [B, S, dim], input_mask int32 [B, S].
   Output: logits float32 [B, S, num_labels] (the loss is
-  modeling.token_classification_loss, as in fine-tuning).
+  heads.token_classification_loss, as in fine-tuning).
   """
   features = keras.Input(shape=(None, dim), dtype="float32", name="features")
   input_mask = keras.Input(shape=(None,), dtype="int32", name="input_mask")

@@ -37,11 +37,11 @@ from bert.tagging import conlleval
 from bert.training import finetune
 from bert import input_pipeline
 from bert import metrics
-from bert import modeling
+from bert import heads
 from bert.utils import script_utils
 from bert.tagging import tagging
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import evaluation
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
@@ -250,13 +250,13 @@ class TaggingTask(finetune.Task):
             "labels": list(self.label_list)}
 
   def build_model(self, config):
-    model, _ = modeling.build_token_classifier_model(
+    model, _ = heads.build_token_classifier_model(
         config, len(self.label_list), causal=self.options.ltr,
         dropout_rate=self.settings.dropout_rate)
     return model
 
   def loss(self, features, outputs):
-    return modeling.token_classification_loss(features, outputs)
+    return heads.token_classification_loss(features, outputs)
 
   # ------------------------------------------------------------------ outputs
 
@@ -275,7 +275,7 @@ class TaggingTask(finetune.Task):
   def word_logits(self, model, split, batch_size, what):
     """Logits float [total words, labels]: each word's, at its first WordPiece in the
     window that decodes it, word by word in input order."""
-    outputs = training.predict_in_order(
+    outputs = evaluation.predict_in_order(
         model, self.dataset(split, batch_size, False), len(split.features),
         index_key="feature_index", width=self.options.max_seq_length,
         sequence_keys=("logits",), what=what)

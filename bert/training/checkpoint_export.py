@@ -22,9 +22,11 @@ import tempfile
 from absl import logging
 
 from bert.utils import atomic_output
+from bert.training import checkpoint_formats
 from bert.training import checkpoints
 from bert.export import hugging_face
 from bert import modeling
+from bert import heads
 from bert.utils import output_lock
 from bert.utils import script_utils
 from bert.export import tfhub_modules
@@ -61,17 +63,17 @@ def _model_for_head(config, head_info, signature, where):
     raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{hugging_face.REFUSED_HEADS[head]}")
   if head in ("classifier", "multi_label"):
-    return modeling.build_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_classifier_model(config, len(head_info["labels"]))[0]
   if head == "regression":
-    return modeling.build_classifier_model(config, 1)[0]
+    return heads.build_classifier_model(config, 1)[0]
   if head == "token_classification":
-    return modeling.build_token_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_token_classifier_model(config, len(head_info["labels"]))[0]
   if head == "multiple_choice":
-    return modeling.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
+    return heads.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
   if head == "squad":
-    return modeling.build_squad_model(config)[0]
+    return heads.build_squad_model(config)[0]
   if head == "pretraining":
-    return modeling.build_pretraining_model(
+    return heads.build_pretraining_model(
         config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
   raise script_utils.UserError(f"{where}: its recorded head_info names the head {head!r}, "
                                "not one this project exports")
@@ -104,9 +106,9 @@ def load_for_export(config, init_checkpoint):
   and next-sentence heads when present). Google and Hugging Face checkpoints load by name
   into a pretraining model, as before.
   """
-  kind, resolved = checkpoints.resolve_checkpoint(init_checkpoint)
+  kind, resolved = checkpoint_formats.resolve_checkpoint(init_checkpoint)
   head_info = signature = None
-  if kind == checkpoints.OURS:
+  if kind == checkpoint_formats.OURS:
     head_info = checkpoints.head_info_of(resolved)
     signature = checkpoints.saved_signature(resolved) or {}
   if head_info:
@@ -129,7 +131,7 @@ def load_for_export(config, init_checkpoint):
           f"{checkpoints.describe_head(head_info)} model built from --bert_config_file; "
           "use the bert_config.json of that run")
     return model, head_info, sorted(signature)
-  model = modeling.build_pretraining_model(
+  model = heads.build_pretraining_model(
       config, use_next_sentence=signature is None
       or "cls/seq_relationship/output_weights" in signature)[0]
   report = checkpoints.load_checkpoint(model, resolved)

@@ -1,6 +1,6 @@
-"""Checkpoint I/O: Google's TF1 checkpoints, our TF2 checkpoints, Hugging Face safetensors.
+"""Checkpoints: loading any of the three formats, our TF2 layout, and what a run starts from.
 
-Middle floor. Every loader maps onto the Google TF1 variable names that
+Every loader maps onto the Google TF1 variable names that
 `modeling.google_variable_map(model)` gives each weight, so one table of names serves
 all three formats:
 
@@ -13,8 +13,8 @@ all three formats:
   * Hugging Face BERT checkpoints (`model.safetensors`, or a directory holding it with
     its `config.json`): torch `Linear.weight` [out, in] is transposed to a kernel [in, out].
 
-`save_google_checkpoint` writes a model back out in Google's layout (same names), so tools
-written for the original can read what we train.
+What a path holds, and the name-based loading and writing of Google's format, are
+checkpoint_formats.py's; `load_checkpoint` here takes any of the three.
 
 `start_weights` is the one answer to "what does this run start from", for every script:
 resume from output_dir if it holds a checkpoint of this model (of another model: a
@@ -28,243 +28,18 @@ import json
 import os
 import re
 import shutil
-import tempfile
 
-import numpy as np
-import tensorflow as tf
 from absl import logging
+import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.utils import file_io
-from bert.export import hugging_face
 from bert import modeling
+from bert.export import hugging_face
+from bert.training import checkpoint_formats
+from bert.training import loop as training_loop
 from bert.utils import script_utils
-from bert.training import loop as training
-
-GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
-
-
-
-# --------------------------------------------------------------------------- configs
-
-
-def load_bert_config(path):
-  """Reads Google's bert_config.json, or a Hugging Face BERT config.json.
-
-  A Hugging Face config is recognised by its `model_type`/`architectures` keys; its
-  activation name is translated (HF "gelu" = our "gelu_exact").
-  """
-  script_utils.check_input_file(path, "bert_config_file")
-  try:
-    with open(path, "r", encoding="utf-8") as handle:
-      data = json.loads(file_io.without_byte_order_mark(handle.read()))
-  except json.JSONDecodeError as exc:
-    raise script_utils.UserError(
-        f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-        f"{exc.msg}") from None
-  except UnicodeDecodeError:
-    raise script_utils.UserError(file_io.not_utf8_message(path)) from None
-  if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
-    return hugging_face.config_from_hugging_face(data, source=path)
-  return modeling.BertConfig.from_dict(data, source=path)
-
-
-def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
-  """Fails when the vocabulary and the config disagree: ids would index the wrong rows."""
-  if vocab_size != config.vocab_size:
-    raise script_utils.UserError(
-        f"{vocab_file}: {vocab_size} tokens, but the BERT config says vocab_size="
-        f"{config.vocab_size}; use the vocab.txt that came with the checkpoint")
-
-
-def check_max_seq_length(max_seq_length, config, flag="max_seq_length"):
-  if max_seq_length > config.max_position_embeddings:
-    raise script_utils.UserError(
-        f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
-        f"{config.max_position_embeddings}; lower --{flag}")
-  if max_seq_length < 3:
-    raise script_utils.UserError(
-        f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")
-
-
-# --------------------------------------------------------------------------- detection
-
-
-def _safetensors_file(path):
-  if os.path.isdir(path):
-    candidate = os.path.join(path, "model.safetensors")
-    return candidate if os.path.isfile(candidate) else None
-  return path if path.endswith(".safetensors") else None
-
-
-_CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
-
-
-def _strip_file_suffix(path):
-  """`.../bert_model.ckpt.index` (or .data-00000-of-00001, .meta) -> the prefix, noted."""
-  prefix = _CHECKPOINT_FILE_SUFFIX.sub("", path)
-  if prefix != path and not os.path.isdir(path):
-    logging.info("Checkpoint %s: using its prefix %s", path, prefix)
-    return prefix
-  return path
-
-
-@contextlib.contextmanager
-def _reading(prefix):
-  """Turns the errors of a truncated or corrupt checkpoint file into one line."""
-  try:
-    yield
-  except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
-          tf.errors.InternalError) as exc:
-    raise script_utils.UserError(
-        f"{prefix}: the checkpoint is truncated or corrupt ({' '.join(str(exc).split())[:160]}"
-        "); copy or download it again") from None
-
-
-def resolve_checkpoint(path):
-  """(kind, path) for a checkpoint given as a prefix, a directory or a safetensors file."""
-  if not path:
-    raise script_utils.UserError("no checkpoint path given")
-  path = _strip_file_suffix(str(path))
-  st = _safetensors_file(path)
-  if st:
-    if not os.path.isfile(st):
-      raise FileNotFoundError(2, "no such file", st)
-    return HUGGING_FACE, st
-  prefix = path
-  if os.path.isdir(path):
-    _check_state_file(path)
-    prefix = tf.train.latest_checkpoint(path)
-    if prefix is None:
-      google = os.path.join(path, "bert_model.ckpt")
-      if os.path.exists(google + ".index"):
-        prefix = google
-      else:
-        raise script_utils.UserError(
-            f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
-            "bert_model.ckpt.index or model.safetensors)")
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise script_utils.UserError(
-        f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
-        "prefix, e.g. .../bert_model.ckpt")
-  try:
-    names = dict(tf.train.list_variables(prefix))
-  except (tf.errors.OpError, ValueError) as exc:
-    raise script_utils.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
-  _check_data_files(prefix)
-  if any(n.startswith("bert/") or n.startswith("cls/") for n in names):
-    return GOOGLE, prefix
-  if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
-    return OURS, prefix
-  raise script_utils.UserError(
-      f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
-      "nor one of ours")
-
-
-def _check_state_file(directory):
-  """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
-  error saying which, before TensorFlow logs its own E line about it."""
-  state_file = os.path.join(directory, "checkpoint")
-  if not os.path.isfile(state_file):
-    return
-  try:
-    state = tf.train.get_checkpoint_state(directory)
-  except (tf.errors.OpError, ValueError):  # not a text proto: not our state file
-    return
-  if state is None or not state.model_checkpoint_path:
-    return
-  # TensorFlow has already joined the directory onto a relative name (`run/ckpt-3` for
-  # the directory `run`): joining it again would look in run/run/.
-  prefix = named = state.model_checkpoint_path
-  if not tf.io.gfile.exists(prefix + ".index"):
-    raise script_utils.UserError(
-        f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
-        f"not exist ({prefix}.index is missing); restore the files, pass an existing "
-        "ckpt-N prefix, or delete the 'checkpoint' file")
-
-
-def _check_data_files(prefix):
-  """Fails when a .data shard is missing or shorter than the index says (a cut copy)."""
-  with _reading(prefix):
-    reader = tf.train.load_checkpoint(prefix)
-    shapes = reader.get_variable_to_shape_map()
-    dtypes = reader.get_variable_to_dtype_map()
-  needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
-               if dtypes[name] != tf.string)
-  directory = os.path.dirname(prefix) or "."
-  base = os.path.basename(prefix)
-  shards = [os.path.join(directory, n) for n in tf.io.gfile.listdir(directory)
-            if n.startswith(base + ".data-")]
-  if not shards:
-    raise script_utils.UserError(f"{prefix}: the checkpoint has no .data file beside its "
-                                 ".index; copy the whole checkpoint")
-  have = sum(tf.io.gfile.stat(f).length for f in shards)
-  if have < needed:
-    raise script_utils.UserError(
-        f"{prefix}: the checkpoint is truncated ({have} bytes of data, its index needs at "
-        f"least {needed}); copy or download it again")
 
 
 # --------------------------------------------------------------------------- loading
-
-
-_LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")
-
-
-def _assign_by_name(model, tensors, source, strict_encoder=True):
-  """Assigns {google_name: np.ndarray} to the model's variables; returns the report."""
-  targets = modeling.google_variable_map(model)
-  loaded, mismatched = [], []
-  for name, variable in targets.items():
-    if name not in tensors:
-      continue
-    value = tensors[name]
-    if tuple(value.shape) != tuple(variable.shape):
-      mismatched.append(f"{name}: checkpoint {list(value.shape)} vs model "
-                        f"{list(variable.shape)}")
-      continue
-    variable.assign(value.astype(variable.dtype))
-    loaded.append(name)
-  if mismatched:
-    raise script_utils.UserError(
-        f"{source}: {len(mismatched)} shape mismatch(es) with the BERT config, "
-        f"first: {mismatched[0]}; use the bert_config.json of this checkpoint")
-  missing = sorted(set(targets) - set(loaded))
-  ignored = {"global_step"}
-  unused = sorted(n for n in tensors if n not in targets and n not in ignored
-                  and not n.endswith(("/adam_m", "/adam_v")) and "/lamb_" not in n)
-  if strict_encoder and loaded:
-    bad_missing = [n for n in missing if n.startswith("bert/")]
-    bad_unused = [n for n in unused if _LAYER_RE.match(n) or n.startswith("bert/")]
-    if bad_missing or bad_unused:
-      config = modeling.find_encoder(model).config
-      raise script_utils.UserError(
-          f"{source}: the checkpoint does not fit the BERT config "
-          f"(num_hidden_layers={config.num_hidden_layers}): "
-          + (f"missing {bad_missing[0]}" if bad_missing else f"extra {bad_unused[0]}")
-          + "; use the bert_config.json of this checkpoint")
-  if not loaded:
-    raise script_utils.UserError(f"{source}: no variable of the checkpoint matches the model")
-  return {"format": None, "path": source, "loaded": sorted(loaded), "missing": missing,
-          "unused": unused}
-
-
-def _log_report(report):
-  logging.info("Loaded %d variables from %s (%s)", len(report["loaded"]), report["path"],
-               report["format"])
-  for name in report["loaded"]:
-    logging.debug("  init from checkpoint: %s", name)
-  if report["missing"]:
-    logging.info("Not in the checkpoint (freshly initialised): %s",
-                 ", ".join(report["missing"]))
-  if report["unused"]:
-    logging.info("In the checkpoint but unused by this model: %s",
-                 ", ".join(report["unused"]))
-
-
-def read_google_checkpoint(prefix):
-  reader = tf.train.load_checkpoint(prefix)
-  return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 
 def load_checkpoint(model, path, strict_encoder=True, head_info=None):
@@ -275,20 +50,20 @@ def load_checkpoint(model, path, strict_encoder=True, head_info=None):
   a clear message on any shape mismatch, or on an encoder that does not fit the config
   (missing or extra layers).
   """
-  kind, resolved = resolve_checkpoint(path)
-  with _reading(resolved):
-    if kind == GOOGLE:
-      tensors = read_google_checkpoint(resolved)
-      report = _assign_by_name(model, tensors, resolved, strict_encoder)
+  kind, resolved = checkpoint_formats.resolve_checkpoint(path)
+  with checkpoint_formats.reading(resolved):
+    if kind == checkpoint_formats.GOOGLE:
+      tensors = checkpoint_formats.read_google_checkpoint(resolved)
+      report = checkpoint_formats.assign_by_name(model, tensors, resolved, strict_encoder)
       report["global_step"] = int(tensors.get("global_step", 0))
-    elif kind == HUGGING_FACE:
-      report = _assign_by_name(model, hugging_face.read_hugging_face_checkpoint(resolved), resolved,
+    elif kind == checkpoint_formats.HUGGING_FACE:
+      report = checkpoint_formats.assign_by_name(model, hugging_face.read_hugging_face_checkpoint(resolved), resolved,
                                strict_encoder)
       report["global_step"] = 0
     else:
       report = _restore_ours(model, resolved, head_info)
   report["format"] = kind
-  _log_report(report)
+  checkpoint_formats.log_report(report)
   return report
 
 
@@ -306,7 +81,7 @@ def load_checkpoint(model, path, strict_encoder=True, head_info=None):
 #   rng_states       dropout seed-generator states (Keras 3 does not track them)
 #   loss_scale, good_steps   float16 dynamic loss scaling
 # step, rng_states, loss_scale and good_steps are the training loop's variables:
-# training.LoopState creates them and says which are saved (`trackables`).
+# loop.LoopState creates them and says which are saved (`trackables`).
 # Keras 3 optimizers track the model's variables too, so `tf.train.list_variables` may
 # list the weights under optimizer/_trainable_variables/N: what a checkpoint holds is read
 # from its object graph (by restoring into objects), never from key-name prefixes.
@@ -513,7 +288,7 @@ class RunCheckpoint:
   slots are created at once (optimizer.build), so a restore fills them immediately.
   On a multi-worker run only the chief writes to output_dir; the others write their
   share to a temporary folder that `cleanup` removes. loop: the run's
-  training.LoopState (built here, under the strategy's scope, when not given).
+  training_loop.LoopState (built here, under the strategy's scope, when not given).
   """
 
   def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
@@ -525,8 +300,8 @@ class RunCheckpoint:
     with scope:
       if optimizer is not None:
         optimizer.build(model.trainable_variables)
-      # The loop's variables are training.LoopState's; this class only tracks them.
-      self.loop = loop or training.LoopState(model, loss_scaling)
+      # The loop's variables are loop.LoopState's; this class only tracks them.
+      self.loop = loop or training_loop.LoopState(model, loss_scaling)
     self.step = self.loop.step  # the global step: names ckpt-<step>
     tracked = dict(model=model,
                    model_signature=tf.Variable(model_signature(model), trainable=False),
@@ -578,7 +353,7 @@ class RunCheckpoint:
                if k not in ("model_signature", "head_info")}
     if not whole_state:
       objects = {"model": self.model, "step": self.step}
-    with _reading(prefix):
+    with checkpoint_formats.reading(prefix):
       try:
         _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
                          f"checkpoint {os.path.basename(prefix)}")
@@ -682,53 +457,3 @@ def check_trained_weights_exist(output_dir, init_checkpoint):
       "--init_checkpoint) of a trained run")
 
 
-# --------------------------------------------------------------------------- saving
-
-
-def save_google_checkpoint(model, prefix, global_step=None, extra=None):
-  """Writes `model` as a Google-layout TF1 checkpoint at `prefix` (atomically).
-
-  Produces prefix.index, prefix.data-00000-of-00001, prefix.meta and a `checkpoint`
-  state file, readable by the original code's `tf.train.init_from_checkpoint` and by
-  `load_checkpoint`. `extra` adds {name: np.ndarray} (e.g. optimizer slots).
-  """
-  values = {name: np.asarray(var.numpy()) for name, var in
-            modeling.google_variable_map(model).items()}
-  if extra:
-    values.update({k: np.asarray(v) for k, v in extra.items()})
-  if global_step is not None:
-    values["global_step"] = np.asarray(global_step, dtype=np.int64)
-  bad = [n for n, v in sorted(values.items())
-         if v.dtype.kind == "f" and not np.isfinite(v).all()]
-  if bad:  # the file every other script loads never holds NaN/inf
-    raise script_utils.UserError(
-        f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
-        "the training diverged; lower --learning_rate and train again from the last good "
-        "checkpoint")
-  directory, basename = os.path.split(os.path.abspath(prefix))
-  os.makedirs(directory, exist_ok=True)
-  # Written into a temporary directory beside the target, then moved into place data
-  # first and index last: a reader never sees an index pointing at missing data.
-  tmp_dir = tempfile.mkdtemp(prefix=f".{basename}.saving-", dir=directory)
-  try:
-    graph = tf.Graph()
-    with graph.as_default():
-      feeds, variables = {}, {}
-      for name, value in sorted(values.items()):
-        # Initialised through placeholders: constants would be copied into the .meta.
-        placeholder = tf.compat.v1.placeholder(tf.as_dtype(value.dtype), value.shape)
-        variables[name] = tf.compat.v1.Variable(placeholder, name=name)
-        feeds[placeholder] = value
-      saver = tf.compat.v1.train.Saver(var_list=variables, max_to_keep=1)
-      with tf.compat.v1.Session(graph=graph) as session:
-        session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
-        saver.save(session, os.path.join(tmp_dir, basename), write_meta_graph=True,
-                   write_state=False)
-    for name in sorted(os.listdir(tmp_dir), key=lambda n: n.endswith(".index")):
-      os.replace(os.path.join(tmp_dir, name), os.path.join(directory, name))
-  finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-  with atomic_output.atomic_open(os.path.join(directory, "checkpoint")) as handle:
-    handle.write(f'model_checkpoint_path: "{basename}"\n'
-                 f'all_model_checkpoint_paths: "{basename}"\n')
-  return prefix

@@ -18,7 +18,7 @@ The driver (`run`) does what every task shares, in this order, so that a flag li
   5. the starting weights, decided in one place (`checkpoints.start_weights`): resume
      from output_dir, else --init_checkpoint of any supported kind, else random (train)
      or a one-line error (eval/predict with nothing trained to load);
-  6. training (`training.train`, with `task.loss` and `task.train_dataset`), then
+  6. training (`loop.train`, with `task.loss` and `task.train_dataset`), then
      `task.after_training`;
   7. `task.evaluate` -> output_dir/eval_results.txt and TensorBoard scalars in
      output_dir/eval at the global step; `task.predict`; `task.export`.
@@ -47,7 +47,7 @@ eval_loss is the training loss's twin on the dev set, in NumPy float64 without d
     softmax cross-entropy at each word's first WordPiece, in the one window that decodes
     the word (each word once: the words eval_accuracy counts);
   * pretraining: the mean per-example training loss over the eval batches
-    (training.evaluate).
+    (evaluation.evaluate).
 SQuAD reports its official scores only, no eval_loss.
 
 What a head means, the other convention: `Task.head_info()` returns a JSON-able dict,
@@ -68,14 +68,17 @@ import os
 from absl import logging
 
 from bert.utils import atomic_output
+from bert.training import checkpoint_formats
 from bert.training import checkpoints
+from bert.training import model_config
 from bert.utils import file_io
 from bert import optimization
 from bert.utils import output_lock
 from bert.utils import script_utils
 from bert.export import serving
 from bert import tokenization
-from bert.training import loop as training
+from bert.training import loop
+from bert.training import strategies
 
 
 class Task:
@@ -161,8 +164,8 @@ class Task:
   def evaluate(self, model, strategy):
     """Evaluates the dev set(s); returns {name: float} for eval_results.txt.
 
-    Most tasks predict batch by batch with training.predict (one device, input order);
-    strategy is there for tasks that evaluate with training.evaluate (pretraining).
+    Most tasks predict batch by batch with evaluation.predict (one device, input order);
+    strategy is there for tasks that evaluate with evaluation.evaluate (pretraining).
     """
     raise script_utils.UserError(f"{self.name}: --do_eval is not supported")
 
@@ -211,13 +214,13 @@ def run(task, options):
   if options.speed_choice:
     logging.info("%s", options.speed_choice)
   _check_requested(task, options)
-  config = checkpoints.load_bert_config(options.bert_config_file)
-  checkpoints.check_max_seq_length(options.max_seq_length, config)
+  config = model_config.load_bert_config(options.bert_config_file)
+  model_config.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
     check_vocab(options, config)
   # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
   # for and not there stop the run before output_dir is created.
-  strategy = training.create_strategy(
+  strategy = strategies.create_strategy(
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores,
       peer_timeout=options.multi_worker_timeout)
@@ -245,14 +248,14 @@ def _run_locked(task, options, config, strategy):
   """run(), from the data on, while this process holds output_dir's lock."""
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
-    checkpoints.resolve_checkpoint(options.init_checkpoint)
+    checkpoint_formats.resolve_checkpoint(options.init_checkpoint)
   task.read_data(config)
   check_segments(task, config, options)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
-  training.setup_precision(options.dtype)
-  training.setup_determinism(options.seed, options.deterministic)
+  strategies.setup_precision(options.dtype)
+  strategies.setup_determinism(options.seed, options.deterministic)
 
   num_train_steps, num_warmup_steps = train_steps(task, options)
   with strategy.scope():
@@ -276,7 +279,7 @@ def _run_locked(task, options, config, strategy):
     logging.info("***** Running training: %s *****", task.name)
     logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
                  num_warmup_steps, options.train_batch_size)
-    result = training.train(strategy, model, optimizer, task.loss, task.train_dataset,
+    result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
                             state, training_config(options, num_train_steps),
                             after_loop=periodic if options.eval_every_steps else None)
     global_step = result["global_step"]
@@ -303,7 +306,7 @@ def _run_locked(task, options, config, strategy):
 
 class PeriodicEval:
   """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
-  N (training.train's after_loop hook), scalars into output_dir/eval at that step."""
+  N (loop.train's after_loop hook), scalars into output_dir/eval at that step."""
 
   def __init__(self, task, model, strategy, options, chief):
     self.task, self.model, self.strategy = task, model, strategy
@@ -318,7 +321,7 @@ class PeriodicEval:
     logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
                                    if isinstance(v, (int, float))))
     if self.chief:
-      training.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
+      loop.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
                              step)
 
 
@@ -364,7 +367,7 @@ def check_vocab(options, config):
   tokenization.validate_case_matches_checkpoint(options.do_lower_case,
                                                 options.init_checkpoint)
   vocab = tokenization.load_vocab(options.vocab_file)
-  checkpoints.check_vocab_matches_config(len(vocab), config, options.vocab_file)
+  model_config.check_vocab_matches_config(len(vocab), config, options.vocab_file)
   message = tokenization.vocab_case_warning(vocab, options.do_lower_case)
   if message:
     logging.warning("%s: %s", options.vocab_file, message)
@@ -390,7 +393,7 @@ def train_steps(task, options):
 
 
 def training_config(options, num_train_steps):
-  return training.TrainConfig(
+  return loop.TrainConfig(
       global_batch_size=options.train_batch_size, num_train_steps=num_train_steps,
       steps_per_loop=options.steps_per_loop,
       gradient_accumulation_steps=options.gradient_accumulation_steps,
@@ -421,5 +424,5 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   with script_utils.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
-    training.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
+    loop.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
                            global_step)

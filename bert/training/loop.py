@@ -1,23 +1,23 @@
-"""The shared training loop: tf.distribute strategies, one step, a short loop, progress.
+"""The shared training loop: one step, a short loop, the loop's state, progress.
 
-Middle floor (imports optimization, progress and script_utils). The loop's own variables
+The strategies are strategies.py's, evaluation and prediction evaluation.py's. The loop's own variables
 (global step, float16 loss scale, dropout RNG states) are `LoopState`'s, here beside the
 loop; checkpoints.RunCheckpoint saves and restores them. Every task trains through `train`;
 none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
 (keras-team/keras#20585), so this is a plain loop around `strategy.run` and
 `tf.nn.compute_average_loss`, which works with every strategy. finetune.run drives it:
 
-    strategy = training.create_strategy(options.distribution_strategy, ...)
-    training.setup_precision(options.dtype)            # before building the model
-    training.setup_determinism(options.seed, options.deterministic)
+    strategy = strategies.create_strategy(options.distribution_strategy, ...)
+    strategies.setup_precision(options.dtype)            # before building the model
+    strategies.setup_determinism(options.seed, options.deterministic)
     with strategy.scope():
       model = task.build_model(config)
       optimizer = optimization.create_optimizer(lr, num_steps, warmup)
     state = checkpoints.RunCheckpoint(output_dir, model, optimizer, strategy)
     checkpoints.start_weights(state, init_checkpoint, for_training=True)  # resume / init
-    training.train(strategy, model, optimizer, task.loss, task.train_dataset, state,
-                   training.TrainConfig(global_batch_size=32, num_train_steps=num_steps))
-    logits = training.predict_in_order(model, dataset, n)["logits"]  # input order
+    loop.train(strategy, model, optimizer, task.loss, task.train_dataset, state,
+               loop.TrainConfig(global_batch_size=32, num_train_steps=num_steps))
+    logits = evaluation.predict_in_order(model, dataset, n)["logits"]  # input order
 
 What a task supplies:
   * `dataset_fn(input_context, per_replica_batch_size) -> tf.data.Dataset` of dicts,
@@ -56,7 +56,6 @@ What the loop does (original behaviour unless noted):
 
 import contextlib
 import dataclasses
-import json
 import math
 import os
 import re
@@ -64,13 +63,7 @@ import signal
 import time
 
 from absl import logging
-import keras
-import numpy as np
 import tensorflow as tf
-# Internal modules, for --multi_worker_timeout only (_bound_the_wait_for_peers).
-from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
-from tensorflow.python.distribute import multi_worker_util
-from tensorflow.python.eager import context as tf_context
 
 from bert import optimization
 from bert.utils import progress
@@ -79,224 +72,10 @@ from bert.utils import script_utils
 PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
 
 
-# --------------------------------------------------------------------------- setup
-
-
-def create_strategy(name="one_device", tpu_name=None, tpu_zone=None, gcp_project=None,
-                    num_gpus=None, num_tpu_cores=None, peer_timeout=0):
-  """A tf.distribute strategy by the name of --distribution_strategy.
-
-  one_device: the first GPU, else the CPU. mirrored: all (or num_gpus) local GPUs; on a
-  machine without GPUs, every logical CPU device (what the tests use). multi_worker_mirrored:
-  the hosts listed in the TF_CONFIG environment variable (checked first, parse_tf_config;
-  while this worker waits for its peers it says for whom, and peer_timeout > 0 seconds
-  bounds the wait: waiting_for_peers). tpu: --tpu_name.
-  Call it first: MultiWorkerMirroredStrategy fails once any TensorFlow op has run.
-  """
-  # MultiWorkerMirrored must configure collective ops before the TF context starts, so
-  # nothing here may run an op (or list logical devices) before its branch.
-  _check_accelerators(name, num_gpus, tpu_name)
-  strategy = _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus,
-                              num_tpu_cores, peer_timeout)
-  devices = list(getattr(strategy.extended, "worker_devices", ()) or ())
-  logging.info("Strategy %s: %d replica(s) on %s", name, strategy.num_replicas_in_sync,
-               ", ".join(devices) or "the TPU")
-  return strategy
-
-
-_NO_ACCELERATOR_CAUSE = (
-    "the usual cause is a CPU-only TensorFlow (pip install 'tensorflow[and-cuda]') or a "
-    "driver that does not work (run nvidia-smi); or drop the flag to run on what is there")
-
-
-def _check_accelerators(name, num_gpus, tpu_name):
-  """Stops a run that asked for accelerators TensorFlow does not see.
-
-  Physical devices only: listing them does not start the TensorFlow context, which
-  MultiWorkerMirroredStrategy needs untouched.
-  """
-  if name == "tpu":
-    if not tpu_name and not tf.config.list_physical_devices("TPU"):
-      raise script_utils.UserError(
-          "--use_tpu (or --distribution_strategy=tpu) asks for a TPU, but TensorFlow sees "
-          "no local TPU and no --tpu_name (or --master) names one; pass --tpu_name, or "
-          "drop --use_tpu to run on the CPU/GPU")
-    return
-  if num_gpus:
-    gpus = tf.config.list_physical_devices("GPU")
-    if num_gpus > len(gpus):
-      raise script_utils.UserError(
-          f"--num_gpus={num_gpus} (--distribution_strategy={name}) asks for {num_gpus} "
-          f"GPU(s), but TensorFlow sees {len(gpus)}"
-          + (f" ({', '.join(g.name for g in gpus)})" if gpus else "")
-          + f": {_NO_ACCELERATOR_CAUSE}")
-
-
-def _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus, num_tpu_cores,
-                     peer_timeout=0):
-  if name == "one_device":
-    gpus = tf.config.list_physical_devices("GPU")
-    return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
-  if name == "mirrored":
-    gpus = tf.config.list_logical_devices("GPU")
-    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
-    if num_gpus:  # _check_accelerators: that many GPUs are there
-      devices = devices[:num_gpus]
-    return tf.distribute.MirroredStrategy(devices=devices)
-  if name == "multi_worker_mirrored":
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-      logging.warning("multi_worker_mirrored without TF_CONFIG: running as a single worker")
-      return tf.distribute.MultiWorkerMirroredStrategy()
-    config = parse_tf_config(raw)
-    with waiting_for_peers(config, peer_timeout):
-      return tf.distribute.MultiWorkerMirroredStrategy()
-  if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-        tpu=tpu_name, zone=tpu_zone, project=gcp_project)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    strategy = tf.distribute.TPUStrategy(resolver)
-    if num_tpu_cores and strategy.num_replicas_in_sync != num_tpu_cores:
-      raise script_utils.UserError(
-          f"--num_tpu_cores={num_tpu_cores}: the TPU {tpu_name} has "
-          f"{strategy.num_replicas_in_sync} cores")
-    return strategy
-  raise script_utils.UserError(
-      f"--distribution_strategy={name}: use one_device, mirrored, multi_worker_mirrored or tpu")
-
-
-_TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
-                      '"task": {"type": "worker", "index": 0}}')
-# The task types MultiWorkerMirroredStrategy knows (an evaluator takes no part in training).
-_TASK_TYPES = ("chief", "worker", "evaluator")
-
-
-def parse_tf_config(raw):
-  """TF_CONFIG's JSON, checked before TensorFlow reads it: one UserError line for each
-  way it can be wrong (not JSON, no cluster, a job that is not a list of host:port
-  addresses, an unknown task type, an index out of range or negative, a task that is not
-  in the cluster). Returns the decoded dict."""
-  def bad(what):
-    return script_utils.UserError(f"TF_CONFIG: {what}; expected JSON like {_TF_CONFIG_EXAMPLE}")
-  try:
-    config = json.loads(raw)
-  except ValueError as exc:
-    raise bad(f"not valid JSON ({exc})") from None
-  if not isinstance(config, dict):
-    raise bad(f"a JSON {type(config).__name__}, not an object")
-  cluster = config.get("cluster")
-  if not isinstance(cluster, dict) or not cluster:
-    raise bad("no \"cluster\" object naming each job's host:port addresses")
-  for job, addresses in cluster.items():
-    if job not in _TASK_TYPES:
-      raise bad(f"cluster job {job!r} is not one of {', '.join(_TASK_TYPES)}")
-    if (not isinstance(addresses, list) or not addresses
-        or not all(isinstance(a, str) and a.rpartition(":")[2].isdigit() for a in addresses)):
-      raise bad(f"cluster job {job!r} is {json.dumps(addresses)}, not a list of host:port "
-                "addresses")
-  task = config.get("task")
-  if not isinstance(task, dict):
-    raise bad("no \"task\" object saying which task this process is")
-  kind, index = task.get("type"), task.get("index")
-  if kind not in _TASK_TYPES:
-    raise bad(f"task type {kind!r} is not one of {', '.join(_TASK_TYPES)}")
-  if kind not in cluster and kind != "evaluator":
-    raise bad(f"task type {kind!r} has no job in the cluster (jobs: {', '.join(cluster)})")
-  if not isinstance(index, int) or isinstance(index, bool):
-    raise bad(f"task index {json.dumps(index)} is not an integer")
-  size = len(cluster.get(kind, ()))
-  if index < 0 or (kind != "evaluator" and index >= size):
-    raise bad(f"task index {index} is out of range: the cluster's {kind!r} job has {size} "
-              f"address(es), so the index is 0 to {size - 1}")
-  return config
-
-
-@contextlib.contextmanager
-def waiting_for_peers(config, timeout=0):
-  """Around MultiWorkerMirroredStrategy's creation, which blocks until every task of the
-  cluster has connected: says for whom it waits before it blocks (the wait is in C++ and
-  holds the interpreter, so nothing can be said during it), and with timeout > 0 ends it
-  after that many seconds with one UserError line naming the tasks (nothing has been
-  written yet: the strategy comes before output_dir). timeout 0 waits as TensorFlow does,
-  as long as it takes."""
-  kind, index = config["task"]["type"], config["task"]["index"]
-  cluster = config["cluster"]
-  me = cluster[kind][index] if kind in cluster else "?"
-  peers = [f"{job} {i} at {address}" for job, addresses in cluster.items()
-           for i, address in enumerate(addresses) if (job, i) != (kind, index)]
-  whom = ", ".join(peers) or "no other task"
-  bound = f"at most {timeout:g} s (--multi_worker_timeout)" if timeout else (
-      "as long as it takes (--multi_worker_timeout=N to bound it)")
-  logging.info("Waiting for the other tasks of TF_CONFIG's cluster to connect: %s (this is "
-               "%s %d at %s); waiting %s", whom, kind, index, me, bound)
-  start = time.monotonic()
-  if timeout and kind in ("chief", "worker"):
-    _bound_the_wait_for_peers(cluster, timeout)
-  try:
-    yield
-  except tf.errors.DeadlineExceededError:
-    if not timeout:
-      raise
-    raise script_utils.UserError(
-        f"TF_CONFIG: {kind} {index} waited {time.monotonic() - start:.0f} s "
-        f"(--multi_worker_timeout={timeout:g}) for the other tasks to connect and some never "
-        f"did: {whom}; start every task of the cluster (same TF_CONFIG cluster, each its "
-        "own task), check the addresses and that their ports are reachable") from None
-  logging.info("Every task of the cluster connected after %.0f s", time.monotonic() - start)
-
-
-def _bound_the_wait_for_peers(cluster, timeout):
-  """Configures TensorFlow's coordination service as MultiWorkerMirroredStrategy would
-  (it keeps a configuration already there), with a registration deadline: every task,
-  the leader included (a registration barrier), then fails with DeadlineExceededError
-  after `timeout` seconds instead of waiting for ever. TensorFlow has no public switch
-  for this; these are the internal calls the strategy itself makes."""
-  spec = tf.train.ClusterSpec(cluster)
-  tf_context.context().configure_coordination_service(
-      service_type="standalone",
-      service_leader=multi_worker_util.coordination_leader(spec),
-      coordinated_jobs=[coordination_config_pb2.CoordinatedJob(
-          name=job, num_tasks=spec.num_tasks(job))
-                        for job in ("chief", "worker") if job in spec.jobs],
-      cluster_register_timeout_in_ms=int(timeout * 1000))
-  tf_context.context().coordination_service.cluster_register_with_barrier = True
-
-
-_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
-
-def setup_precision(dtype="float32"):
-  """Sets the Keras global dtype policy; call before building the model.
-
-  Variables stay float32; bfloat16/float16 compute in that type ("mixed" policies). The
-  model's logits are float32 either way (modeling.py).
-  """
-  if dtype not in _POLICIES:
-    raise script_utils.UserError(f"--dtype={dtype}: use float32, bfloat16 or float16")
-  keras.mixed_precision.set_global_policy(_POLICIES[dtype])
-
-
-def setup_determinism(seed, deterministic=None):
-  """Seeds Python, NumPy, TF and Keras; switches on op determinism if asked.
-
-  deterministic=None means: on when no GPU/TPU is visible (CPU runs are cheap to make
-  reproducible; on accelerators deterministic kernels can be much slower). Returns the
-  effective setting.
-  """
-  if deterministic is None:
-    deterministic = not (tf.config.list_physical_devices("GPU")
-                         or tf.config.list_physical_devices("TPU"))
-  keras.utils.set_random_seed(int(seed))
-  if deterministic:
-    tf.config.experimental.enable_op_determinism()
-  return bool(deterministic)
-
-
 # --------------------------------------------------------------------------- helpers
 
 
-def _model_inputs(model, features):
+def model_inputs(model, features):
   names = [t.name for t in model.inputs]
   missing = [n for n in names if n not in features]
   if missing:
@@ -305,7 +84,7 @@ def _model_inputs(model, features):
   return {n: features[n] for n in names}
 
 
-def _metric_names(model, loss_fn, element_spec):
+def loss_metric_names(model, loss_fn, element_spec):
   """The loss_fn's metric names, found by tracing it once (nothing is executed)."""
 
   def probe():
@@ -314,12 +93,12 @@ def _metric_names(model, loss_fn, element_spec):
         # about a softmax over an axis of size 1 in every run.
         lambda s: tf.zeros([d if d is not None else 2 for d in s.shape], s.dtype),
         element_spec)
-    return loss_fn(features, model(_model_inputs(model, features), training=False))[1]
+    return loss_fn(features, model(model_inputs(model, features), training=False))[1]
 
   return sorted(tf.function(probe).get_concrete_function().structured_outputs)
 
 
-def _float_metrics(metrics, names):
+def float_metrics(metrics, names):
   return {k: (tf.cast(metrics[k][0], tf.float32), tf.cast(metrics[k][1], tf.float32))
           for k in names}
 
@@ -425,7 +204,7 @@ def make_train_step(model, optimizer, loss_fn, metric_names, config, loop):
 
   def micro_step(features):
     with tf.GradientTape() as tape:
-      outputs = model(_model_inputs(model, features), training=True)
+      outputs = model(model_inputs(model, features), training=True)
       per_example_loss, metrics = loss_fn(features, outputs)
       loss = tf.nn.compute_average_loss(tf.cast(per_example_loss, tf.float32),
                                         global_batch_size=config.global_batch_size)
@@ -433,7 +212,7 @@ def make_train_step(model, optimizer, loss_fn, metric_names, config, loop):
     grads = tape.gradient(scaled, variables)
     grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
              for g, v in zip(grads, variables)]
-    return loss, grads, _float_metrics(metrics, metric_names)
+    return loss, grads, float_metrics(metrics, metric_names)
 
   def accumulate(features):
     loss, grads, metrics = micro_step(tf.nest.map_structure(lambda x: x[0], features))
@@ -567,10 +346,10 @@ def _train_iterator(strategy, dataset_fn, config, resumed_at):
       dataset = dataset.skip(resumed_at)
     return dataset
 
-  return iter(_per_replica_input(strategy, accumulated))
+  return iter(per_replica_input(strategy, accumulated))
 
 
-def _per_replica_input(strategy, dataset_fn):
+def per_replica_input(strategy, dataset_fn):
   """What the loop iterates: dataset_fn(input_context)'s batches, one per replica.
 
   One replica on this host's CPU reads the dataset itself: tf.distribute's input (a
@@ -597,7 +376,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config, after_
   """
   resumed_at = int(state.loop.step.numpy())
   element_spec = dataset_fn(tf.distribute.InputContext(), 1).element_spec
-  metric_names = _metric_names(model, loss_fn, element_spec)
+  metric_names = loss_metric_names(model, loss_fn, element_spec)
   train_loop = make_train_loop(
       strategy, make_train_step(model, optimizer, loss_fn, metric_names, config, state.loop),
       metric_names)
@@ -733,179 +512,3 @@ def _write_scalars(writer, scalars, step):
   writer.flush()
 
 
-# --------------------------------------------------------------------------- eval / predict
-
-# Evaluation and prediction log their progress about this often (seconds).
-PROGRESS_EVERY_SECONDS = 10.0
-
-
-class _ProgressLog:
-  """Logs `what: done/total examples, examples/s, ETA` every PROGRESS_EVERY_SECONDS."""
-
-  def __init__(self, what, total=None):
-    self.what, self.total = what, total
-    self.progress = progress.Progress(total or 0)
-    self.last = time.time()
-
-  def update(self, done):
-    self.progress.update(done)
-    if time.time() - self.last >= PROGRESS_EVERY_SECONDS:
-      self.last = time.time()
-      rate = self.progress.rate()
-      if self.total:
-        logging.info("%s: %d/%d examples  %.1f examples/s  ETA %s", self.what, done,
-                     self.total, rate, self.progress.eta())
-      else:
-        logging.info("%s: %d examples  %.1f examples/s", self.what, done, rate)
-
-  def finish(self):
-    seconds = time.time() - self.progress.started
-    logging.info("%s: %d examples in %.1fs (%.1f examples/s)", self.what,
-                 self.progress.done, seconds, self.progress.done / max(seconds, 1e-9))
-
-
-def _numpy(value):
-  return value.numpy() if hasattr(value, "numpy") else value  # already NumPy
-
-
-def _batch_size(features):
-  return int(tf.shape(tf.nest.flatten(features)[0])[0])
-
-
-def evaluate(strategy, model, loss_fn, dataset_fn, steps=None, what="eval"):
-  """Runs `model` over a dataset and aggregates loss_fn's metrics.
-
-  dataset_fn(input_context) -> finite, unshuffled tf.data.Dataset (drop_remainder=False
-  is fine: a partial last batch counts with its true size). steps: at most this many
-  batches. Returns dict name -> float: every metric (numerator sum / denominator sum over
-  the whole set) plus "loss" = mean per-example loss and "num_examples".
-  """
-  metric_names = _metric_names(model, loss_fn,
-                               dataset_fn(tf.distribute.InputContext()).element_spec)
-  dist_dataset = _per_replica_input(strategy, dataset_fn)
-
-  def replica_eval(features):
-    outputs = model(_model_inputs(model, features), training=False)
-    per_example_loss, metrics = loss_fn(features, outputs)
-    per_example_loss = tf.cast(per_example_loss, tf.float32)
-    result = _float_metrics(metrics, metric_names)
-    result["loss"] = (tf.reduce_sum(per_example_loss),
-                      tf.cast(tf.shape(per_example_loss)[0], tf.float32))
-    return result
-
-  # reduce_retracing: per-batch padding gives many sequence lengths; after the second
-  # one, a single length-generic graph serves them all instead of a trace per length.
-  @tf.function(reduce_retracing=True)
-  def eval_step(features):
-    out = strategy.run(replica_eval, args=(features,))
-    return tf.nest.map_structure(
-        lambda x: strategy.reduce(tf.distribute.ReduceOp.SUM, x, axis=None), out)
-
-  totals, log = None, _ProgressLog(what)
-  logging.info("%s: tracing the model, then %s batches", what, steps or "all")
-  for index, features in enumerate(dist_dataset):
-    if steps is not None and index >= steps:
-      break
-    sums = tf.nest.map_structure(float, eval_step(features))
-    totals = sums if totals is None else {
-        k: (totals[k][0] + sums[k][0], totals[k][1] + sums[k][1]) for k in sums}
-    log.update(int(totals["loss"][1]))
-  if totals is None:
-    raise script_utils.UserError("the evaluation set is empty")
-  log.finish()
-  result = {k: num / den if den else 0.0 for k, (num, den) in totals.items()}
-  result["num_examples"] = int(totals["loss"][1])
-  return result
-
-
-# The traced forward pass of the model that predict() last ran, kept for its next call:
-# scripts predict several sets with one model (run_classifier: dev, then test) and a
-# tf.function made anew per call traced the model again each time, about a second per
-# batch shape it generalises over, longer than the whole pass on a small set. One entry,
-# so a model that is no longer used is not kept alive by more than this.
-_PREDICT_FORWARD = {}
-
-
-def _predict_forward(model):
-  if _PREDICT_FORWARD.get("model") is not model:
-    @tf.function(reduce_retracing=True)  # many batch lengths: see evaluate()
-    def forward(inputs):
-      return model(inputs, training=False)
-
-    _PREDICT_FORWARD.clear()
-    _PREDICT_FORWARD.update(model=model, forward=forward)
-  return _PREDICT_FORWARD["forward"]
-
-
-def predict(model, dataset, total=None, what="predict"):
-  """Yields one dict of NumPy arrays per batch: the model outputs + the other features.
-
-  Runs on the current device, batch by batch in order (no strategy: predictions must come
-  back in input order). `dataset`: any iterable of dicts of tensors or NumPy arrays.
-  Features that are not model inputs (unique ids, example indices) are passed through
-  unchanged, so outputs can be matched to examples. Only the model
-  inputs enter the traced function, so datasets that differ in the other features (eval
-  and test sets) share its traces. Logs progress (examples/s, ETA against `total`).
-  """
-  names = [t.name for t in model.inputs]
-  forward = _predict_forward(model)
-  log, done = _ProgressLog(what, total), 0
-  for index, features in enumerate(dataset):
-    inputs = {k: tf.convert_to_tensor(v) for k, v in _model_inputs(model, features).items()}
-    if index == 0:
-      logging.info("%s: tracing the model", what)
-      # One trace serves every batch: traced for unknown dimensions before the first call
-      # (else the first batches' shapes are traced, then generalised: three traces).
-      forward.get_concrete_function({
-          k: tf.TensorSpec([None] * len(v.shape), tf.as_dtype(v.dtype))
-          for k, v in inputs.items()})
-    outputs = forward(inputs)
-    batch = {k: _numpy(v) for k, v in features.items() if k not in names}
-    batch.update({k: v.numpy() for k, v in outputs.items()} if isinstance(outputs, dict)
-                 else {"outputs": outputs.numpy()})
-    done += _batch_size(features)
-    log.update(done)
-    yield batch
-  log.finish()
-
-
-def predict_in_order(model, dataset, total, keys=("logits",), index_key=None,
-                     width=None, sequence_keys=(), what="predict"):
-  """The values `keys` of every example of `dataset`, {name: np.ndarray [total, ...]},
-  in input order whatever the order and widths of the batches: every task's predictions
-  go through here.
-
-  keys: model outputs or passed-through features (see `predict`). index_key: a feature
-  every batch carries, int [B], the input row of each of its examples (batches sorted by
-  length put rows back with it); None: batches come in input order. sequence_keys: the
-  keys with a sequence axis (axis 1) as wide as their batch (token logits of batches
-  trimmed to their longest row); they are cut or zero-padded to `width` so that every
-  batch fits one array. Raises ValueError when the batches do not hold each of the
-  `total` rows exactly once (a bug in the dataset, not in the user's data).
-  """
-  results, filled = {}, 0
-  seen = np.zeros(total, bool) if index_key else None
-  for batch in predict(model, dataset, total=total, what=what):
-    size = len(batch[keys[0]])
-    rows = (np.asarray(batch[index_key], np.int64) if index_key
-            else np.arange(filled, filled + size))
-    for key in keys:
-      values = np.asarray(batch[key])
-      if key in sequence_keys:
-        values = values[:, :width]
-        if values.shape[1] < width:
-          pad = [(0, 0)] * values.ndim
-          pad[1] = (0, width - values.shape[1])
-          values = np.pad(values, pad)
-      if key not in results:
-        results[key] = np.zeros((total,) + values.shape[1:], values.dtype)
-      results[key][rows] = values
-    if seen is not None:
-      if seen[rows].any():
-        raise ValueError(f"{what}: row(s) {sorted(rows[seen[rows]].tolist())[:5]} "
-                         "predicted twice")
-      seen[rows] = True
-    filled += size
-  if filled != total:
-    raise ValueError(f"{what}: {filled} rows predicted, {total} expected")
-  return {key: results.get(key, np.zeros((0,), np.float32)) for key in keys}
