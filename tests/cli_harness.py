@@ -9,9 +9,9 @@ calls the real `app.run(main, argv)`: absl flag parsing, required-flag validator
 File descriptors 1 and 2 are redirected per case, so everything a user would see on the
 terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
 
-A tool that parses its arguments with argparse (tools/*.py without absl) is loaded as a
-module instead, and each case calls its `main(argv)`, which parses, reports and exits as
-the command line does.
+A tool that does not run under absl (tools/*.py reading argparse or sys.argv) is loaded
+as a module instead, and each case calls its `main(argv)`, which parses, reports and
+exits as the command line does.
 
 Usage (from the tests): python tests/cli_harness.py SCRIPT.py CASES.json RESULTS.json
 CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
@@ -79,7 +79,7 @@ def _setup(action):
     from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
-    from bert import modeling  # pylint: disable=g-import-not-at-top
+    from bert import heads  # pylint: disable=g-import-not-at-top
     config = model_config.load_bert_config(action["bert_config"])
     model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
@@ -158,7 +158,9 @@ def main():
   path = os.path.join(root, script)
   with open(path, encoding="utf-8") as handle:
     source = handle.read()
-  uses_absl = "app.run(" in source
+  # Every command runs under absl (a root script through bert/cli/launch.py); a tool
+  # does when it calls app.run itself.
+  uses_absl = not script.startswith("tools/") or "app.run(" in source
   module = types.ModuleType("__main__" if uses_absl else "harnessed_tool")
   module.__file__ = path
   if uses_absl:

@@ -1413,6 +1413,19 @@ def recorded_head_info_without_labels(ws):
 
 
 @case("export_encoder.py")
+def recorded_head_info_repeating_a_label(ws):
+  """The Hugging Face export said "the run's label list repeats a label: ['1', '1']",
+  naming neither the checkpoint nor that its record was altered."""
+  out = ws.path("ee-hi6-out")
+  info = '{"head": "classifier", "labels": ["1", "1"], "task": "tsv"}'
+  return dict(argv=_hf_export(ws, ws.path("ee-hi6"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi6", info)],
+              line=ws.path("ee-hi6", "ckpt-7") + ": its recorded head_info lists the label "
+                   f"'1' twice (a run never records that): {info}; the checkpoint was not "
+                   "written by this project's runs or was altered")
+
+
+@case("export_encoder.py")
 def recorded_head_of_three_labels_on_a_two_way_head(ws):
   out, ckpt = ws.path("ee-hi4-out"), ws.path("ee-hi4")
   info = '{"head": "classifier", "labels": ["a", "b", "c"], "task": "MNLI"}'

@@ -314,7 +314,7 @@ def head_labels(head_info):
   labels = (head_info or {}).get("labels")
   if head in ("classifier", "multi_label", "token_classification") and labels:
     labels = [str(label) for label in labels]
-    if len(set(labels)) != len(labels):
+    if script_utils.first_repeat(labels):
       raise script_utils.UserError(f"the run's label list repeats a label: {labels}")
     values["id2label"] = {str(i): label for i, label in enumerate(labels)}
     values["label2id"] = {label: i for i, label in enumerate(labels)}
