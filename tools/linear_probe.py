@@ -43,12 +43,12 @@ from bert.utils import runtime_log  # noqa: E402
 if __name__ == "__main__":  # as the scripts: TensorFlow's runtime log quiet before it loads
   runtime_log.quiet()
 
-from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from bert.cli import flags_common  # noqa: E402
+from bert.cli import launch  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
 from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
@@ -261,4 +261,4 @@ FLAGS = flags.FLAGS
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  launch.run(main, __name__)  # as the commands start: --help lists every flag above
