@@ -71,8 +71,8 @@ import numpy as np  # noqa: E402  pylint: disable=g-import-not-at-top
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
 
 import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
-from bert import modeling  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import heads
+from bert import modeling  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import optimization  # noqa: E402  pylint: disable=g-import-not-at-top
 
 MODELS = {

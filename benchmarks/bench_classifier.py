@@ -122,8 +122,8 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(2)
   model, _ = heads.build_classifier_model(config, 2)
@@ -172,11 +172,11 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
   """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
   training path (make_dataset, loop.train) from the shared MiniLM."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert import metrics  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import metrics  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
   from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
@@ -199,8 +199,8 @@ def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir
   result = loop.train(
       strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
       loop.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
-                           steps_per_loop=steps - timed_steps, log_every_steps=steps,
-                           save_checkpoints_steps=10**9))
+                       steps_per_loop=steps - timed_steps, log_every_steps=steps,
+                       save_checkpoints_steps=10**9))
   logits, _ = _our_predict(model, tokenizer, dev)
   accuracy = metrics.accuracy(logits.argmax(1), [int(e.label) for e in dev])
   return result["examples_per_second"], accuracy, result["loss"]
@@ -210,8 +210,8 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   """Fine-tuning the MiniLM on the same SST-2 train subset, same steps, batch, lr."""
   import random  # pylint: disable=g-import-not-at-top
 
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  processor = classifier_data.Sst2Processor()
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  processor = processors.Sst2Processor()
   train = random.Random(0).sample(processor.get_train_examples(SST2), FINETUNE_EXAMPLES[quick])
   dev = processor.get_dev_examples(SST2)
   timed = FINETUNE_TIMED_STEPS[quick]
@@ -303,18 +303,18 @@ def run(quick=False, hf_only=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
 
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(1)
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
   config = model_config.load_bert_config(config_file)
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
-  examples = classifier_data.Sst2Processor().get_dev_examples(SST2)
+  examples = processors.Sst2Processor().get_dev_examples(SST2)
   if quick:
     examples = examples[:256]
   lengths = [len(ids) + 2 for ids in tokenizer.tokenize_batch([e.text_a for e in examples])]

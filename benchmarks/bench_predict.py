@@ -89,10 +89,10 @@ def prepare_ours(output_dir, head_file):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
   from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(7)
   config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
@@ -103,7 +103,7 @@ def prepare_ours(output_dir, head_file):
   for name, variable in modeling.google_variable_map(model).items():
     if name.startswith("output_weights"):
       variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
-  processor = classifier_data.Sst2Processor()
+  processor = processors.Sst2Processor()
   head_info = {"task": type(processor).__name__.replace("Processor", ""),
                "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
   checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()

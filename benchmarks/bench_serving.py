@@ -45,11 +45,11 @@ def run(quick=False):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
-  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   if not os.path.exists(os.path.join(MINILM, "vocab.txt")):
     return [{"name": "serving latency", "value": "skipped", "unit": "",

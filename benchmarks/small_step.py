@@ -80,10 +80,10 @@ def build(shape, xla=False, seed=0):
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
   from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
@@ -115,11 +115,11 @@ def build(shape, xla=False, seed=0):
   state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="small-step-"), model,
                                     optimizer, strategy)
   train_config = loop.TrainConfig(global_batch_size=batch, num_train_steps=10**6,
-                                      jit_compile=xla)
+                                  jit_compile=xla)
   names = sorted(["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                   "next_sentence_loss"])
   step = loop.make_train_step(model, optimizer, heads.pretraining_loss, names,
-                                  train_config, state)
+                              train_config, state)
   loop = loop.make_train_loop(strategy, step, names)
   # The loop's input as loop.train makes it (for the CPU: the dataset itself now,
   # tf.distribute's iterator in older trees), so a --baseline tree times its own.

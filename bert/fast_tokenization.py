@@ -1,7 +1,7 @@
 """The in-graph twin of tokenization.FullTokenizer: the same tokens and ids in TensorFlow.
 
-Ground floor, beside `tokenization` (the pure-Python tokenizer, which stays free of
-TensorFlow); imports only it and file_io of ours. `FastTokenizer` runs the original's
+Beside `tokenization` (the pure-Python tokenizer, which stays free of TensorFlow);
+imports only it and file_io of ours. `FastTokenizer` runs the original's
 tokenization inside a graph (tf.data, SavedModels) on tensorflow-text's
 `FastWordpieceTokenizer`; `pack_inputs` packs one or two segments into BERT's inputs
 with the original's truncation. The character classes come from this Python's `unicodedata`, the
@@ -16,8 +16,8 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert.utils import file_io
 from bert import tokenization
+from bert.utils import file_io
 
 
 @functools.lru_cache(maxsize=1)

@@ -174,7 +174,7 @@ class SquadHead(modeling.ConfigLayer):
             f"{prefix}/output_bias": self.output_bias}
 
 
-# --------------------------------------------------------------------------- models and their losses
+# --------------------------------------------------------------------------- models, losses
 
 
 def _as_config(config):

@@ -1,7 +1,7 @@
 """tf.data pipelines: the pretraining TFRecords, and TFRecord helpers for fine-tuning features.
 
-Middle floor. Task-specific feature conversion lives in the task modules
-(classifier_data.py, squad_data.py, ...); what is here is shared:
+Task-specific feature conversion lives in the task packages
+(bert/classifier, bert/squad, ...); what is here is shared:
   * `pretraining_dataset`: reads create_pretraining_data.py's TFRecords (the schema in
     PRETRAINING_FEATURES) the way the original run_pretraining.py did: shuffled file
     order, parallel interleave over files, a record shuffle buffer of 100, parse, batch

@@ -376,7 +376,7 @@ class TransformerLayer(ConfigLayer):
     variables.update(dense_variables(f"{prefix}/attention/self/value", self.value))
     variables.update(dense_variables(f"{prefix}/attention/output/dense", self.attention_output))
     variables.update(norm_variables(f"{prefix}/attention/output/LayerNorm",
-                                self.attention_layer_norm))
+                                    self.attention_layer_norm))
     variables.update(dense_variables(f"{prefix}/intermediate/dense", self.intermediate))
     variables.update(dense_variables(f"{prefix}/output/dense", self.output_dense))
     variables.update(norm_variables(f"{prefix}/output/LayerNorm", self.output_layer_norm))
@@ -495,7 +495,7 @@ class BertModel(keras.Model):
     return cls(**config)
 
 
-# --------------------------------------------------------------------------- a model's weights by Google's names
+# --------------------------------------------------------------------------- Google's names
 
 
 def find_encoder(model):

@@ -1,6 +1,6 @@
 """The original BERT optimizer as Keras 3 optimizers: AdamWeightDecay, LAMB and the schedule.
 
-Ground floor: imports nothing of ours.
+Imports nothing of ours.
 
 What the original release does (google-research/bert, optimization.py), and what this
 module reproduces:
@@ -17,9 +17,10 @@ module reproduces:
     `param -= lr * update`. Variables whose name contains "LayerNorm", "layer_norm" or
     "bias" get no weight decay.
   * the gradients are clipped to global norm 1.0 before the optimizer sees them. The
-    clipping is done by training.py on the gradient that is finally applied (after the
-    cross-replica sum and gradient accumulation); Keras's own `global_clipnorm` would clip
-    per replica, before the all-reduce, which is not what the original computes.
+    clipping is done by the training loop (training/loop.py) on the gradient that is
+    finally applied (after the cross-replica sum and gradient accumulation); Keras's own
+    `global_clipnorm` would clip per replica, before the all-reduce, which is not what the
+    original computes.
   * the global norm counts the word-embedding gradient as one dense [vocab, hidden]
     tensor (the rows of a token that occurs several times in the batch summed first),
     which is what the original computes on TPU, where its embedding lookup is a one-hot
@@ -105,8 +106,8 @@ def _variable_name(variable):
 class _BertOptimizer(keras.optimizers.Optimizer):
   """Shared parts: the weight-decay exclusion and gradient aggregation control."""
 
-  # training.py all-reduces (and clips) the gradients itself and then sets this, so the
-  # Keras TF backend does not sum them across replicas a second time.
+  # The training loop (training/loop.py) all-reduces (and clips) the gradients itself and
+  # then sets this, so the Keras TF backend does not sum them across replicas a second time.
   gradients_are_reduced = False
 
   def __init__(self, learning_rate, weight_decay_rate, beta_1, beta_2, epsilon,
@@ -283,7 +284,7 @@ class Lamb(_BertOptimizer):
 def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer_type="adamw",
                      weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                      exclude_from_weight_decay=None, schedule="original"):
-  """The original's optimizer and schedule; clipping (1.0) is applied by training.py.
+  """The original's optimizer and schedule; clipping (1.0) is applied by the training loop.
 
   Args:
     init_lr: peak learning rate (float).

@@ -1,6 +1,6 @@
 """WordPiece tokenization, token-for-token the original BERT release, in pure Python.
 
-Ground floor: imports nothing of ours. The pure-Python classes (`FullTokenizer`,
+Imports only file_io of ours. The pure-Python classes (`FullTokenizer`,
 `BasicTokenizer`, `WordpieceTokenizer`) follow the original algorithm exactly, quirks
 included (no never-split list, so the text "[MASK]" becomes `[`, `mask`, `]`).
 

@@ -69,14 +69,15 @@ def _setup(action):
       with open(action["tfrecord"], "r+b") as handle:
         handle.truncate(size - int(action["truncate_by"]))
   elif "google_checkpoint" in action:
+    from bert import heads
+    from bert import modeling  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
-    from bert import modeling  # pylint: disable=g-import-not-at-top
-    from bert import heads
     encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
     checkpoint_formats.save_google_checkpoint(encoder, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
+    from bert import modeling  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top

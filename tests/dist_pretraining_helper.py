@@ -20,9 +20,9 @@ if len(sys.argv) > 3:  # must happen before any op touches the CPU
 
 import numpy as np  # noqa: E402
 
-from bert.training import checkpoints  # noqa: E402
 from bert import heads  # noqa: E402
 from bert import optimization  # noqa: E402
+from bert.training import checkpoints  # noqa: E402
 import tiny  # noqa: E402
 from bert.training import loop  # noqa: E402
 from bert.training import strategies  # noqa: E402
@@ -75,7 +75,7 @@ def main(mode, out):
   result = loop.train(
       strategy, model, optimizer, heads.pretraining_loss, dataset_fn, state,
       loop.TrainConfig(global_batch_size=GLOBAL_BATCH, num_train_steps=4,
-                           steps_per_loop=2, save_checkpoints_steps=4, log_every_steps=2))
+                       steps_per_loop=2, save_checkpoints_steps=4, log_every_steps=2))
   if checkpoints.is_chief(strategy):
     np.savez(out, loss=result["loss"], **{v.path: v.numpy() for v in model.trainable_variables})
 

@@ -16,10 +16,10 @@ import tensorflow as tf
 
 from bert.training import checkpoints
 
-from bert.training import model_config
 from bert import input_pipeline
 from bert import modeling
 from bert import tokenization
+from bert.training import model_config
 from conftest import ROOT
 import tiny
 

@@ -14,9 +14,9 @@ from bert.training import checkpoint_formats
 
 from bert.training import checkpoints
 
-from bert.training import model_config
-from bert import modeling
 from bert import heads
+from bert import modeling
+from bert.training import model_config
 from conftest import MINILM_DIR, shared_path
 import tiny
 

@@ -9,8 +9,9 @@ import sys
 import pytest
 from absl import flags
 
-from bert.utils import cpu_choice
 from bert.cli import flags_common
+from bert.training import settings
+from bert.utils import cpu_choice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -241,8 +242,8 @@ def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
   options = flags_common.run_options(_flag_values(["--enable_xla"]), phase="pretraining",
                                      cpu=zen3)
   assert options.enable_xla is True  # a flag still wins
-  with pytest.raises(flags_common.FlagError, match="--dtype=auto"):
-    flags_common.RunOptions(output_dir="out", dtype="auto")
+  with pytest.raises(settings.FlagError, match="--dtype=auto"):
+    settings.RunOptions(output_dir="out", dtype="auto")
 
 
 def test_cpu_choice_does_not_import_tensorflow():

@@ -15,15 +15,15 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from bert.utils import atomic_output  # noqa: E402
 from bert.pretraining import example_encoder  # noqa: E402
 from bert.pretraining import pretraining_corpus  # noqa: E402
 from bert.pretraining import pretraining_data as cpd  # noqa: E402
+from bert.utils import atomic_output  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
 from bert.pretraining import pretraining_instances  # noqa: E402
 from bert.pretraining import pretraining_tokenizer  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
 from bert import tokenization  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
 
 tf = pytest.importorskip("tensorflow")
 

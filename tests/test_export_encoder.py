@@ -21,11 +21,11 @@ from bert.training import checkpoint_formats
 
 from bert.training import checkpoints
 
-from bert.training import model_config
+from bert.export import tfhub_modules
 from bert import fast_tokenization
 from bert import modeling
-from bert.export import tfhub_modules
 from bert import tokenization
+from bert.training import model_config
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 

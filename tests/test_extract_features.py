@@ -124,9 +124,9 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   NFC text, byte for byte; without it the decomposed syllables are [UNK]. Needs no
   shared data: a tiny random model and vocabulary written here."""
   import unicodedata  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                                                "한국", "##어", "영화", "."]), encoding="utf-8")

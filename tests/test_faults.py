@@ -14,11 +14,11 @@ import tensorflow as tf
 
 from bert.training import checkpoint_formats
 
-from bert.training import checkpoints
-from bert.cli import flags_common
 from bert import input_pipeline
 from bert import modeling
 from bert import optimization
+from bert.training import checkpoints
+from bert.training import settings
 from bert.utils import script_utils
 from conftest import ROOT
 import tiny
@@ -169,6 +169,6 @@ def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
     ("save_checkpoints_steps", 0, "--save_checkpoints_steps=0: must be at least 1"),
 ])
 def test_flags_that_cannot_work_are_refused_by_name(flag, value, message):
-  with pytest.raises(flags_common.FlagError) as error:
-    flags_common.RunOptions(output_dir="out", do_train=True, **{flag: value})
+  with pytest.raises(settings.FlagError) as error:
+    settings.RunOptions(output_dir="out", do_train=True, **{flag: value})
   assert str(error.value).startswith(message)

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoints
-from bert.utils import file_io
-from bert.training import finetune
-from bert.cli import flags_common
+from bert import heads
 from bert import metrics
 from bert import modeling
-from bert import heads
+from bert.training import checkpoints
+from bert.training import finetune
+from bert.training import settings
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 import tiny
 from bert.training import evaluation
@@ -105,7 +105,7 @@ class ToyTask(finetune.Task):
         self.options.predict_batch_size)
     logits = np.concatenate([b["logits"] for b in evaluation.predict(model, dataset)])
     with atomic_output.atomic_open(os.path.join(self.options.output_dir,
-                                               "test_results.tsv")) as handle:
+                                                "test_results.tsv")) as handle:
       for row in metrics.softmax(logits.astype(np.float64)):
         handle.write("\t".join(repr(float(p)) for p in row) + "\n")
 
@@ -122,7 +122,7 @@ def _options(output_dir, config_file, **flags):
                 predict_batch_size=3, learning_rate=1e-3, num_warmup_steps=1,
                 save_checkpoints_steps=2, log_every_steps=2, steps_per_loop=2, seed=7)
   values.update(flags)
-  return flags_common.RunOptions(**values)
+  return settings.RunOptions(**values)
 
 
 def _eval_results(output_dir):
@@ -134,7 +134,7 @@ def _eval_results(output_dir):
 def _weights(output_dir, config_file, step):
   """The classifier's weights in output_dir's ckpt-<step>, by Google name."""
   model = heads.build_classifier_model(modeling.BertConfig.from_json_file(config_file),
-                                          LABELS)[0]
+                                       LABELS)[0]
   state = checkpoints.RunCheckpoint(str(output_dir), model)
   assert state.restore(os.path.join(output_dir, f"ckpt-{step}"), whole_state=False) == step
   return {k: v.numpy() for k, v in modeling.google_variable_map(model).items()}

@@ -15,12 +15,12 @@ import tempfile
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
-from bert.classifier import classifier_data
-from bert.utils import script_utils
+from bert.classifier import processors
 from bert.squad import squad_data
 from bert.squad import squad_metrics
 from bert.swag import swag_data
 from bert.tagging import tagging
+from bert.utils import script_utils
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -93,7 +93,7 @@ def test_mrpc_reader_reads_every_valid_row_and_names_the_first_bad_one(rows, bom
         error_line = line
         break
       expected.append((fields[3], fields[4], fields[0]))
-    processor = classifier_data.get_processor("mrpc")
+    processor = processors.get_processor("mrpc")
     if error_line is None and not expected:
       error_line = ""  # no data rows: an error naming the file
     try:
@@ -113,7 +113,7 @@ def test_glue_readers_never_crash_on_garbage(data, task):
   with tempfile.TemporaryDirectory() as directory:
     ext = "csv" if task == "csv" else "tsv"
     path = write_bytes(directory, f"train.{ext}", data)
-    processor = classifier_data.get_processor(task)
+    processor = processors.get_processor(task)
     if hasattr(processor, "set_data_dir"):
       processor.set_data_dir(directory)
 

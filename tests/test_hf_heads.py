@@ -110,8 +110,8 @@ def _export_and_run(tmp_path, config, out, arrays):
 
 def _ours(out, build):
   """Our model, as the run left it, from its checkpoint in `out`."""
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   model = build(modeling.BertConfig.from_dict(TINY_CONFIG))[0]
   report = checkpoints.load_checkpoint(model, str(out))
   assert report["whole_model"]
@@ -144,14 +144,14 @@ def _pair_features(examples, labels):
 
 
 def test_mrpc_classifier(tiny):
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "mrpc", tmp_path / "out"
   _glue(data, "MRPC", 32)
   _run("run_classifier.py", ["--task_name=MRPC", "--do_train", "--do_predict",
                              f"--data_dir={data}", "--num_train_steps=8",
                              f"--output_dir={out}"] + common)
-  examples = classifier_data.MrpcProcessor().get_test_examples(str(data))[:16]
+  examples = processors.MrpcProcessor().get_test_examples(str(data))[:16]
   arrays = _pair_features(examples, ["0", "1"])
   arrays.update(texts_a=np.array([e.text_a for e in examples]),
                 texts_b=np.array([e.text_b for e in examples]))
@@ -181,14 +181,14 @@ def test_mrpc_classifier(tiny):
 
 
 def test_stsb_regression(tiny):
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "stsb", tmp_path / "out"
   _glue(data, "STS-B", 32)
   _run("run_classifier.py", ["--task_name=STS-B", "--do_train", f"--data_dir={data}",
                              "--num_train_steps=8", f"--output_dir={out}"] + common)
-  examples = classifier_data.StsbProcessor().get_dev_examples(str(data))[:16]
+  examples = processors.StsbProcessor().get_dev_examples(str(data))[:16]
   arrays = _pair_features(examples, None)
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "Not exported" not in stderr

@@ -24,10 +24,10 @@ from bert.training import checkpoint_formats
 
 from bert.training import checkpoints
 
-from bert.training import model_config
 from bert.export import hugging_face
-from bert import modeling
 from bert import heads
+from bert import modeling
+from bert.training import model_config
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 

@@ -13,11 +13,11 @@ import sys
 import numpy as np
 import pytest
 
-from bert.training import checkpoints
-from bert.training import checkpoint_export as model_export
 from bert import heads
-from bert.utils import script_utils
 from bert import tokenization
+from bert.training import checkpoint_export as model_export
+from bert.training import checkpoints
+from bert.utils import script_utils
 from conftest import ROOT
 from tiny import tiny_config, write_tiny_config
 
@@ -88,7 +88,7 @@ def test_keras_hub_preset_loads_with_its_head_and_gives_our_numbers(tmp_path, he
   vocab_file, vocab_size = _vocab(tmp_path / "vocab.txt")
   config_file = write_tiny_config(tmp_path / "bert_config.json", vocab_size)
   model, _ = heads.build_classifier_model(tiny_config(vocab_size),
-                                             len(labels) if labels else 1)
+                                          len(labels) if labels else 1)
   _randomize(model)
   run = tmp_path / "run"
   info = {"task": "Toy", "head": head, **({"labels": labels} if labels else {})}

@@ -90,7 +90,7 @@ def test_classifier_loss():
   logits = rng.normal(0, 2, (5, 3)).astype("float32")
   labels = np.array([0, 2, 1, 1, 0], "int32")
   per_example, metrics = _numpy(*heads.classifier_loss({"label_ids": labels},
-                                                          {"logits": logits}))
+                                                       {"logits": logits}))
   np.testing.assert_allclose(per_example, _nll(logits, labels), rtol=1e-5)
   assert metrics == {"accuracy": (float((logits.argmax(-1) == labels).sum()), 5.0)}
 
@@ -149,7 +149,7 @@ def test_multiple_choice_loss():
   labels = np.array([3, 0, 1], "int32")
   labels[0] = logits[0].argmax()
   per_example, metrics = _numpy(*heads.multiple_choice_loss({"label_ids": labels},
-                                                               {"logits": logits}))
+                                                            {"logits": logits}))
   np.testing.assert_allclose(per_example, _nll(logits, labels), rtol=1e-5)
   assert metrics == {"accuracy": (float((logits.argmax(-1) == labels).sum()), 3.0)}
 
@@ -162,6 +162,6 @@ def test_losses_compute_in_float32_from_low_precision_logits():
   for dtype in (tf.bfloat16, tf.float16):
     low = tf.cast(logits, dtype)
     per_example, _ = _numpy(*heads.classifier_loss({"label_ids": labels},
-                                                      {"logits": low}))
+                                                   {"logits": low}))
     np.testing.assert_allclose(per_example,
                                _nll(tf.cast(low, tf.float32).numpy(), labels), rtol=1e-5)

@@ -117,13 +117,13 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 
 
 def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   export = mrpc_run["export"]
   assert sorted(os.listdir(export / "ids")) == ["assets", "fingerprint.pb",
                                                 "saved_model.pb", "variables"]
-  examples = classifier_data.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
+  examples = processors.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
               for e in examples]
@@ -166,9 +166,9 @@ def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
   assert len(state) == 5 + 16 * 3 + 2 + 2
   # The weights are the checkpoint's: the head equals what the run trained.
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 2)
   prefix = tf.train.latest_checkpoint(str(mrpc_run["out"]))
   checkpoints.load_checkpoint(model, prefix)
@@ -211,9 +211,9 @@ def test_another_tasks_evaluation_into_the_output_dir_is_refused(mrpc_run):
 
 
 def test_a_head_without_hugging_face_counterpart_is_refused_in_one_line(tmp_path):
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(TINY_CONFIG))
   model, _ = heads.build_token_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 3)
@@ -239,10 +239,10 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
   """An --ltr run records ltr with its head: Hugging Face's BERT attends both ways, so an
   export would compute other numbers than the model; one line, nothing written."""
   import types  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert import heads  # pylint: disable=g-import-not-at-top
 
   class Pretraining(finetune.Task):
     def head_info(self):
@@ -256,7 +256,7 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
   config = tmp_path / "bert_config.json"
   config.write_text(json.dumps(TINY_CONFIG))
   model, _ = heads.build_pretraining_model(modeling.BertConfig.from_dict(TINY_CONFIG),
-                                              use_next_sentence=False)
+                                           use_next_sentence=False)
   out = tmp_path / "out"
   out.mkdir()
   checkpoints.RunCheckpoint(str(out), model, head_info=info).save()
@@ -287,8 +287,8 @@ def test_eval_tags_follow_the_training_twins():
 def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypatch):
   import errno  # pylint: disable=g-import-not-at-top
   from bert.export import hugging_face  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=40))
   model, _ = heads.build_classifier_model(config, 2)
   vocab = tmp_path / "vocab.txt"

@@ -344,7 +344,7 @@ def test_real_checkpoint_matches_numpy_reference():
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
   cfg = model_config.load_bert_config(shared_path("models", "uncased_L-6_H-384_A-12",
-                                                 "bert_config.json"))
+                                                  "bert_config.json"))
   model = modeling.BertModel(cfg)
   checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))
   # "[CLS] the quick brown fox jumps [SEP] over it [SEP]" in the uncased vocabulary,

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert import metrics
 from bert import heads
+from bert import metrics
 from bert.multilabel import multilabel_data
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import script_utils
 from conftest import ROOT, shared_path
 
 LABELS = ["LOC", "MISC", "ORG", "PER"]
@@ -68,7 +68,7 @@ def test_reads_texts_and_label_sets(tmp_path):
     ("\n\n", True, r"t.tsv: no examples"),
     ("a\nb\tPER\n", False, r"t.tsv:2: 2 tab-separated fields, the file's first line has 1"),
     ("a\tPER\tx\n", False, r"t.tsv:1: 3 tab-separated fields, expected text<TAB>labels "
-                            r"or text alone \(an example"),
+     r"or text alone \(an example"),
 ])
 def test_ambiguous_or_bad_lines_are_refused(tmp_path, text, require, message):
   with pytest.raises(script_utils.UserError, match=message):
@@ -135,7 +135,7 @@ def test_loss_matches_numpy_and_eval_loss():
   labels = (rng.random((5, 4)) < 0.4).astype(np.float32)
   labels[0] = (logits[0] >= 0)  # one row predicted exactly right
   per_example, pairs = heads.multi_label_loss({"label_ids": tf.constant(labels)},
-                                                 {"logits": tf.constant(logits)})
+                                              {"logits": tf.constant(logits)})
   p = 1 / (1 + np.exp(-logits.astype(np.float64)))
   expected = np.mean(-(labels * np.log(p) + (1 - labels) * np.log(1 - p)), axis=-1)
   np.testing.assert_allclose(per_example.numpy(), expected, rtol=1e-5)
@@ -146,7 +146,7 @@ def test_loss_matches_numpy_and_eval_loss():
   assert values["eval_loss"] == pytest.approx(float(np.mean(expected)), rel=1e-6)
   assert values["eval_accuracy"] == exact / 5
   high = heads.multi_label_loss({"label_ids": tf.constant(labels)},
-                                   {"logits": tf.constant(logits)}, threshold=0.99)[1]
+                                {"logits": tf.constant(logits)}, threshold=0.99)[1]
   assert float(high["accuracy"][0]) == np.sum(np.all((p >= 0.99) == labels, axis=-1))
 
 

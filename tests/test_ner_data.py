@@ -8,9 +8,9 @@ import pytest
 
 from bert.tagging import conlleval
 from bert.tagging import ner_data
-from bert.utils import script_utils
 from bert.tagging import tagging
 from bert import tokenization
+from bert.utils import script_utils
 from conftest import CASED_VOCAB, shared_path
 
 LABELS = ner_data.make_label_list()  # O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, ...

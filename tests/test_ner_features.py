@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoint_formats
 from bert import input_pipeline
 from bert import modeling
 from bert.tagging import ner_features
 from bert.tagging import tagging_task
+from bert.training import checkpoint_formats
 from bert.utils import script_utils
 import tiny
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from bert.tagging import conlleval
-from bert.cli import flags_common
 from bert.tagging import ner_task
 from bert import tokenization
+from bert.training import settings
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "ner")
 
@@ -155,7 +155,7 @@ def run_fake_ner(directory):
   vocab = os.path.join(directory, "vocab.txt")
   with open(vocab, "w", encoding="utf-8") as handle:
     handle.write("".join(f"{token}\n" for token in VOCAB))
-  options = flags_common.RunOptions(
+  options = settings.RunOptions(
       output_dir=out, vocab_file=vocab, max_seq_length=12, do_eval=True, do_predict=True,
       eval_batch_size=3, predict_batch_size=2)
   task = ner_task.NerTask(options, ner_task.NerSettings(data_dir=data, doc_stride=4))

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert import heads
 from bert import input_pipeline
 from bert import modeling
-from bert import heads
 from bert.pretraining import pretraining_task
 from bert.utils import script_utils
 import tiny
@@ -291,14 +291,14 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   dropout off while pretraining, NSP off, two accumulated micro-batches per update and the
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
-  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
+  from bert.training import settings  # pylint: disable=g-import-not-at-top
   from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))
   config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)
   out = tmp_path / "out"
   total, warmup, peak = 6, 3, 2e-3
-  options = flags_common.RunOptions(
+  options = settings.RunOptions(
       output_dir=str(out), bert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=8, train_batch_size=2, gradient_accumulation_steps=2,
       num_train_steps=total, num_warmup_steps=warmup, learning_rate=peak,

@@ -27,9 +27,9 @@ def _literal(root, path, name):
 
 
 def _diagram_top(root):
-  """The floor diagram's top floor: the lines from `top` to the line before `middle`."""
+  """The level diagram's commands: the lines from `level 5` to the line before `level 4`."""
   block = _read(root, "docs/ARCHITECTURE.md").split("```")[1]
-  return block[block.index("top"):block.index("\nmiddle")]
+  return block[block.index("level 5"):block.index("\nlevel 4")]
 
 
 def _task_modules(root, script):

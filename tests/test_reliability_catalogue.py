@@ -2884,10 +2884,10 @@ def _injected_full_disk(monkeypatch):
 def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, tmp_path,
                                                                      monkeypatch):
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.squad import squad_decoding  # pylint: disable=g-import-not-at-top
   from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   directory = full_disk
   if directory is None:
     directory = tmp_path / "injected"
@@ -2921,11 +2921,11 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   injection stands in for them, so this needs the tmpfs)."""
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert import heads
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert import heads
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
   with pytest.raises(script_utils.UserError) as error:
@@ -3018,10 +3018,10 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
   checkpoint_formats.save_google_checkpoint(
@@ -3123,9 +3123,9 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
+  from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from bert.tagging import conlleval
 from bert import metrics
+from bert.tagging import conlleval
 from bert.tagging import ner_data
 from bert.tagging import tagging
 from bert import tokenization

@@ -23,6 +23,9 @@ ALLOWED = {
     # Runs the project's own script file (never user input) as __main__ so that many CLI
     # cases share one TensorFlow import; see the module docstring there.
     ("tests/cli_harness.py", "exec("),
+    # Runs the project's own docs/library.md examples (never user input), block by block,
+    # so that the page cannot drift from the code.
+    ("tests/test_library_page.py", "exec("),
 }
 _UNSAFE_MODULES = {"pickle", "cPickle", "_pickle", "dill", "marshal", "shelve"}
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert.export import serving
 from bert import heads
 from bert.utils import script_utils
-from bert.export import serving
 import tiny
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]

@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert import tokenization
+from bert.utils import script_utils
 from conftest import shared_path
 
 # Every WordPiece the hand-made examples of the reading tests need (uncased).

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from bert.utils import script_utils
 from bert.squad import squad_metrics
+from bert.utils import script_utils
 from conftest import ROOT, shared_path
 
 EVALUATE = os.path.join(ROOT, "squad_evaluate.py")

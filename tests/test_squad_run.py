@@ -12,14 +12,14 @@ import sys
 import numpy as np
 import pytest
 
-from bert.cli import flags_common
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert.squad import squad_task
 from bert import tokenization
+from bert.training import settings as run_settings
+from bert.utils import script_utils
 from conftest import ROOT, shared_path
 import tiny
 
@@ -173,7 +173,7 @@ def test_run_squad_refuses_v2_file_without_the_flag(tmp_path):
 def test_squad_task_flag_checks(tmp_path):
   """The original's flag checks, before anything is read or built."""
   def task(**settings):
-    options = flags_common.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
+    options = run_settings.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
                                       do_eval=True)
     return squad_task.SquadTask(options, squad_task.SquadSettings(**settings))
 

@@ -4,9 +4,9 @@ import csv
 import numpy as np
 import pytest
 
-from bert.utils import script_utils
 from bert.swag import swag_data
 from bert import tokenization
+from bert.utils import script_utils
 from conftest import shared_path
 
 

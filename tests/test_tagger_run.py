@@ -1,5 +1,5 @@
 """Part-of-speech tagging and chunking through the driver, in-process: the options object
-run_tagger.py's main() builds (flags_common.RunOptions) and finetune.run, on the tiny
+run_tagger.py's main() builds (settings.RunOptions) and finetune.run, on the tiny
 config. Train a few steps, evaluate, predict; every figure is recomputed from the files
 written; the training and evaluation accuracies share one TensorBoard tag."""
 import os
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from bert.tagging import conlleval
-from bert.training import finetune
-from bert.cli import flags_common
-from bert.utils import script_utils
 from bert.tagging import tagging
 from bert.tagging import tagging_task
+from bert.training import finetune
+from bert.training import settings
+from bert.utils import script_utils
 import tiny
 from conftest import shared_path
 
@@ -60,7 +60,7 @@ def _options(out, files, **flags):
                 predict_batch_size=3, learning_rate=1e-3, num_warmup_steps=1,
                 log_every_steps=2, steps_per_loop=2, seed=3)
   values.update(flags)
-  return flags_common.RunOptions(**values)
+  return settings.RunOptions(**values)
 
 
 def _key_values(path):
@@ -151,7 +151,7 @@ def test_minilm_pos_beats_the_word_baseline(tmp_path):
   from the same sentences: majority tag 0.2393, each word's most frequent tag 0.7537."""
   minilm = shared_path("models", "uncased_L-6_H-384_A-12")
   data = shared_path("conll2003")
-  options = flags_common.RunOptions(
+  options = settings.RunOptions(
       output_dir=str(tmp_path), vocab_file=f"{minilm}/vocab.txt",
       bert_config_file=f"{minilm}/bert_config.json",
       init_checkpoint=f"{minilm}/bert_model.ckpt", do_train=True, do_eval=True,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from bert.tagging import conlleval
-from bert.utils import script_utils
 from bert.tagging import tagging
 from bert import tokenization
+from bert.utils import script_utils
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "un", "##aff", "##able", "eu",
          "commission", "said", "peter", "john", "##son", "visited", "paris", "."]

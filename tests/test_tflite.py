@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert import heads
 from bert.export import serving
+from bert import heads
 from tiny import tiny_config
 
 VOCAB = 97

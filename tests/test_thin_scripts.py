@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from bert.pretraining import pretraining_data
-from bert.utils import script_utils
-from bert import tokenization
 from bert.pretraining import vocab_learning
+from bert import tokenization
+from bert.utils import script_utils
 from conftest import ROOT
 
 CORPUS = ("the cat sat on the mat .\nthe dog sat on the log .\n\n"

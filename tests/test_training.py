@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoints
 from bert import heads
 from bert import optimization
+from bert.training import checkpoints
 from bert.utils import script_utils
 import tiny
 from bert.training import evaluation
@@ -52,7 +52,7 @@ def _run_training(strategy, model, optimizer, output_dir, config, shuffle=True):
                                     loss_scaling=config.loss_scaling)
   checkpoints.start_weights(state, None, for_training=True)
   return loop.train(strategy, model, optimizer, loss_fn, _dataset_fn(shuffle), state,
-                        config)
+                    config)
 
 
 def loss_fn(features, outputs):
@@ -62,7 +62,7 @@ def loss_fn(features, outputs):
   predictions = tf.argmax(logits, -1, output_type=tf.int32)
   correct = tf.cast(tf.equal(predictions, features["label_ids"]), tf.float32)
   return per_example, {"accuracy": (tf.reduce_sum(correct), tf.cast(tf.size(correct),
-                                                                      tf.float32))}
+                                                                    tf.float32))}
 
 
 def _train(output_dir, steps, batch_size=8, accumulation=1, dropout=0.1, seed=5,
@@ -71,7 +71,7 @@ def _train(output_dir, steps, batch_size=8, accumulation=1, dropout=0.1, seed=5,
   strategy = strategies.create_strategy("one_device")
   with strategy.scope():
     model, encoder = heads.build_classifier_model(_config(dropout), 2,
-                                                     dropout_rate=dropout)
+                                                  dropout_rate=dropout)
     optimizer = optimization.create_optimizer(lr, total_steps, 4)
   del encoder
   result = _run_training(strategy, model, optimizer, output_dir, loop.TrainConfig(
@@ -264,7 +264,7 @@ def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
              _batch([[1, 2, 3, 4], [9, 9, 9, 0]], [0, 4]),
              _batch([[7, 7, 7, 7, 7, 7, 2]], [2])]
   out = evaluation.predict_in_order(model, batches, 5, keys=("logits", "row"),
-                                  index_key="row", width=5, sequence_keys=("logits",))
+                                    index_key="row", width=5, sequence_keys=("logits",))
   assert out["row"].tolist() == [0, 1, 2, 3, 4]
   expected = np.zeros((5, 5, 3), np.float32)
   for ids, rows in (([[4, 5], [6, 0]], [3, 1]), ([[1, 2, 3, 4], [9, 9, 9, 0]], [0, 4]),
@@ -274,7 +274,7 @@ def test_predict_in_order_puts_rows_back_and_pads_widths_to_one_array():
   np.testing.assert_array_equal(out["logits"], expected)
   # Without an index the batches are in input order; equal widths need no sequence_keys.
   plain = evaluation.predict_in_order(model, [_batch([[1, 2]], [0]), _batch([[3, 4]], [1])],
-                                    2)
+                                      2)
   np.testing.assert_array_equal(plain["logits"], table[[[1, 2], [3, 4]]])
 
 
@@ -282,6 +282,6 @@ def test_predict_in_order_refuses_a_row_twice_or_rows_missing():
   model, _ = _table_model(10, 3)
   with pytest.raises(ValueError, match=r"predict: row\(s\) \[1\] predicted twice"):
     evaluation.predict_in_order(model, [_batch([[1], [2]], [0, 1]), _batch([[3]], [1])], 3,
-                              index_key="row")
+                                index_key="row")
   with pytest.raises(ValueError, match="predict: 2 rows predicted, 3 expected"):
     evaluation.predict_in_order(model, [_batch([[1], [2]], [0, 1])], 3, index_key="row")

@@ -16,9 +16,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
+from bert.tagging import tagging  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
-from bert.tagging import tagging  # noqa: E402
 
 SPLITS = (("train.txt", "train.tsv"), ("valid.txt", "dev.tsv"), ("test.txt", "test.tsv"))
 

@@ -50,11 +50,12 @@ import tensorflow as tf  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
-from bert.training import model_config  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
+from bert.classifier import processors  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
+from bert.training import model_config  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")
@@ -203,7 +204,7 @@ def main(_):
   with script_utils.report_user_errors(FLAGS.verbose, "linear_probe.py"):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
-    processor = classifier_data.DelimitedFileProcessor(
+    processor = processors.DelimitedFileProcessor(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, has_header=flags_common.has_header_option(FLAGS),
         is_regression=FLAGS.regression)

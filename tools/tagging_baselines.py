@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
 from bert.tagging import conlleval  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
 
 # What to do when --iob meets a column of other tags (run_tagger.py says the same).
 NOT_CHUNK_TAGS = ("pick the chunk column with --tag_column (CoNLL-2003: 3 chunks, 4 "

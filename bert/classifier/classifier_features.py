@@ -1,7 +1,7 @@
 """Classifier features: `InputExample`s -> BERT's token ids, in Python and in tf.data.
 
-Middle floor. Imports tokenization (ground), input_pipeline, classifier_data and
-script_utils; never reads absl FLAGS.
+Imports tokenization, fast_tokenization and input_pipeline (the core), classifier_data
+and script_utils; never reads absl FLAGS.
 
 Features come two ways, with identical token ids:
   * `make_dataset(...)`: the fast path. Texts go into tf.data, `fast_tokenization.FastTokenizer`
@@ -27,8 +27,8 @@ import tensorflow as tf
 from bert.classifier import classifier_data
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import script_utils
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 

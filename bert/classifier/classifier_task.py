@@ -1,8 +1,8 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-Middle floor. The readers (one small DataProcessor per task) are in classifier_data.py,
-the in-graph features in classifier_features.py, the metrics in metrics.py, the head and
-its loss in modeling.py; this module joins them for the driver (finetune.run).
+The readers (one small DataProcessor per task) are in processors.py, the in-graph
+features in classifier_features.py, the metrics in metrics.py, the head and its loss in
+heads.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (the task's GLUE metrics as eval_*, eval_loss,
 and the driver's loss and global_step), test_results.tsv (class probabilities per test row, as the original)
@@ -18,14 +18,16 @@ from absl import logging
 import numpy as np
 
 from bert.classifier import classifier_data
+
 from bert.classifier import classifier_features
-from bert import fast_tokenization
-from bert.training import finetune
-from bert import metrics
-from bert import heads
-from bert.utils import script_utils
+from bert.classifier import processors
 from bert.export import serving
+from bert import fast_tokenization
+from bert import heads
+from bert import metrics
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,9 +55,9 @@ class GenericColumns:
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`)."""
   options = {}
-  if task_name.lower() in classifier_data.GENERIC_TASKS:
+  if task_name.lower() in processors.GENERIC_TASKS:
     options = (columns or GenericColumns()).processor_options()
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  processor = processors.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor
@@ -72,7 +74,7 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
   dataset = classifier_features.predict_batches(
       examples, labels, tokenizer, max_seq_length, batch_size, fixed_padding=fixed_padding)
   return evaluation.predict_in_order(model, dataset, len(examples), index_key="example_index",
-                                   what=what)["logits"].astype(np.float32)
+                                     what=what)["logits"].astype(np.float32)
 
 
 class ClassifierTask(finetune.Task):
@@ -122,12 +124,12 @@ class ClassifierTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_classifier_model(config, self.processor.num_outputs,
-                                               causal=self.options.ltr)
+                                            causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
     return heads.classifier_loss(features, outputs,
-                                    regression=self.processor.is_regression)
+                                 regression=self.processor.is_regression)
 
   def evaluate(self, model, strategy):
     del strategy
@@ -169,11 +171,11 @@ class ClassifierTask(finetune.Task):
         self.options.vocab_file, self.options.do_lower_case,
         normalize=self.options.normalize)
     serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
-                             max_seq_length=self.options.max_seq_length,
-                             cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                             num_texts=self.processor.num_texts,
-                             version=self.options.export_version,
-                             overwrite=self.options.overwrite_export, checked=True)
+                              max_seq_length=self.options.max_seq_length,
+                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
+                              num_texts=self.processor.num_texts,
+                              version=self.options.export_version,
+                              overwrite=self.options.overwrite_export, checked=True)
 
   def _logits(self, model, examples, batch_size, what):
     return predict_logits(model, examples, self.labels, self.tokenizer,

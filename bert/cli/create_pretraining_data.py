@@ -33,9 +33,9 @@ import sys
 from absl import flags
 from absl import logging
 
-from bert.pretraining import corpus_check
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.pretraining import corpus_check
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_data
 from bert.utils import script_utils

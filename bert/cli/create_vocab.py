@@ -38,9 +38,9 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
-from bert import tokenization
 from bert.pretraining import vocab_learning
+from bert import tokenization
+from bert.utils import script_utils
 
 flags_common.define_runtime_flags()
 

@@ -1,7 +1,7 @@
 """The steps of `make demo` (quickstart.py) as a library: its corpus, its queries, and a
 step runner that prints the command it runs, as a user would type it.
 
-Middle floor; tests import this, never the quickstart script.
+Tests import this, never the quickstart command.
 """
 
 import os

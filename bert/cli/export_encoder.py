@@ -18,7 +18,7 @@ the checkpoint holds: the masked-LM and next-sentence heads (BertForPreTraining)
 fine-tuned run's head under the class transformers' pipeline() and AutoModelFor* pick
 (BertForSequenceClassification with the run's labels, BertForQuestionAnswering,
 BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
-is named in a warning (hugging_face.py, model_export.py).
+is named in a warning (export/hugging_face.py, training/checkpoint_export.py).
 
 --format=keras_hub writes a fine-tuned classifier (classification, multi-label or
 regression run) as a keras-hub preset: `keras_hub.models.BertTextClassifier.from_preset(
@@ -33,8 +33,8 @@ the keras-hub package (not a requirement of this project).
     --do_lower_case=True --export_dir=/tmp/bert_hub
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
@@ -46,13 +46,13 @@ import time
 from absl import flags
 from absl import logging
 
-from bert.training import model_config
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.training import checkpoint_export as model_export
-from bert.utils import script_utils
 from bert.export import tfhub_modules
 from bert import tokenization
+from bert.training import checkpoint_export as model_export
+from bert.training import model_config
+from bert.utils import script_utils
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)

@@ -20,8 +20,8 @@ Batches are padded to their own longest example, not to max_seq_length: padded p
 get -10000 in the attention mask and so change nothing in the real tokens' values.
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
@@ -60,7 +60,8 @@ def main(_):
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")
     script_utils.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
     script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
-    from bert.extraction import encoder_activations  # deferred: TensorFlow loads here, so --help stays fast
+    # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert.extraction import encoder_activations
     count = encoder_activations.extract_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,

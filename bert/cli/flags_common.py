@@ -1,6 +1,7 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Ground floor: imports only the basement (file_io, cpu_choice). Each script calls the
+Imports only cpu_choice and training/settings (RunOptions), neither of which loads
+TensorFlow. Each command calls the
 `define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
 original release's, so a command from the original README runs unchanged; a script passes
 its own default where the original's script differed (run_squad's max_seq_length is 384,
@@ -8,13 +9,12 @@ for example).
 """
 
 import dataclasses
-import math
 import os
 
 from absl import flags
 
+from bert.training import settings
 from bert.utils import cpu_choice
-from bert.utils import file_io
 
 _DEFINED = set()
 
@@ -317,6 +317,11 @@ def define_delimited_file_flags():
                     "squared error, evaluated with Pearson/Spearman.")
 
 
+# A script's own count flags (a batch size) are checked as RunOptions checks its own:
+# `check_positive(FLAGS, ("batch_size",))`, one line naming the flag, exit status 2.
+check_positive = settings.check_positive
+
+
 def has_header_option(flag_values):
   """--has_header as the readers take it: True, False, or None when it was not given at
   all (then a first row that looks like a header is refused rather than read as data:
@@ -347,134 +352,15 @@ def define_export_version_flag():
 # --------------------------------------------------------------------------- options
 
 
-class FlagError(file_io.InputError):
-  """A flag value that cannot work; the message names the flag and its value (one line)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOptions:
-  """Every setting the shared driver (finetune.py) and training loop read, built once.
-
-  A script's main() calls `run_options(FLAGS)` once and passes the result down; no
-  library reads absl FLAGS. Task-specific settings (SQuAD's doc_stride, a GLUE task
-  name, ...) are not here: each script hands them to its Task's constructor.
-  """
-  output_dir: str
-  bert_config_file: str = None
-  vocab_file: str = None
-  init_checkpoint: str = None
-  do_lower_case: bool = True
-  normalize: str = None            # None (the original) or "nfc"
-  max_seq_length: int = 128
-  do_train: bool = False
-  do_eval: bool = False
-  do_predict: bool = False
-  export_dir: str = None
-  export_version: int = 0          # >0: TF Serving's layout, export_dir/{ids,text}/N
-  overwrite_export: bool = False   # replace that version (or the unversioned export)
-  train_batch_size: int = 32
-  eval_batch_size: int = 8
-  predict_batch_size: int = 8
-  learning_rate: float = 5e-5
-  num_train_epochs: float = 3.0
-  num_train_steps: int = None      # None: from num_train_epochs
-  num_warmup_steps: int = None     # None: from warmup_proportion
-  warmup_proportion: float = 0.1
-  optimizer: str = "adamw"
-  lr_schedule: str = "original"    # or "one_cycle" (optimization.create_optimizer)
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 3
-  seed: int = 12345
-  distribution_strategy: str = "one_device"  # "tpu" when --use_tpu
-  tpu_name: str = None
-  tpu_zone: str = None
-  gcp_project: str = None
-  num_gpus: int = None
-  multi_worker_timeout: float = 0  # seconds to wait for the peers (0: as long as it takes)
-  num_tpu_cores: int = None
-  dtype: str = "float32"           # resolved: never "auto" (run_options asks cpu_choice)
-  enable_xla: bool = False         # resolved: never None
-  gradient_accumulation_steps: int = 1
-  steps_per_loop: int = 1000
-  log_every_steps: int = 10
-  deterministic: bool = None
-  ltr: bool = False
-  max_train_examples: int = 0
-  max_eval_examples: int = 0
-  eval_every_steps: int = 0        # 0: evaluate once, after training
-  verbose: bool = False
-  # The log line naming the CPU and why dtype/enable_xla are what they are (run_options).
-  speed_choice: str = ""
-
-  def __post_init__(self):
-    _check_options(self)
-
-
-def check_positive(values, names):
-  """Fails on the first of the flags `names` (attributes of `values`: options, or absl's
-  FLAGS) whose value is below 1, naming it: a batch size of 0 would divide by zero or
-  loop for ever, a negative one means nothing."""
-  for name in names:
-    value = getattr(values, name)
-    if value is not None and value < 1:
-      raise FlagError(f"--{name}={value}: must be at least 1")
-
-
-def _check_options(options):
-  """Fails on flag values that cannot work, naming the flag (exit status 2 in scripts)."""
-  lr = options.learning_rate
-  if not (math.isfinite(lr) and lr > 0):
-    raise FlagError(f"--learning_rate={lr}: must be a positive finite number (a negative "
-                    "rate trains by gradient ascent)")
-  epochs = options.num_train_epochs
-  if not math.isfinite(epochs) or (options.do_train and options.num_train_steps is None
-                                   and epochs <= 0):
-    raise FlagError(f"--num_train_epochs={epochs}: must be a positive finite number")
-  if not (0.0 <= options.warmup_proportion <= 1.0):
-    raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
-  if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
-    raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
-  check_positive(options, (
-      "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
-      "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
-      "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
-  if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
-    raise FlagError(f"--max_seq_length={options.max_seq_length}: must be between 3 and "
-                    f"{MAX_SEQ_LENGTH_BOUND}")
-  if options.max_train_examples < 0 or options.max_eval_examples < 0:
-    raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
-  if options.export_version < 0:
-    raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
-                    "version folder)")
-  if options.export_version and not options.export_dir:
-    raise FlagError(f"--export_version={options.export_version} names the version folder "
-                    "of an export: it needs --export_dir")
-  if options.overwrite_export and not options.export_dir:
-    raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
-  timeout = options.multi_worker_timeout
-  if not (math.isfinite(timeout) and timeout >= 0):
-    raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
-                    ">= 0 (0: wait as long as it takes)")
-  if options.dtype not in ("float32", "bfloat16", "float16"):
-    raise FlagError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
-                    "float16 (run_options turns auto into one of them)")
-  if options.eval_every_steps < 0:
-    raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
-                    "(0: evaluate once, at the end)")
-
-
-# No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
-MAX_SEQ_LENGTH_BOUND = 8192
-
-
 def run_options(flag_values, phase=None, cpu=None, **overrides):
-  """RunOptions from parsed absl flags (the ones this script defines), plus overrides.
+  """RunOptions (bert/training/settings.py) from parsed absl flags (the ones this script
+  defines), plus overrides.
 
   phase: "pretraining", "fine-tuning" or "prediction" (default: fine-tuning with
   --do_train, else prediction): which cell of cpu_choice's table an unset --enable_xla
   and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
   """
-  names = {f.name for f in dataclasses.fields(RunOptions)}
+  names = {f.name for f in dataclasses.fields(settings.RunOptions)}
   values = {n: flag_values[n].value for n in names if n in flag_values}
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
   if "use_tpu" in flag_values and flag_values.use_tpu:
@@ -488,7 +374,7 @@ def run_options(flag_values, phase=None, cpu=None, **overrides):
     values["normalize"] = normalize_option(values["normalize"])
   values.update(overrides)
   values.update(resolve_speed(values, phase, cpu))
-  return RunOptions(**values)
+  return settings.RunOptions(**values)
 
 
 def resolve_speed(values, phase=None, cpu=None):

@@ -18,8 +18,8 @@ probabilities per test row, as the original) and the GLUE submission file (CoLA.
 --export_dir writes a SavedModel with a token-id and a raw-text serving signature.
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
@@ -75,7 +75,8 @@ flags.mark_flag_as_required("task_name")
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     options = flags_common.run_options(FLAGS)
-    from bert.classifier import classifier_task  # deferred: TensorFlow loads here, so --help stays fast
+    # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert.classifier import classifier_task
     columns = classifier_task.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,

@@ -21,8 +21,8 @@ with a token-id and a raw-text serving signature, and export_dir/ids/ with the t
 signature alone (stock ops); --export_version=N writes TF Serving's versioned layout.
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
@@ -60,7 +60,8 @@ flags_common.define_export_version_flag()
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     options = flags_common.run_options(FLAGS)
-    from bert.multilabel import multilabel_task  # deferred: TensorFlow loads here, so --help stays fast
+    # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert.multilabel import multilabel_task
     multilabel_task.MultiLabelTask(options, FLAGS.data_dir, FLAGS.labels_file,
                                    FLAGS.threshold).run()
 

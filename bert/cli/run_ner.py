@@ -21,8 +21,8 @@ tag, predicted tag), dev_conlleval.txt / test_conlleval.txt (conlleval's report)
 for a labelled test file, test_results.txt (test_f1, ...).
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()

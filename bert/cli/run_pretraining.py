@@ -26,8 +26,8 @@ Short budgets (docs/new_language.md): --no_dropout, --no_nsp, --lr_schedule=one_
 keep the original's numbers.
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
@@ -71,7 +71,8 @@ FLAGS = flags.FLAGS
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     options = flags_common.run_options(FLAGS, phase="pretraining")
-    from bert.pretraining import pretraining_task  # deferred: TensorFlow loads here, so --help stays fast
+    # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert.pretraining import pretraining_task
     pretraining_task.PretrainingTask(
         options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,
         FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout).run()

@@ -15,8 +15,8 @@ global_step), dev_predictions.csv and, with --do_predict, test_predictions.csv (
 predicted ending, the four probabilities).
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()

@@ -17,11 +17,11 @@ import sys
 
 from absl import flags
 
-from bert.utils import atomic_output
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
 from bert.squad import squad_metrics
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,

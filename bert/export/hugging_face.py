@@ -1,6 +1,6 @@
 """Hugging Face BERT checkpoints: Google's variable names to theirs, and the writer.
 
-Middle floor: imports modeling (ground) and script_utils; never reads absl FLAGS.
+Imports modeling (the core), atomic_output and script_utils; never reads absl FLAGS.
 export_encoder.py --format=huggingface is the command-line front end.
 
 `write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case)` writes a
@@ -65,9 +65,9 @@ import numpy as np
 from safetensors.numpy import load_file
 from safetensors.numpy import save_file
 
+from bert import modeling
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert import modeling
 from bert.utils import output_lock
 from bert.utils import script_utils
 

@@ -1,7 +1,7 @@
 """SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
 
-Middle floor. Imports tokenization (ground), input_pipeline and script_utils; never reads
-absl FLAGS.
+Imports fast_tokenization and input_pipeline (the core) and bert/utils; never reads absl
+FLAGS.
 
 Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
 Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
@@ -58,10 +58,10 @@ from typing import Callable, Sequence
 import keras
 import tensorflow as tf
 
-from bert.utils import atomic_output
 from bert import fast_tokenization
-from bert.utils import file_io
 from bert import input_pipeline
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import script_utils
 

@@ -1,7 +1,7 @@
 """A BERT encoder and its preprocessing as two TF-Hub-style SavedModels.
 
-Middle floor: imports tokenization and modeling (ground), serving and script_utils; never
-reads absl FLAGS. export_encoder.py is the command-line front end.
+Imports tokenization, fast_tokenization and modeling (the core), serving and bert/utils;
+never reads absl FLAGS. export_encoder.py is the command-line front end.
 
 The two SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so
 code written for Google's published BERT SavedModels runs on ours unchanged:
@@ -63,13 +63,13 @@ import keras
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
-from bert.utils import atomic_output
+from bert.export import serving
 from bert import fast_tokenization
 from bert import modeling
+from bert import tokenization
+from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import script_utils
-from bert.export import serving
-from bert import tokenization
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Our BertModel's names for the same three inputs, in the same order.

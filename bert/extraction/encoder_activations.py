@@ -1,7 +1,7 @@
 """Feature extraction (the original's extract_features.py): text lines -> JSON lines of the
 encoder's activations, for extract_features.py.
 
-Middle floor. One example a line (`text_a` or `text_a ||| text_b`), converted as the
+One example a line (`text_a` or `text_a ||| text_b`), converted as the
 original did ([CLS] A [SEP] (B [SEP]), a pair truncated with truncate_seq_pair), run
 through the encoder, and written with the activations of the requested layers for every
 real token, values rounded to 6 decimals:
@@ -19,15 +19,15 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoints
-from bert.training import model_config
 from bert import modeling
+from bert import tokenization
+from bert.training import checkpoints
+from bert.training import evaluation
+from bert.training import model_config
+from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import progress
 from bert.utils import script_utils
-from bert import tokenization
-from bert.training import evaluation
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(

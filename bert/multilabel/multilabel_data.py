@@ -1,6 +1,6 @@
 """Multi-label classification data: the label file, the TSV reader, features, results.
 
-Middle floor: used by multilabel_task.py; reads no absl FLAGS.
+Used by multilabel_task.py; reads no absl FLAGS.
 
 A multi-label example is one text with any number of labels (none included), as in
 tagging data sets (GoEmotions, toxic-comment data, the entity types of a CoNLL-2003
@@ -26,10 +26,10 @@ from typing import List, Optional
 
 import numpy as np
 
-from bert.utils import atomic_output
 from bert import metrics
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 LABELS_FILE = "labels.txt"

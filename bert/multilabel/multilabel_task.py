@@ -1,8 +1,8 @@
 """Multi-label classification (one sigmoid per label) as a finetune.Task.
 
-Middle floor. Reading and features are in multilabel_data.py, the head (the
+Reading and features are in multilabel_data.py, the head (the
 classifier's: output_weights [num_labels, H] on the pooled output) and its loss in
-modeling.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
+heads.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
 (multi_label_metrics); this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,
@@ -21,16 +21,16 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from bert.export import serving
 from bert import fast_tokenization
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import heads
 from bert.multilabel import multilabel_data
-from bert.utils import script_utils
-from bert.export import serving
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -96,7 +96,7 @@ class MultiLabelTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_classifier_model(config, len(self.labels),
-                                               causal=self.options.ltr)
+                                            causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):
@@ -126,7 +126,7 @@ class MultiLabelTask(finetune.Task):
 
   def export(self, model, export_dir):
     tokenizer = fast_tokenization.FastTokenizer(self.options.vocab_file,
-                                           self.options.do_lower_case)
+                                                self.options.do_lower_case)
     packer = serving.TextPacker(tokenizer, self.options.max_seq_length, tokenizer.cls_id,
                                 tokenizer.sep_id)
     names = tf.constant(self.labels)

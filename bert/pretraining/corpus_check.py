@@ -1,6 +1,6 @@
 """A corpus check that warns before the hours are spent: the usual wrong turns of a new language.
 
-Middle floor: create_vocab.py and create_pretraining_data.py print its report at start
+create_vocab.py and create_pretraining_data.py print its report at start
 (and stop after it with --check_only). It reads a sample from the start of the corpus and
 measures, on that sample:
   * the [UNK] rate with the given vocabulary and case setting, and, above UNK_WARN_RATE,
@@ -29,8 +29,8 @@ from absl import logging
 
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
-from bert.utils import script_utils
 from bert import tokenization
+from bert.utils import script_utils
 
 # Lines read from the start of the corpus (fewer when the first MAX_SAMPLE_CHARS run out).
 SAMPLE_LINES = 5000

@@ -1,6 +1,6 @@
 """tf.train.Example records written by hand, for the pretraining data, batch by batch.
 
-Middle floor, NumPy only (the pretraining workers import it, never TensorFlow). The bytes
+NumPy only (the pretraining workers import it, never TensorFlow). The bytes
 of a record equal `example.SerializeToString(deterministic=True)` of the original's
 padded tf.train.Example (features in key order, packed values): `ExampleEncoder.encode`
 lays out a whole batch of instances with one gather, `varint_rows` encodes id lists.

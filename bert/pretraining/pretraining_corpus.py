@@ -1,6 +1,6 @@
 """The pretraining corpus read as documents: lines, optional sentence splitting, chunks.
 
-Middle floor. The original's input format: one sentence a line, a blank line between
+The original's input format: one sentence a line, a blank line between
 documents. `read_documents` streams them from the input files, `chunk_documents` groups
 them into the chunks each worker turns into instances, `sentence_splitter` splits
 corpora of one paragraph a line (an optional library).

@@ -1,6 +1,6 @@
 """The pretraining-data generator: masked-LM / next-sentence tf.train.Examples from text.
 
-Middle floor: create_pretraining_data.py parses its flags and calls `check_run` and
+create_pretraining_data.py parses its flags and calls `check_run` and
 `generate`; tests and benchmarks call the functions here. Nothing here reads absl FLAGS.
 This module is the driver (flag and corpus checks, the output writers, progress, the
 summary); the work is done by pretraining_corpus (documents and chunks),
@@ -32,14 +32,14 @@ import time
 
 from absl import logging
 
-from bert.utils import atomic_output
-from bert.utils import file_io
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_workers
+from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import script_utils
-from bert import tokenization
 
 
 _PROGRESS_EVERY_S = 10.0

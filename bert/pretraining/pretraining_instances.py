@@ -1,6 +1,6 @@
 """The original's create_training_instances, restated in NumPy for whole chunks at once.
 
-Middle floor, NumPy only (the pretraining workers import it, never TensorFlow).
+NumPy only (the pretraining workers import it, never TensorFlow).
 `create_chunk_examples` turns one chunk of tokenized documents into serialized
 tf.train.Examples (example_encoder.py) and statistics; `plan_instances` (segment
 pairing), `truncate_pairs` and `build_batch` (masking) are its steps, each drawing from

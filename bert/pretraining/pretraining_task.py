@@ -1,6 +1,6 @@
 """Pretraining (masked LM + next sentence) as a finetune.Task, for run_pretraining.py.
 
-Middle floor. The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
+The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
 their loss are heads.build_pretraining_model / heads.pretraining_loss; this module
 joins them for the driver (finetune.run) and adds the paper's ablations:
   * no_nsp: the masked LM alone, without the next-sentence head and loss;
@@ -21,13 +21,13 @@ import os
 from absl import logging
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoint_formats
-from bert.training import finetune
-from bert import input_pipeline
 from bert import heads
-from bert.utils import script_utils
+from bert import input_pipeline
+from bert.training import checkpoint_formats
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 
 def to_next_token_features(features):
@@ -123,14 +123,14 @@ class PretrainingTask(finetune.Task):
 
   def loss(self, features, outputs):
     return heads.pretraining_loss(features, outputs,
-                                     use_next_sentence=self.use_next_sentence)
+                                  use_next_sentence=self.use_next_sentence)
 
   def evaluate(self, model, strategy):
     batch_size = self.options.eval_batch_size
     logging.info("Evaluating %d steps of batch %d", self.max_eval_steps, batch_size)
     dataset_fn = functools.partial(self._eval_dataset, batch_size=batch_size)
     values = evaluation.evaluate(strategy, model, self.loss, dataset_fn,
-                               steps=self.max_eval_steps)
+                                 steps=self.max_eval_steps)
     values.pop("num_examples")
     return values
 

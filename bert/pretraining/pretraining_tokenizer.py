@@ -1,6 +1,6 @@
 """The pretraining data's tokenizer: sentences -> flat token ids and row splits, in-graph.
 
-Middle floor. A thin wrapper of fast_tokenization.FastTokenizer (the same tokens and ids
+A thin wrapper of fast_tokenization.FastTokenizer (the same tokens and ids
 as the original's FullTokenizer) that tokenizes thousands of sentences a call and hands
 back NumPy arrays for the workers. Imports TensorFlow: pretraining_data imports this
 module only after its worker pool has started (see there).

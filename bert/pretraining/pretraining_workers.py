@@ -1,6 +1,6 @@
 """The pretraining data's worker pool: chunks of token ids in, serialized records out.
 
-Middle floor. The workers are spawned (not forked: the parent runs TensorFlow threads)
+The workers are spawned (not forked: the parent runs TensorFlow threads)
 and import this module, which needs NumPy only: pretraining_instances and
 example_encoder, never TensorFlow. `run_tasks` hands the results back in task order, so
 the output bytes do not depend on the number of workers.

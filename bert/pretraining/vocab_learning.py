@@ -1,6 +1,6 @@
 """Learning a WordPiece vocabulary (and a matching bert_config.json) from a text corpus.
 
-Middle floor: create_vocab.py reads its flags into a `LearnOptions` and calls
+create_vocab.py reads its flags into a `LearnOptions` and calls
 `create_vocab`; tests call the functions here in-process. Nothing here reads absl FLAGS.
 Option names are the script's flag names, so an error names the flag (`--vocab_size=...`).
 
@@ -21,13 +21,13 @@ from typing import Optional
 from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-from bert.utils import atomic_output
-from bert.pretraining import corpus_check
-from bert.utils import file_io
 from bert import modeling
+from bert.pretraining import corpus_check
+from bert import tokenization
+from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import script_utils
-from bert import tokenization
 
 
 @dataclasses.dataclass(frozen=True)

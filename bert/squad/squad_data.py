@@ -1,6 +1,7 @@
 """SQuAD data: read a SQuAD JSON file into questions (SquadExample) with word-level answers.
 
-Middle floor, pure Python (no TensorFlow): imports tokenization (ground) and script_utils.
+Pure Python (no TensorFlow): imports tokenization (the core), script_utils and
+squad_metrics (the answer normalization).
 The rest of the SQuAD pipeline is in squad_features.py (windows, features, TFRecords)
 and squad_decoding.py (logits -> answer text, the prediction files).
 
@@ -18,9 +19,9 @@ context fail with a one-line message.
 
 from absl import logging
 
-from bert.utils import script_utils
 from bert.squad import squad_metrics
 from bert import tokenization
+from bert.utils import script_utils
 
 
 class SquadExample:

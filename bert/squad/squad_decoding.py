@@ -1,6 +1,6 @@
 """SQuAD decoding: the model's start/end logits -> answer text, n-best lists, null odds.
 
-Middle floor, no TensorFlow: imports tokenization (ground) and script_utils. Works on
+No TensorFlow: imports tokenization (the core), atomic_output and script_utils. Works on
 squad_data.SquadExample and squad_features.InputFeatures (by attribute, so it imports
 neither).
 
@@ -21,9 +21,9 @@ import math
 from absl import logging
 import numpy as np
 
+from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import script_utils
-from bert import tokenization
 
 # A null score above any real start+end logit sum: "no window offered a null answer yet".
 _NO_NULL_SCORE = 1000000

@@ -1,6 +1,6 @@
 """SQuAD features: questions -> windowed model inputs (InputFeatures), and their TFRecords.
 
-Middle floor: imports tokenization (ground), script_utils, input_pipeline and
+Imports tokenization, fast_tokenization and input_pipeline (the core), script_utils and
 squad_data (the questions it converts).
 
 Faithful to the original run_squad.py's convert_examples_to_features:
@@ -23,9 +23,9 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.utils import script_utils
 from bert.squad import squad_data
 from bert import tokenization
+from bert.utils import script_utils
 
 # The original numbers features from here, so unique ids never collide with indices.
 FIRST_UNIQUE_ID = 1000000000

@@ -1,6 +1,6 @@
 """The official SQuAD scoring definitions (v1.1 and v2.0), written here so no download is needed.
 
-Middle floor: pure Python, no TensorFlow; imports only script_utils of ours.
+Pure Python, no TensorFlow; imports only file_io and script_utils of ours.
 `squad_evaluate.py` (the command) and `squad_task.py` (run_squad scores its own
 predictions when the predict file has answers) both call into this module.
 

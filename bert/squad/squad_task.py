@@ -1,8 +1,8 @@
 """SQuAD v1.1 / v2.0 question answering as a finetune.Task (the original run_squad.py's flow).
 
-Middle floor. Reading is in squad_data.py, windows and TFRecords in squad_features.py,
+Reading is in squad_data.py, windows and TFRecords in squad_features.py,
 logits -> answers in squad_decoding.py, the official scores in squad_metrics.py, the span
-head and its loss in modeling.py; this module joins them for the driver (finetune.run).
+head and its loss in heads.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: train.tf_record and eval.tf_record (the features, as the
 original), predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the
@@ -21,17 +21,17 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from bert import fast_tokenization
-from bert.training import finetune
-from bert import heads
-from bert.utils import script_utils
 from bert.export import serving
+from bert import fast_tokenization
+from bert import heads
 from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,7 +109,7 @@ class SquadTask(finetune.Task):
   exports = True
 
   def __init__(self, options, settings):
-    """options: flags_common.RunOptions; settings: SquadSettings. Checks the flags."""
+    """options: a RunOptions (training/settings.py); settings: SquadSettings. Checks the flags."""
     super().__init__(options)
     self.predicting = options.do_eval or options.do_predict
     _check_settings(options, settings, self.predicting)

@@ -1,6 +1,6 @@
 """SWAG (Situations With Adversarial Generations): reading the CSV, multiple-choice features.
 
-Middle floor: used by swag_task.py; reads no absl FLAGS.
+Used by swag_task.py; reads no absl FLAGS.
 
 The paper (Section 4.4) builds, for every example, four input sequences, "each
 containing the concatenation of the given sentence (sentence A) and a possible
@@ -25,11 +25,11 @@ from typing import List, Optional
 
 import numpy as np
 
+from bert import metrics
+from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert import metrics
 from bert.utils import script_utils
-from bert import tokenization
 
 NUM_CHOICES = 4
 REQUIRED_COLUMNS = ("sent1", "sent2") + tuple(f"ending{i}" for i in range(NUM_CHOICES))

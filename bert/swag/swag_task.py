@@ -1,7 +1,7 @@
 """SWAG multiple choice (paper Section 4.4, Table 4) as a finetune.Task.
 
-Middle floor. Reading and features are in swag_data.py, the head and its loss in
-modeling.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
+Reading and features are in swag_data.py, the head and its loss in
+heads.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
 metrics.py; this module joins them for the driver (finetune.run).
 
 Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, num_examples and the
@@ -14,14 +14,14 @@ import os
 from absl import logging
 import numpy as np
 
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import heads
-from bert.utils import script_utils
 from bert.swag import swag_data
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import script_utils
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -95,7 +95,7 @@ class SwagTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
-                                                    causal=self.options.ltr)
+                                                 causal=self.options.ltr)
     return model
 
   def loss(self, features, outputs):

@@ -1,6 +1,6 @@
 """CoNLL-2003 named-entity recognition's own data: its label set and its checks.
 
-Middle floor: used by ner_task.py; reads no absl FLAGS. Everything a token-level task
+Used by ner_task.py; reads no absl FLAGS. Everything a token-level task
 shares (reading CoNLL columns, first-WordPiece labels, windows over long sentences with
 the max-context rule, decoding, the conlleval-format writer) is in tagging.py, and
 conlleval's chunk rules and scores in conlleval.py; NER is their IOB case: the entity
@@ -11,8 +11,8 @@ or IOB2, and predictions are written back in the file's scheme.
 import hashlib
 
 from bert.tagging import conlleval
-from bert.utils import script_utils
 from bert.tagging import tagging
+from bert.utils import script_utils
 
 # The four CoNLL-2003 entity types, in the order of the shared task's description.
 CONLL2003_ENTITY_TYPES = ("PER", "ORG", "LOC", "MISC")

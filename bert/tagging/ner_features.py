@@ -1,6 +1,6 @@
 """Feature-based NER (paper Table 7, bottom): frozen BERT activations and a BiLSTM tagger.
 
-Middle floor: used by ner_task.py; reads no absl FLAGS.
+Used by ner_task.py; reads no absl FLAGS.
 
 The encoder is frozen, so its activations are computed once per split and cached as a
 TFRecord file (`write_feature_cache`), one record per window:
@@ -22,9 +22,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert.utils import atomic_output
-from bert.training import checkpoint_formats
 from bert import input_pipeline
+from bert.training import checkpoint_formats
+from bert.utils import atomic_output
 from bert.utils import script_utils
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.

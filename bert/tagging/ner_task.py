@@ -1,10 +1,10 @@
 """CoNLL-2003 named-entity recognition (paper Table 7) as a finetune.Task.
 
-Middle floor. NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True,
+NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True,
 the entity tags in the last column): reading, windows and decoding are in tagging.py,
 conlleval's scores in conlleval.py, the entity label set in ner_data.py, the
 feature-based machinery (layer combinations, activation cache, BiLSTM) in
-ner_features.py, the token head and its loss in modeling.py.
+ner_features.py, the token head and its loss in heads.py.
 
 mode "finetune" (Table 7, top): the whole encoder is trained with one output layer on
 top of every token; a word's label and prediction sit on its first WordPiece.
@@ -29,14 +29,14 @@ from typing import Optional, Sequence
 from absl import logging
 import keras
 
-from bert.utils import atomic_output
-from bert.training import checkpoints
 from bert import input_pipeline
 from bert import modeling
 from bert.tagging import ner_data
 from bert.tagging import ner_features
-from bert.utils import script_utils
 from bert.tagging import tagging_task
+from bert.training import checkpoints
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """What every token-level task needs: a CoNLL column file in, one tag per word out.
 
-Middle floor, NumPy only; reads no absl FLAGS. NER (ner_task.py) and the tagger of any
-column (tagger_task.py: part-of-speech tags, chunks) are built on it.
+NumPy only; reads no absl FLAGS. NER (ner_task.py) and the tagger of any
+column (tagging_task.py: part-of-speech tags, chunks) are built on it.
 
   * `read_conll`: a CoNLL column file (`word col2 col3 ...`, a blank line between
     sentences, `-DOCSTART-` lines between documents), the tags from any one column;
@@ -28,8 +28,8 @@ from typing import List, Optional
 
 import numpy as np
 
-from bert.utils import atomic_output
 from bert.tagging import conlleval
+from bert.utils import atomic_output
 from bert.utils import script_utils
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,

@@ -1,7 +1,7 @@
 """Tagging one column of a CoNLL file, word by word, as a finetune.Task.
 
-Middle floor. Reading, windows and decoding are in tagging.py, conlleval's chunk rules
-and scores in conlleval.py, the token head and its loss in modeling.py
+Reading, windows and decoding are in tagging.py, conlleval's chunk rules
+and scores in conlleval.py, the token head and its loss in heads.py
 (build_token_classifier_model, token_classification_loss); this module joins them for
 the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
 chunks); NerTask (ner_task.py) is its subclass for entity tags, with a feature-based mode.
@@ -32,16 +32,16 @@ from typing import Optional, Sequence
 from absl import logging
 import numpy as np
 
-from bert.utils import atomic_output
-from bert.tagging import conlleval
-from bert.training import finetune
+from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert import heads
-from bert.utils import script_utils
+from bert.tagging import conlleval
 from bert.tagging import tagging
 from bert import tokenization
 from bert.training import evaluation
+from bert.training import finetune
+from bert.utils import atomic_output
+from bert.utils import script_utils
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),

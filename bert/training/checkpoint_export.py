@@ -1,6 +1,6 @@
 """What export_encoder.py does, as library functions taking plain arguments.
 
-Middle floor: imports checkpoints, hugging_face, modeling, tfhub_modules, script_utils;
+Imports the checkpoints of bert/training, the formats of bert/export, modeling and heads;
 never reads absl FLAGS (export_encoder.py's main() reads them once and calls these).
 
   * `resolve_seq_length(...)`: --seq_length / --max_seq_length for each format;
@@ -21,16 +21,16 @@ import tempfile
 
 from absl import logging
 
-from bert.utils import atomic_output
+from bert.export import hugging_face
+from bert.export import tfhub_modules
+from bert import heads
+from bert import modeling
+from bert import tokenization
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
-from bert.export import hugging_face
-from bert import modeling
-from bert import heads
+from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import script_utils
-from bert.export import tfhub_modules
-from bert import tokenization
 
 
 def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set,

@@ -149,7 +149,7 @@ def _check_data_files(prefix):
         f"least {needed}); copy or download it again")
 
 
-# --------------------------------------------------------------------------- Google names in and out
+# --------------------------------------------------------------------------- by Google's names
 
 
 _LAYER_RE = re.compile(r"^bert/encoder/layer_(\d+)/")

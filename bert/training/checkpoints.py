@@ -32,8 +32,8 @@ import shutil
 from absl import logging
 import tensorflow as tf
 
-from bert import modeling
 from bert.export import hugging_face
+from bert import modeling
 from bert.training import checkpoint_formats
 from bert.training import loop as training_loop
 from bert.utils import script_utils
@@ -57,8 +57,9 @@ def load_checkpoint(model, path, strict_encoder=True, head_info=None):
       report = checkpoint_formats.assign_by_name(model, tensors, resolved, strict_encoder)
       report["global_step"] = int(tensors.get("global_step", 0))
     elif kind == checkpoint_formats.HUGGING_FACE:
-      report = checkpoint_formats.assign_by_name(model, hugging_face.read_hugging_face_checkpoint(resolved), resolved,
-                               strict_encoder)
+      tensors = hugging_face.read_hugging_face_checkpoint(resolved)
+      report = checkpoint_formats.assign_by_name(model, tensors, resolved,
+                                                 strict_encoder)
       report["global_step"] = 0
     else:
       report = _restore_ours(model, resolved, head_info)
@@ -395,7 +396,7 @@ class RunCheckpoint:
   def _remove_partial(self, step):
     for name in tf.io.gfile.listdir(self.write_dir):
       if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
-                                             or name.startswith(f"ckpt-{step}.")):
+                                              or name.startswith(f"ckpt-{step}.")):
         path = os.path.join(self.write_dir, name)
         if tf.io.gfile.isdir(path):
           tf.io.gfile.rmtree(path)

@@ -59,7 +59,7 @@ def evaluate(strategy, model, loss_fn, dataset_fn, steps=None, what="eval"):
   the whole set) plus "loss" = mean per-example loss and "num_examples".
   """
   metric_names = loop.loss_metric_names(model, loss_fn,
-                               dataset_fn(tf.distribute.InputContext()).element_spec)
+                                        dataset_fn(tf.distribute.InputContext()).element_spec)
   dist_dataset = loop.per_replica_input(strategy, dataset_fn)
 
   def replica_eval(features):

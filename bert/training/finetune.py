@@ -1,6 +1,6 @@
 """The task layer: one small `Task` class per task, and one driver that runs any of them.
 
-Middle floor. Every run_* script is its flag definitions plus a short main():
+Every command (bert/cli/run_*.py) is its flag definitions plus a short main():
 
     def main(_):
       with script_utils.report_user_errors(FLAGS.verbose):
@@ -67,18 +67,18 @@ import os
 
 from absl import logging
 
-from bert.utils import atomic_output
+from bert.export import serving
+from bert import optimization
+from bert import tokenization
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
+from bert.training import loop
 from bert.training import model_config
+from bert.training import strategies
+from bert.utils import atomic_output
 from bert.utils import file_io
-from bert import optimization
 from bert.utils import output_lock
 from bert.utils import script_utils
-from bert.export import serving
-from bert import tokenization
-from bert.training import loop
-from bert.training import strategies
 
 
 class Task:
@@ -155,7 +155,7 @@ class Task:
     """(per_example_loss float32 [B], {metric: (numerator, denominator)}) of one batch.
 
     The loop minimises sum(per_example_loss) / global_batch_size; metric pairs are
-    float32 scalars summed over the batch (see training.py).
+    float32 scalars summed over the batch (see training/loop.py).
     """
     raise NotImplementedError
 
@@ -280,8 +280,8 @@ def _run_locked(task, options, config, strategy):
     logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
                  num_warmup_steps, options.train_batch_size)
     result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                            state, training_config(options, num_train_steps),
-                            after_loop=periodic if options.eval_every_steps else None)
+                        state, training_config(options, num_train_steps),
+                        after_loop=periodic if options.eval_every_steps else None)
     global_step = result["global_step"]
     if chief:
       task.after_training(model, global_step)
@@ -322,7 +322,7 @@ class PeriodicEval:
                                    if isinstance(v, (int, float))))
     if self.chief:
       loop.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
-                             step)
+                         step)
 
 
 def recorded_head_info(task, options):
@@ -425,4 +425,4 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
     loop.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
-                           global_step)
+                       global_step)

@@ -1,6 +1,7 @@
 """The shared training loop: one step, a short loop, the loop's state, progress.
 
-The strategies are strategies.py's, evaluation and prediction evaluation.py's. The loop's own variables
+The strategies are strategies.py's, evaluation and prediction evaluation.py's. The loop's
+own variables
 (global step, float16 loss scale, dropout RNG states) are `LoopState`'s, here beside the
 loop; checkpoints.RunCheckpoint saves and restores them. Every task trains through `train`;
 none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy

@@ -4,8 +4,8 @@ max_seq_length against it."""
 
 import json
 
-from bert import modeling
 from bert.export import hugging_face
+from bert import modeling
 from bert.utils import file_io
 from bert.utils import script_utils
 

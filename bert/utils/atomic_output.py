@@ -1,6 +1,6 @@
 """Outputs written atomically: checks before a long run, temporary names, renames.
 
-Middle floor. Every output file or directory of ours is written under a temporary name
+Every output file or directory of ours is written under a temporary name
 beside it (`.NAME.tmp-XXXXXXXX`) and renamed into place when complete (`atomic_path`,
 `atomic_open`), so a killed or failed run never leaves output that looks finished;
 `remove_stale_temporaries` removes what a run killed with SIGKILL left behind.

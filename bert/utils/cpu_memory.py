@@ -1,6 +1,6 @@
 """glibc told to keep the memory a process frees, so that big tensors reuse warm pages.
 
-Ground floor: imports nothing of ours, and nothing of TensorFlow. The scripts that run a
+Imports nothing of ours, and nothing of TensorFlow. The commands that run a
 model call `keep_freed_memory()` right after `runtime_log.quiet()`.
 
 Why: TensorFlow allocates every CPU tensor with malloc. glibc serves a block above its

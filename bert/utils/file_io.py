@@ -1,4 +1,4 @@
-"""Remote paths, file reading and the input-error class: the floor below the ground floor.
+"""Remote paths, file reading and the input-error class; imports nothing of ours.
 
 Imports nothing of ours, so every module (tokenization and modeling included) may import
 it. It holds what many modules would otherwise each write again:

@@ -1,6 +1,6 @@
 """One run per output: an exclusive lock on an output directory or file for a run's life.
 
-Middle floor. A second run given the same output is refused in one line naming the
+A second run given the same output is refused in one line naming the
 holder's pid and command line (read from /proc when the lock file is empty).
 """
 

@@ -1,6 +1,6 @@
 """Rates and ETAs for long phases: one helper for training, evaluation and data creation.
 
-Ground floor: imports nothing of ours (nor TensorFlow).
+Imports nothing of ours (nor TensorFlow).
 """
 
 import time

@@ -1,6 +1,6 @@
 """Quiet TensorFlow: its C++ runtime talk filtered out of stderr, unless asked for.
 
-Ground floor: imports nothing of ours, and nothing of TensorFlow. Every script calls
+Imports nothing of ours, and nothing of TensorFlow. Every command calls
 `runtime_log.quiet()` as its first statement, before TensorFlow is imported, because
 TensorFlow 2.21 writes some lines before any Python setting can reach it ("All log
 messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard, and on a

@@ -1,6 +1,6 @@
 """Errors a user can act on: the UserError class, reporting it in one line, input checks.
 
-Middle floor: imported by the scripts, never reads absl FLAGS itself. A script's `main()`
+Imported by the commands and the library; never reads absl FLAGS itself. A script's `main()`
 passes the flag values it read (for example `verbose`) to these helpers.
 
 The contract with users (docs/reliability.md says it in full, with the tests that hold
@@ -37,7 +37,7 @@ USER_ERROR_EXIT_CODE = 2
 class UserError(file_io.InputError):
   """An error caused by the user's input; its message is shown as one line, without traceback.
 
-  A file_io.InputError (the ground floor's class for bad input, which modeling and
+  A file_io.InputError (the class for bad input of the modules that import only file_io:
   tokenization raise), so one `except` and one isinstance test cover both.
   """
 
@@ -153,7 +153,7 @@ def report_user_errors(verbose=False, program=None):
   """Turns bad-input exceptions into one stderr line and exit status 2.
 
   Usage, in a script's main():  `with report_user_errors(FLAGS.verbose): ...`.
-  Caught: UserError and the ground floor's file_io.InputError (modeling and tokenization
+  Caught: UserError and file_io.InputError (modeling and tokenization
   raise it for bad files and configs), absl flag errors, OS and decoding errors, and
   TensorFlow's not-found, data-loss, permission and resource errors. A full disk, whoever
   raises it (an OSError ENOSPC, TensorFlow, safetensors), is one line naming the file.

@@ -1,6 +1,6 @@
 """TFRecord framing, checked before a long run reads the file: CRC-32C and the record headers.
 
-Middle floor. input_pipeline checks every input TFRecord file with `check_tfrecord_framing`
+input_pipeline checks every input TFRecord file with `check_tfrecord_framing`
 before training starts, so a file cut short fails now, naming the file and record.
 """
 
