@@ -82,7 +82,7 @@ def check_positive(values, names):
   FLAGS) whose value is below 1, naming it: a batch size of 0 would divide by zero or
   loop for ever, a negative one means nothing."""
   for name in names:
-    value = getattr(options, name)
+    value = getattr(values, name)
     if value is not None and value < 1:
       raise FlagError(f"--{name}={value}: must be at least 1")
 
