@@ -121,8 +121,9 @@ def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
     if os.path.isdir(tmp):
       if os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path)):
         raise script_utils.UserError(
-            f"{path}: is a file, not a folder this run writes; it is left as it is (even "
-            f"with {overwrite_flag}): move it away, or choose another output path")
+            f"{path}: is not a folder this run writes (a file or a symbolic link); it is "
+            f"left as it is (even with {overwrite_flag}): move it away, or choose another "
+            "output path")
       taken = script_utils.UserError(
           f"{path}: another run has just written it (it was not there when this run "
           f"started); this run's output is not written there: remove it, or pass "
