@@ -140,7 +140,7 @@ class BertConfig:
       raise file_io.InputError(
           f"{json_file}: is a directory, expected bert_config.json") from None
     try:
-      data = json.loads(text)
+      data = json.loads(file_io.without_byte_order_mark(text))
     except json.JSONDecodeError as exc:
       raise file_io.InputError(f"{json_file}: invalid JSON at line {exc.lineno} column "
                                f"{exc.colno}: {exc.msg}") from None

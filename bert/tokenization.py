@@ -159,7 +159,8 @@ def load_vocab(vocab_file):
     lines.pop()  # the newline that ends the last line does not start another
   for index, raw in enumerate(lines):
     try:
-      token = raw.decode("utf-8").strip()
+      token = raw.decode("utf-8")
+      token = (file_io.without_byte_order_mark(token) if index == 0 else token).strip()
     except UnicodeDecodeError as exc:
       raise file_io.InputError(file_io.not_utf8_message(f"vocab file {vocab_file}", exc,
                                                         line=index + 1)) from None

@@ -9,6 +9,10 @@ calls the real `app.run(main, argv)`: absl flag parsing, required-flag validator
 File descriptors 1 and 2 are redirected per case, so everything a user would see on the
 terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
 
+A tool that does not run under absl (tools/*.py reading argparse or sys.argv) is loaded
+as a module instead, and each case calls its `main(argv)`, which parses, reports and
+exits as the command line does.
+
 Usage (from the tests): python tests/cli_harness.py SCRIPT.py CASES.json RESULTS.json
 CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
               "env": {NAME: VALUE}}, ...]
@@ -27,6 +31,8 @@ Setup actions (run in this process before the case, with TensorFlow available):
       cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
   {"copy": SRC, "to": DST}
       copies the folder SRC (made by an earlier case's setup) to DST.
+  {"scalars": DIR, "tag": NAME, "values": [v, ...]}
+      TensorBoard scalars NAME at steps 1, 2, ... in DIR (a run's train/ curves).
   {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K, "head_info": STR}
       a training-loop style checkpoint (step, model, encoder, model_signature) of a
       classifier built from that config, as a previous run with a different model (another
@@ -36,6 +42,7 @@ Setup actions (run in this process before the case, with TensorFlow available):
 
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -73,6 +80,7 @@ def _setup(action):
     from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
+    from bert import heads  # pylint: disable=g-import-not-at-top
     config = model_config.load_bert_config(action["bert_config"])
     model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
@@ -85,6 +93,12 @@ def _setup(action):
                             model_signature=signature, **extra),
         action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
     manager.save(checkpoint_number=7)
+  elif "scalars" in action:  # as the training loop writes them
+    from bert.training import loop  # pylint: disable=g-import-not-at-top
+    writer = tf.summary.create_file_writer(action["scalars"])
+    for step, value in enumerate(action["values"], start=1):
+      loop.write_scalars(writer, {action["tag"]: value}, step)
+    writer.close()
   elif "copy" in action:
     import shutil  # pylint: disable=g-import-not-at-top
     if not os.path.exists(action["to"]):
@@ -97,15 +111,19 @@ def _setup(action):
     raise ValueError(f"unknown setup action {action}")
 
 
-def _run_case(app, main, script, argv):
-  """(exit status, crashed, traceback text) of one `app.run(main, argv)`."""
+def _run_case(app, main, script, argv, uses_absl=True):
+  """(exit status, crashed, traceback text) of one `app.run(main, argv)` (or, for an
+  argparse tool, one `main(argv)`)."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   flags.FLAGS.unparse_flags()
   # absl refuses a second app.run in one process; reset its "already parsed" latch.
   app._register_and_parse_flags_with_usage.done = False  # pylint: disable=protected-access
   sys.argv = [script] + list(argv)
   try:
-    app.run(main, argv=sys.argv)
+    if uses_absl:
+      app.run(main, argv=sys.argv)
+    else:
+      main(list(argv))
   except SystemExit as exc:
     code = exc.code
     if code is None or code is False:
@@ -139,16 +157,22 @@ def main():
   # The script becomes this process's real __main__ (not runpy's temporary one), so that
   # multiprocessing's spawn can find its worker functions by `__main__.<name>`.
   path = os.path.join(root, script)
-  module = types.ModuleType("__main__")
+  with open(path, encoding="utf-8") as handle:
+    source = handle.read()
+  # Every command runs under absl (a root script through bert/cli/launch.py); a tool
+  # does when it starts through launch.run or app.run itself.
+  uses_absl = not script.startswith("tools/") or re.search(r"\b(app|launch)\.run\(",
+                                                           source) is not None
+  module = types.ModuleType("__main__" if uses_absl else "harnessed_tool")
   module.__file__ = path
-  sys.modules["__main__"] = module
+  if uses_absl:
+    sys.modules["__main__"] = module
   app.run = capture
   try:
-    with open(path, encoding="utf-8") as handle:
-      exec(compile(handle.read(), path, "exec"), module.__dict__)  # noqa: S102 our own script
+    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 our own script
   finally:
     app.run = real_run
-  main_fn = captured["main"]
+  main_fn = captured["main"] if uses_absl else module.main
 
   results = {}
   saved_fds = os.dup(1), os.dup(2)
@@ -165,7 +189,7 @@ def main():
       os.environ.update(case.get("env", {}))
       try:
         os.chdir(case.get("cwd") or root)
-        code, crashed, trace = _run_case(app, main_fn, script, case["argv"])
+        code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl)
       finally:
         os.chdir(root)
         for name, value in saved_env.items():

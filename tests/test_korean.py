@@ -36,6 +36,8 @@ def test_script_parses_and_both_modes_are_the_same_road():
     assert int(mode["MAX_PRED"]) < int(mode["SEQ"]) <= 512
   # The QUICK corpus is a subset (0 = the whole corpus).
   assert int(quick["CORPUS_DOCS"]) > 0 and full["CORPUS_DOCS"] == "0"
+  # Each mode says how long a user waits (its first line of output).
+  assert quick["EXPECTED"] and full["EXPECTED"].startswith("about 46 minutes on an idle")
 
 
 def test_missing_data_is_one_line_exit_2(tmp_path):
@@ -62,6 +64,10 @@ def test_quick_road_end_to_end(tmp_path):
   result = subprocess.run(["bash", SCRIPT, str(out)], env=env, capture_output=True,
                           text=True, timeout=3600, check=False)
   assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+  # The first line says the mode and how long it takes.
+  assert result.stdout.splitlines()[0] == (
+      f"korean.sh: QUICK mode, expected to take {_settings(True)['EXPECTED']}; outputs in "
+      f"{out}")
   # Each step printed the command it ran.
   for script in ("create_vocab.py", "create_pretraining_data.py", "run_pretraining.py",
                  "run_classifier.py"):

@@ -29,7 +29,7 @@ def write(path, text):
 def test_label_list_and_its_refusals(tmp_path):
   assert multilabel_data.read_label_list(write(tmp_path / "l.txt", "\ufeffb\n a \n\nc\n")) == [
       "b", "a", "c"]
-  for text, message in [("a\na\n", r"l.txt:2: label 'a' is listed twice"),
+  for text, message in [("a\na\n", r"l.txt:2: label 'a' is listed twice \(first on line 1\)"),
                         ("a\nb,c\n", r"l.txt:2: label 'b,c' has a comma or a space"),
                         ("two words\n", r"l.txt:1: label 'two words' has a comma"),
                         ("\n\n", r"l.txt: no labels")]:

@@ -161,15 +161,20 @@ CASES = {}   # id -> (script, default?, builder)
 
 
 def case(script, default=False):
+  """Registers a case of `script` (a root script, or a tool as "tools/<name>.py")."""
   def register(builder):
-    case_id = f"{script[:-3]}-{builder.__name__}"
+    case_id = f"{os.path.basename(script)[:-3]}-{builder.__name__}"
     CASES[case_id] = (script, default, builder)
     return builder
   return register
 
 
-# Each builder returns dict(argv=[...], expect=[substrings of the error line],
-# absent=[paths that must not exist afterwards], setup=[harness setup actions]).
+# Each builder returns dict(argv=[...], expect=[substrings of the error line] or
+# line=the whole message after "<script>: error: ", absent=[paths that must not exist
+# afterwards], kept={path: content unchanged}, no_temporaries=[folders that must hold no
+# temporary afterwards], setup=[harness setup actions]); a run that must work: works=True,
+# with same=[(output, reference output)], exists=[paths], gone=[paths], contains={path:
+# exact content}, lines_in={path: [lines it holds]}, stdout_first=its first line of output.
 
 # ---- run_classifier.py
 
@@ -1463,6 +1468,19 @@ def recorded_head_info_without_labels(ws):
 
 
 @case("export_encoder.py")
+def recorded_head_info_repeating_a_label(ws):
+  """The Hugging Face export said "the run's label list repeats a label: ['1', '1']",
+  naming neither the checkpoint nor that its record was altered."""
+  out = ws.path("ee-hi6-out")
+  info = '{"head": "classifier", "labels": ["1", "1"], "task": "tsv"}'
+  return dict(argv=_hf_export(ws, ws.path("ee-hi6"), out), absent=[out],
+              setup=[_recorded_head(ws, "ee-hi6", info)],
+              line=ws.path("ee-hi6", "ckpt-7") + ": its recorded head_info lists the label "
+                   f"'1' twice (a run never records that): {info}; the checkpoint was not "
+                   "written by this project's runs or was altered")
+
+
+@case("export_encoder.py")
 def recorded_head_of_three_labels_on_a_two_way_head(ws):
   out, ckpt = ws.path("ee-hi4-out"), ws.path("ee-hi4")
   info = '{"head": "classifier", "labels": ["a", "b", "c"], "task": "MNLI"}'
@@ -1587,6 +1605,354 @@ def multilabel_export_version_that_exists(ws):
                     "--export_version=2"],
               expect=[f"--export_version=2: {export}/text/2 already exists"], absent=[out],
               kept={f"{export}/text/2/saved_model.pb": "version already served\n"})
+
+
+# ---- round three: the tagger's columns, killed exports, the tools users run
+
+
+@case("run_tagger.py")
+def iob_on_a_column_of_other_tags(ws):
+  """The part-of-speech column read as IOB chunks used to become all O: one label, a
+  one-output model, F1 0.0 and exit 0."""
+  d = _conll(ws, "tag-iob-pos", train="good", valid="good")
+  out = ws.path("tag-iob-pos-out")
+  return dict(argv=_tagger(ws, d, out, "--do_train", "--do_eval", "--tag_column=2",
+                           "--iob"), absent=[out],
+              line=f"{d}/train.txt:3: column 2 holds tags that are not IOB chunk tags (B-X, "
+                   "I-X or O): 'NNP', 'VBZ', 'JJ', 'NN', '.'; pick the chunk column with "
+                   "--tag_column (CoNLL-2003: 3 chunks, 4 entities), or drop --iob to learn "
+                   "the tags as written")
+
+
+@case("run_tagger.py")
+def labels_given_twice(ws):
+  d = _conll(ws, "tag-twice", train="good")
+  out = ws.path("tag-twice-out")
+  return dict(argv=_tagger(ws, d, out, "--do_train", "--tag_column=2",
+                           "--labels=NNP,VBZ,NNP"), absent=[out],
+              line="--labels=NNP,VBZ,NNP: 'NNP' is given 2 times; each label once, in "
+                   "label-id order")
+
+
+_CONLL_DEV = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
+              "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
+
+
+@case("run_tagger.py")
+def conll_without_a_byte_order_mark_reference(ws):
+  d = _conll(ws, "tag-bom-ref", train="good", valid=_CONLL_DEV)
+  return dict(argv=_tagger(ws, d, ws.path("tag-bom-ref-out"), "--do_train", "--do_eval",
+                           "--iob"), works=True)
+
+
+@case("run_tagger.py")
+def conll_with_a_byte_order_mark(ws):
+  """valid.txt saved by a Windows editor: "\\ufeff-DOCSTART-" used to be a word (one
+  sentence too many) and -X- a label; the same run as without the mark, byte for byte."""
+  d = _conll(ws, "tag-bom", train="good", valid="\ufeff" + _CONLL_DEV)
+  out, reference = ws.path("tag-bom-out"), ws.path("tag-bom-ref-out")
+  return dict(argv=_tagger(ws, d, out, "--do_train", "--do_eval", "--iob"), works=True,
+              same=[(os.path.join(out, name), os.path.join(reference, name))
+                    for name in ("eval_results.txt", "dev_predictions.txt")],
+              lines_in={os.path.join(out, "eval_results.txt"): ["eval_sentences = 2"]})
+
+
+@case("run_ner.py")
+def entity_types_given_twice(ws):
+  d = _conll(ws, "ner-twice", train="good")
+  out = ws.path("ner-twice-out")
+  return dict(argv=_ner(ws, d, out, "--do_train", "--entity_types=PER,ORG,PER"),
+              absent=[out], line="--entity_types=PER,ORG,PER: 'PER' is given 2 times; each "
+                                 "entity type once")
+
+
+@case("run_ner.py")
+def last_column_of_other_tags(ws):
+  d = _conll(ws, "ner-pos", train="EU NNP\nrejects VBZ\n\n")
+  out = ws.path("ner-pos-out")
+  return dict(argv=_ner(ws, d, out, "--do_train"), absent=[out],
+              line=f"{d}/train.txt:1: the last column holds tags that are not IOB chunk "
+                   "tags (B-X, I-X or O): 'NNP', 'VBZ'; run_ner.py learns entity tags (O, "
+                   "B-<type>, I-<type>) from the last column; run_tagger.py --tag_column "
+                   "learns other tags")
+
+
+@case("run_multilabel.py")
+def labels_file_lists_a_label_twice(ws):
+  d = ws.mkdir("ml-twice")
+  labels = ws.write("ml-twice/labels.txt", "PER\nLOC\nPER\n")
+  ws.write("ml-twice/train.tsv", "the cat sat .\tPER\n")
+  out = ws.path("ml-twice-out")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}"], absent=[out],
+              line=f"{labels}:3: label 'PER' is listed twice (first on line 1)")
+
+
+@case("run_classifier.py")
+def label_list_given_twice(ws):
+  argv = _tsv_task(ws, "cls-twice", "good film\tpos\nbad film\tneg\n")
+  return dict(argv=argv + ["--has_header=false", "--label_list=pos,neg,pos"],
+              absent=[ws.path("cls-twice-out")],
+              line="--label_list=pos,neg,pos: 'pos' is given 2 times; each label once, in "
+                   "label-id order")
+
+
+@case("run_classifier.py", default=True)
+def export_version_over_a_file_with_overwrite(ws):
+  """exp/ids/1 a regular file and --overwrite_export: the run used to exit 0 with the
+  user's file moved to exp/ids/.1.tmp-*."""
+  d = _mrpc(ws, "cls-evf", train="good")
+  out, export = ws.path("cls-evf-out"), ws.path("cls-evf-export")
+  ws.write("cls-evf-export/ids/1", "a user's notes, not an export\n")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--export_version=1", "--overwrite_export"),
+              line=f"--export_version=1: {export}/ids/1 is a file, not an exported version "
+                   "(a folder); it is left as it is, even with --overwrite_export: move it "
+                   "away, or choose another version number",
+              absent=[out, f"{export}/text"], no_temporaries=[export],
+              kept={f"{export}/ids/1": "a user's notes, not an export\n"})
+
+
+def _stale_export(ws, name, versions=(1,)):
+  """An export folder with versions (stubs) and what exports killed with SIGKILL leave
+  in it, plus a user's own file whose name only looks like a temporary."""
+  for version in versions:
+    _saved_model_stub(ws, f"{name}/ids/{version}")
+  ws.write(f"{name}/ids/.3.tmp-0123abcd/variables/variables.index", "half-written\n")
+  ws.write(f"{name}/text/.3.tmp-4567cdef/saved_model.pb", "half-written\n")
+  ws.write(f"{name}/ids/.3.tmp-notes", "the user's own file\n")
+  return ws.path(name)
+
+
+@case("run_classifier.py", default=True)
+def export_after_a_killed_export_removes_its_temporaries(ws):
+  d = _mrpc(ws, "cls-evk", train="good")
+  out = ws.path("cls-evk-out")
+  export = _stale_export(ws, "cls-evk-export")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}",
+                               "--export_version=2"), works=True,
+              gone=[f"{export}/ids/.3.tmp-0123abcd", f"{export}/text/.3.tmp-4567cdef"],
+              kept={f"{export}/ids/1/saved_model.pb": "version already served\n",
+                    f"{export}/ids/.3.tmp-notes": "the user's own file\n"},
+              exists=[f"{export}/ids/2/saved_model.pb", f"{export}/text/2/saved_model.pb"],
+              no_temporaries=[export])
+
+
+@case("run_classifier.py")
+def unversioned_export_after_a_killed_one_removes_its_temporary(ws):
+  d = _mrpc(ws, "cls-ev0k", train="good")
+  out, export = ws.path("cls-ev0k-out"), ws.path("cls-ev0k-exports/export")
+  stale = ws.write("cls-ev0k-exports/.export.tmp-89abcdef/saved_model.pb", "half-written\n")
+  mine = ws.write("cls-ev0k-exports/.export.tmp-notes", "the user's own file\n")
+  return dict(argv=_classifier(ws, d, out, "--do_train", f"--export_dir={export}"),
+              works=True, gone=[os.path.dirname(stale)],
+              exists=[f"{export}/saved_model.pb", f"{export}/ids/saved_model.pb"],
+              kept={mine: "the user's own file\n"})
+
+
+# ---- tools/linear_probe.py: the scripts' rules (run_classifier's column flags)
+
+_PROBE = "tools/linear_probe.py"
+
+
+def _probe_args(ws, data_dir, *extra):
+  return [*ws.model_flags(), f"--data_dir={data_dir}", "--max_seq_length=16", *extra]
+
+
+def _probe_data(ws, name, train, dev=None, header="text\tlabel"):
+  for split, rows in (("train", train), ("dev", dev if dev is not None else train)):
+    ws.write(f"{name}/{split}.tsv",
+             "".join(f"{row}\n" for row in ([header] if header else []) + rows))
+  return ws.path(name)
+
+
+_PROBE_ROWS = ["good film\tpos", "bad film\tneg", "a good plot\tpos", "the bad actor\tneg"]
+
+
+@case(_PROBE, default=True)
+def one_class(ws):
+  """Every row one label: the probe printed 1.0000 for all four features."""
+  d = _probe_data(ws, "lp-one", [f"film {i}\tpos" for i in range(19)])
+  return dict(argv=_probe_args(ws, d, "--has_header", "--text_a_column=text",
+                               "--label_column=label"),
+              line=f"{d}/train.tsv: every row has the label 'pos'; a probe needs two classes "
+                   "or more (with one, every feature scores 1.0 whatever the encoder knows)")
+
+
+@case(_PROBE, default=True)
+def header_read_as_data(ws):
+  """Without --has_header the header row was trained on ("label" a class of its own)."""
+  d = _probe_data(ws, "lp-header", _PROBE_ROWS)
+  return dict(argv=_probe_args(ws, d),
+              line=f"{d}/train.tsv:1: the first row looks like a header (its label 'label' "
+                   "is a column name and occurs in no other row); pass --has_header if it is "
+                   "one, or --has_header=false if the first row really is data")
+
+
+@case(_PROBE)
+def header_given_false_is_data(ws):
+  d = _probe_data(ws, "lp-nohead", _PROBE_ROWS, header=None)
+  return dict(argv=_probe_args(ws, d, "--has_header=false"), works=True,
+              stdout_first="linear probe, dev accuracy (4 rows; trained on 4), encoder random "
+                           "weights (seed 1):")
+
+
+@case(_PROBE, default=True)
+def home_in_the_data_dir(ws):
+  """--data_dir=~/d: "~/d/train.tsv: no such file" (no shell expands it after `=`)."""
+  _probe_data(ws, "lp-home/d", _PROBE_ROWS)
+  return dict(argv=_probe_args(ws, "~/d", "--has_header", "--text_a_column=text",
+                               "--label_column=label"),
+              env={"HOME": ws.path("lp-home")}, works=True,
+              stdout_first="linear probe, dev accuracy (4 rows; trained on 4), encoder random "
+                           "weights (seed 1):")
+
+
+@case(_PROBE)
+def every_dev_score_the_same(ws):
+  """A regression dev set of equal scores: nan four times, exit 0."""
+  d = _probe_data(ws, "lp-flat", ["good film\t1.0", "bad film\t3.5", "a plot\t2.0"],
+                  dev=["good plot\t2.5", "bad plot\t2.5"], header="text\tscore")
+  return dict(argv=_probe_args(ws, d, "--has_header", "--text_a_column=text",
+                               "--label_column=score", "--regression"),
+              line=f"{d}/dev.tsv: Pearson is undefined: every dev score is the same (2.5 on "
+                   "all 2 rows); the probe needs scores that differ")
+
+
+@case(_PROBE)
+def every_training_score_the_same(ws):
+  d = _probe_data(ws, "lp-flat-train", ["good film\t1.0", "bad film\t1.0"],
+                  dev=["good plot\t2.5", "bad plot\t1.5"], header="text\tscore")
+  return dict(argv=_probe_args(ws, d, "--has_header", "--text_a_column=text",
+                               "--label_column=score", "--regression"),
+              line=f"{d}/train.tsv: Pearson is undefined: every training score is the same "
+                   "(1 on all 2 rows); the probe needs scores that differ")
+
+
+@case(_PROBE)
+def missing_column(ws):
+  d = _probe_data(ws, "lp-column", _PROBE_ROWS)
+  return dict(argv=_probe_args(ws, d, "--has_header", "--text_a_column=review",
+                               "--label_column=label"),
+              line=f"{d}/train.tsv:1: no column named 'review' in the header (text, label)")
+
+
+# ---- tools/tagging_baselines.py, tools/conll_entity_types.py, tools/pretraining_curve.py
+
+
+@case("tools/tagging_baselines.py")
+def iob_on_a_column_of_other_tags(ws):
+  d = _conll(ws, "tb-pos", train="good", valid="good")
+  return dict(argv=[f"--data_dir={d}", "--tag_column=2", "--iob"],
+              line=f"{d}/train.txt:3: column 2 holds tags that are not IOB chunk tags (B-X, "
+                   "I-X or O): 'NNP', 'VBZ', 'JJ', 'NN', '.'; pick the chunk column with "
+                   "--tag_column (CoNLL-2003: 3 chunks, 4 entities), or drop --iob to score "
+                   "the tags as written")
+
+
+@case("tools/tagging_baselines.py")
+def tag_column_of_the_words(ws):
+  d = _conll(ws, "tb-words", train="good", valid="good")
+  return dict(argv=[f"--data_dir={d}", "--tag_column=1"],
+              line="--tag_column=1: the tags are column 2 or later (column 1 holds the words)")
+
+
+@case("tools/tagging_baselines.py")
+def home_in_the_data_dir(ws):
+  _conll(ws, "tb-home/d", train="good", valid="good")
+  return dict(argv=["--data_dir=~/d", "--tag_column=4", "--iob"],
+              env={"HOME": ws.path("tb-home")}, works=True,
+              stdout_first="majority accuracy 0.4286  precision 0.0000  recall 0.0000  "
+                           "f1 0.0000")
+
+
+@case("tools/conll_entity_types.py")
+def no_entity_tag(ws):
+  plain = "EU NNP B-NP O\nrejects VBZ B-VP O\n\n"
+  d = _conll(ws, "cet-none", train=plain, valid=plain)
+  ws.write("cet-none/test.txt", plain)
+  out = ws.path("cet-none-out")
+  return dict(argv=[d, out], absent=[out],
+              line=f"{d}/train.txt: no entity tag (every tag is O); a multi-label set needs "
+                   "entity types to learn")
+
+
+@case("tools/conll_entity_types.py")
+def one_argument(ws):
+  return dict(argv=[ws.path("cet-one")],
+              line="expected two arguments, CONLL_DIR OUTPUT_DIR (got 1); usage: python "
+                   "tools/conll_entity_types.py ../shared/data/conll2003 /tmp/conll_types")
+
+
+@case("tools/conll_entity_types.py")
+def home_in_both_folders(ws):
+  d = _conll(ws, "cet-home/d", train="good", valid="good")
+  ws.write("cet-home/d/test.txt", "Peter NNP B-NP B-PER\n\n")
+  return dict(argv=["~/d", "~/out"], env={"HOME": ws.path("cet-home")}, works=True,
+              contains={ws.path("cet-home/out/labels.txt"): "MISC\nORG\nPER\n"})
+
+
+@case("tools/pretraining_curve.py")
+def run_without_curves(ws):
+  run = ws.mkdir("pc-none/run")
+  out = ws.path("pc-none/curve.svg")
+  return dict(argv=[f"--output={out}", f"mine={run}"], absent=[out],
+              line=f"{run}: no train/ folder of TensorBoard events (is it a "
+                   "run_pretraining.py --output_dir?)")
+
+
+@case("tools/pretraining_curve.py")
+def zero_seconds_a_step(ws):
+  run = ws.mkdir("pc-zero/run")
+  out = ws.path("pc-zero/curve.svg")
+  return dict(argv=[f"--output={out}", f"mine={run}:0"], absent=[out],
+              line=f"'mine={run}:0': '0' seconds a step: must be a positive number")
+
+
+@case("tools/pretraining_curve.py")
+def home_in_the_paths(ws):
+  home = ws.mkdir("pc-home")
+  return dict(argv=["--output=~/curve.svg", "mine=~/run"], env={"HOME": home}, works=True,
+              setup=[{"scalars": os.path.join(home, "run", "train"),
+                      "tag": "masked_lm_accuracy", "values": [0.1, 0.2, 0.3]}],
+              exists=[os.path.join(home, "curve.svg")])
+
+
+# ---- every batch-size flag of every script and tool refuses 0 and negatives
+
+
+def _batch_size_flags():
+  """{script: [its flags named *batch_size*]} from docs/FLAGS.md (tests/test_docs.py keeps
+  it current), and the tools' batch-size flags (none elsewhere: test_batch_size_flags)."""
+  with open(os.path.join(ROOT, "docs", "FLAGS.md"), encoding="utf-8") as handle:
+    text = handle.read().split("\n## Path flags\n", 1)[0]
+  found = {}
+  for section in text.split("\n## ")[1:]:
+    script = section.split("\n", 1)[0].strip()
+    rows = re.findall(r"^\| `--([a-z_]+)` \|[^|]*\| (yes)? *\|", section, re.MULTILINE)
+    found[script] = ([name for name, _ in rows if "batch_size" in name],
+                     [name for name, required in rows if required])
+  found[_PROBE] = (["batch_size"], ["bert_config_file", "vocab_file", "data_dir"])
+  return found
+
+
+BATCH_SIZE_FLAGS = _batch_size_flags()
+
+
+def _register_batch_size_cases():
+  for script, (names, required) in BATCH_SIZE_FLAGS.items():
+    for name in names:
+      for value in (0, -2):
+        def builder(ws, script=script, name=name, value=value, required=required):
+          out = ws.path(f"bs-{script[:-3].replace('/', '-')}-{name}-{value}")
+          argv = [f"--{flag}={'MRPC' if flag == 'task_name' else out}" for flag in required]
+          return dict(argv=argv + [f"--{name}={value}"], absent=[out],
+                      line=f"--{name}={value}: must be at least 1")
+        builder.__name__ = f"{name}_{'zero' if value == 0 else 'negative'}"
+        case(script)(builder)
+
+
+_register_batch_size_cases()
 
 
 # ---- paths as people type them: every form of every path flag gives the absolute
@@ -1983,8 +2349,9 @@ def run_harness(script, cases, workdir):
   specs = [{"id": case_id, "argv": spec["argv"], "setup": spec.get("setup", []),
             "cwd": spec.get("cwd"), "env": spec.get("env", {})}
            for case_id, spec in cases.items()]
-  cases_file = os.path.join(workdir, f"{script}.cases.json")
-  results_file = os.path.join(workdir, f"{script}.results.json")
+  name = script.replace("/", "-")
+  cases_file = os.path.join(workdir, f"{name}.cases.json")
+  results_file = os.path.join(workdir, f"{name}.results.json")
   with open(cases_file, "w", encoding="utf-8") as handle:
     json.dump(specs, handle)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
@@ -2054,7 +2421,21 @@ def check_works(script, spec, result):
   same files, each the same bytes)."""
   stderr = result["stderr"]
   assert not result["crashed"] and result["exit"] == 0, (script, stderr[-3000:])
-  assert "Traceback" not in stderr and f"{script}: error:" not in stderr, stderr[-3000:]
+  assert "Traceback" not in stderr and ": error:" not in stderr, stderr[-3000:]
+  _check_disk(spec)
+  for path in spec.get("exists", []):
+    assert os.path.exists(path), f"{path} not written"
+  for path in spec.get("gone", []):
+    assert not os.path.lexists(path), f"{path} left behind"
+  for path, content in spec.get("contains", {}).items():
+    with open(path, encoding="utf-8") as handle:
+      assert handle.read() == content, path
+  for path, lines in spec.get("lines_in", {}).items():
+    with open(path, encoding="utf-8") as handle:
+      held = handle.read().splitlines()
+    assert [line for line in lines if line not in held] == [], (path, held)
+  if "stdout_first" in spec:
+    assert result["stdout"].splitlines()[:1] == [spec["stdout_first"]], result["stdout"]
   for got, want in spec.get("same", []):
     pairs = [(got, want)]
     if os.path.isdir(want):
@@ -2071,6 +2452,19 @@ def check_works(script, spec, result):
         assert a.read() == b.read(), (got_file, want_file)
 
 
+def _check_disk(spec):
+  """What a case says must hold on disk afterwards: absent, kept, no_temporaries."""
+  for path in spec.get("absent", []):
+    assert not os.path.exists(path), f"{path} left behind"
+  for path, content in spec.get("kept", {}).items():
+    with open(path, encoding="utf-8") as handle:
+      assert handle.read() == content, f"{path} changed"
+  for folder in spec.get("no_temporaries", []):
+    for parent, dirs, files in os.walk(folder):
+      left = [n for n in dirs + files if re.fullmatch(r"\..+\.tmp-[0-9a-f]{8}|\..*\.lock", n)]
+      assert left == [], (parent, left)
+
+
 def check_case(script, spec, result):
   if spec.get("works"):
     check_works(script, spec, result)
@@ -2079,7 +2473,8 @@ def check_case(script, spec, result):
   assert not result["crashed"], stderr[-3000:]
   assert result["exit"] == 2, stderr[-3000:]
   lines = [l for l in stderr.splitlines() if l.strip()]
-  errors = [l for l in lines if l.startswith(f"{script}: error: ")]
+  program = os.path.basename(script)
+  errors = [l for l in lines if l.startswith(f"{program}: error: ")]
   assert len(errors) == 1, stderr[-3000:]
   if spec.get("verbose"):
     assert "Traceback (most recent call last):" in stderr
@@ -2089,13 +2484,11 @@ def check_case(script, spec, result):
     # Everything else on stderr must be log lines, not a stray multi-line dump.
     others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
     assert others == [], others[:5]
-  for needle in spec["expect"]:
+  for needle in spec.get("expect", []):
     assert needle in errors[0], (needle, errors[0])
-  for path in spec.get("absent", []):
-    assert not os.path.exists(path), f"{path} left behind"
-  for path, content in spec.get("kept", {}).items():
-    with open(path, encoding="utf-8") as handle:
-      assert handle.read() == content, f"{path} changed"
+  if "line" in spec:
+    assert errors[0] == f"{program}: error: {spec['line']}"
+  _check_disk(spec)
   for path in spec.get("absent", []) + [a for a in spec["argv"] if "output" in a]:
     directory = os.path.dirname(path.split("=", 1)[-1])
     if os.path.isdir(directory):
@@ -2132,14 +2525,51 @@ def _listed_scripts():
 TESTED_ELSEWHERE = set()
 
 
+# Tools the docs tell users to run that read no user input: gen_flag_docs.py writes
+# docs/FLAGS.md from the scripts' own flag definitions.
+TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py"}
+
+
+def _tools_users_run():
+  """Every tools/<name>.py that README.md, docs/ or reproduce/ names (for users to run)."""
+  found = set()
+  places = [os.path.join(ROOT, "README.md")] + [
+      os.path.join(parent, name) for folder in ("docs", "reproduce")
+      for parent, _, names in os.walk(os.path.join(ROOT, folder)) for name in names
+      if name.endswith((".md", ".sh"))]
+  for path in places:
+    with open(path, encoding="utf-8") as handle:
+      found.update(re.findall(r"\b(tools/[a-z_]+\.py)", handle.read()))
+  return found
+
+
 def test_the_default_subset_spans_the_scripts():
-  """Default: one process per script for 7 scripts (run_swag.py's one-line errors are
-  also tested by tests/test_run_ner_swag.py, run_tagger.py's by tests/test_tagger_run.py);
-  the slow catalogue covers every script of tools/gen_flag_docs.py's list."""
+  """Default: one process per script for 7 scripts and tools/linear_probe.py (run_swag.py's
+  one-line errors are also tested by tests/test_run_ner_swag.py, run_tagger.py's by
+  tests/test_tagger_run.py); the slow catalogue covers every script of
+  tools/gen_flag_docs.py's list and every tool a doc tells users to run."""
   scripts = {CASES[cid][0] for cid in DEFAULT_IDS}
   assert scripts == {"run_classifier.py", "create_pretraining_data.py", "run_pretraining.py",
-                     "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py"}
-  assert {CASES[cid][0] for cid in CASES} == _listed_scripts() - TESTED_ELSEWHERE
+                     "run_squad.py", "run_ner.py", "extract_features.py", "create_vocab.py",
+                     _PROBE}
+  tools = _tools_users_run()
+  assert {"tools/linear_probe.py", "tools/gen_flag_docs.py"} <= tools  # the docs were read
+  assert {CASES[cid][0] for cid in CASES} == (
+      _listed_scripts() - TESTED_ELSEWHERE) | (tools - TOOLS_WITHOUT_INPUT)
+
+
+def test_every_batch_size_flag_has_its_refusals():
+  """Every flag named *batch_size* of every script (docs/FLAGS.md) and tool has a case
+  for 0 and for a negative value; a tool's batch-size flag is found in its source."""
+  for path in sorted(_tools_users_run()):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
+      names = set(re.findall(r"[\"'](?:--)?([a-z_]*batch_size)[\"']", handle.read()))
+    assert names == set(BATCH_SIZE_FLAGS.get(path, ([], []))[0]), path
+  assert "extract_features.py" in BATCH_SIZE_FLAGS and "run_ner.py" in BATCH_SIZE_FLAGS
+  for script, (names, _) in BATCH_SIZE_FLAGS.items():
+    for name in names:
+      for kind in ("zero", "negative"):
+        assert f"{os.path.basename(script)[:-3]}-{name}_{kind}" in CASES
 
 
 def test_every_path_flag_has_a_path_forms_family():
@@ -2271,6 +2701,187 @@ def test_a_second_run_in_one_output_dir_is_refused_and_kill_9_leaves_no_stale_lo
   assert ".eval_results.txt.tmp-0123abcd" not in left and ".bert-run.lock" not in left
   assert [n for n in left if "_temp" in n or ".tmp-" in n] == []
   assert f"ckpt-{steps[-1] + 1}.index" in left
+
+
+def _hashes(folder):
+  """{relative path: sha256} of every file under `folder` (its exported versions)."""
+  import hashlib  # pylint: disable=g-import-not-at-top
+  found = {}
+  for parent, _, names in os.walk(folder):
+    for name in names:
+      path = os.path.join(parent, name)
+      with open(path, "rb") as handle:
+        found[os.path.relpath(path, folder)] = hashlib.sha256(handle.read()).hexdigest()
+  return found
+
+
+def _temporaries(folder):
+  """Every temporary or lock file of ours under `folder` and beside it."""
+  parent = os.path.dirname(os.path.abspath(folder))
+  name = os.path.basename(os.path.abspath(folder))
+  left = [n for n in os.listdir(parent) if n.startswith(f".{name}.")]
+  for directory, dirs, files in os.walk(folder):
+    left += [os.path.relpath(os.path.join(directory, n), folder) for n in dirs + files
+             if re.fullmatch(r"\..+\.tmp-[0-9a-f]{8}|\..*lock", n)]
+  return sorted(left)
+
+
+def _kill_mid_export(command, temporaries, timeout=300):
+  """Starts `command` and SIGKILLs it as soon as `temporaries()` lists a temporary that
+  holds a file (the export is being written); returns what it had left."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  with open(os.devnull, "wb") as devnull:
+    process = subprocess.Popen(command, env=ENV, stdout=devnull, stderr=devnull, cwd=ROOT)
+  try:
+    deadline = time.time() + timeout
+    while True:
+      left = temporaries()
+      if left:
+        process.send_signal(signal.SIGKILL)
+        break
+      assert process.poll() is None, "the run ended before its export was written"
+      assert time.time() < deadline
+      time.sleep(0.005)
+    process.wait(timeout=60)
+  finally:
+    if process.poll() is None:
+      process.kill()
+      process.wait()
+  assert process.returncode == -signal.SIGKILL
+  return left
+
+
+@pytest.mark.slow  # about 80 s on 2 cores: four run_classifier runs, two killed mid-export
+def test_an_export_killed_with_sigkill_leaves_nothing_after_the_same_command(ws, tmp_path):
+  """kill -9 during an export, then the same command: the rerun ended whole, but the
+  half-written version (exp/ids/.1.tmp-*, 8 MB here, hundreds of MB for BERT-Base) or
+  unversioned export (.exp.tmp-* beside it) stayed for ever. Now the rerun removes them,
+  and every version that was there before is byte for byte what it was."""
+  data = _mrpc(ws, "kill9-data", train="good")
+  export = tmp_path / "exp"
+  for kind in ("ids", "text"):  # versions already served, as written by earlier runs
+    ws.write(str(export / kind / "1" / "saved_model.pb"), f"{kind} 1\n")
+    ws.write(str(export / kind / "1" / "variables" / "variables.index"), f"{kind} index\n")
+  before = _hashes(export)
+
+  def versioned_temporaries():
+    return [n for kind in ("ids", "text") if (export / kind).is_dir()
+            for n in os.listdir(export / kind) if n.startswith(".2.tmp-")
+            and any(files for _, _, files in os.walk(export / kind / n))]
+
+  command = [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+             *_classifier(ws, data, str(tmp_path / "out"), "--do_train",
+                          f"--export_dir={export}", "--export_version=2")]
+  assert _kill_mid_export(command, versioned_temporaries)
+  assert _temporaries(export)  # what the killed run left: the bug's starting point
+  rerun = subprocess.run(command, env=ENV, capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert _temporaries(export) == []
+  after = _hashes(export)
+  assert {p: h for p, h in after.items() if p.split(os.sep)[1] == "1"} == before
+  assert sorted(os.listdir(export / "ids")) == sorted(os.listdir(export / "text")) == ["1", "2"]
+  assert (export / "ids" / "2" / "saved_model.pb").is_file()
+  # Without --export_version: the temporary is export_dir's sibling.
+  plain = tmp_path / "plain"
+
+  def plain_temporaries():
+    return [n for n in os.listdir(tmp_path) if n.startswith(".plain.tmp-")
+            and any(files for _, _, files in os.walk(tmp_path / n))]
+
+  command = [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+             *_classifier(ws, data, str(tmp_path / "out-plain"), "--do_train",
+                          f"--export_dir={plain}")]
+  assert _kill_mid_export(command, plain_temporaries)
+  rerun = subprocess.run(command, env=ENV, capture_output=True, text=True, cwd=ROOT,
+                         timeout=300)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  assert _temporaries(plain) == []
+  assert (plain / "saved_model.pb").is_file() and (plain / "ids" / "saved_model.pb").is_file()
+
+
+def test_a_run_whose_version_another_run_just_wrote_says_so_and_names_its_flag(ws, tmp_path):
+  """Two exports of one version at once: the one that came second used to say
+  ".../exp/text/1: exists; remove it or pass --overwrite", a flag run_classifier does not
+  have, and not that another run had just written that version. Here the other run is
+  this test: it holds the export's lock (as a run writing there does), the run waits for
+  it, the test writes version 1 and lets go."""
+  import time  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  data = _mrpc(ws, "race-data", train="good")
+  export, out = tmp_path / "exp", tmp_path / "out"
+  log = tmp_path / "stderr.txt"
+  with output_lock.lock_export(str(export), 1):
+    with open(log, "w", encoding="utf-8") as stderr:
+      run = subprocess.Popen(
+          [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+           *_classifier(ws, data, str(out), "--do_train", f"--export_dir={export}",
+                        "--export_version=1")],
+          env=ENV, stdout=subprocess.DEVNULL, stderr=stderr, cwd=ROOT)
+    try:
+      deadline = time.time() + 300
+      while "Waiting for pid" not in log.read_text(encoding="utf-8"):
+        assert run.poll() is None, log.read_text(encoding="utf-8")[-3000:]
+        assert time.time() < deadline
+        time.sleep(0.1)
+      for kind in ("ids", "text"):  # the other run's version 1, whole
+        ws.write(str(export / kind / "1" / "saved_model.pb"), f"the other run's {kind}\n")
+    except BaseException:
+      run.kill()
+      raise
+  assert run.wait(timeout=120) == 2
+  stderr = log.read_text(encoding="utf-8")
+  assert "Traceback" not in stderr
+  assert _last_line(stderr) == (
+      f"run_classifier.py: error: --export_version=1: another run has just written "
+      f"{export}/ids/1 (it was not there when this run started); this run's export is not "
+      "written: choose a new version number, or pass --overwrite_export to replace that "
+      "version")
+  assert _temporaries(export) == []
+  for kind in ("ids", "text"):
+    assert os.listdir(export / kind) == ["1"]
+    assert (export / kind / "1" / "saved_model.pb").read_text(encoding="utf-8") == (
+        f"the other run's {kind}\n")
+
+
+def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_path):
+  """What a killed export leaves (`.N.tmp-<8 hex>` in ids/ and text/, `.NAME.tmp-<8 hex>`
+  beside an unversioned one) goes when the next export takes the lock; a user's file
+  whose name only looks like one stays, and so does a version folder."""
+  import threading  # pylint: disable=g-import-not-at-top
+  from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  export = tmp_path / "exp"
+  for path in ("ids/1/saved_model.pb", "ids/.1.tmp-0123abcd/saved_model.pb",
+               "text/.7.tmp-89abcdef/variables/variables.index", "ids/.1.tmp-notes",
+               "ids/1.tmp-0123abcd"):
+    os.makedirs(os.path.dirname(export / path), exist_ok=True)
+    (export / path).write_text("x", encoding="utf-8")
+  with output_lock.lock_export(str(export), 2):
+    assert sorted(os.listdir(export)) == [".export.lock", "ids", "text"]
+    assert sorted(os.listdir(export / "ids")) == [".1.tmp-notes", "1", "1.tmp-0123abcd"]
+    assert os.listdir(export / "text") == []
+    # A second export of the folder waits for this one instead of refusing.
+    order = []
+
+    def second():
+      with output_lock.lock_export(str(export), 3):
+        order.append("second")
+
+    waiter = threading.Thread(target=second)
+    waiter.start()
+    waiter.join(timeout=1)
+    assert waiter.is_alive() and order == []
+    order.append("first done")
+  waiter.join(timeout=30)
+  assert order == ["first done", "second"]
+  (tmp_path / ".plain.tmp-0123abcd").mkdir()
+  (tmp_path / ".plain.tmp-notes").write_text("mine", encoding="utf-8")
+  with output_lock.lock_export(str(tmp_path / "plain")):
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".plain")) == [
+        ".plain.lock", ".plain.tmp-notes"]
+  assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".plain")) == [
+      ".plain.tmp-notes"]
 
 
 @pytest.mark.slow  # a NaN loss in the default suite: test_faults

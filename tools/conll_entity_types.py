@@ -15,6 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bert.cli import flags_common  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
@@ -27,7 +28,7 @@ def entity_types(example):
   types = set()
   for number, tag in enumerate(example.labels):
     if tag != "O":
-      if tag[:2] not in ("B-", "I-") or not tag[2:]:
+      if not tagging.is_chunk_tag(tag):
         raise script_utils.UserError(
             f"{example.guid} (line {example.line_number + number}): tag {tag!r} is "
             "neither O nor B-TYPE / I-TYPE")
@@ -37,7 +38,6 @@ def entity_types(example):
 
 def convert(conll_dir, output_dir):
   """Writes output_dir/{labels.txt,train.tsv,dev.tsv,test.tsv}; returns the counts."""
-  atomic_output.ensure_output_dir(output_dir, "output_dir")
   rows, counts = {}, {}
   for source, target in SPLITS:
     path = os.path.join(conll_dir, source)
@@ -49,12 +49,18 @@ def convert(conll_dir, output_dir):
     counts[target] = collections.Counter(t for _, types in rows[target] for t in types)
     counts[target]["(sentences)"] = len(examples)
   labels = sorted(t for t in counts["train.tsv"] if t != "(sentences)")
-  for target, split_rows in rows.items():
+  if not labels:  # every sentence would be "no label": nothing to learn
+    raise script_utils.UserError(
+        f"{os.path.join(conll_dir, SPLITS[0][0])}: no entity tag (every tag is O); a "
+        "multi-label set needs entity types to learn")
+  for target, split_rows in rows.items():  # every split checked before any is written
     for number, (_, types) in enumerate(split_rows, start=1):
       unknown = set(types) - set(labels)
       if unknown:
         raise script_utils.UserError(f"{target} sentence {number}: entity type(s) "
                                      f"{sorted(unknown)} never seen in train.txt")
+  atomic_output.ensure_output_dir(output_dir, "output_dir")  # made once the input is good
+  for target, split_rows in rows.items():
     with atomic_output.atomic_open(os.path.join(output_dir, target)) as handle:
       handle.writelines(f"{text}\t{','.join(types)}\n" for text, types in split_rows)
   with atomic_output.atomic_open(os.path.join(output_dir, "labels.txt")) as handle:
@@ -62,13 +68,17 @@ def convert(conll_dir, output_dir):
   return counts
 
 
-def main(argv):
-  if len(argv) != 3:
-    sys.exit(__doc__)
-  with script_utils.report_user_errors():
-    for target, count in convert(argv[1], argv[2]).items():
+def main(argv=None):
+  argv = sys.argv[1:] if argv is None else argv
+  with script_utils.report_user_errors(False, "conll_entity_types.py"):
+    if len(argv) != 2:
+      raise script_utils.UserError(
+          f"expected two arguments, CONLL_DIR OUTPUT_DIR (got {len(argv)}); usage: "
+          "python tools/conll_entity_types.py ../shared/data/conll2003 /tmp/conll_types")
+    conll_dir, output_dir = (flags_common.expand_path(a) for a in argv)
+    for target, count in convert(conll_dir, output_dir).items():
       print(target, " ".join(f"{k}={v}" for k, v in sorted(count.items())))
 
 
 if __name__ == "__main__":
-  main(sys.argv)
+  main()

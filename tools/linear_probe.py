@@ -21,13 +21,18 @@ of the two texts' features (mean, embeddings), each text encoded alone. Without
 --init_checkpoint the encoder keeps its random initial weights (seed 1), the baseline a
 pretrained checkpoint is compared with.
 
+Its flags are run_classifier.py's (names, `~` in paths, --has_header: given, the files
+have a header; --has_header=false, they have none; not given, a first row that looks
+like a header stops the run). Bad input is one line and exit status 2, as in the
+scripts; so is data on which a score would mean nothing: one class, or regression
+scores that are all the same (Pearson is undefined).
+
 Pretraining that helps a task shows here first, in seconds and with no fine-tuning
 recipe to tune: a checkpoint whose probe beats random weights' knows something about the
 task; whether fine-tuning through [CLS] uses it is a separate question (see
 docs/new_language.md, "What the pretrained encoder knows").
 """
 
-import argparse
 import os
 import sys
 
@@ -38,11 +43,13 @@ from bert.utils import runtime_log  # noqa: E402
 if __name__ == "__main__":  # as the scripts: TensorFlow's runtime log quiet before it loads
   runtime_log.quiet()
 
+from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from bert.cli import flags_common  # noqa: E402
+from bert.cli import launch  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
-
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
 from bert.classifier import processors  # noqa: E402
@@ -168,59 +175,91 @@ def cosine_scores(model, examples, labels, tokenizer, max_seq_length, batch_size
   return scores
 
 
-def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--bert_config_file", required=True)
-  parser.add_argument("--vocab_file", required=True)
-  parser.add_argument("--init_checkpoint", default=None,
-                      help="the encoder's weights (default: random, seed 1)")
-  parser.add_argument("--do_lower_case", default="true", choices=("true", "false"))
-  parser.add_argument("--data_dir", required=True)
-  parser.add_argument("--has_header", action="store_true")
-  parser.add_argument("--text_a_column", default="0")
-  parser.add_argument("--text_b_column", default=None)
-  parser.add_argument("--label_column", default="1")
-  parser.add_argument("--regression", action="store_true")
-  parser.add_argument("--max_seq_length", type=int, default=128)
-  parser.add_argument("--batch_size", type=int, default=64)
-  args = parser.parse_args(argv)
-  with script_utils.report_user_errors(False, "linear_probe.py"):
+def _scores_of(examples):
+  return [float(example.label) for example in examples]
+
+
+def check_probe_data(train_path, dev_path, train_examples, dev_examples, label_list):
+  """Refuses data on which the probe's scores mean nothing: one class (every feature
+  would score 1.0 whatever the encoder knows), or for regression training or dev scores
+  that are all the same (the fitted model predicts one value, or Pearson has no
+  variance to correlate with: NumPy would print nan)."""
+  if label_list is not None:
+    if len(label_list) < 2:
+      raise script_utils.UserError(
+          f"{train_path}: every row has the label {label_list[0]!r}; a probe needs two "
+          "classes or more (with one, every feature scores 1.0 whatever the encoder knows)")
+    return
+  for path, examples, what in ((dev_path, dev_examples, "dev"),
+                               (train_path, train_examples, "training")):
+    scores = set(_scores_of(examples))
+    if len(scores) == 1:
+      raise script_utils.UserError(
+          f"{path}: Pearson is undefined: every {what} score is the same "
+          f"({scores.pop():g} on all {len(examples):,} rows); the probe needs scores "
+          "that differ")
+
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose, "linear_probe.py"):
+    flags_common.check_positive(FLAGS, ("batch_size",))
+    data_dir = FLAGS.data_dir
     processor = processors.DelimitedFileProcessor(
-        text_a_column=args.text_a_column, text_b_column=args.text_b_column,
-        label_column=args.label_column, has_header=args.has_header,
-        is_regression=args.regression)
-    processor.set_data_dir(args.data_dir)  # where its labels are read from
-    train_examples = processor.get_train_examples(args.data_dir)
-    dev_examples = processor.get_dev_examples(args.data_dir)
-    label_list = None if args.regression else processor.get_labels()
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+        label_column=FLAGS.label_column, has_header=flags_common.has_header_option(FLAGS),
+        is_regression=FLAGS.regression)
+    processor.set_data_dir(data_dir)  # where its labels are read from
+    train_examples = processor.get_train_examples(data_dir)
+    dev_examples = processor.get_dev_examples(data_dir)
+    label_list = None if FLAGS.regression else processor.get_labels()
+    check_probe_data(os.path.join(data_dir, processor.train_file),
+                     os.path.join(data_dir, processor.dev_file), train_examples,
+                     dev_examples, label_list)
     config = model_config.load_bert_config(script_utils.check_input_file(
-        args.bert_config_file, "bert_config_file"))
-    model_config.check_max_seq_length(args.max_seq_length, config)
+        FLAGS.bert_config_file, "bert_config_file"))
+    model_config.check_max_seq_length(FLAGS.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
-        script_utils.check_input_file(args.vocab_file, "vocab_file"),
-        args.do_lower_case == "true")
+        script_utils.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
     model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
-    if args.init_checkpoint:
-      checkpoints.load_checkpoint(model, args.init_checkpoint)
+    if FLAGS.init_checkpoint:
+      checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
     features, labels = [], []
     for examples in (train_examples, dev_examples):
       split_features, split_labels = encoder_features(model, classifier_features.predict_batches(
-          examples, label_list, tokenizer, args.max_seq_length, args.batch_size))
+          examples, label_list, tokenizer, FLAGS.max_seq_length, FLAGS.batch_size))
       features.append(split_features)
       labels.append(split_labels)
     scores = probe_scores(*features, *labels, num_labels=label_list and len(label_list))
-    if args.regression and args.text_b_column:
+    if FLAGS.regression and FLAGS.text_b_column:
       scores.update(cosine_scores(model, dev_examples, labels[1], tokenizer,
-                                  args.max_seq_length, args.batch_size))
-  metric = "Pearson" if args.regression else "accuracy"
-  source = args.init_checkpoint or "random weights (seed 1)"
+                                  FLAGS.max_seq_length, FLAGS.batch_size))
+    for name, score in scores.items():
+      if not np.isfinite(score):  # a feature whose values are the same on every dev row
+        raise script_utils.UserError(
+            f"the {name} feature's Pearson is undefined: its predictions are the same on "
+            "every dev row")
+  metric = "Pearson" if FLAGS.regression else "accuracy"
+  source = FLAGS.init_checkpoint or "random weights (seed 1)"
   print(f"linear probe, dev {metric} ({len(dev_examples):,} rows; trained on "
         f"{len(train_examples):,}), encoder {source}:")
   for name, score in scores.items():
     print(f"  {name:18s} {score:.4f}")
 
 
+def define_flags():
+  """The tool's flags, named and read as run_classifier.py's (paths expand `~`)."""
+  flags_common.define_model_flags(max_seq_length=128)
+  flags_common.define_path("data_dir", None, "The folder of train.tsv and dev.tsv.")
+  flags.mark_flag_as_required("data_dir")
+  flags_common.define_delimited_file_flags()
+  flags.DEFINE_integer("batch_size", 64, "Rows per batch of the encoder's pass.")
+  flags_common.define_runtime_flags()
+
+
+FLAGS = flags.FLAGS
+
 if __name__ == "__main__":
-  main()
+  define_flags()
+  launch.run(main, __name__)  # as the commands start: --help lists every flag above

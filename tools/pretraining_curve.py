@@ -13,12 +13,21 @@ Plain SVG (no plotting package): GitHub and every browser show it in Markdown.
 """
 
 import argparse
+import math
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # tensorboard may load TensorFlow
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # pylint: disable=wrong-import-position
-from tensorboard.backend.event_processing import event_accumulator
+from bert.utils import runtime_log  # noqa: E402
+if __name__ == "__main__":  # as the scripts: TensorFlow's runtime log quiet before it loads
+  runtime_log.quiet()
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # tensorboard may load TensorFlow
+from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
+
+from bert.cli import flags_common  # noqa: E402
+from bert.utils import atomic_output  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
@@ -27,11 +36,14 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
 def read_curve(run_dir, tag="masked_lm_accuracy", seconds_per_step=None):
   """[(seconds, value)] of `tag` in run_dir/train: seconds since the first logged step,
   or step x seconds_per_step when that is given."""
+  if not os.path.isdir(os.path.join(run_dir, "train")):
+    raise script_utils.UserError(f"{run_dir}: no train/ folder of TensorBoard events (is it "
+                                 "a run_pretraining.py --output_dir?)")
   events = event_accumulator.EventAccumulator(os.path.join(run_dir, "train"))
   events.Reload()
   if tag not in events.Tags()["scalars"]:
-    raise SystemExit(f"pretraining_curve.py: error: {run_dir}/train has no {tag!r} scalars "
-                     "(is it a run_pretraining.py --output_dir?)")
+    raise script_utils.UserError(f"{run_dir}/train has no {tag!r} scalars (is it a "
+                                 "run_pretraining.py --output_dir?)")
   points = events.Scalars(tag)
   if seconds_per_step:
     return [(p.step * seconds_per_step, p.value) for p in points]
@@ -100,27 +112,34 @@ def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR[:SECONDS_PER_STEP] (a "
                       "run_pretraining output_dir)")
-  parser.add_argument("--output", required=True, help="the SVG file to write")
+  parser.add_argument("--output", required=True, type=flags_common.expand_path,
+                      help="the SVG file to write")
   parser.add_argument("--tag", default="masked_lm_accuracy")
   parser.add_argument("--x_label", default="seconds of pretraining")
   args = parser.parse_args(argv)
-  curves = []
-  for item in args.runs:
-    label, sep, run_dir = item.partition("=")
-    run_dir, _, per_step = run_dir.partition(":")
-    if not sep or not os.path.isdir(run_dir):
-      raise SystemExit(f"pretraining_curve.py: error: {item!r}: expected "
-                       "LABEL=RUN_DIR[:SECONDS_PER_STEP] with an existing folder")
-    try:
-      seconds_per_step = float(per_step) if per_step else None
-    except ValueError:
-      raise SystemExit(f"pretraining_curve.py: error: {item!r}: {per_step!r} is not a "
-                       "number of seconds") from None
-    curves.append((label, read_curve(run_dir, args.tag, seconds_per_step)))
-  tmp = args.output + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as handle:
-    handle.write(svg(curves, x_label=args.x_label, y_label=args.tag.replace("_", " ")))
-  os.replace(tmp, args.output)
+  with script_utils.report_user_errors(False, "pretraining_curve.py"):
+    atomic_output.prepare_output_file(args.output, "output")
+    curves = []
+    for item in args.runs:
+      label, sep, run_dir = item.partition("=")
+      run_dir, _, per_step = run_dir.partition(":")
+      run_dir = flags_common.expand_path(run_dir)
+      if not sep or not os.path.isdir(run_dir):
+        raise script_utils.UserError(f"{item!r}: expected LABEL=RUN_DIR[:SECONDS_PER_STEP] "
+                                     "with an existing folder")
+      try:
+        seconds_per_step = float(per_step) if per_step else None
+      except ValueError:
+        raise script_utils.UserError(f"{item!r}: {per_step!r} is not a number of "
+                                     "seconds") from None
+      if seconds_per_step is not None and not (math.isfinite(seconds_per_step)
+                                               and seconds_per_step > 0):
+        raise script_utils.UserError(f"{item!r}: {per_step!r} seconds a step: must be a "
+                                     "positive number")
+      curves.append((label, read_curve(run_dir, args.tag, seconds_per_step)))
+    with script_utils.disk_full_names(args.output, "output"):
+      with atomic_output.atomic_open(args.output) as handle:
+        handle.write(svg(curves, x_label=args.x_label, y_label=args.tag.replace("_", " ")))
   print(f"wrote {args.output}", file=sys.stderr)
 
 

@@ -19,9 +19,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bert.cli import flags_common  # noqa: E402
 from bert.tagging import conlleval  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
+
+# What to do when --iob meets a column of other tags (run_tagger.py says the same).
+NOT_CHUNK_TAGS = ("pick the chunk column with --tag_column (CoNLL-2003: 3 chunks, 4 "
+                  "entities), or drop --iob to score the tags as written")
 
 
 def baseline_scores(train, dev, iob):
@@ -41,13 +46,17 @@ def baseline_scores(train, dev, iob):
 
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  parser.add_argument("--data_dir", required=True)
+  parser.add_argument("--data_dir", required=True, type=flags_common.expand_path)
   parser.add_argument("--tag_column", type=int, default=None)
   parser.add_argument("--iob", action="store_true")
   parser.add_argument("--max_train_examples", type=int, default=0)
   parser.add_argument("--max_eval_examples", type=int, default=0)
   args = parser.parse_args(argv)
-  with script_utils.report_user_errors(False):
+  with script_utils.report_user_errors(False, "tagging_baselines.py"):
+    tagging.check_tag_column(args.tag_column)
+    for flag in ("max_train_examples", "max_eval_examples"):
+      if getattr(args, flag) < 0:
+        raise script_utils.UserError(f"--{flag}={getattr(args, flag)}: must be >= 0 (0: all)")
     splits = []
     for name, limit in (("train.txt", args.max_train_examples),
                         ("valid.txt", args.max_eval_examples)):
@@ -55,6 +64,8 @@ def main(argv=None):
       examples = tagging.read_conll(path, args.tag_column)
       if any(e.labels is None for e in examples):
         raise script_utils.UserError(f"{path}: no tag column")
+      if args.iob:
+        tagging.check_chunk_tags(examples, path, args.tag_column, NOT_CHUNK_TAGS)
       splits.append(examples[:limit] if limit > 0 else examples)
     for name, values in baseline_scores(*splits, args.iob).items():
       print(f"{name:9s}" + "  ".join(f"{k} {v:.4f}" for k, v in values.items()))

@@ -80,7 +80,7 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   """
   data = file_io.read_bytes(path, missing_hint="; check --data_dir")
   try:
-    text = data.decode("utf-8-sig")
+    text = file_io.decode_text(data)
   except UnicodeDecodeError as exc:
     raise UserError(file_io.not_utf8_message(path, exc, data)) from None
   kwargs = {"delimiter": delimiter, "quoting": quoting}

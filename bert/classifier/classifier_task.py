@@ -175,7 +175,7 @@ class ClassifierTask(finetune.Task):
                               cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
                               num_texts=self.processor.num_texts,
                               version=self.options.export_version,
-                              overwrite=self.options.overwrite_export,
+                              overwrite=self.options.overwrite_export, checked=True,
                               litert=self.litert_request(self.processor.num_texts,
                                                          **self._litert_fields()),
                               log=logging.info)

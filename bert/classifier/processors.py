@@ -312,14 +312,7 @@ class XnliProcessor(classifier_data.DataProcessor):
 def _check_label_list(labels):
   """--label_list as a tuple; a label given twice or an empty one would give two ids to
   one class or train a class no row has, so either is a UserError."""
-  labels = tuple(str(label) for label in labels)
-  for label in labels:
-    if not label.strip():
-      raise UserError(f"--label_list={','.join(labels)}: holds an empty label")
-    if labels.count(label) > 1:
-      raise UserError(f"--label_list={','.join(labels)}: {label!r} is given "
-                      f"{labels.count(label)} times; each label once, in label-id order")
-  return labels
+  return script_utils.check_label_list(labels, f"--label_list={','.join(map(str, labels))}")
 
 
 # Label-column names seen in public data sets' headers (lower-cased).

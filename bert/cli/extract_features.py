@@ -54,6 +54,7 @@ FLAGS = flags.FLAGS
 def main(_):
   logging.set_verbosity(logging.INFO)
   with script_utils.report_user_errors(FLAGS.verbose):
+    flags_common.check_positive(FLAGS, ("batch_size",))
     if FLAGS.use_tpu:
       raise script_utils.UserError(
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")

@@ -29,16 +29,22 @@ def _once(group):
   return True
 
 
+def expand_path(argument):
+  """A path as typed with `~` expanded: in `--data_dir=~/glue` no shell expands it (only
+  a word that starts with `~` is expanded), so a path that starts with `~` would
+  otherwise name a folder called "~". Each comma-separated item of a list is expanded.
+  (The tools that take arguments through argparse use it as the arguments' type.)"""
+  if argument is None:
+    return None
+  return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+                  for item in str(argument).split(","))
+
+
 class PathParser(flags.ArgumentParser):
-  """A path flag's value with `~` expanded: in `--data_dir=~/glue` no shell expands it
-  (only a word that starts with `~` is expanded), so a path that starts with `~` would
-  otherwise name a folder called "~". Each comma-separated item of a list is expanded."""
+  """A path flag's value with `~` expanded (expand_path)."""
 
   def parse(self, argument):
-    if argument is None:
-      return None
-    return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
-                    for item in str(argument).split(","))
+    return expand_path(argument)
 
   def flag_type(self):
     return "string"
@@ -307,17 +313,31 @@ def define_litert_flag():
       "the export (nothing is written).")
 
 
-def define_generic_task_flags():
-  """The tsv/csv task's flags (users' own files, <data_dir>/{train,dev,test}.{tsv,csv}):
-  columns, labels, header, delimiter, regression; run_classifier.py and
-  predict_litert.py read the same files with them."""
-  if not _once("generic_task"):
+def define_delimited_file_flags():
+  """The columns of a user's own tab-separated files (run_classifier.py's tsv/csv task,
+  tools/linear_probe.py): text_a_column, text_b_column, label_column, has_header,
+  regression. Read --has_header through has_header_option."""
+  if not _once("delimited_files"):
     return
   flags.DEFINE_string("text_a_column", "0",
-                      "tsv/csv task: column of the first text (0-based number, or a header name).")
+                      "tsv/csv task: column of the first text (0-based number, or a header "
+                      "name).")
   flags.DEFINE_string("text_b_column", None,
                       "tsv/csv task: column of the second text, for sentence-pair tasks.")
   flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
+  flags.DEFINE_bool("has_header", False,
+                    "tsv/csv task: the files start with a header line. Not given: a first "
+                    "row that looks like a header stops the run; --has_header=false: it is "
+                    "data.")
+
+
+def define_generic_task_flags():
+  """run_classifier.py's tsv/csv task flags: define_delimited_file_flags' columns, plus
+  the test file's columns, the label list and the delimiter; predict_litert.py reads the
+  same files with them."""
+  define_delimited_file_flags()
+  if not _once("generic_task"):
+    return
   flags.DEFINE_string("test_text_a_column", None,
                       "tsv/csv task: text_a column in test.* (default: --text_a_column).")
   flags.DEFINE_string("test_text_b_column", None,
@@ -325,14 +345,25 @@ def define_generic_task_flags():
   flags.DEFINE_list("label_list", None,
                     "tsv/csv task: the labels, comma-separated, in label-id order (default: "
                     "the sorted distinct labels of train.*, else dev.*).")
-  flags.DEFINE_bool("has_header", False,
-                    "tsv/csv task: the files start with a header line. Not given: a first row "
-                    "that looks like a header stops the run; --has_header=false: it is data.")
   flags.DEFINE_string("delimiter", None,
                       "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
+
+
   flags.DEFINE_bool("regression", False,
                     "tsv/csv task: the label is a number; one output trained with mean "
                     "squared error, evaluated with Pearson/Spearman.")
+
+
+# A script's own count flags (a batch size) are checked as RunOptions checks its own:
+# `check_positive(FLAGS, ("batch_size",))`, one line naming the flag, exit status 2.
+check_positive = settings.check_positive
+
+
+def has_header_option(flag_values):
+  """--has_header as the readers take it: True, False, or None when it was not given at
+  all (then a first row that looks like a header is refused rather than read as data:
+  its label, "label" say, would silently become a class of its own)."""
+  return None if flag_values["has_header"].using_default_value else flag_values.has_header
 
 
 def define_export_version_flag():

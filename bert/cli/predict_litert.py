@@ -58,6 +58,7 @@ flags.mark_flag_as_required("output_dir")
 
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
+    flags_common.check_positive(FLAGS, ("predict_batch_size", "num_threads"))
     from bert.litert import predictor  # deferred: --help stays fast
     started = time.perf_counter()
     columns = predictor.GenericColumns(
@@ -66,7 +67,7 @@ def main(_):
         test_text_b_column=FLAGS.test_text_b_column,
         # Not given at all: a first row that looks like a header is refused, as in
         # run_classifier.py.
-        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
+        has_header=flags_common.has_header_option(FLAGS),
         delimiter=FLAGS.delimiter,
         label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
         regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)

@@ -72,8 +72,7 @@ def main(_):
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        # Not given at all: a first row that looks like a header is refused.
-        has_header=None if FLAGS["has_header"].using_default_value else FLAGS.has_header,
+        has_header=flags_common.has_header_option(FLAGS),
         delimiter=FLAGS.delimiter,
         regression=FLAGS.regression)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,

@@ -72,6 +72,7 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 f
 
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
+    flags_common.check_positive(FLAGS, ("feature_batch_size",))  # whatever the mode
     feature_mode = FLAGS.mode == "feature"
     if feature_mode and not 0 < FLAGS.feature_learning_rate < float("inf"):
       raise script_utils.UserError(f"--feature_learning_rate={FLAGS.feature_learning_rate}: "

@@ -67,6 +67,8 @@ from safetensors.numpy import save_file
 
 from bert import modeling
 from bert.utils import atomic_output
+from bert.utils import file_io
+from bert.utils import output_lock
 from bert.utils import script_utils
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
@@ -312,7 +314,7 @@ def head_labels(head_info):
   labels = (head_info or {}).get("labels")
   if head in ("classifier", "multi_label", "token_classification") and labels:
     labels = [str(label) for label in labels]
-    if len(set(labels)) != len(labels):
+    if script_utils.first_repeat(labels):
       raise script_utils.UserError(f"the run's label list repeats a label: {labels}")
     values["id2label"] = {str(i): label for i, label in enumerate(labels)}
     values["label2id"] = {label: i for i, label in enumerate(labels)}
@@ -398,7 +400,11 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   vocab = [line.strip() for _, line in script_utils.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
   _check_target(export_dir, overwrite)
-  with atomic_output.atomic_path(export_dir, overwrite=True) as tmp:
+  # Under the export's lock: another export of export_dir waits, and what a killed one
+  # left beside it is removed; the check again, for what was written meanwhile.
+  with output_lock.lock_export(export_dir), atomic_output.atomic_path(
+      export_dir, overwrite=True) as tmp:
+    _check_target(export_dir, overwrite)
     os.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
     weights_file, config_file = os.path.join(tmp, WEIGHTS_NAME), os.path.join(tmp, CONFIG_NAME)
@@ -412,7 +418,9 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
                                                  head_info))
     # safetensors creates its file private (0600); give it the mode of a file open() makes.
     shutil.copymode(config_file, weights_file)
-    shutil.copyfile(vocab_file, os.path.join(tmp, VOCAB_NAME))
+    # The vocabulary as it is, less a byte-order mark (not part of the first token).
+    with open(os.path.join(tmp, VOCAB_NAME), "wb") as handle:
+      handle.write(file_io.decode_text(file_io.read_bytes(vocab_file)).encode("utf-8"))
     _write_json(os.path.join(tmp, TOKENIZER_CONFIG_NAME),
                 tokenizer_config(do_lower_case, config.max_position_embeddings))
   return architecture

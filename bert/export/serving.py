@@ -71,6 +71,7 @@ from bert import input_pipeline
 from bert.export import litert as litert_models
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import output_lock
 from bert.utils import script_utils
 
 TEXT_NAMES = ("text_a", "text_b")
@@ -171,6 +172,8 @@ def versions(model_base_path):
   TF Serving sees them: the folders named by an integer, ascending. The temporaries of
   an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
   names = [n.rstrip("/") for n in _listdir(model_base_path)]
+  if not file_io.is_remote(model_base_path):  # a file named 3 is not version 3
+    names = [n for n in names if os.path.isdir(os.path.join(model_base_path, n))]
   return sorted(int(n) for n in names if n.isdigit())
 
 
@@ -185,7 +188,8 @@ def check_export_target(export_dir, version=0, overwrite=False):
   version N >= 1: export_dir/ids/N, text/N or litert/N exists (the other versions stay
   as they are); version 0: export_dir exists and is not empty. With `overwrite` the one
   version folder (or the unversioned export) is replaced, but a version-0 export never
-  replaces a folder that holds versions. A file where a folder goes is refused too.
+  replaces a folder that holds versions. A file where a folder goes is refused too, even
+  with `overwrite` (it is the user's, not an export of ours: never moved nor removed).
   """
   flag = f"--export_dir={export_dir}"
   isdir = file_io.isdir
@@ -197,6 +201,12 @@ def check_export_target(export_dir, version=0, overwrite=False):
       base = f"{export_dir.rstrip('/')}/{kind}"
       if file_io.exists(base) and not isdir(base):
         raise script_utils.UserError(f"{flag}: {base} exists and is not a directory")
+      target = f"{base}/{version}"
+      if file_io.exists(target) and not isdir(target):
+        raise script_utils.UserError(
+            f"--export_version={version}: {target} is a file, not an exported version (a "
+            "folder); it is left as it is, even with --overwrite_export: move it away, or "
+            "choose another version number")
       if version in versions(base) and not overwrite:
         raise script_utils.UserError(
             f"--export_version={version}: {base}/{version} already exists (versions there: "
@@ -217,8 +227,29 @@ def check_export_target(export_dir, version=0, overwrite=False):
           "replace it")
 
 
+def _check_still_free(export_dir, version, overwrite, checked):
+  """check_export_target again, holding the export's lock. When the target was `checked`
+  free before the run's work (the driver does), what is there now another run has just
+  written: said so, with the flag that would replace it."""
+  if checked and not overwrite:
+    if version:
+      taken = [f"{export_dir.rstrip('/')}/{kind}/{version}" for kind in _VERSIONED_KINDS]
+      taken = [path for path in taken if file_io.isdir(path)]
+      if taken:
+        raise script_utils.UserError(
+            f"--export_version={version}: another run has just written {taken[0]} (it was "
+            "not there when this run started); this run's export is not written: choose a "
+            "new version number, or pass --overwrite_export to replace that version")
+    elif file_io.isdir(export_dir) and _listdir(export_dir):
+      raise script_utils.UserError(
+          f"--export_dir={export_dir}: another run has just written an export there (it "
+          "was empty or missing when this run started); this run's export is not written: "
+          "choose a new directory, or pass --overwrite_export to replace it")
+  check_export_target(export_dir, version, overwrite)
+
+
 def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False,
-                         litert=None, log=None):
+                         checked=False, litert=None, log=None):
   """Writes the serving layout (module docstring); returns serving_paths.
 
   litert: a litert.Request (the LiteRT models to convert from the ids model, checked
@@ -235,6 +266,11 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   an integer) and renamed into place when whole; nothing else in export_dir is touched.
   An existing version N is refused (check_export_target) unless `overwrite`, which
   replaces that version folder only. version 0 writes export_dir as a whole, atomically.
+
+  The export is written holding its lock (output_lock.lock_export): a second export of
+  the same folder waits for the first, and the temporaries of an export killed earlier
+  are removed. checked: the target was found free when the run started (the driver's
+  check_export_target), so a version there now was written by another run meanwhile.
   """
   if version is None or version < 0:
     raise ValueError(f"export version {version}: must be 0 (no version folder) or >= 1")
@@ -244,8 +280,12 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   has_text = len(ids_endpoints) != len(endpoints)
   paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
-  check_export_target(export_dir, version, overwrite)
-  with script_utils.disk_full_names(export_dir, "export_dir"):
+  if not checked:  # before the lock creates anything
+    check_export_target(export_dir, version, overwrite)
+  with contextlib.ExitStack() as locked:
+    locked.enter_context(output_lock.lock_export(export_dir, version))
+    _check_still_free(export_dir, version, overwrite, checked)
+    locked.enter_context(script_utils.disk_full_names(export_dir, "export_dir"))
     if version:
       parts = [("ids", ids_endpoints, ids_track)] + (
           [("text", endpoints, track)] if has_text else [])
@@ -254,21 +294,22 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
         temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
           _makedirs(os.path.dirname(paths[kind]))
-          tmp = stack.enter_context(atomic_output.atomic_path(paths[kind],
-                                                             overwrite=overwrite))
+          tmp = stack.enter_context(atomic_output.atomic_path(
+              paths[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           _write_archive(tmp, kind_endpoints, kind_track)
           temporaries[kind] = tmp
         if litert is not None:
           _makedirs(os.path.dirname(paths["litert"]))
-          tmp = stack.enter_context(atomic_output.atomic_path(paths["litert"],
-                                                             overwrite=overwrite))
+          tmp = stack.enter_context(atomic_output.atomic_path(
+              paths["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           litert_models.write(temporaries["ids"], tmp, litert, paths["litert"], log)
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):
         _rmtree(stale_litert)
       return paths
-    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    with atomic_output.atomic_path(export_dir, overwrite=overwrite,
+                                   overwrite_flag="--overwrite_export") as tmp:
       local = serving_paths(tmp, version, has_text, has_litert=litert is not None)
       if has_text:
         # A relative export_dir has a relative temporary, whose dirname is "".
@@ -342,7 +383,7 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
 
 def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
                       cls_id=None, sep_id=None, num_texts=1, version=0,
-                      overwrite=False, litert=None, log=None):
+                      overwrite=False, checked=False, litert=None, log=None):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
   in the serving layout (write_serving_models; litert: its LiteRT models, a
   litert.Request or None); returns its paths."""
@@ -354,4 +395,4 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
   if tokenizer is not None and isinstance(tokenizer, tf.__internal__.tracking.Trackable):
     track.append(tokenizer)
   return write_serving_models(export_dir, endpoints, track=track, version=version,
-                              overwrite=overwrite, litert=litert, log=log)
+                              overwrite=overwrite, checked=checked, litert=litert, log=log)

@@ -69,6 +69,7 @@ from bert.export import litert as litert_models
 from bert import modeling
 from bert import tokenization
 from bert.utils import atomic_output
+from bert.utils import output_lock
 from bert.utils import script_utils
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -295,8 +296,12 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
   """
   log = log or (lambda *args: None)
   check_export_dir(export_dir, overwrite)
-  with script_utils.disk_full_names(export_dir, "export_dir"), atomic_output.atomic_path(
+  # Under the export's lock: another export of export_dir waits, and what a killed one
+  # left beside it is removed; the check again, for what was written meanwhile.
+  with output_lock.lock_export(export_dir), script_utils.disk_full_names(
+      export_dir, "export_dir"), atomic_output.atomic_path(
       export_dir, overwrite=True) as tmp:  # a full disk: one line naming it
+    check_export_dir(export_dir, overwrite)
     os.makedirs(tmp)
     for name, build, args in (
         (ENCODER_DIR, build_encoder_module, (model,)),

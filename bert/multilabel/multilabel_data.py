@@ -47,18 +47,22 @@ def read_label_list(path):
   """labels.txt -> the label names in order. Blank lines are skipped; a name with a
   comma or whitespace inside, or written twice, is a UserError naming file:line."""
   script_utils.check_input_file(path, "labels_file")
-  labels = []
+  labels, numbers = [], []
   for number, line in script_utils.read_text_lines(path):
-    name = line.lstrip("\ufeff").strip()
+    name = line.strip()
     if not name:
       continue
     if "," in name or len(name.split()) != 1:
       raise script_utils.UserError(
           f"{path}:{number}: label {name!r} has a comma or a space; labels are single "
           "words (they are written comma-separated and name the per-label F1 keys)")
-    if name in labels:
-      raise script_utils.UserError(f"{path}:{number}: label {name!r} is listed twice")
     labels.append(name)
+    numbers.append(number)
+  repeat = script_utils.first_repeat(labels)
+  if repeat:
+    first, again = repeat
+    raise script_utils.UserError(f"{path}:{numbers[again]}: label {labels[again]!r} is "
+                                 f"listed twice (first on line {numbers[first]})")
   if not labels:
     raise script_utils.UserError(f"{path}: no labels (expected one label per line)")
   return labels
@@ -89,7 +93,7 @@ def read_examples(path, label_list, require_labels=True):
     line = line.rstrip("\r\n")
     if not line.strip():
       continue
-    fields = line.lstrip("\ufeff").split("\t") if number == 1 else line.split("\t")
+    fields = line.split("\t")
     where = f"{path}:{number}"
     if len(fields) > 2 or (require_labels and len(fields) != 2):
       raise script_utils.UserError(

@@ -153,6 +153,6 @@ class MultiLabelTask(finetune.Task):
         serving.Endpoint("serving_default", serve_ids, serving.token_id_specs()),
         serving.Endpoint("serve_text", serve_text, serving.text_specs(1), custom_ops=True)],
         track=[model, tokenizer], version=self.options.export_version,
-        overwrite=self.options.overwrite_export, litert=self.litert_request(1),
-        log=logging.info)
+        overwrite=self.options.overwrite_export, checked=True,
+        litert=self.litert_request(1), log=logging.info)
 

@@ -333,7 +333,7 @@ def load_json(path, what="JSON file"):
   reader of SQuAD's JSON files: run_squad's data (squad_data) and the scorer's inputs."""
   raw = file_io.read_bytes(path, missing_hint=f"; expected a {what}", expected=f"a {what}")
   try:
-    return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_unique_keys)
+    return json.loads(file_io.decode_text(raw), object_pairs_hook=_unique_keys)
   except _DuplicateKey as exc:
     raise script_utils.UserError(
         f"{path}: the key {exc.args[0]!r} appears twice in one JSON object; each {what} "

@@ -268,4 +268,4 @@ class SquadTask(finetune.Task):
     serving.write_serving_models(export_dir, [serving.Endpoint(
         "serving_default", serve, serving.token_id_specs())], track=[model],
         version=self.options.export_version, overwrite=self.options.overwrite_export,
-        litert=self.litert_request(2), log=logging.info)
+        checked=True, litert=self.litert_request(2), log=logging.info)

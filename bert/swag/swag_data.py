@@ -53,14 +53,14 @@ def _not_utf8(path):
   """The UserError for a file that is not UTF-8, naming its first bad line."""
   data = file_io.read_bytes(path)
   try:
-    data.decode("utf-8-sig")
+    file_io.decode_text(data)
   except UnicodeDecodeError as exc:
     return script_utils.UserError(file_io.not_utf8_message(path, exc, data))
   return script_utils.UserError(file_io.not_utf8_message(path))
 
 
 def _open_text(path):
-  return file_io.open_text(path, encoding="utf-8-sig")
+  return file_io.open_text(path)
 
 
 def read_swag_examples(path, require_label=None):

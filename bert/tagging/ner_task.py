@@ -61,8 +61,10 @@ class NerTask(tagging_task.TaggingTask):
     super().__init__(options, settings)
     self.feature_mode = settings.mode == "feature"
     self.loads_init_checkpoint = not self.feature_mode
-    self.label_list = ner_data.make_label_list(
-        [t.strip() for t in settings.entity_types if t.strip()])
+    types = script_utils.check_label_list(
+        [t.strip() for t in settings.entity_types if t.strip()],
+        f"--entity_types={','.join(settings.entity_types)}", "each entity type once")
+    self.label_list = ner_data.make_label_list(types)
     self.feature_dim = None  # feature mode: width of the cached activations
 
   # ------------------------------------------------------------------ data
@@ -82,6 +84,9 @@ class NerTask(tagging_task.TaggingTask):
     super().read_data(config)
     if self.feature_mode:
       self._cache_activations(config)
+
+  not_chunk_tags_remedy = ("run_ner.py learns entity tags (O, B-<type>, I-<type>) from "
+                           "the last column; run_tagger.py --tag_column learns other tags")
 
   def check_labels(self, examples, path):
     ner_data.check_labels(examples, self.label_list, path)

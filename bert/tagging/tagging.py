@@ -57,6 +57,13 @@ class TaggedSentence:
   document_start: bool = False
 
 
+def check_tag_column(tag_column):
+  """Refuses --tag_column 1 or less: column 1 holds the words (None: the last column)."""
+  if tag_column is not None and tag_column < 2:
+    raise script_utils.UserError(f"--tag_column={tag_column}: the tags are column 2 or "
+                                 "later (column 1 holds the words)")
+
+
 def read_conll(path, tag_column=None):
   """Reads a CoNLL column file into a list of TaggedSentence.
 
@@ -137,6 +144,36 @@ def label_list_from(examples, iob):
   if iob:
     return ["O"] + sorted(tags - {"O"})
   return sorted(tags)
+
+
+def is_chunk_tag(tag):
+  """O, B-X or I-X: a tag that conlleval's chunk rules read as the file wrote it."""
+  return tag == "O" or (tag[:2] in ("B-", "I-") and len(tag) > 2)
+
+
+def check_chunk_tags(examples, path, tag_column, remedy):
+  """Refuses IOB reading of a column whose tags are not chunk tags, naming the column and
+  a few of the tags found there.
+
+  conlleval's rules read any other tag (a part-of-speech tag, say) as outside every
+  chunk: a part-of-speech column read as IOB becomes all O, one label, and the run
+  trains a one-output model and scores 0 without a word. remedy: what to do instead.
+  """
+  found, first = [], None
+  for example in examples:
+    for offset, tag in enumerate(example.labels or ()):
+      if not is_chunk_tag(tag):
+        if first is None:
+          first = example.line_number + offset
+        if tag not in found:
+          found.append(tag)
+  if found:
+    column = f"column {tag_column}" if tag_column else "the last column"
+    shown = ", ".join(repr(tag) for tag in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    raise script_utils.UserError(
+        f"{path}:{first}: {column} holds tags that are not IOB chunk tags (B-X, I-X or "
+        f"O): {shown}{more}; {remedy}")
 
 
 def first_unknown_tag(examples, label_list, iob):

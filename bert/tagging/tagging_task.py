@@ -74,9 +74,9 @@ class TaggingSettings:
   dropout_rate: float = 0.1
 
   def __post_init__(self):
-    if self.tag_column is not None and self.tag_column < 2:
-      raise script_utils.UserError(f"--tag_column={self.tag_column}: the tags are column 2 "
-                                   "or later (column 1 holds the words)")
+    if self.labels:
+      script_utils.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
+    tagging.check_tag_column(self.tag_column)
     if self.label_scheme not in (AUTO, conlleval.IOB1, conlleval.IOB2):
       raise script_utils.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
                                    "or iob2")
@@ -160,7 +160,7 @@ class TaggingTask(finetune.Task):
         if split == "train":
           raise
         continue
-      examples += tagging.read_conll(path, self.settings.tag_column)
+      examples += self.read_tags(path)
       paths.append(path)
     labels = tagging.label_list_from(examples, self.settings.iob)
     if not labels:
@@ -184,6 +184,18 @@ class TaggingTask(finetune.Task):
         f"--data_dir={settings.data_dir}: no {split} file "
         f"({' or '.join(DEFAULT_FILES[split])}); name it with --{split}_file")
 
+  # What to do when --iob meets a column of other tags (NER says its own).
+  not_chunk_tags_remedy = ("pick the chunk column with --tag_column (CoNLL-2003: 3 chunks, "
+                           "4 entities), or drop --iob to learn the tags as written")
+
+  def read_tags(self, path):
+    """The sentences of a CoNLL file; with IOB tags, a column of other tags is refused."""
+    examples = tagging.read_conll(path, self.settings.tag_column)
+    if self.settings.iob:
+      tagging.check_chunk_tags(examples, path, self.settings.tag_column,
+                               self.not_chunk_tags_remedy)
+    return examples
+
   def check_labels(self, examples, path):
     """Refuses a gold tag outside the label set, naming file:line (NER names its types)."""
     unknown = tagging.first_unknown_tag(examples, self.label_list, self.settings.iob)
@@ -196,7 +208,7 @@ class TaggingTask(finetune.Task):
   def _read_split(self, name, tokenizer):
     settings = self.settings
     path = self._split_path(name)
-    examples = tagging.read_conll(path, settings.tag_column)
+    examples = self.read_tags(path)
     limit = (self.options.max_train_examples if name == "train"
              else self.options.max_eval_examples)
     if limit and limit > 0:

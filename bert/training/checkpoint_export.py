@@ -26,9 +26,11 @@ from bert.export import litert as litert_models
 from bert.export import tfhub_modules
 from bert import heads
 from bert import modeling
+from bert import tokenization
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
 from bert.utils import atomic_output
+from bert.utils import output_lock
 from bert.utils import script_utils
 
 
@@ -250,8 +252,10 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   # Built here, not from the converted directory: keras-hub's Hugging Face converter sets
   # lowercase only, and its tokenizer then keeps accents ("café" -> [UNK]), where the
   # original strips them whenever it lower-cases.
-  tokenizer = keras_hub.models.BertTokenizer(vocabulary=vocab_file, lowercase=do_lower_case,
-                                             strip_accents=do_lower_case)
+  # The tokens as every reader of ours reads them (a byte-order mark dropped).
+  tokenizer = keras_hub.models.BertTokenizer(
+      vocabulary=list(tokenization.load_vocab(vocab_file)), lowercase=do_lower_case,
+      strip_accents=do_lower_case)
   preprocessor = keras_hub.models.BertTextClassifierPreprocessor(
       tokenizer, sequence_length=seq_length)
   classifier = keras_hub.models.BertTextClassifier(
@@ -260,7 +264,8 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   classifier.output_dense.bias.assign(bias)
   labels = head_info.get("labels") if head != "regression" else None
   with script_utils.disk_full_names(export_dir, "export_dir"):
-    with atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    with output_lock.lock_export(export_dir), atomic_output.atomic_path(
+        export_dir, overwrite=overwrite) as tmp:
       classifier.save_to_preset(tmp)
       metadata_file = os.path.join(tmp, "metadata.json")
       with open(metadata_file, encoding="utf-8") as handle:

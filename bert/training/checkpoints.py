@@ -128,7 +128,8 @@ def head_info_of(prefix):
   (Google's, Hugging Face's, or ours written before runs recorded it).
 
   The one reader of a recorded head_info: a record that is not what runs write (not
-  JSON, not an object, no head, labels missing or not a list of strings, ...) is a
+  JSON, not an object, no head, labels missing, not a list of strings or repeating one,
+  ...) is a
   UserError naming the checkpoint and what is wrong, never a KeyError later.
   """
   names = dict(tf.train.list_variables(prefix))
@@ -164,6 +165,9 @@ def _head_info_problem(info):
   if labels is not None and (not isinstance(labels, list) or not labels
                              or not all(isinstance(x, str) for x in labels)):
     return "has \"labels\" that are not a non-empty list of strings"
+  repeat = labels and script_utils.first_repeat(labels)
+  if repeat:  # runs refuse a label list that repeats (script_utils.check_label_list)
+    return f"lists the label {labels[repeat[0]]!r} twice (a run never records that)"
   if head in _HEADS_WITH_CHOICES:
     choices = info.get("num_choices")
     if not isinstance(choices, int) or isinstance(choices, bool) or choices < 2:

@@ -79,9 +79,12 @@ class RunOptions:
     _check_options(self)
 
 
-def _check_positive(options, names):
+def check_positive(values, names):
+  """Fails on the first of the flags `names` (attributes of `values`: options, or absl's
+  FLAGS) whose value is below 1, naming it: a batch size of 0 would divide by zero or
+  loop for ever, a negative one means nothing."""
   for name in names:
-    value = getattr(options, name)
+    value = getattr(values, name)
     if value is not None and value < 1:
       raise FlagError(f"--{name}={value}: must be at least 1")
 
@@ -100,7 +103,7 @@ def _check_options(options):
     raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
   if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
     raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
-  _check_positive(options, (
+  check_positive(options, (
       "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
       "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
       "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))

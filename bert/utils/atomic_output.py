@@ -7,6 +7,7 @@ beside it (`.NAME.tmp-XXXXXXXX`) and renamed into place when complete (`atomic_p
 """
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -76,12 +77,16 @@ def _temporary_sibling(path):
 
 
 @contextlib.contextmanager
-def atomic_path(path, overwrite=True):
+def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
   """Yields a temporary path beside `path`; renames it to `path` when the block succeeds.
 
   Works for files and for directories (a SavedModel): whatever the block writes at the
   temporary path appears at `path` all at once, or not at all. On failure the temporary
   is removed, so a killed or failed run never leaves output that looks finished.
+  A folder written over something at `path` that is not a folder (a user's file) is
+  refused, whatever `overwrite` says: that file is never moved nor removed. A folder
+  that another writer put at `path` meanwhile is replaced only with `overwrite`, else
+  refused in one line naming `overwrite_flag`.
   """
   if file_io.is_remote(path):
     gfile = file_io.gfile()
@@ -114,15 +119,29 @@ def atomic_path(path, overwrite=True):
   try:
     yield tmp
     if os.path.isdir(tmp):
+      if os.path.lexists(path) and (os.path.islink(path) or not os.path.isdir(path)):
+        raise script_utils.UserError(
+            f"{path}: is not a folder this run writes (a file or a symbolic link); it is "
+            f"left as it is (even with {overwrite_flag}): move it away, or choose another "
+            "output path")
+      taken = script_utils.UserError(
+          f"{path}: another run has just written it (it was not there when this run "
+          f"started); this run's output is not written there: remove it, or pass "
+          f"{overwrite_flag} to replace it")
       if os.path.exists(path):
         if not overwrite:
-          raise script_utils.UserError(f"{path}: exists; remove it or pass --overwrite")
+          raise taken
         old = _temporary_sibling(path)
         os.replace(path, old)
         os.replace(tmp, path)
         shutil.rmtree(old, ignore_errors=True)
       else:
-        os.replace(tmp, path)
+        try:
+          os.replace(tmp, path)
+        except OSError as exc:  # a folder that appeared since the check above
+          if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+          raise taken from None
     elif os.path.exists(tmp):
       os.replace(tmp, path)
   finally:
@@ -164,15 +183,19 @@ def _is_stale_temporary(name):
               re.fullmatch(r"ckpt-\d+_temp", name) or ".tempstate" in name)
 
 
-def remove_stale_temporaries(directory, name=None):
+def remove_stale_temporaries(directory, name=None, pattern=None):
   """Removes the temporaries a killed run of ours left in `directory` (only those of
-  output `name` when given); returns the names removed. Call it holding the output's lock
-  (`lock_output`), so that no live run's temporary is taken."""
+  output `name` when given, or only the names `pattern`, a compiled regex, matches
+  whole); returns the names removed. Call it holding the output's lock (`lock_output`,
+  `lock_export`), so that no live run's temporary is taken."""
   if file_io.is_remote(directory) or not os.path.isdir(directory):
     return []
   removed = []
   for entry in sorted(os.listdir(directory)):
-    if name is not None:
+    if pattern is not None:
+      if not pattern.fullmatch(entry):
+        continue
+    elif name is not None:
       if not re.fullmatch(r"\." + re.escape(name) + r"\.(tmp-[0-9a-f]{8}|saving-.+)", entry):
         continue
     elif not _is_stale_temporary(entry):

@@ -11,6 +11,8 @@ it. It holds what many modules would otherwise each write again:
   * `read_bytes`, `open_binary`, `open_text`, `exists`, `isdir`, `glob`: local files
     through the standard library, remote ones through tf.io.gfile.
   * `not_utf8_message`: the one line for a file that is not valid UTF-8.
+  * `without_byte_order_mark`, `decode_text`: the one way every reader of a text file
+    drops the UTF-8 byte-order mark that Windows editors put at the start of a file.
 
 TensorFlow is imported only when a remote path is used (`gfile()`): the pure-Python
 tokenizer and the scripts' flag checks must not pay seconds for it.
@@ -97,11 +99,61 @@ def not_utf8_message(path, exc=None, data=None, line=None):
   return f"{where}: not valid UTF-8{byte}; convert the file to UTF-8"
 
 
-def open_text(path, encoding="utf-8-sig"):
-  """A text reader (universal newlines off, as csv wants) for a local or remote file."""
+BYTE_ORDER_MARK = "\ufeff"
+
+
+def without_byte_order_mark(text):
+  """`text` (a file's whole text or its first line) without a leading byte-order mark.
+
+  Notepad and other Windows editors save UTF-8 with U+FEFF first. Kept, it would be
+  part of the first word, field, header name or JSON key (a CoNLL reader would take
+  "\ufeff-DOCSTART-" for a word); every reader of ours drops it through this function,
+  and only at the start of a file (anywhere else it is text).
+  """
+  return text[1:] if text.startswith(BYTE_ORDER_MARK) else text
+
+
+def decode_text(data):
+  """A whole file's bytes as text: UTF-8, a leading byte-order mark dropped.
+
+  Raises UnicodeDecodeError (the caller names the file: not_utf8_message)."""
+  return without_byte_order_mark(data.decode("utf-8"))
+
+
+class _TextLines:
+  """A text file's lines (iterable, a context manager) with the byte-order mark dropped
+  from the first one."""
+
+  def __init__(self, handle):
+    self._handle = handle
+    self._first = True
+
+  def __iter__(self):
+    return self
+
+  def __next__(self):
+    line = next(self._handle)
+    if self._first:
+      self._first = False
+      line = without_byte_order_mark(line)
+    return line
+
+  def close(self):
+    self._handle.close()
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, *exc_info):
+    self.close()
+
+
+def open_text(path):
+  """The lines of a UTF-8 text file, local or remote, without a leading byte-order mark
+  (universal newlines off, as csv wants); decoding errors are raised as they are met."""
   if is_remote(path):
-    return io.StringIO(read_bytes(path).decode(encoding))
-  return open(path, encoding=encoding, newline="")
+    return _TextLines(io.StringIO(read_bytes(path).decode("utf-8"), newline=""))
+  return _TextLines(open(path, encoding="utf-8", newline=""))
 
 
 def local_size(path):

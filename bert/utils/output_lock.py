@@ -8,6 +8,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 
 from absl import logging
 
@@ -36,14 +37,16 @@ class OutputLock:
   (`atomic_output.remove_stale_temporaries`).
   """
 
-  def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True):
+  def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True,
+               wait=False, lock_name=None):
     self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
+    self.wait = wait  # wait for the holder to finish instead of refusing
     if is_file:
       directory, name = os.path.split(os.path.abspath(path))
       self.lock_path = os.path.join(directory, f".{name}.lock")
       self.directory, self.name = directory, name
     else:
-      self.lock_path = os.path.join(path, LOCK_FILE + suffix)
+      self.lock_path = os.path.join(path, lock_name or LOCK_FILE + suffix)
       self.directory, self.name = path, None
     self.fd = None
 
@@ -67,14 +70,22 @@ class OutputLock:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
       except BlockingIOError:
         holder = os.read(fd, 4096).decode("utf-8", "replace").split("\n", 1)
-        os.close(fd)
         pid = holder[0].strip() or "?"
         command = (holder[1].strip() if len(holder) > 1 else "") or _process_command(pid)
         where = (f"--{self.flag_name}={self.path}" if self.flag_name else self.path)
-        raise script_utils.UserError(
-            f"{where} is in use by another run (pid {pid}"
-            + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "") + "); wait for it to finish or "
-            f"stop it, or use another {'output file' if self.is_file else 'directory'}")
+        if self.wait:
+          logging.info("Waiting for pid %s to finish writing %s", pid, where)
+          try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+          except OSError:
+            os.close(fd)
+            raise
+        else:
+          os.close(fd)
+          raise script_utils.UserError(
+              f"{where} is in use by another run (pid {pid}"
+              + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "") + "); wait for it to finish or "
+              f"stop it, or use another {'output file' if self.is_file else 'directory'}")
       except OSError:
         os.close(fd)
         raise
@@ -118,3 +129,47 @@ class OutputLock:
 def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
   """`with lock_output(options.output_dir): ...` (see OutputLock)."""
   return OutputLock(path, flag_name, is_file, suffix, clean)
+
+
+# What an export of TF Serving's layout writes in export_dir/ids and export_dir/text
+# before renaming: `.N.tmp-<8 hex>` (atomic_output's temporary of version N).
+_VERSION_TEMPORARY = re.compile(r"\.[0-9]+\.tmp-[0-9a-f]{8}")
+EXPORT_LOCK = ".export.lock"  # in export_dir: the lock of a versioned export
+
+
+@contextlib.contextmanager
+def lock_export(export_dir, version=0, flag_name="export_dir"):
+  """Holds an export's lock while it is written, and removes what killed exports left.
+
+  Every writer of an export (TF Serving's versions, the unversioned export, the TF Hub,
+  Hugging Face and keras-hub formats) writes under this lock, waiting for another
+  export of the same folder to finish first (an export takes seconds), so whatever
+  temporary of ours the holder finds there was left by a run killed while exporting:
+    version N >= 1: the lock is export_dir/.export.lock; the `.M.tmp-XXXXXXXX` folders
+      (any version M) in export_dir/ids and export_dir/text are removed;
+    version 0 (the folder written whole): the lock is `.NAME.lock` beside export_dir;
+      `.NAME.tmp-XXXXXXXX` there is removed.
+  Only names of that exact form are removed, never a user's file.
+  """
+  if version:
+    if not file_io.is_remote(export_dir):
+      try:
+        os.makedirs(export_dir, exist_ok=True)
+      except OSError as exc:
+        raise script_utils.UserError(
+            f"--{flag_name}={export_dir}: cannot create it ({exc.strerror})") from None
+    lock = OutputLock(export_dir, flag_name, clean=False, wait=True, lock_name=EXPORT_LOCK)
+  else:
+    lock = OutputLock(export_dir, flag_name, is_file=True, wait=True)
+  with lock:
+    if version and not file_io.is_remote(export_dir):
+      removed = []
+      for kind in ("ids", "text"):
+        base = os.path.join(export_dir, kind)
+        if os.path.isdir(base):
+          removed += [os.path.join(kind, n) for n in atomic_output.remove_stale_temporaries(
+              base, pattern=_VERSION_TEMPORARY)]
+      if removed:
+        logging.info("Removed %d temporary folder(s) an interrupted earlier export left in "
+                     "%s: %s", len(removed), export_dir, ", ".join(removed[:5]))
+    yield

@@ -227,11 +227,46 @@ def read_text_lines(path, encoding_errors="strict"):
   with opener(path, "rb") as handle:
     for number, raw in enumerate(handle, start=1):
       try:
-        yield number, raw.decode("utf-8")
+        line = raw.decode("utf-8")
+        yield number, file_io.without_byte_order_mark(line) if number == 1 else line
       except UnicodeDecodeError as exc:
         if encoding_errors == "skip":
           continue
         raise UserError(file_io.not_utf8_message(path, exc, line=number)) from None
+
+
+# --------------------------------------------------------------------------- label lists
+
+
+def first_repeat(labels):
+  """(first, again): the two positions of the first label that `labels` lists twice, or
+  None when each label is there once.
+
+  A label list orders a model's outputs: a label listed twice gets two output rows that
+  compete for the same examples (one of them is never the answer), and a reader of the
+  run (the Hugging Face export, keras-hub, a serving client) cannot tell which id means
+  it. So every place that takes a label list refuses a repeat, through this function.
+  """
+  seen = {}
+  for index, label in enumerate(labels):
+    if label in seen:
+      return seen[label], index
+    seen[label] = index
+  return None
+
+
+def check_label_list(labels, where, hint="each label once, in label-id order"):
+  """`labels` as a tuple of strings; a label listed twice, or an empty one, is a UserError
+  `{where}: ...; {hint}` (where: the flag and its value, or the file)."""
+  labels = tuple(str(label) for label in labels)
+  for label in labels:
+    if not label.strip():
+      raise UserError(f"{where}: holds an empty label")
+  repeat = first_repeat(labels)
+  if repeat:
+    label = labels[repeat[0]]
+    raise UserError(f"{where}: {label!r} is given {labels.count(label)} times; {hint}")
+  return labels
 
 
 # --------------------------------------------------------------------------- full disks at the writer
