@@ -1375,6 +1375,27 @@ def model_that_is_not_a_model(ws):
               expect=[f"--model={model}"], absent=[out])
 
 
+# ---- tools/litert_accuracy.py (docs/serving.md's accuracy table)
+
+_LITERT_ACCURACY = "tools/litert_accuracy.py"
+
+
+@case(_LITERT_ACCURACY)
+def missing_litert_dir(ws):
+  folder = ws.path("la-nowhere")
+  return dict(argv=[f"--litert_dir={folder}", f"--data_dir={_mrpc(ws, 'la-data1', dev='good')}",
+                    "--task_name=mrpc"], line=f"--litert_dir={folder}: no such folder")
+
+
+@case(_LITERT_ACCURACY)
+def litert_model_of_another_task(ws):
+  model = _litert_folder(ws, "la-mrpc")
+  return dict(argv=[f"--litert_dir={os.path.dirname(model)}",
+                    f"--data_dir={_mrpc(ws, 'la-data2', dev='good')}", "--task_name=sst2"],
+              expect=[f"--model={model} is Mrpc's classifier (labels 0, 1), not "
+                      "--task_name=sst2's Sst2"])
+
+
 # ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
 
 

@@ -2,21 +2,20 @@
 
 For a classifier or regression export (run_classifier.py --export_dir), runs the dev
 set (read as --do_eval reads it) through each .tflite model of the export's litert/
-folder with the predictor of predict_litert.py, and prints per model the task's GLUE
-metrics (accuracy, F1, Pearson/Spearman, Matthews) and, against the first model
-(float32 when present), how many predicted labels moved and the largest difference of a
-probability (or score). Optionally a SavedModel's --do_eval figures to set beside them:
-pass the run's eval_results.txt.
+folder with the predictor of predict_litert.py, and prints one JSON line per model: the
+task's GLUE metrics (accuracy, F1, Pearson/Spearman, Matthews) and, against the first
+model (float32 when present), how many predicted labels moved and the largest and mean
+difference of a probability (or score). With --eval_results (the run's
+eval_results.txt), the SavedModel's --do_eval figures come first, to set beside them.
 
-  python tools/litert_accuracy.py --litert_dir=/tmp/mrpc_export/litert \
+  python tools/litert_accuracy.py --litert_dir=/tmp/mrpc_export/litert \\
     --task_name=mrpc --data_dir=$GLUE_DIR/MRPC [--eval_results=/tmp/mrpc/eval_results.txt]
-    [--models=model_float32.tflite,model_int8.tflite,...] [--num_threads=N]
+    [--models=model_float32.tflite,model_int8.tflite] [--num_threads=N]
 
---models may name other .tflite files in the same folder (variants of the int8 model,
-for example), each listed in model.json.
+Bad input (a missing folder, a model of another task, a dev file in the wrong format)
+is one line naming it, exit status 2.
 """
 
-import argparse
 import json
 import os
 import sys
@@ -24,22 +23,42 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # pylint: disable=wrong-import-position
+from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert import metrics  # noqa: E402
+from bert.cli import flags_common  # noqa: E402
+from bert.cli import launch  # noqa: E402
 from bert.export import litert as litert_models  # noqa: E402
 from bert.litert import predictor  # noqa: E402
+from bert.utils import script_utils  # noqa: E402
+
+
+def define_flags():
+  flags_common.define_path("litert_dir", None,
+                           "An export's litert/ folder (model.json and the .tflite files).")
+  flags_common.define_path("data_dir", None, "The task's data folder (its dev file(s)).")
+  flags.DEFINE_string("task_name", None, "The task of the files (run_classifier.py's).")
+  flags_common.define_path("eval_results", None,
+                           "The run's eval_results.txt: its --do_eval figures first.")
+  flags.DEFINE_list("models", None,
+                    "The .tflite files of --litert_dir to score (default: every model "
+                    "model.json lists, float32 first).")
+  flags.DEFINE_integer("num_threads", None, "LiteRT's threads (default: every CPU).")
+  flags.DEFINE_integer("batch_size", 32, "Rows per call of the model.")
+  flags_common.define_runtime_flags()
+  for name in ("litert_dir", "data_dir", "task_name"):
+    flags.mark_flag_as_required(name)
 
 
 def read_key_values(path):
   values = {}
-  with open(path, encoding="utf-8") as handle:
-    for line in handle:
-      key, _, value = line.strip().partition(" = ")
-      try:
-        values[key] = float(value)
-      except ValueError:
-        pass
+  for _, line in script_utils.read_text_lines(path):
+    key, _, value = line.strip().partition(" = ")
+    try:
+      values[key] = float(value)
+    except ValueError:
+      pass
   return values
 
 
@@ -53,27 +72,23 @@ def scores(processor, outputs, examples):
   return metrics.compute_metrics(processor.metric, outputs.argmax(axis=1), labels)
 
 
-def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("--litert_dir", required=True)
-  parser.add_argument("--task_name", required=True)
-  parser.add_argument("--data_dir", required=True)
-  parser.add_argument("--eval_results", default=None)
-  parser.add_argument("--models", default=None)
-  parser.add_argument("--num_threads", type=int, default=None)
-  parser.add_argument("--batch_size", type=int, default=32)
-  args = parser.parse_args()
-  with open(os.path.join(args.litert_dir, litert_models.METADATA_FILE),
-            encoding="utf-8") as handle:
-    listed = json.load(handle)["models"]
-  names = (args.models.split(",") if args.models else
-           [listed[p]["file"] for p in litert_models.PRECISIONS if p in listed])
-  results, reference = [], None
+def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_threads=None,
+         batch_size=32):
+  """The JSON rows main() prints (the SavedModel's first, given eval_results)."""
+  if not os.path.isdir(litert_dir):
+    raise script_utils.UserError(f"--litert_dir={litert_dir}: no such folder")
+  if not os.path.isfile(os.path.join(litert_dir, litert_models.METADATA_FILE)):
+    raise script_utils.UserError(f"--litert_dir={litert_dir}: no {litert_models.METADATA_FILE}"
+                                 "; an export's litert/ folder has one")
+  listed = litert_models.read_metadata(
+      os.path.join(litert_dir, litert_models.MODEL_FILES["float32"]))["models"]
+  names = models or [listed[p]["file"] for p in litert_models.PRECISIONS if p in listed]
+  found, reference = [], None
   for name in names:
-    model = predictor.load_model(os.path.join(args.litert_dir, name), args.num_threads)
-    processor = predictor.classifier_processor(model, args.task_name)
-    examples = processor.get_dev_examples(args.data_dir)
-    outputs = predictor.predict_classifier(model, examples, args.batch_size)
+    model = predictor.load_model(os.path.join(litert_dir, name), num_threads)
+    processor = predictor.classifier_processor(model, task_name)
+    examples = processor.get_dev_examples(data_dir)
+    outputs = predictor.predict_classifier(model, examples, batch_size)
     row = {"model": name, "rows": len(examples), **scores(processor, outputs, examples)}
     if reference is None:
       reference = outputs
@@ -82,15 +97,26 @@ def main():
       row["mean_abs_diff_vs_first"] = float(np.mean(np.abs(outputs - reference)))
       if not processor.is_regression:
         row["labels_moved_vs_first"] = int(np.sum(outputs.argmax(1) != reference.argmax(1)))
-    results.append(row)
-  if args.eval_results:
-    evaluated = read_key_values(args.eval_results)
-    results.insert(0, {"model": "SavedModel (--do_eval)", **{
+    found.append(row)
+  if eval_results:
+    script_utils.check_input_file(eval_results, "eval_results")
+    evaluated = read_key_values(eval_results)
+    found.insert(0, {"model": "SavedModel (--do_eval)", **{
         k[len("eval_"):]: v for k, v in evaluated.items()
         if k.startswith("eval_") and k != "eval_loss"}})
-  for row in results:
-    print(json.dumps(row, sort_keys=True))
+  return found
 
+
+def main(_):
+  with script_utils.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
+    flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
+    for row in rows(FLAGS.litert_dir, FLAGS.task_name, FLAGS.data_dir, FLAGS.models,
+                    FLAGS.eval_results, FLAGS.num_threads, FLAGS.batch_size):
+      print(json.dumps(row, sort_keys=True))
+
+
+FLAGS = flags.FLAGS
 
 if __name__ == "__main__":
-  main()
+  define_flags()
+  launch.run(main, __name__)

@@ -329,6 +329,9 @@ def define_delimited_file_flags():
                     "tsv/csv task: the files start with a header line. Not given: a first "
                     "row that looks like a header stops the run; --has_header=false: it is "
                     "data.")
+  flags.DEFINE_bool("regression", False,
+                    "tsv/csv task: the label is a number; one output trained with mean "
+                    "squared error, evaluated with Pearson/Spearman.")
 
 
 def define_generic_task_flags():
@@ -347,11 +350,6 @@ def define_generic_task_flags():
                     "the sorted distinct labels of train.*, else dev.*).")
   flags.DEFINE_string("delimiter", None,
                       "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
-
-
-  flags.DEFINE_bool("regression", False,
-                    "tsv/csv task: the label is a number; one output trained with mean "
-                    "squared error, evaluated with Pearson/Spearman.")
 
 
 # A script's own count flags (a batch size) are checked as RunOptions checks its own:
