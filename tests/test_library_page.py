@@ -123,7 +123,9 @@ def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
   assert [f["token"] for f in line["features"]] == namespace["tokens"]
   layer = np.array([[f["layers"][0]["values"] for f in line["features"]]])
   assert line["features"][0]["layers"][0]["index"] == -1
-  np.testing.assert_allclose(namespace["sequence"], layer, atol=2e-6)
+  # The command pads to --max_seq_length and the page does not: other matmul shapes, the
+  # same values to float32 rounding (the JSON holds 6 decimals).
+  np.testing.assert_allclose(namespace["sequence"], layer, atol=1e-5)
 
   # Hugging Face's copy of the MiniLM: the same weights as Google's, so the same pooled
   # output from the encoder built on its config.
