@@ -7,11 +7,11 @@ Levels, bottom to top (docs/ARCHITECTURE.md draws them):
   3 bert.training  the loop, strategies, checkpoints, the fine-tuning driver
   4 task families  bert.classifier, .squad, .tagging, .swag, .multilabel, .pretraining,
                    .extraction: each imports levels 0-3, never another family
-  4.5 bert.litert  prediction with an export's LiteRT models, without TensorFlow: it reads
+  5 bert.litert    prediction with an export's LiteRT models, without TensorFlow: it reads
                    and writes the classifier's and multi-label's files with their own
                    modules (bert.classifier, bert.multilabel), so it stands above them
-  5 bert.cli       the commands
-  6 bert.__main__  `python -m bert`: which bert this is, and its commands
+  6 bert.cli       the commands
+  7 bert.__main__  `python -m bert`: which bert this is, and its commands
 A module may import its own package's modules (the graph inside a package has no cycle) and
 any package on a lower level; nothing else. A new upward or sideways import fails here
 with the two module names.
@@ -27,9 +27,9 @@ PACKAGE = os.path.join(ROOT, "bert")
 LEVELS = {"bert.utils": 0, "bert": 1, "bert.export": 2, "bert.training": 3,
           "bert.classifier": 4, "bert.squad": 4, "bert.tagging": 4, "bert.swag": 4,
           "bert.multilabel": 4, "bert.pretraining": 4, "bert.extraction": 4,
-          "bert.litert": 4.5, "bert.cli": 5}
+          "bert.litert": 5, "bert.cli": 6}
 # Modules that stand on another level than their package's.
-MODULE_LEVELS = {"bert.__main__": 6}
+MODULE_LEVELS = {"bert.__main__": 7}
 
 
 def modules():

@@ -27,9 +27,9 @@ def _literal(root, path, name):
 
 
 def _diagram_top(root):
-  """The level diagram's commands: the lines from `level 5` to the line before `level 4`."""
+  """The level diagram's commands: the lines from `level 6` to the line before `level 5`."""
   block = _read(root, "docs/ARCHITECTURE.md").split("```")[1]
-  return block[block.index("level 5"):block.index("\nlevel 4")]
+  return block[block.index("level 6"):block.index("\nlevel 5")]
 
 
 def _task_modules(root, script):
