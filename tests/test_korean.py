@@ -37,7 +37,8 @@ def test_script_parses_and_both_modes_are_the_same_road():
   # The QUICK corpus is a subset (0 = the whole corpus).
   assert int(quick["CORPUS_DOCS"]) > 0 and full["CORPUS_DOCS"] == "0"
   # Each mode says how long a user waits (its first line of output).
-  assert quick["EXPECTED"].startswith("about 7 minutes on an idle") and full["EXPECTED"].startswith("about 46 minutes on an idle")
+  assert quick["EXPECTED"].startswith("about 7 minutes on an idle")
+  assert full["EXPECTED"].startswith("about 46 minutes on an idle")
 
 
 def test_missing_data_is_one_line_exit_2(tmp_path):
