@@ -1954,6 +1954,7 @@ def _batch_size_flags():
     found[script] = ([name for name, _ in rows if "batch_size" in name],
                      [name for name, required in rows if required])
   found[_PROBE] = (["batch_size"], ["bert_config_file", "vocab_file", "data_dir"])
+  found["tools/litert_accuracy.py"] = (["batch_size"], ["litert_dir", "data_dir", "task_name"])
   return found
 
 
