@@ -47,8 +47,9 @@ def _tiny_model(folder):
   os.makedirs(folder)
   with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as handle:
     handle.write("\n".join(vocab) + "\n")
+  # Four layers: the page extracts layers -1 to -4.
   config = tiny.write_tiny_config(os.path.join(folder, "bert_config.json"), len(vocab),
-                                  max_position_embeddings=128)
+                                  max_position_embeddings=128, num_hidden_layers=4)
   encoder = modeling.BertModel(modeling.BertConfig.from_json_file(config))
   checkpoint_formats.save_google_checkpoint(encoder, os.path.join(folder, "bert_model.ckpt"))
   return folder
