@@ -1,6 +1,6 @@
 """TensorFlow Lite (LiteRT) models of an export's token-id SavedModel, checked before they land.
 
-Middle floor (export). Imports tokenization (core) and the utils; never reads absl FLAGS.
+Level 2 (bert/export). Imports tokenization (core) and the utils; never reads absl FLAGS.
 
 Every export that writes a token-id SavedModel (run_classifier.py, run_multilabel.py,
 run_squad.py; export_encoder.py's encoder) also writes, by default, the same model for

@@ -1,8 +1,8 @@
 """Prediction files from a LiteRT model of an export, in a process without TensorFlow.
 
-Task floor (level 4): imports the classifier and multi-label data modules (readers and
-writers), tokenization, export/litert.py's model.json reader and the utils, none of which
-loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
+Level 5, above the task families: imports the classifier and multi-label data modules
+(readers and writers), tokenization, export/litert.py's model.json reader and the utils,
+none of which loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
 import Interpreter`), an optional dependency.
 
 `predict_files(...)` reads the same input files as `run_classifier.py --do_predict` /
