@@ -28,7 +28,7 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 demo: $(VENV)/.installed
 	$(PY) quickstart.py --output_dir=out/quickstart
 
-## test: install, then run the default test suite (tiny models; 795 tests in two worker processes, about 9 minutes on 2 CPU cores)
+## test: install, then run the default test suite (tiny models; 890 tests in two worker processes, about 9 minutes on 2 CPU cores)
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_JOBS) --dist loadfile
 
