@@ -3211,9 +3211,12 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
         process.wait()
   assert "Traceback" not in stderr, stderr[-3000:]
   last = _last_line(stderr)
+  # The cause in parentheses is TensorFlow's own words and only there when its error names
+  # one: which error reaches the chief depends on where its collective was when the peer
+  # died (seen both ways on an otherwise busy 2-core machine).
   match = re.fullmatch(
       r"run_pretraining\.py: error: the multi-worker run lost worker 1 \(localhost:\d+\) "
-      r"after step (\d+) \(([^)]*)\); rerun every worker with the same command: they "
+      r"after step (\d+)(?: \(([^)]*)\))?; rerun every worker with the same command: they "
       r"resume from ckpt-(\d+) in " + re.escape(str(out)), last)
   assert match, last
   resumed_at = int(match.group(3))

@@ -459,9 +459,10 @@ def _stop_on_lost_worker(exc, strategy, state, step):
     last = tf.train.latest_checkpoint(state.output_dir)
   except (OSError, tf.errors.OpError):
     last = None
+  reason = f" ({cause.split('. ')[0].rstrip('.')[:120]})" if cause else ""
   raise script_utils.UserError(
-      f"the multi-worker run lost {lost} after step {step}"
-      + (f" ({cause.split('. ')[0].rstrip('.')[:120]})" if cause else "") + "; rerun every worker with the same command"
+      f"the multi-worker run lost {lost} after step {step}{reason}"
+      "; rerun every worker with the same command"
       + (f": they resume from {os.path.basename(last)} in {state.output_dir}" if last
          else ": no checkpoint was saved yet, they start again")) from None
 
