@@ -289,16 +289,22 @@ def test_reloaded_preprocessor_equals_original_tokenizer(tiny_export, tiny_reloa
   assert arrays["long/input_word_ids"].tolist() == longer["input_word_ids"].tolist()
 
 
-def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
-  arrays, _, pairs = tiny_reloaded
+def _in_process_outputs(tiny_export, pairs):
+  """Our Keras encoder, loaded from the checkpoint the script exported, on `pairs` packed
+  by the reference packer: (the packed inputs, the model, its outputs)."""
   tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
   inputs = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
-  # Our Keras encoder, loaded from the checkpoint the script exported.
   config = model_config.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
   model = modeling.BertModel(config)
   checkpoints.load_checkpoint(model, str(tiny_export["tmp"] / "bert_model.ckpt"))
-  expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
-                    "segment_ids": inputs["input_type_ids"]}, training=False)
+  outputs = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
+                   "segment_ids": inputs["input_type_ids"]}, training=False)
+  return inputs, model, outputs
+
+
+def test_reloaded_encoder_equals_in_process_model(tiny_export, tiny_reloaded):
+  arrays, _, pairs = tiny_reloaded
+  _, model, expected = _in_process_outputs(tiny_export, pairs)
   pooled = expected["pooled_output"].numpy()
   np.testing.assert_allclose(arrays["pooled_output"], pooled, atol=1e-5)
   np.testing.assert_allclose(arrays["sequence_output"], expected["sequence_output"], atol=1e-5)
@@ -328,13 +334,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
                                    "inputs")} == {
       "task": "encoder", "head": "encoder", "max_seq_length": SEQ_LENGTH,
       "do_lower_case": False, "inputs": ["input_mask", "input_type_ids", "input_word_ids"]}
-  tokenizer = tokenization.FullTokenizer(tiny_export["vocab_file"], do_lower_case=False)
-  inputs = _pack_reference_batch(tokenizer, pairs, SEQ_LENGTH)
-  config = model_config.load_bert_config(str(tiny_export["tmp"] / "bert_config.json"))
-  model = modeling.BertModel(config)
-  checkpoints.load_checkpoint(model, str(tiny_export["tmp"] / "bert_model.ckpt"))
-  expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
-                    "segment_ids": inputs["input_type_ids"]}, training=False)
+  inputs, _, expected = _in_process_outputs(tiny_export, pairs)
   feed = {name: np.asarray(inputs[name], np.int32) for name in metadata["inputs"]}
   for precision in litert.PRECISIONS:
     runner = interpreter_module.Interpreter(
