@@ -71,16 +71,13 @@ def _setup(action):
   elif "google_checkpoint" in action:
     from bert import modeling  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
-    from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
     encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
     checkpoint_formats.save_google_checkpoint(encoder, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
     from bert import heads  # pylint: disable=g-import-not-at-top
-    from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
-    from bert import heads  # pylint: disable=g-import-not-at-top
     config = model_config.load_bert_config(action["bert_config"])
     model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)

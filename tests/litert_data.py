@@ -1,7 +1,7 @@
 """Small synthetic task folders for tests/test_litert.py: a vocabulary of a few dozen
-words and MRPC-format pairs, csv regression pairs (with a header and quoted fields) and
-multi-label lines whose labels follow from their words, so that a tiny model trained for
-a few steps gives probabilities far from uniform."""
+words, MRPC-format pairs, csv regression pairs (with a header and quoted fields) and
+multi-label lines. The tests only predict, with random weights, so only the test files are
+read; train and dev files are written too, as a task's folder has them."""
 import random
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -79,8 +79,9 @@ def test_tsv_csv_and_multilabel_readers(tmp_path):
 
 def test_swag_csv_reader(tmp_path):
   from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
-  text = ("video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,"
-          "ending3,label\nv1,7,\"A man sits. He\",A man sits.,He,gold,walks.,eats.,sings.,"
+  # fold-ind first: a mark left on the header would hide the column the example id is read from.
+  text = ("fold-ind,video-id,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,"
+          "ending3,label\n7,v1,\"A man sits. He\",A man sits.,He,gold,walks.,eats.,sings.,"
           "reads.,0\n")
   examples = _same(tmp_path, "val.csv", text, swag_data.read_swag_examples)
   assert examples[0].example_id == "7"

@@ -202,7 +202,7 @@ _LOADER = textwrap.dedent(r"""
     export_dir, seq_length, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     with open(sys.argv[4], encoding="utf-8") as handle:
       pairs = json.load(handle)
-    ours = [m for m in ("tfhub_modules", "modeling", "tokenization", "serving") if m in sys.modules]
+    ours = [m for m in sys.modules if m == "bert" or m.startswith("bert.")]
     assert not ours, ours
     pre = tf.saved_model.load(export_dir + "/preprocessor")
     enc = tf.saved_model.load(export_dir + "/encoder")
@@ -414,7 +414,7 @@ _KERAS_EXPORT_LOADER = textwrap.dedent(r"""
     path, texts_file, out = sys.argv[1:4]
     with open(texts_file, encoding="utf-8") as handle:
       texts = json.load(handle)
-    ours = [m for m in ("tfhub_modules", "modeling", "tokenization", "serving") if m in sys.modules]
+    ours = [m for m in sys.modules if m == "bert" or m.startswith("bert.")]
     assert not ours, ours
     loaded = tf.saved_model.load(path)
     np.save(out, loaded.serve(tf.constant(texts)).numpy())
@@ -633,10 +633,14 @@ def test_real_checkpoint_round_trip(tmp_path):
   checkpoints.load_checkpoint(model, os.path.join(MINILM_DIR, "bert_model.ckpt"))
   expected = model({"input_ids": inputs["input_word_ids"], "input_mask": inputs["input_mask"],
                     "segment_ids": inputs["input_type_ids"]}, training=False)
+  # The reloaded graph and the eager model sum in float32 in different orders (oneDNN's
+  # blocking follows the threads it gets): activations of 2-3 move by a few ulps, so the
+  # bound is relative as well as absolute (seen: 1.07e-5 at 2.53 under a parallel run).
   np.testing.assert_allclose(arrays["pooled_output"], expected["pooled_output"], atol=1e-5)
   np.testing.assert_allclose(arrays["sequence_output"], expected["sequence_output"],
-                             atol=1e-5)
+                             atol=1e-5, rtol=1e-5)
   for index, layer in enumerate(expected["encoder_outputs"]):
-    np.testing.assert_allclose(arrays[f"encoder_outputs/{index}"], layer, atol=1e-5)
+    np.testing.assert_allclose(arrays[f"encoder_outputs/{index}"], layer, atol=1e-5,
+                               rtol=1e-5)
   np.testing.assert_allclose(arrays["session/pooled_output"], expected["pooled_output"],
                              atol=1e-5)

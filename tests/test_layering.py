@@ -166,3 +166,21 @@ def test_light_modules_import_no_tensorflow(name):
   result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=True)
   assert result.stdout == "[]\n"
+
+
+def test_only_two_command_modules_import_tensorflow_at_import_time():
+  """A command's --help and flag checks run before TensorFlow loads: a bert.cli module
+  imports it inside main(). Two cannot: create_vocab's learner is tensorflow-text's
+  (TensorFlow at import), and export_encoder's TF-Hub modules are tf.Module classes."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  heavy = []
+  for name in cli.COMMANDS:
+    code = (f"import sys; import bert.cli.{name}; "
+            "print('tensorflow' in sys.modules or 'keras' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, check=True)
+    if result.stdout.strip() == "True":
+      heavy.append(name)
+  assert heavy == ["create_vocab", "export_encoder"]

@@ -265,3 +265,41 @@ def test_bad_inputs_are_one_line_and_exit_2(runs, tmp_path):
                                    expect=2))
   assert error.startswith(f"{broken / 'model_float32.tflite'}: no model.json beside it")
   assert not out.exists()  # every refusal came before anything was written
+
+
+def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
+  """The check every export runs before a LiteRT model lands, against a stand-in for the
+  SavedModel's signature: the model's own answers pass; the same answers moved past the
+  tolerance, a missing output or an integer output changed in float32 are refused."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  _, _, folder = runs["mrpc"]
+  with open(folder / "model.json", encoding="utf-8") as handle:
+    metadata = json.load(handle)
+  flatbuffer = (folder / "model_float32.tflite").read_bytes()
+  feeds = litert.check_rows(metadata["inputs"], len(litert_data.VOCAB), 32)
+  runner = litert.interpreter(model_content=flatbuffer)[0].get_signature_runner(
+      litert.SIGNATURE)
+
+  def signature(shift=0.0, drop=None):
+    def answer(**feed):
+      outputs = runner(**{name: value.numpy() for name, value in feed.items()})
+      return {name: tf.constant(value + (shift if value.dtype.kind == "f" else 0))
+              for name, value in outputs.items() if name != drop}
+    return answer
+
+  worst, allowed, _ = litert.check(signature(), flatbuffer, "float32", feeds, "here")
+  assert allowed == litert.TOLERANCES["float32"]
+  assert worst == {"probabilities": (0.0, 0.0)}  # label_id: integers, equal or refused
+  # Probabilities are at most 1: a shift of 2e-5 is past float32's 1e-5 on every value.
+  with pytest.raises(script_utils.UserError, match=r"^here: the converted float32 model's "
+                     r"\w+ differs from the SavedModel's by 2e-05 \(max"):
+    litert.check(signature(shift=-2e-5), flatbuffer, "float32", feeds, "here")
+  with pytest.raises(script_utils.UserError, match="does not answer as the SavedModel does"):
+    litert.check(signature(drop=metadata["outputs"][0]), flatbuffer, "float32", feeds, "x")
+  reference = {"label": np.array([1, 0]), "p": np.array([0.5, 0.25])}
+  with pytest.raises(ValueError, match="output label differs .* on 1 of 2 values"):
+    litert.differences(reference, {"label": np.array([1, 1]), "p": reference["p"]}, "float32")
+  assert litert.differences(reference, {"label": np.array([1, 1]),
+                                        "p": np.array([0.5, 0.5])}, "int8") == {
+      "p": (0.25, 0.125, litert.TOLERANCES["int8"])}

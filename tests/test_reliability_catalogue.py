@@ -1628,7 +1628,7 @@ def multilabel_export_version_that_exists(ws):
               kept={f"{export}/text/2/saved_model.pb": "version already served\n"})
 
 
-# ---- round three: the tagger's columns, killed exports, the tools users run
+# ---- the tagger's columns, label lists, byte-order marks, killed exports, the tools users run
 
 
 @case("run_tagger.py")
@@ -2587,11 +2587,10 @@ def test_every_batch_size_flag_has_its_refusals():
     with open(os.path.join(ROOT, path), encoding="utf-8") as handle:
       names = set(re.findall(r"[\"'](?:--)?([a-z_]*batch_size)[\"']", handle.read()))
     assert names == set(BATCH_SIZE_FLAGS.get(path, ([], []))[0]), path
-  assert "extract_features.py" in BATCH_SIZE_FLAGS and "run_ner.py" in BATCH_SIZE_FLAGS
-  for script, (names, _) in BATCH_SIZE_FLAGS.items():
-    for name in names:
-      for kind in ("zero", "negative"):
-        assert f"{os.path.basename(script)[:-3]}-{name}_{kind}" in CASES
+  # FLAGS.md's batch-size flags were read (the cases are generated from them).
+  assert BATCH_SIZE_FLAGS["extract_features.py"][0] == ["batch_size"]
+  assert BATCH_SIZE_FLAGS["run_ner.py"][0] == ["eval_batch_size", "feature_batch_size",
+                                               "predict_batch_size", "train_batch_size"]
 
 
 def test_every_path_flag_has_a_path_forms_family():
@@ -2868,21 +2867,23 @@ def test_a_run_whose_version_another_run_just_wrote_says_so_and_names_its_flag(w
 
 
 def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_path):
-  """What a killed export leaves (`.N.tmp-<8 hex>` in ids/ and text/, `.NAME.tmp-<8 hex>`
+  """What a killed export leaves (`.N.tmp-<8 hex>` in ids/, text/ and litert/, `.NAME.tmp-<8 hex>`
   beside an unversioned one) goes when the next export takes the lock; a user's file
   whose name only looks like one stays, and so does a version folder."""
   import threading  # pylint: disable=g-import-not-at-top
   from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
+  from bert.export import litert  # pylint: disable=g-import-not-at-top
+  assert litert.FOLDER in output_lock.VERSIONED_KINDS
   export = tmp_path / "exp"
   for path in ("ids/1/saved_model.pb", "ids/.1.tmp-0123abcd/saved_model.pb",
                "text/.7.tmp-89abcdef/variables/variables.index", "ids/.1.tmp-notes",
-               "ids/1.tmp-0123abcd"):
+               "ids/1.tmp-0123abcd", "litert/.1.tmp-4567cdef/model_int8.tflite"):
     os.makedirs(os.path.dirname(export / path), exist_ok=True)
     (export / path).write_text("x", encoding="utf-8")
   with output_lock.lock_export(str(export), 2):
-    assert sorted(os.listdir(export)) == [".export.lock", "ids", "text"]
+    assert sorted(os.listdir(export)) == [".export.lock", "ids", "litert", "text"]
     assert sorted(os.listdir(export / "ids")) == [".1.tmp-notes", "1", "1.tmp-0123abcd"]
-    assert os.listdir(export / "text") == []
+    assert os.listdir(export / "text") == os.listdir(export / "litert") == []
     # A second export of the folder waits for this one instead of refusing.
     order = []
 

@@ -48,11 +48,8 @@ by_ids = model.signatures["serving_default"](
 print(json.dumps({"text_probabilities": text["probabilities"].numpy().tolist(),
                   "text_labels": [x.decode() for x in text["label"].numpy()],
                   "ids_probabilities": by_ids["probabilities"].numpy().tolist(),
-                  "modules": sorted(m.split(".")[0] for m in sys.modules
-                                    if m.split(".")[0] in (
-                                        "classifier_data", "classifier_features", "metrics",
-                                        "input_pipeline", "tokenization", "modeling",
-                                        "serving", "fast_tokenization", "file_io"))}))
+                  "modules": sorted(m for m in sys.modules
+                                    if m == "bert" or m.startswith("bert."))}))
 """
 
 

@@ -83,12 +83,15 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
   listed = litert_models.read_metadata(
       os.path.join(litert_dir, litert_models.MODEL_FILES["float32"]))["models"]
   names = models or [listed[p]["file"] for p in litert_models.PRECISIONS if p in listed]
-  found, reference = [], None
+  found, reference, encoded = [], None, None
   for name in names:
     model = predictor.load_model(os.path.join(litert_dir, name), num_threads)
-    processor = predictor.classifier_processor(model, task_name)
-    examples = processor.get_dev_examples(data_dir)
-    outputs = predictor.predict_classifier(model, examples, batch_size)
+    if encoded is None:  # the models of one folder share model.json and vocab.txt
+      processor = predictor.classifier_processor(model, task_name)
+      examples = processor.get_dev_examples(data_dir)
+      encoded = [model.encode(e.text_a, e.text_b) for e in examples]
+    outputs = model.predict(encoded, batch_size,
+                            "score" if processor.is_regression else "probabilities")
     row = {"model": name, "rows": len(examples), **scores(processor, outputs, examples)}
     if reference is None:
       reference = outputs

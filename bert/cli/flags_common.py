@@ -1,7 +1,7 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Imports only cpu_choice and training/settings (RunOptions), neither of which loads
-TensorFlow. Each command calls the
+Imports cpu_choice, training/settings (RunOptions) and export/litert (its precision
+names), none of which loads TensorFlow. Each command calls the
 `define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
 original release's, so a command from the original README runs unchanged; a script passes
 its own default where the original's script differed (run_squad's max_seq_length is 384,

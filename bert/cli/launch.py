@@ -15,10 +15,10 @@ from absl import app
 from absl import flags
 
 
-def _lend_flags_to_main(command_module):
+def _lend_flags_to_main():
   main_name = sys.argv[0]  # the name absl files __main__'s flags under
   for module_name, module_flags in flags.FLAGS.flags_by_module_dict().items():
-    if module_name == command_module or module_name.startswith("bert.cli."):
+    if module_name.startswith("bert.cli."):
       for flag in module_flags:
         flags.FLAGS.register_key_flag_for_module(main_name, flag)
 
@@ -32,5 +32,5 @@ def run(main, command_module):
   main_module = sys.modules["__main__"]
   if main_module is not module and module.__doc__:
     main_module.__doc__ = module.__doc__
-  _lend_flags_to_main(command_module)
+  _lend_flags_to_main()
   app.run(main)

@@ -179,7 +179,7 @@ def versions(model_base_path):
 
 # The folders of export_dir that hold versions side by side (TF Serving's model base
 # paths, and the LiteRT models of the same versions).
-_VERSIONED_KINDS = ("ids", "text", litert_models.FOLDER)
+_VERSIONED_KINDS = output_lock.VERSIONED_KINDS
 
 
 def check_export_target(export_dir, version=0, overwrite=False):

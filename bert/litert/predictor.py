@@ -38,7 +38,7 @@ UserError = script_utils.UserError
 CLASSIFIER_HEADS = ("classifier", "regression")
 MULTI_LABEL_HEAD = "multi_label"
 MULTI_LABEL_TASK_NAMES = ("multilabel", "multi_label", "multi-label")
-INSTALL_HINT = "pip install ai-edge-litert (requirements-test.txt names the version)"
+INSTALL_HINT = "pip install 'bert-tensorflow2[litert]' (or, in a clone, make's test setup)"
 
 
 def default_threads():

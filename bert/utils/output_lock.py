@@ -135,6 +135,9 @@ def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=Tr
 # before renaming: `.N.tmp-<8 hex>` (atomic_output's temporary of version N).
 _VERSION_TEMPORARY = re.compile(r"\.[0-9]+\.tmp-[0-9a-f]{8}")
 EXPORT_LOCK = ".export.lock"  # in export_dir: the lock of a versioned export
+# The folders of a versioned export that hold version folders: the ids and text SavedModels
+# and the LiteRT models (bert/export/serving.py writes these, and only these).
+VERSIONED_KINDS = ("ids", "text", "litert")
 
 
 @contextlib.contextmanager
@@ -146,7 +149,7 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
   export of the same folder to finish first (an export takes seconds), so whatever
   temporary of ours the holder finds there was left by a run killed while exporting:
     version N >= 1: the lock is export_dir/.export.lock; the `.M.tmp-XXXXXXXX` folders
-      (any version M) in export_dir/ids and export_dir/text are removed;
+      (any version M) in export_dir/ids, text and litert are removed;
     version 0 (the folder written whole): the lock is `.NAME.lock` beside export_dir;
       `.NAME.tmp-XXXXXXXX` there is removed.
   Only names of that exact form are removed, never a user's file.
@@ -164,7 +167,7 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
   with lock:
     if version and not file_io.is_remote(export_dir):
       removed = []
-      for kind in ("ids", "text"):
+      for kind in VERSIONED_KINDS:
         base = os.path.join(export_dir, kind)
         if os.path.isdir(base):
           removed += [os.path.join(kind, n) for n in atomic_output.remove_stale_temporaries(
