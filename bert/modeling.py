@@ -132,7 +132,7 @@ class BertConfig:
   def from_json_file(cls, json_file):
     """Reads a bert_config.json; ValueError/OSError messages name the file."""
     try:
-      with open(json_file, "r", encoding="utf-8") as reader:
+      with file_io.open(json_file, "r", encoding="utf-8") as reader:
         text = reader.read()
     except UnicodeDecodeError:
       raise file_io.InputError(file_io.not_utf8_message(json_file)) from None
@@ -153,7 +153,7 @@ class BertConfig:
     return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
   def to_json_file(self, json_file):
-    with open(json_file, "w", encoding="utf-8") as writer:
+    with file_io.open(json_file, "w", encoding="utf-8") as writer:
       writer.write(self.to_json_string())
 
   def __eq__(self, other):

@@ -20,13 +20,16 @@ CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
   them), back in the repository root afterwards; env (optional): environment variables
   set for that case only (TF_CONFIG, HOME, ...).
 RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": bool,
-                    "seconds": float}}
+                    "seconds": float, "after": [what each "after" action found]}}
+  A case's "after" actions (see _after) run in this process once the case is done.
 
 Setup actions (run in this process before the case, with TensorFlow available):
   {"tfrecord": PATH, "features": {name: ["int64"|"float", [values...]]}, "count": N}
       N identical tf.train.Examples; "truncate_by": B cuts the last B bytes off.
   {"google_checkpoint": PREFIX, "bert_config": PATH}
       a randomly initialised encoder saved in Google's TF1 layout.
+  {"upload": LOCAL, "to": URL}
+      copies a local file or folder to a URL (ram:// lives in this process only).
   {"truncate": PATH, "by": B}
       cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
   {"copy": SRC, "to": DST}
@@ -100,12 +103,46 @@ def _setup(action):
     import shutil  # pylint: disable=g-import-not-at-top
     if not os.path.exists(action["to"]):
       shutil.copytree(action["copy"], action["to"])
+  elif "upload" in action:
+    from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+    source, target = action["upload"], action["to"]
+    if os.path.isdir(source):
+      file_io.copy_tree(source, target)
+    else:
+      file_io.makedirs(file_io.dirname(target))
+      file_io.copy(source, target)
   elif "truncate" in action:
     size = os.path.getsize(action["truncate"])
     with open(action["truncate"], "r+b") as handle:
       handle.truncate(size - int(action["by"]))
   else:
     raise ValueError(f"unknown setup action {action}")
+
+
+def _after(action):
+  """What a case's "after" action finds, run in this process once the case is done:
+    {"download": URL, "to": DIR}  copies every file under URL (a folder) into DIR and
+                                  returns the relative names copied;
+    {"list": URL}                 every file under URL, relative to it (a missing
+                                  folder: []).
+  An in-memory filesystem (ram://) lives in one process only: this is how a test reads
+  what a command wrote there."""
+  from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+  url = action.get("download") or action.get("list")
+  if not file_io.exists(url):
+    return []
+  if not file_io.isdir(url):  # one file
+    names = [""]
+  else:
+    names = file_io.walk_files(url)
+  if "download" in action:
+    for name in names:
+      source = file_io.join(url, name) if name else url
+      target = os.path.join(action["to"], name) if name else action["to"]
+      os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+      with open(target, "wb") as handle:
+        handle.write(file_io.read_bytes(source))
+  return names
 
 
 def _run_case(app, main, script, argv, uses_absl=True):
@@ -204,7 +241,8 @@ def main():
       results[case["id"]] = {
           "exit": code, "crashed": crashed, "seconds": round(seconds, 2),
           "stdout": out.read().decode("utf-8", "replace"),
-          "stderr": err.read().decode("utf-8", "replace") + trace}
+          "stderr": err.read().decode("utf-8", "replace") + trace,
+          "after": [_after(action) for action in case.get("after", [])]}
   with open(results_file, "w", encoding="utf-8") as handle:
     json.dump(results, handle, indent=1)
 

@@ -11,7 +11,6 @@ signature for --export_dir.
 """
 
 import dataclasses
-import os
 from typing import Optional, Sequence
 
 from absl import logging
@@ -27,6 +26,7 @@ from bert import heads
 from bert import metrics
 from bert.training import evaluation
 from bert.training import finetune
+from bert.utils import file_io
 from bert.utils import script_utils
 
 
@@ -93,7 +93,7 @@ class ClassifierTask(finetune.Task):
 
   def read_data(self, config):
     del config
-    if not os.path.isdir(self.data_dir):
+    if not file_io.isdir(self.data_dir):
       raise script_utils.UserError(f"--data_dir={self.data_dir}: no such directory")
     options = self.options
     self.labels = self.processor.get_labels()
@@ -157,11 +157,11 @@ class ClassifierTask(finetune.Task):
       else:
         outputs = metrics.softmax(logits)
         predictions = outputs.argmax(axis=1)
-      path = os.path.join(self.options.output_dir, predict_set.results_file)
+      path = file_io.join(self.options.output_dir, predict_set.results_file)
       classifier_data.write_probabilities(path, outputs)
       logging.info("Wrote %s", path)
       if predict_set.submission_file:
-        path = os.path.join(self.options.output_dir, predict_set.submission_file)
+        path = file_io.join(self.options.output_dir, predict_set.submission_file)
         classifier_data.write_submission(path, self.processor, predict_set.examples,
                                          predictions)
         logging.info("Wrote %s (GLUE submission format)", path)

@@ -17,6 +17,7 @@ import os
 import re
 
 from bert.classifier import classifier_data
+from bert.utils import file_io
 from bert.utils import script_utils
 
 UserError = script_utils.UserError
@@ -47,15 +48,15 @@ class GlueTsvProcessor(classifier_data.DataProcessor):
     return 1 if self.train_columns.text_b is None else 2
 
   def get_train_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, self.train_file), "train",
+    return self.read_split(file_io.join(data_dir, self.train_file), "train",
                            self.train_columns)
 
   def get_dev_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, self.dev_file), "dev",
+    return self.read_split(file_io.join(data_dir, self.dev_file), "dev",
                            self.dev_columns or self.train_columns)
 
   def get_test_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, self.test_file), "test",
+    return self.read_split(file_io.join(data_dir, self.test_file), "test",
                            self.test_columns, labelled=False)
 
   def read_split(self, path, set_type, columns, labelled=True, delimiter="\t",
@@ -180,31 +181,31 @@ class MnliProcessor(GlueTsvProcessor):
   ax_columns = classifier_data.Columns(text_a=1, text_b=2, index=0)
 
   def get_dev_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, "dev_matched.tsv"), "dev_matched",
+    return self.read_split(file_io.join(data_dir, "dev_matched.tsv"), "dev_matched",
                            self.train_columns)
 
   def get_dev_mismatched_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, "dev_mismatched.tsv"),
+    return self.read_split(file_io.join(data_dir, "dev_mismatched.tsv"),
                            "dev_mismatched", self.train_columns)
 
   def get_test_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, "test_matched.tsv"), "test_matched",
+    return self.read_split(file_io.join(data_dir, "test_matched.tsv"), "test_matched",
                            self.test_columns, labelled=False)
 
   def get_test_mismatched_examples(self, data_dir):
-    return self.read_split(os.path.join(data_dir, "test_mismatched.tsv"),
+    return self.read_split(file_io.join(data_dir, "test_mismatched.tsv"),
                            "test_mismatched", self.test_columns, labelled=False)
 
   @staticmethod
   def find_ax_file(data_dir):
-    for candidate in (os.path.join(data_dir, "ax.tsv"), os.path.join(data_dir, "AX.tsv"),
-                      os.path.join(data_dir, "diagnostic.tsv"),
-                      os.path.join(data_dir, os.pardir, "ax.tsv"),
-                      os.path.join(data_dir, os.pardir, "AX.tsv"),
-                      os.path.join(data_dir, os.pardir, "diagnostic", "diagnostic.tsv"),
-                      os.path.join(data_dir, os.pardir, "AX", "test.tsv")):
-      if os.path.exists(candidate):
-        return os.path.normpath(candidate)
+    for candidate in (file_io.join(data_dir, "ax.tsv"), file_io.join(data_dir, "AX.tsv"),
+                      file_io.join(data_dir, "diagnostic.tsv"),
+                      file_io.join(data_dir, os.pardir, "ax.tsv"),
+                      file_io.join(data_dir, os.pardir, "AX.tsv"),
+                      file_io.join(data_dir, os.pardir, "diagnostic", "diagnostic.tsv"),
+                      file_io.join(data_dir, os.pardir, "AX", "test.tsv")):
+      if file_io.exists(candidate):
+        return file_io.normpath(candidate)
     return None
 
   def get_ax_examples(self, data_dir):
@@ -253,10 +254,10 @@ class XnliProcessor(classifier_data.DataProcessor):
   @staticmethod
   def _find(data_dir, candidates):
     for candidate in candidates:
-      path = os.path.join(data_dir, *candidate)
-      if os.path.exists(path):
+      path = file_io.join(data_dir, *candidate)
+      if file_io.exists(path):
         return path
-    return os.path.join(data_dir, *candidates[0])
+    return file_io.join(data_dir, *candidates[0])
 
   def get_train_examples(self, data_dir):
     name = f"multinli.train.{self.language}.tsv"
@@ -451,8 +452,8 @@ class DelimitedFileProcessor(GlueTsvProcessor):
       raise UserError("--label_list is required for this run (no train or dev file to "
                       "read the labels from)")
     for name in (self.train_file, self.dev_file):
-      path = os.path.join(self._data_dir, name)
-      if os.path.exists(path):
+      path = file_io.join(self._data_dir, name)
+      if file_io.exists(path):
         columns = self._columns(path, self.spec)
         self._refuse_header_read_as_data(path, columns.label)
         rows = classifier_data.data_rows(
@@ -473,13 +474,13 @@ class DelimitedFileProcessor(GlueTsvProcessor):
                     f"{self.dev_file} in {self._data_dir} gives the labels")
 
   def get_train_examples(self, data_dir):
-    return self._read(os.path.join(data_dir, self.train_file), "train", True)
+    return self._read(file_io.join(data_dir, self.train_file), "train", True)
 
   def get_dev_examples(self, data_dir):
-    return self._read(os.path.join(data_dir, self.dev_file), "dev", True)
+    return self._read(file_io.join(data_dir, self.dev_file), "dev", True)
 
   def get_test_examples(self, data_dir):
-    return self._read(os.path.join(data_dir, self.test_file), "test", False)
+    return self._read(file_io.join(data_dir, self.test_file), "test", False)
 
   def format_prediction(self, value):
     return super().format_prediction(value)

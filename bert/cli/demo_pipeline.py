@@ -14,6 +14,7 @@ import time
 from pydoc_data import topics
 
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import runtime_log
 from bert.utils import script_utils
 
@@ -89,7 +90,7 @@ def run_step(title, script, args, log):
 
 def read_key_values(path):
   values = {}
-  with open(path, encoding="utf-8") as f:
+  with file_io.open(path, encoding="utf-8") as f:
     for line in f:
       key, _, value = line.partition(" = ")
       values[key.strip()] = value.strip()

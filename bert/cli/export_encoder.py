@@ -37,13 +37,13 @@ the keras-hub package (not a requirement of this project).
 """
 
 from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
+from bert.utils import file_io
 from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
 
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-import os
 import time
 
 from absl import flags
@@ -124,21 +124,21 @@ def main(_):
       model_export.export_keras_hub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                     FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
                                     overwrite=FLAGS.overwrite)
-      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+      logging.info("Wrote %s in %.0f s", file_io.abspath(FLAGS.export_dir),
                    time.time() - start)
       return
     if FLAGS.format == "huggingface":
       model_export.export_hugging_face(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                        FLAGS.vocab_file, FLAGS.do_lower_case,
                                        overwrite=FLAGS.overwrite)
-      logging.info("Wrote %s in %.0f s", os.path.abspath(FLAGS.export_dir),
+      logging.info("Wrote %s in %.0f s", file_io.abspath(FLAGS.export_dir),
                    time.time() - start)
       return
     paths = model_export.export_tfhub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
                                       FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
                                       overwrite=FLAGS.overwrite, normalize=normalize,
                                       litert=FLAGS.litert)
-    logging.info("Wrote %s and %s in %.0f s", *map(os.path.abspath, paths),
+    logging.info("Wrote %s and %s in %.0f s", *map(file_io.abspath, paths),
                  time.time() - start)
 
 

@@ -16,6 +16,7 @@ from absl import flags
 from bert.export import litert as litert_models
 from bert.training import settings
 from bert.utils import cpu_choice
+from bert.utils import file_io
 
 _DEFINED = set()
 
@@ -36,7 +37,7 @@ def expand_path(argument):
   (The tools that take arguments through argparse use it as the arguments' type.)"""
   if argument is None:
     return None
-  return ",".join(os.path.expanduser(item) if item.lstrip().startswith("~") else item
+  return ",".join(file_io.expand(item) if item.lstrip().startswith("~") else item
                   for item in str(argument).split(","))
 
 

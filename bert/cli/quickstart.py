@@ -18,7 +18,6 @@ quickstart doubles as a worked example of every script. Under 10 minutes on 2 CP
 import dataclasses
 import json
 import math
-import os
 import sys
 import time
 
@@ -29,6 +28,7 @@ from bert.cli import launch
 from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import script_utils
 
@@ -62,7 +62,7 @@ def main(_):
     options = DemoOptions(FLAGS.vocab_size, FLAGS.max_seq_length, FLAGS.pretrain_steps,
                           FLAGS.finetune_epochs)
     check_flags(options)  # before any step writes a file
-    out = os.path.abspath(FLAGS.output_dir)
+    out = file_io.abspath(FLAGS.output_dir)
     atomic_output.ensure_output_dir(out)
     with output_lock.lock_output(out):
       run_demo(out, started, options)
@@ -89,20 +89,20 @@ def check_flags(options):
 
 def run_demo(out, started, options):
   """The steps, while this process holds output_dir's lock."""
-  paths = {name: os.path.join(out, name) for name in (
+  paths = {name: file_io.join(out, name) for name in (
       "corpus.txt", "vocab.txt", "bert_config.json", "pretraining.tfrecord", "pretrain",
       "classifier", "export")}
   log = []
 
   print("=== Building a pretraining corpus from the standard library's documentation")
   documents = write_corpus(paths["corpus.txt"])
-  print(f"{documents} documents, {os.path.getsize(paths['corpus.txt']) / 1e3:.0f} KB "
+  print(f"{documents} documents, {file_io.getsize(paths['corpus.txt']) / 1e3:.0f} KB "
         f"-> {paths['corpus.txt']}")
 
   run_step("Learn a WordPiece vocabulary", "create_vocab.py", [
       f"--input_file={paths['corpus.txt']}", f"--output_file={paths['vocab.txt']}",
       f"--vocab_size={options.vocab_size}", "--do_lower_case=True"], log)
-  with open(paths["vocab.txt"], encoding="utf-8") as f:
+  with file_io.open(paths["vocab.txt"], encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
   with atomic_output.atomic_open(paths["bert_config.json"]) as f:
     json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
@@ -130,7 +130,7 @@ def run_demo(out, started, options):
       "--has_header=True", "--text_a_column=sentence", "--label_column=label",
       f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
       f"--bert_config_file={paths['bert_config.json']}",
-      f"--init_checkpoint={os.path.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
+      f"--init_checkpoint={file_io.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
       "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
       "--train_batch_size=32", "--learning_rate=3e-4",
       f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={paths['classifier']}",
@@ -145,8 +145,8 @@ def run_demo(out, started, options):
   if returncode != 0:
     raise script_utils.UserError("querying the exported SavedModel failed; see above")
 
-  pretrain = read_key_values(os.path.join(paths["pretrain"], "eval_results.txt"))
-  classifier = read_key_values(os.path.join(paths["classifier"], "eval_results.txt"))
+  pretrain = read_key_values(file_io.join(paths["pretrain"], "eval_results.txt"))
+  classifier = read_key_values(file_io.join(paths["classifier"], "eval_results.txt"))
   print("\n" + "=" * 72)
   print(f"Done in {time.time() - started:.0f} s.")
   for title, seconds in log:

@@ -12,7 +12,6 @@ plots, which need matplotlib) is not provided.
 
 import json
 import math
-import os
 import sys
 
 from absl import flags
@@ -21,6 +20,7 @@ from bert.cli import flags_common
 from bert.cli import launch
 from bert.squad import squad_metrics
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 flags_common.define_runtime_flags()
@@ -77,7 +77,7 @@ def main(argv):
           "usage: squad_evaluate.py DATA.json PREDICTIONS.json [--na-prob-file "
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
     # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
-    data_file, pred_file = (os.path.expanduser(arg) for arg in args)
+    data_file, pred_file = (file_io.expand(arg) for arg in args)
     script_utils.check_input_file(data_file, "data_file")
     script_utils.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value

@@ -57,13 +57,11 @@ and `config_from_hugging_face`; `google_to_hugging_face_name` is the exact inver
 
 import errno
 import json
-import os
 import re
-import shutil
 
 import numpy as np
-from safetensors.numpy import load_file
-from safetensors.numpy import save_file
+from safetensors.numpy import load as load_bytes
+from safetensors.numpy import save as save_bytes
 
 from bert import modeling
 from bert.utils import atomic_output
@@ -168,7 +166,7 @@ def hugging_face_to_google_name(name):
 def read_hugging_face_checkpoint(path):
   """{google_name: np.ndarray} from a Hugging Face safetensors file."""
   try:
-    raw = load_file(path)
+    raw = load_bytes(file_io.read_bytes(path))
   except Exception as exc:  # safetensors raises its own error types for bad files
     raise script_utils.UserError(f"{path}: not a readable safetensors file ({exc})") from None
   tensors = {}
@@ -365,15 +363,15 @@ def tokenizer_config(do_lower_case, model_max_length):
 
 
 def _check_target(export_dir, overwrite):
-  if os.path.isfile(export_dir):
+  if file_io.isfile(export_dir):
     raise script_utils.UserError(f"{export_dir}: exists and is not a directory")
-  if os.path.isdir(export_dir) and os.listdir(export_dir) and not overwrite:
+  if file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite:
     raise script_utils.UserError(f"{export_dir}: exists and is not empty; choose a new "
                                  "directory or pass --overwrite to replace it")
 
 
 def _write_json(path, obj):
-  with open(path, "w", encoding="utf-8", newline="\n") as handle:
+  with file_io.open(path, "w", encoding="utf-8", newline="\n") as handle:
     json.dump(obj, handle, indent=2, ensure_ascii=False)
     handle.write("\n")
 
@@ -405,23 +403,25 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   with output_lock.lock_export(export_dir), atomic_output.atomic_path(
       export_dir, overwrite=True) as tmp:
     _check_target(export_dir, overwrite)
-    os.makedirs(tmp)
+    file_io.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
-    weights_file, config_file = os.path.join(tmp, WEIGHTS_NAME), os.path.join(tmp, CONFIG_NAME)
+    weights_file = file_io.join(tmp, WEIGHTS_NAME)
     try:
-      save_file(state, weights_file, metadata={"format": "pt"})
+      # Serialized in memory and written as one file, so that a URL takes it too (and
+      # the file gets the mode of any file we write, not safetensors' private 0600).
+      file_io.write_bytes(weights_file, save_bytes(state, metadata={"format": "pt"}))
+    except OSError:
+      raise
     except Exception as exc:  # safetensors' SafetensorError: not an OSError
       if "No space left" in str(exc) or "StorageFull" in str(exc):
         raise OSError(errno.ENOSPC, "No space left on device", export_dir) from None
       raise
-    _write_json(config_file, hugging_face_config(config, architecture, pad_token_id,
-                                                 head_info))
-    # safetensors creates its file private (0600); give it the mode of a file open() makes.
-    shutil.copymode(config_file, weights_file)
+    _write_json(file_io.join(tmp, CONFIG_NAME),
+                hugging_face_config(config, architecture, pad_token_id, head_info))
     # The vocabulary as it is, less a byte-order mark (not part of the first token).
-    with open(os.path.join(tmp, VOCAB_NAME), "wb") as handle:
-      handle.write(file_io.decode_text(file_io.read_bytes(vocab_file)).encode("utf-8"))
-    _write_json(os.path.join(tmp, TOKENIZER_CONFIG_NAME),
+    file_io.write_bytes(file_io.join(tmp, VOCAB_NAME),
+                        file_io.decode_text(file_io.read_bytes(vocab_file)).encode("utf-8"))
+    _write_json(file_io.join(tmp, TOKENIZER_CONFIG_NAME),
                 tokenizer_config(do_lower_case, config.max_position_embeddings))
   return architecture
 

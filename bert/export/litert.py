@@ -65,6 +65,7 @@ from typing import Sequence
 import numpy as np
 
 from bert import tokenization
+from bert.utils import file_io
 from bert.utils import script_utils
 
 PRECISIONS = ("float32", "int8")
@@ -243,11 +244,6 @@ def check(signature, flatbuffer, precision, feeds, where):
   return worst, TOLERANCES[precision], runtime
 
 
-def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  return tf.io.gfile
-
-
 def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
   """Writes spec's models, model.json and vocab.txt into out_dir (created; normally a
   temporary folder of the export that is renamed into place when the export is whole),
@@ -256,8 +252,7 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   final_dir = final_dir or out_dir
   log = log or (lambda *args: None)
-  gfile = _gfile()
-  gfile.makedirs(out_dir)
+  file_io.makedirs(out_dir)
   loaded = tf.saved_model.load(saved_model_dir)
   signature = loaded.signatures[SIGNATURE]
   input_names = sorted(signature.structured_input_signature[1])
@@ -280,8 +275,7 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
           f"({type(exc).__name__}: {first}); nothing was exported; pass --litert=none to "
           "export the SavedModels alone") from None
     worst, tolerance, runtime = check(signature, flatbuffer, precision, feeds, where)
-    with gfile.GFile(f"{out_dir}/{MODEL_FILES[precision]}", "wb") as handle:
-      handle.write(flatbuffer)
+    file_io.write_bytes(f"{out_dir}/{MODEL_FILES[precision]}", flatbuffer)
     models[precision] = {
         "file": MODEL_FILES[precision], "bytes": len(flatbuffer),
         "check_max_abs_diff": {k: float(f"{v[0]:.3g}") for k, v in sorted(worst.items())},
@@ -292,9 +286,7 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
             f"{k} max {v[0]:.2g} mean {v[1]:.2g}" for k, v in sorted(worst.items())))
   # The vocabulary's bytes, not a copy of the file: a read-only original would make a
   # read-only copy.
-  with gfile.GFile(spec.vocab_file, "rb") as source, \
-      gfile.GFile(f"{out_dir}/{VOCAB_FILE}", "wb") as target:
-    target.write(source.read())
+  file_io.write_bytes(f"{out_dir}/{VOCAB_FILE}", file_io.read_bytes(spec.vocab_file))
   metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, **spec.metadata,
               "vocab_file": VOCAB_FILE, "vocab_size": vocab_size,
               "inputs": input_names,
@@ -302,8 +294,8 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
               "models": models,
               "converted_with": f"tensorflow {tf.__version__}",
               "checked_with": runtime}
-  with gfile.GFile(f"{out_dir}/{METADATA_FILE}", "w") as handle:
-    handle.write(json.dumps(metadata, indent=1, sort_keys=True) + "\n")
+  file_io.write_bytes(f"{out_dir}/{METADATA_FILE}",
+                      (json.dumps(metadata, indent=1, sort_keys=True) + "\n").encode("utf-8"))
   return metadata
 
 

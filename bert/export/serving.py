@@ -60,7 +60,6 @@ API (generic pieces first, then the classifier's export built from them):
 import contextlib
 import dataclasses
 import os
-import shutil
 from typing import Callable, Sequence
 
 import keras
@@ -162,18 +161,16 @@ def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
 
 
 def _listdir(path):
-  if file_io.is_remote(path):
-    return file_io.gfile().listdir(path) if file_io.gfile().isdir(path) else []
-  return os.listdir(path) if os.path.isdir(path) else []
+  return file_io.listdir(path) if file_io.isdir(path) else []
 
 
 def versions(model_base_path):
   """The whole versions under a model base path (export_dir/ids or export_dir/text), as
   TF Serving sees them: the folders named by an integer, ascending. The temporaries of
   an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
-  names = [n.rstrip("/") for n in _listdir(model_base_path)]
-  if not file_io.is_remote(model_base_path):  # a file named 3 is not version 3
-    names = [n for n in names if os.path.isdir(os.path.join(model_base_path, n))]
+  names = [n for n in _listdir(model_base_path) if n.isdigit()]
+  # a file named 3 is not version 3
+  names = [n for n in names if file_io.isdir(file_io.join(model_base_path, n))]
   return sorted(int(n) for n in names if n.isdigit())
 
 
@@ -293,47 +290,33 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
       with contextlib.ExitStack() as stack:
         temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
-          _makedirs(os.path.dirname(paths[kind]))
+          file_io.makedirs(file_io.dirname(paths[kind]))
           tmp = stack.enter_context(atomic_output.atomic_path(
               paths[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           _write_archive(tmp, kind_endpoints, kind_track)
           temporaries[kind] = tmp
         if litert is not None:
-          _makedirs(os.path.dirname(paths["litert"]))
+          file_io.makedirs(file_io.dirname(paths["litert"]))
           tmp = stack.enter_context(atomic_output.atomic_path(
               paths["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           litert_models.write(temporaries["ids"], tmp, litert, paths["litert"], log)
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):
-        _rmtree(stale_litert)
+        file_io.rmtree(stale_litert)
       return paths
     with atomic_output.atomic_path(export_dir, overwrite=overwrite,
                                    overwrite_flag="--overwrite_export") as tmp:
       local = serving_paths(tmp, version, has_text, has_litert=litert is not None)
       if has_text:
         # A relative export_dir has a relative temporary, whose dirname is "".
-        os.makedirs(os.path.dirname(local["text"]) or os.curdir, exist_ok=True)
+        file_io.makedirs(file_io.dirname(local["text"]) or os.curdir)
         _write_archive(local["text"], endpoints, track)
-      os.makedirs(os.path.dirname(local["ids"]) or os.curdir, exist_ok=True)
+      file_io.makedirs(file_io.dirname(local["ids"]) or os.curdir)
       _write_archive(local["ids"], ids_endpoints, ids_track)
       if litert is not None:
         litert_models.write(local["ids"], local["litert"], litert, paths["litert"], log)
   return paths
-
-
-def _makedirs(path):
-  if file_io.is_remote(path):
-    file_io.gfile().makedirs(path)
-  else:
-    os.makedirs(path, exist_ok=True)
-
-
-def _rmtree(path):
-  if file_io.is_remote(path):
-    file_io.gfile().rmtree(path)
-  else:
-    shutil.rmtree(path)
 
 
 # --------------------------------------------------------------------------- classifier

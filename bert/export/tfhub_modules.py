@@ -56,7 +56,6 @@ fine-tunes the encoder's own weights and `model.export(path)` writes a SavedMode
 logits out) that serves with only tensorflow and tensorflow_text.
 """
 
-import os
 import time
 
 import keras
@@ -69,6 +68,7 @@ from bert.export import litert as litert_models
 from bert import modeling
 from bert import tokenization
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import script_utils
 
@@ -266,16 +266,16 @@ def check_export_dir(export_dir, overwrite=False):
   """Refuses an export_dir that is a file, or a non-empty directory unless overwrite."""
   if not export_dir:
     raise script_utils.UserError("--export_dir is required")
-  if os.path.exists(export_dir):
-    if not os.path.isdir(export_dir):
+  if file_io.exists(export_dir):
+    if not file_io.isdir(export_dir):
       raise script_utils.UserError(
           f"--export_dir={export_dir}: exists and is not a directory")
-    if os.listdir(export_dir) and not overwrite:
+    if file_io.listdir(export_dir) and not overwrite:
       raise script_utils.UserError(
           f"--export_dir={export_dir}: exists and is not empty; choose a new directory "
           "or pass --overwrite to replace it")
-  parent = os.path.dirname(os.path.abspath(export_dir))
-  if not os.path.isdir(parent):
+  parent = file_io.dirname(file_io.abspath(export_dir))
+  if not file_io.is_url(parent) and not file_io.isdir(parent):
     raise script_utils.UserError(
         f"--export_dir={export_dir}: its parent directory {parent} does not exist")
 
@@ -302,7 +302,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       export_dir, "export_dir"), atomic_output.atomic_path(
       export_dir, overwrite=True) as tmp:  # a full disk: one line naming it
     check_export_dir(export_dir, overwrite)
-    os.makedirs(tmp)
+    file_io.makedirs(tmp)
     for name, build, args in (
         (ENCODER_DIR, build_encoder_module, (model,)),
         (PREPROCESSOR_DIR, build_preprocessor_module,
@@ -311,13 +311,13 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       log("Tracing the %s", name)
       root, signatures = build(*args)
       log("Writing the %s SavedModel", name)
-      save_module(root, os.path.join(tmp, name), signatures)
+      save_module(root, file_io.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
     if litert is not None:
-      litert_models.write(os.path.join(tmp, ENCODER_DIR),
-                          os.path.join(tmp, litert_models.FOLDER), litert,
+      litert_models.write(file_io.join(tmp, ENCODER_DIR),
+                          file_io.join(tmp, litert_models.FOLDER), litert,
                           litert_models.folder(export_dir), log)
-  return os.path.join(export_dir, ENCODER_DIR), os.path.join(export_dir, PREPROCESSOR_DIR)
+  return file_io.join(export_dir, ENCODER_DIR), file_io.join(export_dir, PREPROCESSOR_DIR)
 
 
 # --------------------------------------------------------------------------- Keras 3
@@ -399,9 +399,9 @@ def build_keras_classifier(export_dir, num_labels, seq_length=None, pairs=False,
   as the original run_classifier's head. `model.export(path)` writes a SavedModel whose
   `serve` endpoint takes the same string inputs. Returns (model, encoder_layer).
   """
-  preprocessor = KerasPreprocessor(os.path.join(export_dir, PREPROCESSOR_DIR), seq_length,
+  preprocessor = KerasPreprocessor(file_io.join(export_dir, PREPROCESSOR_DIR), seq_length,
                                    name="preprocessor")
-  encoder = KerasEncoder(os.path.join(export_dir, ENCODER_DIR), name="encoder")
+  encoder = KerasEncoder(file_io.join(export_dir, ENCODER_DIR), name="encoder")
   if pairs:
     inputs = {name: keras.Input(shape=(), dtype="string", name=name)
               for name in ("text_a", "text_b")}

@@ -21,7 +21,6 @@ swag_data does; labels become a multi-hot float32 row.
 """
 
 import dataclasses
-import os
 from typing import List, Optional
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from bert import metrics
 from bert import tokenization
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
@@ -156,7 +156,7 @@ def write_results(path, label_list, probabilities, threshold):
 
 
 def data_file(data_dir, split):
-  return os.path.join(data_dir, FILES[split])
+  return file_io.join(data_dir, FILES[split])
 
 
 def eval_values(logits, labels, label_list, threshold):

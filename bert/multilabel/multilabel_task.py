@@ -15,7 +15,6 @@ beside it export_dir/ids/, the token-id signature alone in stock TensorFlow ops 
 Serving's versioned layout with --export_version: serving.write_serving_models).
 """
 
-import os
 
 from absl import logging
 import numpy as np
@@ -30,6 +29,7 @@ from bert.multilabel import multilabel_data
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
+from bert.utils import file_io
 from bert.utils import script_utils
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
@@ -51,7 +51,7 @@ class MultiLabelTask(finetune.Task):
     if not 0.0 < threshold < 1.0:
       raise script_utils.UserError(f"--threshold={threshold}: must be between 0 and 1")
     self.data_dir, self.threshold = data_dir, threshold
-    self.labels_file = labels_file or os.path.join(data_dir, multilabel_data.LABELS_FILE)
+    self.labels_file = labels_file or file_io.join(data_dir, multilabel_data.LABELS_FILE)
     self.labels, self.splits = None, {}
 
   def head_info(self):
@@ -60,7 +60,7 @@ class MultiLabelTask(finetune.Task):
 
   def read_data(self, config):
     del config
-    if not os.path.isdir(self.data_dir):
+    if not file_io.isdir(self.data_dir):
       raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
     self.labels = multilabel_data.read_label_list(self.labels_file)
     tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
@@ -119,7 +119,7 @@ class MultiLabelTask(finetune.Task):
     logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.predict_batch_size),
         len(arrays["input_ids"]), what="test")["logits"]
-    path = os.path.join(self.options.output_dir, "test_results.tsv")
+    path = file_io.join(self.options.output_dir, "test_results.tsv")
     multilabel_data.write_results(path, self.labels,
                                   metrics.sigmoid(logits.astype(np.float64)), self.threshold)
     logging.info("Wrote %d test predictions to %s", len(logits), path)

@@ -16,7 +16,6 @@ accepts as --init_checkpoint / --bert_config_file.
 
 import copy
 import functools
-import os
 
 from absl import logging
 import tensorflow as tf
@@ -27,6 +26,7 @@ from bert.training import checkpoint_formats
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 
@@ -140,12 +140,12 @@ class PretrainingTask(finetune.Task):
 
   def after_training(self, model, global_step):
     """output_dir/pretrained/: bert_model.ckpt.* (Google's names) and bert_config.json."""
-    directory = os.path.join(self.options.output_dir, "pretrained")
-    os.makedirs(directory, exist_ok=True)
-    prefix = os.path.join(directory, "bert_model.ckpt")
+    directory = file_io.join(self.options.output_dir, "pretrained")
+    file_io.makedirs(directory)
+    prefix = file_io.join(directory, "bert_model.ckpt")
     with script_utils.disk_full_names(prefix):  # a full disk: one line naming it
       checkpoint_formats.save_google_checkpoint(model, prefix, global_step=global_step)
-      with atomic_output.atomic_open(os.path.join(directory, "bert_config.json")) as handle:
+      with atomic_output.atomic_open(file_io.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,
                  global_step)

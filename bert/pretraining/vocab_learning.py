@@ -13,7 +13,6 @@ with the default num_unused=99), any further [unusedN] tokens, then the learned 
 
 import collections
 import dataclasses
-import os
 import time
 import unicodedata
 from typing import Optional
@@ -198,7 +197,7 @@ def config_path(output_file, output_config_file):
   """Where bert_config.json goes: output_config_file, else beside the vocabulary ("": none)."""
   if output_config_file is not None:
     return output_config_file
-  return os.path.join(os.path.dirname(os.path.abspath(output_file)), "bert_config.json")
+  return file_io.join(file_io.dirname(file_io.abspath(output_file)), "bert_config.json")
 
 
 def log_corpus_check(files, do_lower_case, normalize):

@@ -20,7 +20,6 @@ are quoted. Columns are found by their header names, so the leading index column
 
 import csv
 import dataclasses
-import os
 from typing import List, Optional
 
 import numpy as np
@@ -129,7 +128,7 @@ def read_swag_examples(path, require_label=None):
 def swag_file(data_dir, split):
   """SWAG's own file names: train.csv, val.csv (dev), test.csv."""
   name = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}[split]
-  return os.path.join(data_dir, name)
+  return file_io.join(data_dir, name)
 
 
 def convert_example_to_choices(example, max_seq_length, tokenizer):

@@ -9,7 +9,6 @@ driver's global_step), dev_predictions.csv and, with do_predict, test_prediction
 (id, predicted ending, the four probabilities; the gold label when the file has one).
 """
 
-import os
 
 from absl import logging
 import numpy as np
@@ -21,6 +20,7 @@ from bert.swag import swag_data
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
+from bert.utils import file_io
 from bert.utils import script_utils
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
@@ -59,7 +59,7 @@ class SwagTask(finetune.Task):
 
   def read_data(self, config):
     del config
-    if not os.path.isdir(self.data_dir):
+    if not file_io.isdir(self.data_dir):
       raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
     options = self.options
     tokenizer = tokenization.FullTokenizer(options.vocab_file,
@@ -108,7 +108,7 @@ class SwagTask(finetune.Task):
         model, make_dataset(split.arrays, self.options.eval_batch_size, False),
         len(split.examples), what="dev")["logits"]
     labels = split.arrays["label_ids"]
-    swag_data.write_predictions(os.path.join(self.options.output_dir,
+    swag_data.write_predictions(file_io.join(self.options.output_dir,
                                              "dev_predictions.csv"), split.examples, logits)
     return {"eval_accuracy": metrics.accuracy(np.argmax(logits, -1), labels),
             "eval_loss": metrics.cross_entropy(logits, labels),
@@ -120,6 +120,6 @@ class SwagTask(finetune.Task):
     logits = evaluation.predict_in_order(
         model, make_dataset(split.arrays, self.options.predict_batch_size, False),
         len(split.examples), what="test")["logits"]
-    path = os.path.join(self.options.output_dir, "test_predictions.csv")
+    path = file_io.join(self.options.output_dir, "test_predictions.csv")
     swag_data.write_predictions(path, split.examples, logits)
     logging.info("Wrote %d test predictions to %s", len(split.examples), path)

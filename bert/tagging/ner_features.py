@@ -13,8 +13,6 @@ every setting that determines the activations (`cache_path`), so a changed flag 
 checkpoint computes a new file and runs that differ only in the BiLSTM share one.
 """
 
-import glob
-import os
 import time
 
 from absl import logging
@@ -25,6 +23,7 @@ import tensorflow as tf
 from bert import input_pipeline
 from bert.training import checkpoint_formats
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.
@@ -92,22 +91,21 @@ def checkpoint_identity(path):
   _, resolved = checkpoint_formats.resolve_checkpoint(path)
   # Real paths: the same checkpoint typed relative, with ../ or through a symlink is the
   # same identity (and shares the cache).
-  resolved = os.path.realpath(resolved)
-  files = [resolved] if os.path.isfile(resolved) else (
-      [resolved + ".index"] + sorted(glob.glob(glob.escape(resolved) + ".data-*")))
-  stats = [(f, os.path.getsize(f), os.stat(f).st_mtime_ns) for f in files]
+  resolved = file_io.realpath(resolved)
+  files = [resolved] if file_io.isfile(resolved) else (
+      [resolved + ".index"] + file_io.glob(file_io.glob_escape(resolved) + ".data-*"))
+  stats = [(f, file_io.getsize(f), file_io.mtime_ns(f)) for f in files]
   return repr((resolved, stats))
 
 
 def file_identity(path):
   """(real path, size, modification time) of a data file, for a fingerprint."""
-  stat = os.stat(path)
-  return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
+  return (file_io.realpath(path), file_io.getsize(path), file_io.mtime_ns(path))
 
 
 def cache_path(cache_dir, split_name, choice, fingerprint):
   """<cache_dir>/<split>-<feature_layers>-<fingerprint>.tfrecord"""
-  return os.path.join(cache_dir, f"{split_name}-{choice}-{fingerprint}.tfrecord")
+  return file_io.join(cache_dir, f"{split_name}-{choice}-{fingerprint}.tfrecord")
 
 
 def _record(values, labels, index):

@@ -23,7 +23,6 @@ cross-entropy per word scored.
 """
 
 import dataclasses
-import os
 from typing import Optional, Sequence
 
 from absl import logging
@@ -36,6 +35,7 @@ from bert.tagging import ner_features
 from bert.tagging import tagging_task
 from bert.training import checkpoints
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 
@@ -94,7 +94,7 @@ class NerTask(tagging_task.TaggingTask):
   def _cache_activations(self, config):
     """Feature mode: every split's frozen activations, written once to the cache."""
     settings, options = self.settings, self.options
-    cache_dir = settings.feature_cache_dir or os.path.join(options.output_dir,
+    cache_dir = settings.feature_cache_dir or file_io.join(options.output_dir,
                                                            "feature_cache")
     atomic_output.ensure_output_dir(cache_dir, "feature_cache_dir")
     # Seeded as the driver seeds the trained model: a random encoder (no checkpoint)
@@ -108,7 +108,7 @@ class NerTask(tagging_task.TaggingTask):
     for split in self.splits.values():
       split.cache = ner_features.cache_path(cache_dir, split.name, settings.feature_layers,
                                             self._fingerprint(split, config))
-      if os.path.exists(split.cache):
+      if file_io.exists(split.cache):
         logging.info("Using cached %s features: %s", split.name, split.cache)
         continue
       dataset = tagging_task.make_dataset(split.arrays, settings.feature_batch_size, False,
@@ -124,7 +124,7 @@ class NerTask(tagging_task.TaggingTask):
     return ner_data.settings_fingerprint(
         data=ner_features.file_identity(split.path),
         checkpoint=ner_features.checkpoint_identity(options.init_checkpoint),
-        config=config.to_dict(), vocab=os.path.realpath(options.vocab_file),
+        config=config.to_dict(), vocab=file_io.realpath(options.vocab_file),
         lower=options.do_lower_case, max_seq_length=options.max_seq_length,
         doc_stride=settings.doc_stride,
         limit=(options.max_train_examples, options.max_eval_examples),

@@ -23,13 +23,13 @@ column (tagging_task.py: part-of-speech tags, chunks) are built on it.
 
 import collections
 import dataclasses
-import os
 from typing import List, Optional
 
 import numpy as np
 
 from bert.tagging import conlleval
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,
@@ -81,7 +81,7 @@ def read_conll(path, tag_column=None):
   document_start = False
   num_columns = None
   tag_index = -1 if tag_column is None else tag_column - 1
-  name = os.path.basename(path)
+  name = file_io.basename(path)
 
   def flush():
     nonlocal words, labels, columns, document_start

@@ -26,7 +26,6 @@ that decodes it, so it counts exactly the words the accuracy counts.
 """
 
 import dataclasses
-import os
 from typing import Optional, Sequence
 
 from absl import logging
@@ -41,6 +40,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
@@ -132,7 +132,7 @@ class TaggingTask(finetune.Task):
   def read_data(self, config):
     del config
     settings = self.settings
-    if not os.path.isdir(settings.data_dir):
+    if not file_io.isdir(settings.data_dir):
       raise script_utils.UserError(f"--data_dir={settings.data_dir}: no such folder")
     if settings.doc_stride < 1:
       raise script_utils.UserError(f"--doc_stride={settings.doc_stride}: must be at least 1")
@@ -174,11 +174,11 @@ class TaggingTask(finetune.Task):
     given = {"train": settings.train_file, "dev": settings.dev_file,
              "test": settings.test_file}[split]
     if given:
-      path = given if os.path.exists(given) else os.path.join(settings.data_dir, given)
+      path = given if file_io.exists(given) else file_io.join(settings.data_dir, given)
       return script_utils.check_input_file(path, f"{split}_file")
     for name in DEFAULT_FILES[split]:
-      path = os.path.join(settings.data_dir, name)
-      if os.path.isfile(path):
+      path = file_io.join(settings.data_dir, name)
+      if file_io.isfile(path):
         return script_utils.check_input_file(path, "data_dir")
     raise script_utils.UserError(
         f"--data_dir={settings.data_dir}: no {split} file "
@@ -269,7 +269,7 @@ class TaggingTask(finetune.Task):
     if results is not None:
       results["global_step"] = global_step
       atomic_output.write_key_values(
-          os.path.join(self.options.output_dir, "test_results.txt"), results,
+          file_io.join(self.options.output_dir, "test_results.txt"), results,
           log=logging.info)
 
   def word_logits(self, model, split, batch_size, what):
@@ -291,7 +291,7 @@ class TaggingTask(finetune.Task):
     tags = tagging.split_by_sentence(split.examples,
                                      [self.label_list[int(i)] for i in predicted])
     out = self.options.output_dir
-    tagging.write_conll_predictions(os.path.join(out, f"{name}_predictions.txt"),
+    tagging.write_conll_predictions(file_io.join(out, f"{name}_predictions.txt"),
                                     split.examples, tags, split.scheme)
     if not split.labelled:
       logging.info("%s has no gold tags: wrote predictions only", split.path)
@@ -307,7 +307,7 @@ class TaggingTask(finetune.Task):
       return results
     scores = conlleval.evaluate_examples(split.examples, tags, split.scheme)
     report = conlleval.conlleval_report(scores)
-    report_file = os.path.join(out, f"{name}_conlleval.txt")
+    report_file = file_io.join(out, f"{name}_conlleval.txt")
     with script_utils.disk_full_names(report_file), atomic_output.atomic_open(
         report_file) as handle:
       handle.write(report)

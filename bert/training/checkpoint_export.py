@@ -30,6 +30,7 @@ from bert import tokenization
 from bert.training import checkpoint_formats
 from bert.training import checkpoints
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import script_utils
 
@@ -243,7 +244,7 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   tensors = {name: variables[name].numpy() for name in names}
   kernel, bias = tensors["output_weights"], tensors["output_bias"]  # [classes, H], [classes]
   log("The checkpoint holds %s", checkpoints.describe_head(head_info))
-  with tempfile.TemporaryDirectory() as scratch:
+  with tempfile.TemporaryDirectory() as scratch:  # a local scratch, not a user's path
     converted = os.path.join(scratch, "huggingface")
     hugging_face.write_hugging_face(converted, tensors, config, vocab_file, do_lower_case,
                                     head_info=head_info)
@@ -266,15 +267,20 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   with script_utils.disk_full_names(export_dir, "export_dir"):
     with output_lock.lock_export(export_dir), atomic_output.atomic_path(
         export_dir, overwrite=overwrite) as tmp:
-      classifier.save_to_preset(tmp)
-      metadata_file = os.path.join(tmp, "metadata.json")
-      with open(metadata_file, encoding="utf-8") as handle:
-        metadata = json.load(handle)
-      metadata.update({"finetuning_task": head_info.get("task"), "head": head,
-                       "labels": labels})
-      with open(metadata_file, "w", encoding="utf-8") as handle:
-        json.dump(metadata, handle, indent=4, ensure_ascii=False)
-        handle.write("\n")
+      # keras-hub writes local folders: the preset is made in a local scratch folder, then
+      # copied to the export's temporary (a URL's too).
+      with tempfile.TemporaryDirectory() as scratch:
+        preset = os.path.join(scratch, "preset")
+        classifier.save_to_preset(preset)
+        metadata_file = os.path.join(preset, "metadata.json")
+        with open(metadata_file, encoding="utf-8") as handle:
+          metadata = json.load(handle)
+        metadata.update({"finetuning_task": head_info.get("task"), "head": head,
+                         "labels": labels})
+        with open(metadata_file, "w", encoding="utf-8") as handle:
+          json.dump(metadata, handle, indent=4, ensure_ascii=False)
+          handle.write("\n")
+        file_io.copy_tree(preset, tmp)
   log("Wrote a keras-hub BertTextClassifier preset (%d classes, sequence_length %d)",
       int(bias.shape[0]), seq_length)
   return labels

@@ -15,10 +15,7 @@ Our own TF2 layout, and the choice of what a run starts from, are checkpoints.py
 """
 
 import contextlib
-import os
 import re
-import shutil
-import tempfile
 
 from absl import logging
 import numpy as np
@@ -26,6 +23,7 @@ import tensorflow as tf
 
 from bert import modeling
 from bert.utils import atomic_output
+from bert.utils import file_io
 from bert.utils import script_utils
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
@@ -35,9 +33,9 @@ GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
 
 def _safetensors_file(path):
-  if os.path.isdir(path):
-    candidate = os.path.join(path, "model.safetensors")
-    return candidate if os.path.isfile(candidate) else None
+  if file_io.isdir(path):
+    candidate = file_io.join(path, "model.safetensors")
+    return candidate if file_io.isfile(candidate) else None
   return path if path.endswith(".safetensors") else None
 
 
@@ -47,7 +45,7 @@ _CHECKPOINT_FILE_SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 def strip_file_suffix(path):
   """`.../bert_model.ckpt.index` (or .data-00000-of-00001, .meta) -> the prefix, noted."""
   prefix = _CHECKPOINT_FILE_SUFFIX.sub("", path)
-  if prefix != path and not os.path.isdir(path):
+  if prefix != path and not file_io.isdir(path):
     logging.info("Checkpoint %s: using its prefix %s", path, prefix)
     return prefix
   return path
@@ -72,22 +70,22 @@ def resolve_checkpoint(path):
   path = strip_file_suffix(str(path))
   st = _safetensors_file(path)
   if st:
-    if not os.path.isfile(st):
+    if not file_io.isfile(st):
       raise FileNotFoundError(2, "no such file", st)
     return HUGGING_FACE, st
   prefix = path
-  if os.path.isdir(path):
+  if file_io.isdir(path):
     _check_state_file(path)
     prefix = tf.train.latest_checkpoint(path)
     if prefix is None:
-      google = os.path.join(path, "bert_model.ckpt")
-      if os.path.exists(google + ".index"):
+      google = file_io.join(path, "bert_model.ckpt")
+      if file_io.exists(google + ".index"):
         prefix = google
       else:
         raise script_utils.UserError(
             f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
             "bert_model.ckpt.index or model.safetensors)")
-  if not tf.io.gfile.exists(prefix + ".index"):
+  if not file_io.exists(prefix + ".index"):
     raise script_utils.UserError(
         f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
         "prefix, e.g. .../bert_model.ckpt")
@@ -108,8 +106,8 @@ def resolve_checkpoint(path):
 def _check_state_file(directory):
   """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
   error saying which, before TensorFlow logs its own E line about it."""
-  state_file = os.path.join(directory, "checkpoint")
-  if not os.path.isfile(state_file):
+  state_file = file_io.join(directory, "checkpoint")
+  if not file_io.isfile(state_file):
     return
   try:
     state = tf.train.get_checkpoint_state(directory)
@@ -120,9 +118,9 @@ def _check_state_file(directory):
   # TensorFlow has already joined the directory onto a relative name (`run/ckpt-3` for
   # the directory `run`): joining it again would look in run/run/.
   prefix = named = state.model_checkpoint_path
-  if not tf.io.gfile.exists(prefix + ".index"):
+  if not file_io.exists(prefix + ".index"):
     raise script_utils.UserError(
-        f"{directory}: its 'checkpoint' file names {os.path.basename(named)}, which does "
+        f"{directory}: its 'checkpoint' file names {file_io.basename(named)}, which does "
         f"not exist ({prefix}.index is missing); restore the files, pass an existing "
         "ckpt-N prefix, or delete the 'checkpoint' file")
 
@@ -135,14 +133,14 @@ def _check_data_files(prefix):
     dtypes = reader.get_variable_to_dtype_map()
   needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
                if dtypes[name] != tf.string)
-  directory = os.path.dirname(prefix) or "."
-  base = os.path.basename(prefix)
-  shards = [os.path.join(directory, n) for n in tf.io.gfile.listdir(directory)
+  directory = file_io.dirname(prefix) or "."
+  base = file_io.basename(prefix)
+  shards = [file_io.join(directory, n) for n in file_io.listdir(directory)
             if n.startswith(base + ".data-")]
   if not shards:
     raise script_utils.UserError(f"{prefix}: the checkpoint has no .data file beside its "
                                  ".index; copy the whole checkpoint")
-  have = sum(tf.io.gfile.stat(f).length for f in shards)
+  have = sum(file_io.getsize(f) for f in shards)
   if have < needed:
     raise script_utils.UserError(
         f"{prefix}: the checkpoint is truncated ({have} bytes of data, its index needs at "
@@ -231,11 +229,12 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
         f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
         "the training diverged; lower --learning_rate and train again from the last good "
         "checkpoint")
-  directory, basename = os.path.split(os.path.abspath(prefix))
-  os.makedirs(directory, exist_ok=True)
+  directory, basename = file_io.split(file_io.abspath(prefix))
+  file_io.makedirs(directory)
   # Written into a temporary directory beside the target, then moved into place data
   # first and index last: a reader never sees an index pointing at missing data.
-  tmp_dir = tempfile.mkdtemp(prefix=f".{basename}.saving-", dir=directory)
+  tmp_dir = file_io.temporary_sibling(prefix, kind="saving")
+  file_io.makedirs(tmp_dir)
   try:
     graph = tf.Graph()
     with graph.as_default():
@@ -248,13 +247,13 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
       saver = tf.compat.v1.train.Saver(var_list=variables, max_to_keep=1)
       with tf.compat.v1.Session(graph=graph) as session:
         session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
-        saver.save(session, os.path.join(tmp_dir, basename), write_meta_graph=True,
+        saver.save(session, file_io.join(tmp_dir, basename), write_meta_graph=True,
                    write_state=False)
-    for name in sorted(os.listdir(tmp_dir), key=lambda n: n.endswith(".index")):
-      os.replace(os.path.join(tmp_dir, name), os.path.join(directory, name))
+    for name in sorted(file_io.listdir(tmp_dir), key=lambda n: n.endswith(".index")):
+      file_io.replace(file_io.join(tmp_dir, name), file_io.join(directory, name))
   finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-  with atomic_output.atomic_open(os.path.join(directory, "checkpoint")) as handle:
+    file_io.rmtree(tmp_dir)
+  with atomic_output.atomic_open(file_io.join(directory, "checkpoint")) as handle:
     handle.write(f'model_checkpoint_path: "{basename}"\n'
                  f'all_model_checkpoint_paths: "{basename}"\n')
   return prefix

@@ -25,9 +25,7 @@ training, and a one-line error when there is nothing trained to evaluate or pred
 import contextlib
 import errno
 import json
-import os
 import re
-import shutil
 
 from absl import logging
 import tensorflow as tf
@@ -36,6 +34,7 @@ from bert.export import hugging_face
 from bert import modeling
 from bert.training import checkpoint_formats
 from bert.training import loop as training_loop
+from bert.utils import file_io
 from bert.utils import script_utils
 
 
@@ -321,17 +320,17 @@ class RunCheckpoint:
     self._tracked = tracked
     self._checkpoint = tf.train.Checkpoint(**tracked)
     self._manager = None
-    self.write_dir = output_dir if self.chief else os.path.join(
+    self.write_dir = output_dir if self.chief else file_io.join(
         output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
 
   def latest(self):
     """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
     names missing files is an error, not a fresh start."""
     latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
-    state_file = os.path.join(self.output_dir or "", "checkpoint")
-    if latest is None and self.output_dir and tf.io.gfile.exists(state_file):
+    state_file = file_io.join(self.output_dir or "", "checkpoint")
+    if latest is None and self.output_dir and file_io.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
-      named = os.path.basename(state.model_checkpoint_path) if state else "?"
+      named = file_io.basename(state.model_checkpoint_path) if state else "?"
       raise script_utils.UserError(
           f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
           "does not exist; restore the files or delete the 'checkpoint' file")
@@ -345,14 +344,14 @@ class RunCheckpoint:
                       "be checked to be this task's model", prefix)
     elif saved != model_signature(self.model):
       raise script_utils.UserError(
-          f"--output_dir={self.output_dir} holds a checkpoint ({os.path.basename(prefix)})"
+          f"--output_dir={self.output_dir} holds a checkpoint ({file_io.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
           " the old checkpoints")
     other_head = _head_mismatch(head_info_of(prefix), self.head_info)
     if other_head:
       raise script_utils.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint "
-          f"({os.path.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
+          f"({file_io.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
           "that run as --init_checkpoint to start from its encoder only)")
     objects = {k: v for k, v in self._tracked.items()
                if k not in ("model_signature", "head_info")}
@@ -361,7 +360,7 @@ class RunCheckpoint:
     with checkpoint_formats.reading(prefix):
       try:
         _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
-                         f"checkpoint {os.path.basename(prefix)}")
+                         f"checkpoint {file_io.basename(prefix)}")
       except ValueError as exc:
         raise script_utils.UserError(f"{exc}; use a new --output_dir, or delete the old "
                                      "checkpoints") from None
@@ -384,7 +383,7 @@ class RunCheckpoint:
       raise script_utils.UserError(
           f"--output_dir={self.output_dir}: could not save ckpt-{step} "
           f"({_save_failure(exc)}); "
-          + (f"the last good checkpoint {os.path.basename(previous)} is kept: "
+          + (f"the last good checkpoint {file_io.basename(previous)} is kept: "
              "free space and rerun to resume" if previous else "nothing was saved")) from None
 
   def latest_saved(self):
@@ -394,18 +393,15 @@ class RunCheckpoint:
       return None
 
   def _remove_partial(self, step):
-    for name in tf.io.gfile.listdir(self.write_dir):
+    for name in file_io.listdir(self.write_dir):
       if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
                                               or name.startswith(f"ckpt-{step}.")):
-        path = os.path.join(self.write_dir, name)
-        if tf.io.gfile.isdir(path):
-          tf.io.gfile.rmtree(path)
-        else:
-          tf.io.gfile.remove(path)
+        path = file_io.join(self.write_dir, name)
+        file_io.remove_any(path)
 
   def cleanup(self):
     if not self.chief:
-      shutil.rmtree(self.write_dir, ignore_errors=True)
+      file_io.rmtree(self.write_dir)
 
 
 def _save_failure(exc):
@@ -430,7 +426,7 @@ def start_weights(state, init_checkpoint, for_training):
   """
   latest = state.latest()
   if latest:
-    logging.info("--output_dir holds %s: %s", os.path.basename(latest),
+    logging.info("--output_dir holds %s: %s", file_io.basename(latest),
                  "training resumes from it" if for_training else "evaluating it")
     return state.restore(latest, whole_state=for_training)
   if init_checkpoint:
@@ -453,8 +449,8 @@ def start_weights(state, init_checkpoint, for_training):
 def check_trained_weights_exist(output_dir, init_checkpoint):
   """For eval/predict without training: fails in one line when neither output_dir nor
   --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
-  if init_checkpoint or (output_dir and tf.io.gfile.exists(
-      os.path.join(output_dir, "checkpoint"))):
+  if init_checkpoint or (output_dir and file_io.exists(
+      file_io.join(output_dir, "checkpoint"))):
     return
   raise script_utils.UserError(
       f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "

@@ -63,7 +63,6 @@ after_training. It keeps its own task-specific settings (constructor arguments).
 """
 
 import math
-import os
 
 from absl import logging
 
@@ -239,8 +238,7 @@ def run(task, options):
       options.distribution_strategy, options.tpu_name, options.tpu_zone,
       options.gcp_project, options.num_gpus, options.num_tpu_cores,
       peer_timeout=options.multi_worker_timeout)
-  created = (not file_io.is_remote(options.output_dir)
-             and not os.path.isdir(options.output_dir))
+  created = not file_io.isdir(options.output_dir)
   atomic_output.ensure_output_dir(options.output_dir)
   # One run at a time in output_dir (two would both save ckpt-N there); each worker of a
   # multi-worker run holds its own lock there, and only the chief's removes an
@@ -338,7 +336,7 @@ class PeriodicEval:
     logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
                                    if isinstance(v, (int, float))))
     if self.chief:
-      loop.write_scalars(os.path.join(self.output_dir, "eval"), eval_tags(self.last),
+      loop.write_scalars(file_io.join(self.output_dir, "eval"), eval_tags(self.last),
                          step)
 
 
@@ -437,9 +435,9 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
     values["loss"] = values["eval_loss"]  # the original's Estimator wrote both
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
-  path = os.path.join(output_dir, "eval_results.txt")
+  path = file_io.join(output_dir, "eval_results.txt")
   with script_utils.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
-    loop.write_scalars(os.path.join(output_dir, "eval"), eval_tags(metrics),
+    loop.write_scalars(file_io.join(output_dir, "eval"), eval_tags(metrics),
                        global_step)

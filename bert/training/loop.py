@@ -58,7 +58,6 @@ What the loop does (original behaviour unless noted):
 import contextlib
 import dataclasses
 import math
-import os
 import re
 import signal
 import time
@@ -67,6 +66,7 @@ from absl import logging
 import tensorflow as tf
 
 from bert import optimization
+from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import script_utils
 
@@ -294,7 +294,7 @@ class TrainLogger:
     self.config = config
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = progress.Progress(config.num_train_steps, first_step)
-    self.logdir = os.path.join(output_dir, "train")
+    self.logdir = file_io.join(output_dir, "train")
     with script_utils.disk_full_names(self.logdir, atomic=False):
       self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
@@ -431,7 +431,7 @@ def _stop_on_bad_loss(loss, step, state):
   last = state.latest_saved()
   raise script_utils.UserError(
       f"the training loss is {loss} at step {step}: "
-      + (f"the last good checkpoint {os.path.basename(last)} is kept in "
+      + (f"the last good checkpoint {file_io.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
       + "; lower --learning_rate or check the data")
 
@@ -463,7 +463,7 @@ def _stop_on_lost_worker(exc, strategy, state, step):
   raise script_utils.UserError(
       f"the multi-worker run lost {lost} after step {step}{reason}"
       "; rerun every worker with the same command"
-      + (f": they resume from {os.path.basename(last)} in {state.output_dir}" if last
+      + (f": they resume from {file_io.basename(last)} in {state.output_dir}" if last
          else ": no checkpoint was saved yet, they start again")) from None
 
 
@@ -480,7 +480,7 @@ def _stop_on_non_finite_weights(state):
   raise script_utils.UserError(
       f"the weights are not finite at step {int(state.step.numpy())} ({len(bad)} "
       f"variable(s), {bad[0]} first): the training diverged; "
-      + (f"the last good checkpoint {os.path.basename(last)} is kept in "
+      + (f"the last good checkpoint {file_io.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
       + "; lower --learning_rate or check the data")
 

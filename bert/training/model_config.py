@@ -18,7 +18,7 @@ def load_bert_config(path):
   """
   script_utils.check_input_file(path, "bert_config_file")
   try:
-    with open(path, "r", encoding="utf-8") as handle:
+    with file_io.open(path, "r", encoding="utf-8") as handle:
       data = json.loads(file_io.without_byte_order_mark(handle.read()))
   except json.JSONDecodeError as exc:
     raise script_utils.UserError(

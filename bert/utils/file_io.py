@@ -1,26 +1,29 @@
-"""Remote paths, file reading and the input-error class; imports nothing of ours.
+"""Every file a command or the library reads or writes: a local path or a URL, one way.
 
-Imports nothing of ours, so every module (tokenization and modeling included) may import
-it. It holds what many modules would otherwise each write again:
+A user's path is either a local path (relative, `~`, symbolic links, as always) or a URL
+of any filesystem TensorFlow knows: `gs://bucket/...` (built into TensorFlow), `ram://`
+(TensorFlow's in-memory one), and `s3://`, `hdfs://` where a plugin registers them. The
+functions here take both and do the same thing with each: local paths go through the
+standard library, URLs through `tf.io.gfile`. A URL is never normalized as a local path
+(`os.path.normpath("gs://b/x")` is `gs:/b/x`, which no filesystem knows), and no other
+module calls `open`, `os.path` or `glob` on a user's path: they call these.
 
-  * `InputError`: a bad file, config or value given by the user. Ground modules, which
-    cannot import script_utils, raise it; `script_utils.UserError` is its subclass, and
-    `script_utils.report_user_errors` prints either as one line (exit status 2). Any
-    other exception is a bug in our code and keeps its traceback.
-  * `is_remote(path)`: gs://, s3://, hdfs://... paths (tf.io.gfile reads them).
-  * `read_bytes`, `open_binary`, `open_text`, `exists`, `isdir`, `glob`: local files
-    through the standard library, remote ones through tf.io.gfile.
-  * `not_utf8_message`: the one line for a file that is not valid UTF-8.
-  * `without_byte_order_mark`, `decode_text`: the one way every reader of a text file
-    drops the UTF-8 byte-order mark that Windows editors put at the start of a file.
-
-TensorFlow is imported only when a remote path is used (`gfile()`): the pure-Python
-tokenizer and the scripts' flag checks must not pay seconds for it.
+It also holds `InputError` (a bad file, config or value from the user: one line, exit
+status 2) and the UTF-8 helpers every text reader shares. TensorFlow is imported only
+when a URL is used: the pure-Python tokenizer and the commands' flag checks must not pay
+seconds for it. The TensorFlow-free LiteRT predictor reads local paths only
+(`refuse_url`).
 """
 
+import builtins
 import glob as _glob
 import io
 import os
+import posixpath
+import re
+import uuid
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
 class InputError(ValueError):
@@ -32,42 +35,449 @@ class InputError(ValueError):
   """
 
 
-def is_remote(path):
-  """True for a path on a remote file system (gs://bucket/..., s3://..., hdfs://...)."""
-  return "://" in str(path)
+# --------------------------------------------------------------------------- names
+
+
+def is_url(path):
+  """True for a URL (`gs://bucket/x`, `ram://x`, `s3://...`): read through tf.io.gfile."""
+  return bool(_URL.match(str(path)))
+
+
+is_remote = is_url  # the older name, kept for callers outside this package
+
+
+def scheme(path):
+  """'gs' for gs://bucket/x; '' for a local path."""
+  match = _URL.match(str(path))
+  return match.group(1).lower() if match else ""
+
+
+def _parts(url):
+  """('gs://', 'bucket/a/b') for gs://bucket/a/b."""
+  match = _URL.match(url)
+  return url[:match.end()], url[match.end():]
+
+
+def expand(path):
+  """A user's path as given, with `~` expanded on local paths (a URL is left alone)."""
+  path = str(path)
+  return path if is_url(path) else os.path.expanduser(path)
+
+
+def join(path, *parts):
+  """os.path.join, for a URL too (`/` separated, its `//` kept)."""
+  path = str(path)
+  if is_url(path):
+    return posixpath.join(path, *parts)
+  return os.path.join(path, *parts)
+
+
+def split(path):
+  """(dirname, basename); for gs://b/x/y that is (gs://b/x, y), never a collapsed `gs:/`."""
+  path = str(path)
+  if not is_url(path):
+    return os.path.split(path)
+  head, rest = _parts(path)
+  rest = rest.rstrip("/")
+  directory, name = posixpath.split(rest)
+  return head + directory, name
+
+
+def dirname(path):
+  return split(path)[0]
+
+
+def basename(path):
+  return split(path)[1]
+
+
+def normpath(path):
+  """os.path.normpath; on a URL only the part after `scheme://` is normalized."""
+  path = str(path)
+  if not is_url(path):
+    return os.path.normpath(path)
+  head, rest = _parts(path)
+  return head + (posixpath.normpath(rest) if rest else "")
+
+
+def abspath(path):
+  """An absolute local path (`~` expanded); a URL is absolute already (trailing `/` off)."""
+  path = str(path)
+  if is_url(path):
+    return normpath(path)
+  return os.path.abspath(os.path.expanduser(path))
+
+
+def realpath(path):
+  """Symbolic links resolved on a local path; a URL as it is (object stores have none)."""
+  return normpath(path) if is_url(path) else os.path.realpath(os.path.expanduser(path))
+
+
+def has_magic(pattern):
+  return _glob.has_magic(str(pattern))
+
+
+def temporary_sibling(path, kind="tmp"):
+  """`.NAME.tmp-XXXXXXXX` beside `path`: where a writer puts an output before it is whole."""
+  directory, name = split(normpath(path))
+  return join(directory, f".{name}.{kind}-{uuid.uuid4().hex[:8]}")
+
+
+# --------------------------------------------------------------------------- TensorFlow's filesystems
 
 
 def gfile():
-  """tf.io.gfile, imported on first use.
-
-  The one import inside a function of this module, on purpose: this module is imported
-  by the TensorFlow-free tokenizer and by every script before its flags are checked, and
-  only a remote path needs TensorFlow.
-  """
+  """tf.io.gfile, imported on first use (only a URL needs TensorFlow)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   return tf.io.gfile
 
 
+def _tf_errors():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf.errors
+
+
+def url_error(path, exc):
+  """The one line for a failed operation on a URL, from TensorFlow's exception."""
+  errors = _tf_errors()
+  text = " ".join(str(getattr(exc, "message", "") or exc).split())
+  if isinstance(exc, errors.UnimplementedError) and "scheme" in text:
+    return (f"{path}: no filesystem knows the scheme '{scheme(path)}://' (TensorFlow "
+            "has gs:// and ram:// built in; s3:// and hdfs:// need a plugin such as "
+            "tensorflow-io imported first)")
+  if isinstance(exc, errors.PermissionDeniedError):
+    return f"{path}: permission denied ({text[:200]}); check the bucket's permissions"
+  if isinstance(exc, errors.NotFoundError):
+    return f"{path}: not found ({text[:200]}); check that the bucket exists"
+  return f"{path}: {text[:240]}"
+
+
+class _UrlErrors:
+  """A context manager turning TensorFlow's filesystem errors on `path` into InputError."""
+
+  def __init__(self, path):
+    self.path = path
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc, tb):
+    if exc is None or not is_url(self.path):
+      return False
+    errors = _tf_errors()
+    if isinstance(exc, (errors.UnimplementedError, errors.PermissionDeniedError,
+                        errors.NotFoundError, errors.FailedPreconditionError,
+                        errors.InvalidArgumentError, errors.AbortedError,
+                        errors.UnavailableError, errors.DeadlineExceededError)):
+      raise InputError(url_error(self.path, exc)) from None
+    return False
+
+
+def url_errors(path):
+  """`with url_errors(path): ...`: a filesystem error on a URL is one line naming it."""
+  return _UrlErrors(path)
+
+
+# --------------------------------------------------------------------------- questions
+
+
 def exists(path):
-  return gfile().exists(path) if is_remote(path) else os.path.exists(path)
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      return gfile().exists(path)
+  return os.path.exists(path)
 
 
 def isdir(path):
-  return gfile().isdir(path) if is_remote(path) else os.path.isdir(path)
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      return gfile().isdir(path)
+  return os.path.isdir(path)
+
+
+def isfile(path):
+  path = str(path)
+  if is_url(path):
+    return exists(path) and not isdir(path)
+  return os.path.isfile(path)
+
+
+def islink(path):
+  """A local symbolic link (URLs have none)."""
+  return not is_url(path) and os.path.islink(path)
+
+
+def getsize(path):
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      return gfile().stat(path).length
+  return os.path.getsize(path)
+
+
+def mtime_ns(path):
+  """The file's modification time in nanoseconds (0 where a filesystem keeps none)."""
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      return gfile().stat(path).mtime_nsec
+  return os.stat(path).st_mtime_ns
+
+
+def readable(path):
+  """False for a local file the user may not read; a URL is checked when it is read."""
+  return is_url(path) or os.access(path, os.R_OK)
+
+
+def writable_dir(path):
+  """False for a local folder the user may not write in; a URL is checked by writing."""
+  return is_url(path) or os.access(path, os.W_OK | os.X_OK)
+
+
+def listdir(path):
+  """The names in a folder (no trailing `/` on a URL's subfolders), unsorted."""
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      if scheme(path) == "ram":
+        return _ram_listdir(path)
+      return [name.rstrip("/") for name in gfile().listdir(path)]
+  return os.listdir(path)
+
+
+def _ram_listdir(path):
+  # TensorFlow's ram:// lists by name prefix, wrongly: beside eval_results.txt the
+  # folder `eval` is left out of its parent's list, and `eval` lists `_results.txt`.
+  # Its glob is right, one level at a time: the names are the first parts of each
+  # level's matches.
+  base = path.rstrip("/")
+  names = set()
+  pattern = base
+  for _ in range(64):
+    pattern += "/*"
+    matches = gfile().glob(pattern)
+    if not matches:
+      break
+    names.update(m[len(base) + 1:].split("/", 1)[0] for m in matches)
+  return sorted(names)
 
 
 def glob(pattern):
-  """Sorted paths matching `pattern` (remote patterns through tf.io.gfile)."""
-  if is_remote(pattern):
-    return sorted(gfile().glob(pattern))
+  """Sorted paths matching `pattern`."""
+  pattern = str(pattern)
+  if is_url(pattern):
+    with url_errors(pattern):
+      return sorted(gfile().glob(pattern))
   return sorted(_glob.glob(pattern))
 
 
+def glob_escape(path):
+  """`path` with its glob characters quoted (a URL's too)."""
+  return _glob.escape(str(path))
+
+
+def walk_files(path):
+  """Every file under the folder `path`, as paths relative to it, sorted."""
+  path = str(path)
+  found = []
+  if is_url(path):
+    for name in listdir(path):
+      if isdir(join(path, name)):
+        found += [posixpath.join(name, n) for n in walk_files(join(path, name))]
+      else:
+        found.append(name)
+  else:
+    for directory, _, names in os.walk(path):
+      relative = os.path.relpath(directory, path)
+      found += [n if relative == os.curdir else os.path.join(relative, n) for n in names]
+  return sorted(found)
+
+
+# --------------------------------------------------------------------------- changes
+
+
+def makedirs(path):
+  """Creates the folder and its parents (fine if it is there)."""
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      gfile().makedirs(path)
+  else:
+    os.makedirs(path, exist_ok=True)
+
+
+def remove(path):
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      gfile().remove(path)
+  else:
+    os.remove(path)
+
+
+def rmtree(path):
+  """Removes a folder and everything under it (quietly if it is not there)."""
+  path = str(path)
+  if is_url(path):
+    with url_errors(path):
+      if gfile().exists(path):
+        gfile().rmtree(path)
+  else:
+    import shutil  # pylint: disable=g-import-not-at-top
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_any(path):
+  """Removes a file or a folder, whichever `path` is (quietly if it is not there)."""
+  if islink(path) or (exists(path) and not isdir(path)):
+    remove(path)
+  elif exists(path):
+    rmtree(path)
+
+
+def rmdir_if_empty(path):
+  """Removes the folder `path` if it holds nothing (quietly otherwise)."""
+  try:
+    if is_url(path):
+      if isdir(path) and not listdir(path):
+        gfile().rmtree(path)
+    else:
+      os.rmdir(path)
+  except (OSError, InputError):
+    pass
+  except Exception as exc:  # pylint: disable=broad-except
+    if not isinstance(exc, _tf_errors().OpError):
+      raise
+
+
+def replace(src, dst):
+  """Moves the file or folder `src` to `dst`, replacing a file there (os.replace).
+
+  On a local disk and on ram:// this is a rename: `dst` appears whole at once. GCS has
+  no rename: TensorFlow copies each object, then deletes it, so a folder appears object
+  by object there; `move_folder` orders the objects so that a folder's defining file
+  comes last.
+  """
+  src, dst = str(src), str(dst)
+  if not is_url(dst):
+    os.replace(src, dst)
+    return
+  with url_errors(dst):
+    if gfile().isdir(src):
+      move_folder(src, dst)
+    else:
+      gfile().rename(src, dst, overwrite=True)
+
+
+# The files that make a folder what it is (a SavedModel, a checkpoint, an export): moved
+# last, so that a reader that finds them finds everything else already in place.
+_DEFINING = re.compile(r"(^|/)(saved_model\.pb|fingerprint\.pb|checkpoint|[^/]*\.index|"
+                       r"model\.json|config\.json|metadata\.json)$")
+
+
+def move_folder(src, dst):
+  """Moves folder `src` (a URL) to `dst` file by file, defining files last (see replace)."""
+  g = gfile()
+  names = walk_files(src)
+  names.sort(key=lambda n: (bool(_DEFINING.search(n)), n.endswith(".index"), n))
+  g.makedirs(dst)
+  for name in names:
+    target = posixpath.join(dst, name)
+    g.makedirs(posixpath.dirname(target))
+    g.rename(posixpath.join(src, name), target, overwrite=True)
+  if g.exists(src):
+    g.rmtree(src)
+
+
+def copy_tree(src, dst):
+  """Copies every file under folder `src` into folder `dst` (either may be a URL)."""
+  for name in walk_files(src):
+    target = join(dst, name)
+    makedirs(dirname(target))
+    copy(join(src, name), target)
+
+
+def copy(src, dst, overwrite=True):
+  src, dst = str(src), str(dst)
+  if not is_url(src) and not is_url(dst):
+    import shutil  # pylint: disable=g-import-not-at-top
+    if not overwrite and os.path.exists(dst):
+      raise FileExistsError(dst)
+    shutil.copyfile(src, dst)
+    return
+  with url_errors(dst):
+    gfile().copy(src, dst, overwrite=overwrite)
+
+
+# --------------------------------------------------------------------------- reading and writing
+
+
+class _GFileRaw(io.RawIOBase):
+  """A tf.io.gfile.GFile as a raw binary stream, so that io's buffering and text layers
+  give a URL exactly the semantics that `open` gives a local file."""
+
+  def __init__(self, path, mode):
+    super().__init__()
+    self._mode = mode
+    self._handle = gfile().GFile(path, mode.replace("b", "") + "b")
+
+  def readable(self):
+    return "r" in self._mode
+
+  def writable(self):
+    return "w" in self._mode or "a" in self._mode
+
+  def seekable(self):
+    return "r" in self._mode
+
+  def seek(self, offset, whence=io.SEEK_SET):
+    self._handle.seek(offset, whence)
+    return self._handle.tell()
+
+  def tell(self):
+    return self._handle.tell()
+
+  def readinto(self, buffer):
+    data = self._handle.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def write(self, data):
+    self._handle.write(bytes(data))
+    return len(data)
+
+  def close(self):
+    if not self.closed:
+      self._handle.close()
+    super().close()
+
+
+def open(path, mode="r", encoding="utf-8", errors=None, newline=None):  # pylint: disable=redefined-builtin
+  """builtins.open for a local path or a URL, with the same modes and text semantics.
+
+  Text mode defaults to UTF-8 (the original's files are UTF-8 everywhere).
+  """
+  path = str(path)
+  if not is_url(path):
+    if "b" in mode:
+      return builtins.open(path, mode)
+    return builtins.open(path, mode, encoding=encoding, errors=errors, newline=newline)
+  with url_errors(path):
+    if "w" in mode and scheme(path) == "ram" and gfile().exists(path):
+      gfile().remove(path)  # ram:// writes over a file's start without truncating it
+    raw = _GFileRaw(path, mode)
+  buffered = (io.BufferedReader(raw, 1 << 20) if "r" in mode
+              else io.BufferedWriter(raw, 1 << 20))
+  if "b" in mode:
+    return buffered
+  return io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline=newline)
+
+
 def open_binary(path, mode="rb"):
-  """open(path, mode) for a local path, tf.io.gfile.GFile for a remote one."""
-  if is_remote(path):
-    return gfile().GFile(path, mode)
-  return open(path, mode)  # pylint: disable=unspecified-encoding
+  """open(path, mode) in binary, for a local path or a URL."""
+  return open(path, mode if "b" in mode else mode + "b")
 
 
 def read_bytes(path, label="", missing_hint="", expected="a file"):
@@ -83,6 +493,12 @@ def read_bytes(path, label="", missing_hint="", expected="a file"):
     raise InputError(f"{label}{path}: is a directory, expected {expected}")
   with open_binary(path) as handle:
     return handle.read()
+
+
+def write_bytes(path, data):
+  """Writes `data` to `path` (not atomically: see atomic_output for outputs)."""
+  with open_binary(path, "wb") as handle:
+    handle.write(data)
 
 
 def not_utf8_message(path, exc=None, data=None, line=None):
@@ -149,13 +565,23 @@ class _TextLines:
 
 
 def open_text(path):
-  """The lines of a UTF-8 text file, local or remote, without a leading byte-order mark
+  """The lines of a UTF-8 text file, local or a URL, without a leading byte-order mark
   (universal newlines off, as csv wants); decoding errors are raised as they are met."""
-  if is_remote(path):
-    return _TextLines(io.StringIO(read_bytes(path).decode("utf-8"), newline=""))
   return _TextLines(open(path, encoding="utf-8", newline=""))
 
 
 def local_size(path):
-  """Size in bytes of a local file; 0 for a remote one (progress shares only)."""
-  return 0 if is_remote(path) else os.path.getsize(path)
+  """Size in bytes of a file (progress shares only); 0 where it cannot be known."""
+  try:
+    return getsize(path)
+  except (OSError, InputError):
+    return 0
+
+
+def refuse_url(path, flag_name, what):
+  """For the TensorFlow-free predictor, which reads and writes local paths only."""
+  if path and is_url(path):
+    raise InputError(
+        f"--{flag_name}={path}: {what} reads and writes local paths only (it runs without "
+        "TensorFlow, whose filesystems read URLs); copy the files to a local folder first "
+        "(for gs://: gcloud storage cp -r), or use the TensorFlow commands, which take URLs")

@@ -2,13 +2,21 @@
 
 A second run given the same output is refused in one line naming the
 holder's pid and command line (read from /proc when the lock file is empty).
+On a local disk the lock is the kernel's (`flock`); on a URL (an object store, which
+has no lock) it is an object naming its holder and kept fresh by a heartbeat
+(`ObjectLock`).
 """
 
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import re
+import socket
+import threading
+import time
+import uuid
 
 from absl import logging
 
@@ -42,17 +50,33 @@ class OutputLock:
     self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
     self.wait = wait  # wait for the holder to finish instead of refusing
     if is_file:
-      directory, name = os.path.split(os.path.abspath(path))
-      self.lock_path = os.path.join(directory, f".{name}.lock")
+      directory, name = file_io.split(file_io.abspath(path))
+      self.lock_path = file_io.join(directory, f".{name}.lock")
       self.directory, self.name = directory, name
     else:
-      self.lock_path = os.path.join(path, lock_name or LOCK_FILE + suffix)
+      self.lock_path = file_io.join(path, lock_name or LOCK_FILE + suffix)
       self.directory, self.name = path, None
     self.fd = None
 
+  def _where(self):
+    return f"--{self.flag_name}={self.path}" if self.flag_name else self.path
+
+  def _refusal(self, pid, command, host=""):
+    on = f" on {host}" if host else ""
+    return script_utils.UserError(
+        f"{self._where()} is in use by another run (pid {pid}{on}"
+        + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "")
+        + "); wait for it to finish or stop it, or use another "
+        + ("output file" if self.is_file else "directory"))
+
+  def _clean(self):
+    removed = (atomic_output.remove_stale_temporaries(self.directory, self.name)
+               if self.clean else [])
+    if removed:
+      logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
+                   len(removed), self.directory, ", ".join(removed[:5]))
+
   def acquire(self):
-    if file_io.is_remote(self.path):
-      return self
     while True:
       try:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -82,10 +106,7 @@ class OutputLock:
             raise
         else:
           os.close(fd)
-          raise script_utils.UserError(
-              f"{where} is in use by another run (pid {pid}"
-              + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "") + "); wait for it to finish or "
-              f"stop it, or use another {'output file' if self.is_file else 'directory'}")
+          raise self._refusal(pid, command)
       except OSError:
         os.close(fd)
         raise
@@ -104,11 +125,7 @@ class OutputLock:
       os.ftruncate(fd, 0)
       os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
     self.fd = fd
-    removed = (atomic_output.remove_stale_temporaries(self.directory, self.name)
-               if self.clean else [])
-    if removed:
-      logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
-                   len(removed), self.directory, ", ".join(removed[:5]))
+    self._clean()
     return self
 
   def release(self):
@@ -126,9 +143,126 @@ class OutputLock:
     self.release()
 
 
+class ObjectLock(OutputLock):
+  """The same lock on a URL: an object store has no flock, so the lock is an object.
+
+  The object (JSON: a token of this run, its pid, host and command line, and the time of
+  its last heartbeat) is taken by check-then-verify: read it; if another live run holds
+  it, refuse (or wait); else write ours, wait `SETTLE_S`, and read it back; it is ours
+  if our token is still there (of two runs starting together, the later write wins and
+  the earlier run sees that). A thread rewrites it every `HEARTBEAT_S`. A holder is gone
+  when its heartbeat is older than `STALE_S`, or at once when it ran on this host and
+  its pid is dead (a kill -9 then blocks nothing). This is weaker than flock: two runs
+  whose writes take longer than SETTLE_S apart can both believe they hold it, and a run
+  stalled for STALE_S loses it. docs/cloud.md says so.
+  """
+
+  SETTLE_S = 1.0
+  HEARTBEAT_S = 10.0
+  STALE_S = 60.0
+
+  def __init__(self, *args, **kwargs):
+    super().__init__(*args, **kwargs)
+    self.token = uuid.uuid4().hex
+    self._stop = threading.Event()
+    self._thread = None
+    self._held = False
+
+  def _record(self):
+    return json.dumps({"token": self.token, "pid": os.getpid(), "host": socket.gethostname(),
+                       "command": _process_command(os.getpid()), "time": time.time()})
+
+  def _holder(self):
+    try:
+      with file_io.open(self.lock_path) as handle:
+        return json.loads(handle.read())
+    except (OSError, ValueError, file_io.InputError):
+      return None
+    except Exception as exc:  # pylint: disable=broad-except
+      if type(exc).__module__.startswith("tensorflow"):  # not found meanwhile
+        return None
+      raise
+
+  def _alive(self, holder):
+    if time.time() - float(holder.get("time", 0)) > self.STALE_S:
+      return False
+    if holder.get("host") == socket.gethostname() and holder.get("pid") != os.getpid():
+      try:
+        os.kill(int(holder["pid"]), 0)
+      except ProcessLookupError:
+        return False
+      except (OSError, ValueError, TypeError):
+        pass
+    return True
+
+  def _write(self):
+    file_io.write_bytes(self.lock_path, self._record().encode("utf-8"))
+
+  def acquire(self):
+    settle = 0.0 if file_io.scheme(self.lock_path) == "ram" else self.SETTLE_S
+    if file_io.isdir(self.lock_path):
+      raise script_utils.UserError(
+          f"{self._where()}: its run lock {self.lock_path} is a directory, not a lock file; "
+          "remove that directory (no run needs it) and rerun")
+    waited = False
+    while True:
+      holder = self._holder()
+      if holder and holder.get("token") != self.token and self._alive(holder):
+        if not self.wait:
+          raise self._refusal(holder.get("pid", "?"), holder.get("command", ""),
+                              holder.get("host", ""))
+        if not waited:
+          logging.info("Waiting for pid %s on %s to finish writing %s", holder.get("pid"),
+                       holder.get("host"), self._where())
+          waited = True
+        time.sleep(1.0)
+        continue
+      try:
+        self._write()
+      except file_io.InputError as exc:
+        raise script_utils.UserError(f"{self._where()}: cannot write its run lock: {exc}") from None
+      time.sleep(settle)
+      holder = self._holder()
+      if holder and holder.get("token") == self.token:
+        break
+    self._held = True
+    self._stop.clear()
+    self._thread = threading.Thread(target=self._heartbeat, daemon=True,
+                                    name="bert-object-lock")
+    self._thread.start()
+    self._clean()
+    return self
+
+  def _heartbeat(self):
+    while not self._stop.wait(self.HEARTBEAT_S):
+      holder = self._holder()
+      if holder is None or holder.get("token") != self.token:
+        logging.warning("The run lock %s was taken by another run", self.lock_path)
+        return
+      with contextlib.suppress(Exception):
+        self._write()
+
+  def release(self):
+    if not self._held:
+      return
+    self._stop.set()
+    if self._thread is not None:
+      self._thread.join()
+    holder = self._holder()
+    if holder and holder.get("token") == self.token:
+      with contextlib.suppress(Exception):
+        file_io.remove(self.lock_path)
+    self._held = False
+
+
+def _lock(path, *args, **kwargs):
+  cls = ObjectLock if file_io.is_url(path) else OutputLock
+  return cls(path, *args, **kwargs)
+
+
 def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
   """`with lock_output(options.output_dir): ...` (see OutputLock)."""
-  return OutputLock(path, flag_name, is_file, suffix, clean)
+  return _lock(path, flag_name, is_file, suffix, clean)
 
 
 # What an export of TF Serving's layout writes in export_dir/ids and export_dir/text
@@ -155,22 +289,23 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
   Only names of that exact form are removed, never a user's file.
   """
   if version:
-    if not file_io.is_remote(export_dir):
-      try:
-        os.makedirs(export_dir, exist_ok=True)
-      except OSError as exc:
-        raise script_utils.UserError(
-            f"--{flag_name}={export_dir}: cannot create it ({exc.strerror})") from None
-    lock = OutputLock(export_dir, flag_name, clean=False, wait=True, lock_name=EXPORT_LOCK)
+    try:
+      file_io.makedirs(export_dir)
+    except OSError as exc:
+      raise script_utils.UserError(
+          f"--{flag_name}={export_dir}: cannot create it ({exc.strerror})") from None
+    except file_io.InputError as exc:
+      raise script_utils.UserError(f"--{flag_name}={export_dir}: cannot create it: {exc}") from None
+    lock = _lock(export_dir, flag_name, clean=False, wait=True, lock_name=EXPORT_LOCK)
   else:
-    lock = OutputLock(export_dir, flag_name, is_file=True, wait=True)
+    lock = _lock(export_dir, flag_name, is_file=True, wait=True)
   with lock:
-    if version and not file_io.is_remote(export_dir):
+    if version:
       removed = []
       for kind in VERSIONED_KINDS:
-        base = os.path.join(export_dir, kind)
-        if os.path.isdir(base):
-          removed += [os.path.join(kind, n) for n in atomic_output.remove_stale_temporaries(
+        base = file_io.join(export_dir, kind)
+        if file_io.isdir(base):
+          removed += [file_io.join(kind, n) for n in atomic_output.remove_stale_temporaries(
               base, pattern=_VERSION_TEMPORARY)]
       if removed:
         logging.info("Removed %d temporary folder(s) an interrupted earlier export left in "

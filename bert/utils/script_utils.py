@@ -18,7 +18,6 @@ tfrecord_framing.py (checking a TFRecord file's framing up front).
 
 import contextlib
 import errno
-import glob as _glob
 import json
 import os
 import re
@@ -177,21 +176,19 @@ def check_input_file(path, flag_name, allow_empty=False):
   """Fails with a one-line UserError unless `path` is a readable, non-empty file."""
   if not path:
     raise UserError(f"--{flag_name} is required")
-  if file_io.is_remote(path):
-    gfile = file_io.gfile()
-    if not gfile.exists(path):
+  try:
+    if not file_io.exists(path):
       raise UserError(f"--{flag_name}={path}: no such file")
-    if gfile.isdir(path):
+    if file_io.isdir(path):
       raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
-    return path
-  if not os.path.exists(path):
-    raise UserError(f"--{flag_name}={path}: no such file")
-  if os.path.isdir(path):
-    raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
-  if not os.access(path, os.R_OK):
-    raise UserError(f"--{flag_name}={path}: not readable (check its permissions)")
-  if not allow_empty and os.path.getsize(path) == 0:
-    raise UserError(f"--{flag_name}={path}: the file is empty")
+    if not file_io.readable(path):
+      raise UserError(f"--{flag_name}={path}: not readable (check its permissions)")
+    if not allow_empty and file_io.getsize(path) == 0:
+      raise UserError(f"--{flag_name}={path}: the file is empty")
+  except file_io.InputError as exc:
+    if isinstance(exc, UserError):
+      raise
+    raise UserError(f"--{flag_name}={exc}") from None
   return path
 
 
@@ -199,18 +196,22 @@ def expand_file_patterns(patterns, flag_name):
   """Comma-separated files and globs -> sorted unique list; fails if nothing matches."""
   files = []
   for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
-    if file_io.is_remote(pattern):
-      matched = file_io.gfile().glob(pattern)
-    else:
-      matched = sorted(_glob.glob(pattern)) if _glob.has_magic(pattern) else (
-          [pattern] if os.path.exists(pattern) else [])
-    if not matched:
-      raise UserError(f"--{flag_name}: no file matches {pattern!r}")
-    for path in matched:
-      if not file_io.is_remote(path) and os.path.isdir(path):
-        raise UserError(f"--{flag_name}: {path} is a directory, expected files")
-      if path not in files:
-        files.append(path)
+    try:
+      if file_io.has_magic(pattern):
+        matched = file_io.glob(pattern)
+      else:
+        matched = [pattern] if file_io.exists(pattern) else []
+      if not matched:
+        raise UserError(f"--{flag_name}: no file matches {pattern!r}")
+      for path in matched:
+        if file_io.isdir(path):
+          raise UserError(f"--{flag_name}: {path} is a directory, expected files")
+        if path not in files:
+          files.append(path)
+    except file_io.InputError as exc:
+      if isinstance(exc, UserError):
+        raise
+      raise UserError(f"--{flag_name}={exc}") from None
   if not files:
     raise UserError(f"--{flag_name} is required (comma-separated files or globs)")
   return files
@@ -223,8 +224,7 @@ def read_text_lines(path, encoding_errors="strict"):
   `encoding_errors="skip"`, where the line is skipped (and counted by the caller
   through the `skipped` attribute of the returned generator's owner, if any).
   """
-  opener = file_io.gfile().GFile if file_io.is_remote(path) else open
-  with opener(path, "rb") as handle:
+  with file_io.open_binary(path) as handle:
     for number, raw in enumerate(handle, start=1):
       try:
         line = raw.decode("utf-8")

@@ -4,7 +4,6 @@ input_pipeline checks every input TFRecord file with `check_tfrecord_framing`
 before training starts, so a file cut short fails now, naming the file and record.
 """
 
-import os
 import struct
 
 from bert.utils import file_io
@@ -40,14 +39,12 @@ def check_tfrecord_framing(path, flag_name="input_file"):
   in docs/benchmarks.md); a file cut short (an interrupted copy or write) or one that is
   not a TFRecord file fails now, with a UserError naming the file and record,
   instead of hours later deep inside a training step. Data checksums are not verified
-  here (TensorFlow does it while reading). Remote paths are not walked (returns None).
+  here (TensorFlow does it while reading). A URL is walked the same way.
   """
-  if file_io.is_remote(path):
-    return None
-  size = os.path.getsize(path)
+  size = file_io.getsize(path)
   offset = index = 0
   good_headers = set()  # records of one file mostly share a few lengths: check each once
-  with open(path, "rb") as handle:
+  with file_io.open_binary(path) as handle:
     while offset < size:
       header = handle.read(12)
       if len(header) < 12:
