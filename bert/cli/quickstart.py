@@ -63,6 +63,12 @@ def main(_):
                           FLAGS.finetune_epochs)
     check_flags(options)  # before any step writes a file
     out = file_io.abspath(FLAGS.output_dir)
+    if file_io.scheme(out) == "ram":
+      # Each step is a process of its own, and ram:// lives inside one process.
+      raise script_utils.UserError(
+          f"--output_dir={FLAGS.output_dir}: ram:// is memory of one process, and each "
+          "step of the quickstart is a process of its own; use a local folder or a bucket "
+          "(gs://...)")
     atomic_output.ensure_output_dir(out)
     with output_lock.lock_output(out):
       run_demo(out, started, options)

@@ -51,6 +51,20 @@ def strip_file_suffix(path):
   return path
 
 
+def checkpoint_reader(prefix):
+  """TensorFlow's reader of the checkpoint `prefix` (local or a URL).
+
+  tf.train.load_checkpoint first asks whether `prefix` is a folder, which ram:// answers
+  yes for any prefix of a file name (bert_model.ckpt beside bert_model.ckpt.index): the
+  reader is opened on the prefix itself."""
+  return tf.compat.v1.train.NewCheckpointReader(prefix)
+
+
+def checkpoint_variables(prefix):
+  """{name: shape} of the checkpoint `prefix`, as checkpoint_variables(prefix)."""
+  return dict(checkpoint_reader(prefix).get_variable_to_shape_map())
+
+
 @contextlib.contextmanager
 def reading(prefix):
   """Turns the errors of a truncated or corrupt checkpoint file into one line."""
@@ -90,7 +104,7 @@ def resolve_checkpoint(path):
         f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
         "prefix, e.g. .../bert_model.ckpt")
   try:
-    names = dict(tf.train.list_variables(prefix))
+    names = checkpoint_variables(prefix)
   except (tf.errors.OpError, ValueError) as exc:
     raise script_utils.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
   _check_data_files(prefix)
@@ -128,7 +142,7 @@ def _check_state_file(directory):
 def _check_data_files(prefix):
   """Fails when a .data shard is missing or shorter than the index says (a cut copy)."""
   with reading(prefix):
-    reader = tf.train.load_checkpoint(prefix)
+    reader = checkpoint_reader(prefix)
     shapes = reader.get_variable_to_shape_map()
     dtypes = reader.get_variable_to_dtype_map()
   needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
@@ -205,7 +219,7 @@ def log_report(report):
 
 
 def read_google_checkpoint(prefix):
-  reader = tf.train.load_checkpoint(prefix)
+  reader = checkpoint_reader(prefix)
   return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
 
 

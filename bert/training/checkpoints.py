@@ -109,10 +109,10 @@ def model_signature(model):
 
 
 def _signature_of(prefix):
-  names = dict(tf.train.list_variables(prefix))
+  names = checkpoint_formats.checkpoint_variables(prefix)
   if _SIGNATURE_KEY not in names:
     return None
-  return tf.train.load_checkpoint(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
+  return checkpoint_formats.checkpoint_reader(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
 
 
 # Heads whose meaning is a list of labels (one output per label), and those that need
@@ -131,10 +131,10 @@ def head_info_of(prefix):
   ...) is a
   UserError naming the checkpoint and what is wrong, never a KeyError later.
   """
-  names = dict(tf.train.list_variables(prefix))
+  names = checkpoint_formats.checkpoint_variables(prefix)
   if _HEAD_INFO_KEY not in names:
     return None
-  raw = tf.train.load_checkpoint(prefix).get_tensor(_HEAD_INFO_KEY)
+  raw = checkpoint_formats.checkpoint_reader(prefix).get_tensor(_HEAD_INFO_KEY)
   where = f"{prefix}: its recorded head_info"
   try:
     info = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
@@ -198,10 +198,10 @@ def _head_mismatch(saved_info, head_info):
 
 
 def _step_of(prefix):
-  names = dict(tf.train.list_variables(prefix))
+  names = checkpoint_formats.checkpoint_variables(prefix)
   if _STEP_KEY not in names:
     return 0
-  return int(tf.train.load_checkpoint(prefix).get_tensor(_STEP_KEY))
+  return int(checkpoint_formats.checkpoint_reader(prefix).get_tensor(_STEP_KEY))
 
 
 def _describe_mismatch(saved, model):

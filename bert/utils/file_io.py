@@ -185,6 +185,12 @@ def exists(path):
   path = str(path)
   if is_url(path):
     with url_errors(path):
+      if scheme(path) == "ram":
+        # ram:// answers by name prefix: with bert_model.ckpt.index there, it says
+        # bert_model.ckpt exists (and is a folder). Its glob matches names whole.
+        # A folder that only holds files (no marker of its own) shows in its files.
+        escaped = _glob.escape(path.rstrip("/"))
+        return bool(gfile().glob(escaped) or gfile().glob(escaped + "/*"))
       return gfile().exists(path)
   return os.path.exists(path)
 
@@ -193,6 +199,8 @@ def isdir(path):
   path = str(path)
   if is_url(path):
     with url_errors(path):
+      if scheme(path) == "ram" and not exists(path):
+        return False
       return gfile().isdir(path)
   return os.path.isdir(path)
 
