@@ -143,8 +143,10 @@ def _same_trees(tmp, name, files, inputs=None):
     for directory, _, names in os.walk(root):
       for entry in names:
         relative = os.path.relpath(os.path.join(directory, entry), root)
-        # TensorBoard names its event files by host, time and pid.
-        found.add(re.sub(r"events\.out\.tfevents\..*", "events", relative))
+        # TensorBoard names its event files by host, time and pid; the NER feature
+        # cache by a fingerprint of the checkpoint's path, size and time.
+        relative = re.sub(r"events\.out\.tfevents\..*", "events", relative)
+        found.add(re.sub(r"-[0-9a-f]{12}\.tfrecord$", "-FINGERPRINT.tfrecord", relative))
     return found
   local_files, ram_files = tree(local), tree(ram)
   assert local_files == ram_files, (sorted(local_files ^ ram_files))
@@ -239,15 +241,16 @@ def test_task_families_on_urls_equal_local(inputs, tmp_path):
                                   "--do_predict", "--train_file={IN}/squad.json",
                                   "--predict_file={IN}/squad.json", "--max_seq_length=32",
                                   "--doc_stride=8", "--max_query_length=8",
-                                  "--export_dir={OUT}/sqx", "--litert=none", *short],
+                                  "--export_dir={OUT}/sqx", "--litert=none", *short,
+                                  "--train_batch_size=1"],
                         ["sq/predictions.json", "sq/nbest_predictions.json"])],
       "run_ner.py": [("ner", ["--data_dir={IN}/conll", *MODEL, GOOGLE, "--output_dir={OUT}/ner",
                               "--do_train", "--do_eval", "--do_predict",
                               "--max_seq_length=16", "--doc_stride=8", *short],
                       ["ner/eval_results.txt", "ner/test_results.txt"]),
-                     ("nerf", [*MODEL, GOOGLE, "--train_file={IN}/conll/train.txt",
+                     ("nerf", ["--data_dir={IN}/swag", *MODEL, GOOGLE, "--train_file={IN}/conll/train.txt",
                                "--dev_file={IN}/conll/valid.txt",
-                               "--test_file={IN}/conll/test.txt", "--mode=feature",
+                               "--test_file={IN}/conll/test.txt", "--mode=feature", "--feature_layers=last",
                                "--feature_cache_dir={OUT}/cache", "--output_dir={OUT}/ner",
                                "--do_train", "--do_eval", "--max_seq_length=16",
                                "--doc_stride=8", "--lstm_units=4", *short],
@@ -284,6 +287,7 @@ def test_features_export_and_scorer_on_urls_equal_local(inputs, tmp_path):
   tmp = str(tmp_path)
   google = {"google_checkpoint": f"{inputs}/google/bert_model.ckpt",
             "bert_config": f"{inputs}/model/bert_config.json"}
+  os.makedirs(f"{tmp}/feat-local/f")  # extract_features writes into an existing folder
   features = ["--input_file={IN}/sentences.txt", "--output_file={OUT}/f/features.jsonl",
               *MODEL, GOOGLE, "--layers=-1,-2", "--max_seq_length=16", "--batch_size=2"]
   results = _harness("extract_features.py", _pair("feat", inputs, tmp, features, [google]),
@@ -294,13 +298,14 @@ def test_features_export_and_scorer_on_urls_equal_local(inputs, tmp_path):
 
   # Hugging Face out to ram://, then that safetensors file (on ram://) as the checkpoint
   # of the TF-Hub export, in the same process.
-  hf = [*MODEL, GOOGLE, "--format=hugging_face", "--export_dir={OUT}/hf"]
+  os.makedirs(f"{tmp}/hf-local")  # an export's parent folder exists on local disk
+  hf = [*MODEL, GOOGLE, "--format=huggingface", "--export_dir={OUT}/hf"]
   cases = _pair("hf", inputs, tmp, hf, [google])
   cases.append({"id": "hub-from-hf", "argv": [
       "--vocab_file=ram://in-hf/model/vocab.txt",
       "--bert_config_file=ram://in-hf/model/bert_config.json",
       "--init_checkpoint=ram://out-hf/hf/model.safetensors", "--export_dir=ram://out-hub",
-      "--litert=none"], "after": [{"list": "ram://out-hub"}]})
+      "--seq_length=16", "--litert=none"], "after": [{"list": "ram://out-hub"}]})
   results = _harness("export_encoder.py", cases, tmp)
   for case_id in results:
     _ok(results, case_id)
@@ -309,6 +314,8 @@ def test_features_export_and_scorer_on_urls_equal_local(inputs, tmp_path):
   hub = set(results["hub-from-hf"]["after"][0])
   assert {"encoder/saved_model.pb", "preprocessor/saved_model.pb"} <= hub, sorted(hub)
 
+  for name in ("score-local", "score2-local"):  # the scorer writes into an existing folder
+    os.makedirs(f"{tmp}/{name}")
   scorer = ["{IN}/squad.json", "{IN}/predictions.json", "--out-file={OUT}/scores.json"]
   scorer2 = ["{IN}/squad2.json", "{IN}/predictions.json", "--na-prob-file={IN}/null_odds.json",
              "--out-file={OUT}/scores.json"]

@@ -306,11 +306,24 @@ def walk_files(path):
 # --------------------------------------------------------------------------- changes
 
 
+def _check_bucket(path):
+  """A gs:// bucket that does not exist is one line: TensorFlow's makedirs there asks
+  for the bucket forever, and its writes fail only when the file is closed."""
+  if scheme(path) != "gs":
+    return
+  _, rest = _parts(path)
+  bucket = "gs://" + rest.split("/", 1)[0]
+  if not gfile().isdir(bucket):
+    raise InputError(f"{path}: the bucket {bucket} does not exist (or these credentials "
+                     "cannot see it); create it, or check the name")
+
+
 def makedirs(path):
   """Creates the folder and its parents (fine if it is there)."""
   path = str(path)
   if is_url(path):
     with url_errors(path):
+      _check_bucket(path)
       gfile().makedirs(path)
   else:
     os.makedirs(path, exist_ok=True)
