@@ -50,6 +50,7 @@ class GcsEmulator:
     self.proxy_port = None
     self._workdir = None
     self._procs = []
+    self._buckets = 0
 
   # -- availability -----------------------------------------------------------------
 
@@ -182,6 +183,7 @@ class GcsEmulator:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
     self._procs = []
+    self._buckets = 0
     if self._workdir and not keep_log:
       shutil.rmtree(self._workdir, ignore_errors=True)
       self._workdir = None
@@ -241,14 +243,28 @@ class GcsEmulator:
       raise GcsEmulatorError(f"creating bucket {name}: HTTP {status} {body[:200]!r}")
     return f"gs://{name}"
 
-  def put_object(self, url, data):
-    """Writes bytes at gs://bucket/name directly (allowed in read-only buckets too)."""
+  def new_bucket(self, label="test", readonly=False):
+    """Creates a bucket no one has used in this emulator; returns "gs://name". `label`
+    (lower-cased, other characters to "-") helps reading the log; readonly=True makes
+    every write through TensorFlow fail with 403."""
+    self._buckets += 1
+    label = "".join(c if c.isalnum() else "-" for c in label.lower()).strip("-")
+    name = f"{READONLY_PREFIX if readonly else ''}b{self._buckets}-{label}"[:63].rstrip("-")
+    return self.create_bucket(name)
+
+  def put_object(self, url, data, if_generation_match=None):
+    """Writes bytes at gs://bucket/name directly (allowed in read-only buckets too).
+    if_generation_match=0 writes only when no such object exists, as on GCS; a refused
+    write raises GcsEmulatorError naming HTTP 412."""
     bucket, name = split_url(url)
-    status, body = self._call("POST", f"/upload/storage/v1/b/{bucket}/o",
-                              {"uploadType": "media", "name": name}, bytes(data),
+    query = {"uploadType": "media", "name": name}
+    if if_generation_match is not None:
+      query["ifGenerationMatch"] = str(if_generation_match)
+    status, body = self._call("POST", f"/upload/storage/v1/b/{bucket}/o", query, bytes(data),
                               {"Content-Type": "application/octet-stream"})
     if status != 200:
       raise GcsEmulatorError(f"writing {url}: HTTP {status} {body[:200]!r}")
+    return json.loads(body)
 
   def get_object(self, url):
     """The bytes of gs://bucket/name as the emulator holds them; None when absent."""
@@ -275,15 +291,25 @@ class GcsEmulator:
 
   def run(self, argv, check=True, timeout=300, env=None, **kwargs):
     """subprocess.run(argv) with this emulator's environment (and `env` on top), text
-    output captured. With check=True a non-zero exit raises AssertionError showing the
+    output captured. A command still running after `timeout` seconds is killed and raises
+    AssertionError, as does a non-zero exit with check=True; either message shows the
     command's output and the servers' log."""
-    result = subprocess.run(argv, env={**os.environ, **self.env(), **(env or {})},
-                            capture_output=True, text=True, timeout=timeout, **kwargs)
+    try:
+      result = subprocess.run(argv, env={**os.environ, **self.env(), **(env or {})},
+                              capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired as err:
+      raise AssertionError(self._report(argv, f"still running after {timeout} s",
+                                        err.stdout, err.stderr)) from None
     if check and result.returncode != 0:
-      raise AssertionError(
-          f"{argv} exited with status {result.returncode}\n--- stdout\n{result.stdout}"
-          f"\n--- stderr\n{result.stderr}\n--- emulator and proxy log\n{self.log()[-20000:]}")
+      raise AssertionError(self._report(argv, f"exited with status {result.returncode}",
+                                        result.stdout, result.stderr))
     return result
+
+  def _report(self, argv, what, stdout, stderr):
+    def text(out):
+      return out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
+    return (f"{argv} {what}\n--- stdout\n{text(stdout)[-20000:]}\n--- stderr\n"
+            f"{text(stderr)[-20000:]}\n--- emulator and proxy log\n{self.log()[-20000:]}")
 
 
 def split_url(url):

@@ -26,7 +26,8 @@ from mitmproxy import ctx, http
 
 GCS_HOSTS = ("www.googleapis.com", "storage.googleapis.com")
 READONLY_PREFIX = "readonly-"
-WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+# The permission GCS names when it refuses each kind of write.
+WRITE_PERMISSIONS = {"POST": "create", "PUT": "create", "PATCH": "update", "DELETE": "delete"}
 # The bucket a request writes to is the last /b/<bucket> of its path: for rewriteTo and
 # copyTo that is the destination. Object names come percent-encoded (their slashes as %2F),
 # so they cannot fake a /b/ segment.
@@ -73,10 +74,13 @@ class GcsEmulatorRoute:
           {"Content-Type": "application/json"})
       return
     buckets = BUCKET_IN_PATH.findall(req.path.split("?")[0])
-    if req.method in WRITE_METHODS and buckets and buckets[-1].startswith(READONLY_PREFIX):
+    if req.method in WRITE_PERMISSIONS and buckets and buckets[-1].startswith(READONLY_PREFIX):
+      permission = f"storage.objects.{WRITE_PERMISSIONS[req.method]}"
       flow.response = error_response(
           403, "forbidden",
-          f"caller does not have storage.objects.create access to bucket {buckets[-1]}")
+          f"caller does not have {permission} access to the Google Cloud Storage object. "
+          f"Permission '{permission}' denied on resource (bucket {buckets[-1]} is read-only "
+          f"in the test emulator)")
       return
     host_header = req.host_header
     req.scheme = "http"
