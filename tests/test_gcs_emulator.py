@@ -9,6 +9,7 @@ import base64
 import gzip
 import json
 import os
+import shutil
 import ssl
 import sys
 import urllib.error
@@ -244,3 +245,26 @@ def test_missing_environment_gives_a_reason(tmp_path):
       f"({tmp_path / 'no-venv' / 'bin' / 'python'}); build it with `make gcs-emulator`")
   with pytest.raises(GcsEmulatorError, match="make gcs-emulator"):
     emulator.start()
+
+
+def test_a_server_that_dies_at_start_fails_with_its_log(tmp_path):
+  # A side environment that passes the availability check but whose Python exits at once.
+  bin_dir = tmp_path / "venv" / "bin"
+  bin_dir.mkdir(parents=True)
+  (bin_dir / "python").write_text(
+      '#!/bin/sh\n[ "$1" = "-c" ] && exit 0\necho "emulator exploded: $*" >&2\nexit 3\n')
+  (bin_dir / "mitmdump").write_text("#!/bin/sh\nexit 1\n")
+  for name in ("python", "mitmdump"):
+    (bin_dir / name).chmod(0o755)
+  emulator = GcsEmulator(venv=str(tmp_path / "venv"), start_timeout=10)
+  assert emulator.available() is True
+  with pytest.raises(GcsEmulatorError) as failed:
+    emulator.start()
+  # The failed start keeps its folder for the log; the test removes it.
+  log_path = emulator.log_path
+  shutil.rmtree(os.path.dirname(log_path))
+  assert str(failed.value) == (
+      f"the GCS emulator did not start (gcp-storage-emulator exited with status 3); log "
+      f"{log_path}:\nemulator exploded: {CHECKS.replace('tf_checks.py', 'emulator_server.py')} "
+      f"{os.path.join(os.path.dirname(log_path), 'emulator.port')}\n")
+  assert not emulator.running()

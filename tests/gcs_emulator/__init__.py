@@ -103,10 +103,11 @@ class GcsEmulator:
       self._start_emulator()
       self._start_proxy()
       self._wait_answering()
-    except BaseException:
+    except BaseException as err:
       log = self.log()
       self.stop(keep_log=True)
-      raise GcsEmulatorError(f"the GCS emulator did not start; log {self.log_path}:\n{log}")
+      raise GcsEmulatorError(f"the GCS emulator did not start ({err}); log {self.log_path}:\n"
+                             f"{log}") from err
     return self
 
   def _spawn(self, argv):
