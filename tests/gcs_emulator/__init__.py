@@ -35,6 +35,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_VENV = os.path.join(ROOT, ".venv-gcs")
 START_TIMEOUT_S = 30
 READONLY_PREFIX = "readonly-"
+# Straight to 127.0.0.1, whatever proxy the environment names.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class GcsEmulatorError(RuntimeError):
@@ -72,8 +74,8 @@ class GcsEmulator:
     check = subprocess.run([self.python, "-c", "import gcp_storage_emulator.server"],
                            capture_output=True, text=True)
     if check.returncode != 0:
-      self.why_unavailable = (f"{self.python} cannot import gcp_storage_emulator: "
-                              f"{check.stderr.strip().splitlines()[-1:]}")
+      last_line = (check.stderr.strip().splitlines() or ["no message"])[-1]
+      self.why_unavailable = f"{self.python} cannot import gcp_storage_emulator: {last_line}"
       return False
     self.why_unavailable = ""
     return True
@@ -163,7 +165,7 @@ class GcsEmulator:
       if time.monotonic() > deadline:
         raise GcsEmulatorError(f"mitmdump wrote no CA certificate {self.ca_cert}")
       time.sleep(0.05)
-    with urllib.request.urlopen(self._url("/"), timeout=self.start_timeout) as response:
+    with DIRECT.open(self._url("/"), timeout=self.start_timeout) as response:
       if response.read() != b"OK":
         raise GcsEmulatorError("the emulator's health check did not answer OK")
     with socket.create_connection(("127.0.0.1", self.proxy_port), timeout=self.start_timeout):
@@ -173,15 +175,12 @@ class GcsEmulator:
     """Ends both processes (their whole process groups) and removes the working folder
     (kept with keep_log=True, for its log)."""
     for proc in reversed(self._procs):
-      if proc.poll() is None:
-        try:
-          os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-          pass
+      # The whole group, even when its leader is gone: anything it started goes too.
+      kill_group(proc.pid, signal.SIGTERM)
       try:
         proc.wait(timeout=5)
       except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid, signal.SIGKILL)
         proc.wait(timeout=5)
     self._procs = []
     self._buckets = 0
@@ -231,7 +230,7 @@ class GcsEmulator:
     request = urllib.request.Request(self._url(path, query), data=body, method=method,
                                      headers=headers or {})
     try:
-      with urllib.request.urlopen(request, timeout=30) as response:
+      with DIRECT.open(request, timeout=30) as response:
         return response.status, response.read()
     except urllib.error.HTTPError as err:
       return err.code, err.read()
@@ -311,6 +310,13 @@ class GcsEmulator:
       return out.decode(errors="replace") if isinstance(out, bytes) else (out or "")
     return (f"{argv} {what}\n--- stdout\n{text(stdout)[-20000:]}\n--- stderr\n"
             f"{text(stderr)[-20000:]}\n--- emulator and proxy log\n{self.log()[-20000:]}")
+
+
+def kill_group(pgid, sig):
+  try:
+    os.killpg(pgid, sig)
+  except ProcessLookupError:
+    pass
 
 
 def split_url(url):

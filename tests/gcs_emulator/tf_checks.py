@@ -121,7 +121,8 @@ def put_direct(emulator_url, bucket, name, data):
   request = urllib.request.Request(
       f"{emulator_url}/upload/storage/v1/b/{bucket[len('gs://'):]}/o?{query}", data=data,
       method="POST", headers={"Content-Type": "application/octet-stream"})
-  with urllib.request.urlopen(request, timeout=30) as response:
+  direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+  with direct.open(request, timeout=30) as response:
     assert response.status == 200, response.status
 
 
