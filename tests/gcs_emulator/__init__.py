@@ -116,7 +116,8 @@ class GcsEmulator:
     log = open(self.log_path, "ab")
     # A session of its own, so stop() ends the process and anything it started.
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, cwd=self._workdir)
+                            start_new_session=True, cwd=self._workdir,
+                            env={**os.environ, "GCS_EMULATOR_OWNER_PID": str(os.getpid())})
     log.close()
     self._procs.append(proc)
     return proc

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from http import HTTPStatus
 
 from gcp_storage_emulator import server as emulator
@@ -77,7 +78,26 @@ def patch_emulator():
         handler_set[method] = with_preconditions(handler)
 
 
+def exit_with_owner():
+  """Ends this process soon after the process that started it (GCS_EMULATOR_OWNER_PID) is
+  gone, so a test run killed outright leaves no server behind."""
+  owner = int(os.environ.get("GCS_EMULATOR_OWNER_PID", "0"))
+  if not owner:
+    return
+
+  def watch():
+    while True:
+      try:
+        os.kill(owner, 0)
+      except ProcessLookupError:
+        os._exit(0)
+      time.sleep(1)
+
+  threading.Thread(target=watch, daemon=True).start()
+
+
 def main(ready_file):
+  exit_with_owner()
   patch_emulator()
   logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                       format="%(asctime)s %(name)s %(levelname)s %(message)s")

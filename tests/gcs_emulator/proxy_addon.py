@@ -21,6 +21,8 @@ What it mends between the two:
 import json
 import os
 import re
+import threading
+import time
 
 from mitmproxy import ctx, http
 
@@ -42,12 +44,34 @@ def error_response(code, reason, message):
   return http.Response.make(code, json.dumps(body), {"Content-Type": "application/json"})
 
 
+def exit_with_owner():
+  """Ends this process soon after the process that started it (GCS_EMULATOR_OWNER_PID) is
+  gone, so a test run killed outright leaves no server behind."""
+  owner = int(os.environ.get("GCS_EMULATOR_OWNER_PID", "0"))
+  if not owner:
+    return
+
+  def watch():
+    while True:
+      try:
+        os.kill(owner, 0)
+      except ProcessLookupError:
+        os._exit(0)
+      time.sleep(1)
+
+  threading.Thread(target=watch, daemon=True).start()
+
+
 class GcsEmulatorRoute:
   def load(self, loader):
     loader.add_option("gcs_emulator_port", int, 0, "Port of gcp-storage-emulator on 127.0.0.1.")
     loader.add_option("gcs_ready_file", str, "", "File that receives the proxy's port once it listens.")
 
   def running(self):
+    exit_with_owner()
+    self.write_port()
+
+  def write_port(self):
     """Writes the port the proxy listens on (it was asked for port 0) to the ready file."""
     if not ctx.options.gcs_ready_file:
       return
