@@ -194,8 +194,8 @@ def test_missing_bucket_errors(checked):
                        f"initiating an upload to {missing}/x.txt",
   }
   for step, message in expected.items():
-    assert bad[step] == {"type": "NotFoundError", "module": "tensorflow.python.framework.errors_impl",
-                         "tf_error": True, "message": message}, step
+    assert bad[step] == {"type": "NotFoundError", "tf_error": True, "message": message,
+                         "module": "tensorflow.python.framework.errors_impl"}, step
   # The write fails only at close: opening and writing to the missing bucket pass.
   assert bad["missing_write_steps"] == ["opened", "written"]
   # makedirs in a missing bucket never returns (TensorFlow 2.21 asks for the bucket in a

@@ -65,7 +65,8 @@ def exit_with_owner():
 class GcsEmulatorRoute:
   def load(self, loader):
     loader.add_option("gcs_emulator_port", int, 0, "Port of gcp-storage-emulator on 127.0.0.1.")
-    loader.add_option("gcs_ready_file", str, "", "File that receives the proxy's port once it listens.")
+    loader.add_option("gcs_ready_file", str, "",
+                      "File that receives the proxy's port once it listens.")
 
   def running(self):
     exit_with_owner()

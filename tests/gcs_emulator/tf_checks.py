@@ -71,7 +71,8 @@ def files_and_folders(bucket):
   out["walk"] = [[d, sorted(s), sorted(f)] for d, s, f in gfile.walk(root)]
   gfile.copy(f"{root}/sub/a.txt", f"{root}/copied.txt")
   out["copied"] = read(f"{root}/copied.txt").decode("utf-8")
-  out["copy_onto_existing"] = error_of(lambda: gfile.copy(f"{root}/sub/b.txt", f"{root}/copied.txt"))
+  out["copy_onto_existing"] = error_of(
+      lambda: gfile.copy(f"{root}/sub/b.txt", f"{root}/copied.txt"))
   out["copied_after_refusal"] = read(f"{root}/copied.txt").decode("utf-8")
   gfile.rename(f"{root}/copied.txt", f"{root}/renamed.txt")
   out["renamed"] = read(f"{root}/renamed.txt").decode("utf-8")
