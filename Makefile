@@ -10,8 +10,13 @@ export TF_CPP_MIN_LOG_LEVEL ?= 3
 # Test worker processes (pytest-xdist; one test file stays on one worker, so its module
 # fixtures are built once). Each worker loads TensorFlow: about 1 GB of memory each.
 TEST_JOBS ?= 2
+# The side environment of the local GCS emulator (target gcs-emulator); the tests find it
+# through BERT_GCS_VENV.
+GCS_VENV ?= .venv-gcs
+GCS_REQUIREMENTS ?= tests/gcs_emulator/requirements.txt
+export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-slow bench bench-hf-setup docs clean
+.PHONY: demo test test-slow gcs-emulator bench bench-hf-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,12 +34,26 @@ demo: $(VENV)/.installed
 	$(PY) quickstart.py --output_dir=out/quickstart
 
 ## test: install, then run the default test suite (tiny models; 890 tests in two worker processes, about 9 minutes on 2 CPU cores)
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test $(GCS_VENV)/.installed
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_JOBS) --dist loadfile
 
 ## test-slow: the long runs on ../shared/data (real checkpoint fine-tuning and the like)
 test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m slow
+
+## gcs-emulator: a side venv (.venv-gcs) with a local Google Cloud Storage emulator and the
+## HTTPS proxy that puts it behind TensorFlow's own gs:// client (tests/gcs_emulator); `make
+## test` builds it first. When it cannot be built (no package index), the tests of gs://
+## paths skip, saying why, and the rest of the suite runs.
+gcs-emulator: $(GCS_VENV)/.installed
+
+$(GCS_VENV)/.installed: $(GCS_REQUIREMENTS)
+	@rm -rf $(GCS_VENV)
+	@if $(PYTHON) -m venv $(GCS_VENV) && \
+	    $(GCS_VENV)/bin/python -m pip install -q --retries 1 --timeout 30 -r $(GCS_REQUIREMENTS); \
+	then touch $@; \
+	else rm -rf $(GCS_VENV); \
+	  echo "make: no GCS emulator environment ($(GCS_VENV)); the tests of gs:// paths will skip"; fi
 
 ## bench: every benchmark, one table of figures and ratios measured in this run
 bench: $(VENV)/.installed-test

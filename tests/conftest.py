@@ -29,3 +29,38 @@ def shared_path(*parts):
 @pytest.fixture
 def repo_root():
   return ROOT
+
+
+# -- a local Google Cloud Storage for gs:// paths (tests/gcs_emulator) -----------------
+
+from gcs_emulator import GcsEmulator, GcsEmulatorError  # noqa: E402
+
+
+def pytest_collection_modifyitems(items):
+  """A test that uses the emulator carries the `gcs` mark (`-m "not gcs"` leaves them out)."""
+  for item in items:
+    if "gcs" in getattr(item, "fixturenames", ()):
+      item.add_marker(pytest.mark.gcs)
+
+
+@pytest.fixture(scope="session")
+def gcs():
+  """The GCS emulator of this test process (each xdist worker starts its own), started at
+  first use and stopped at the end of the session. Skips the test when the side environment
+  .venv-gcs is missing (`make gcs-emulator` builds it); fails, with the servers' log, when
+  the environment is there but the servers do not start."""
+  emulator = GcsEmulator()
+  if not emulator.available():
+    pytest.skip(emulator.why_unavailable)
+  try:
+    emulator.start()
+  except GcsEmulatorError as err:
+    pytest.fail(str(err), pytrace=False)
+  yield emulator
+  emulator.stop()
+
+
+@pytest.fixture
+def gcs_bucket(gcs, request):
+  """"gs://<name>" of a new, empty, writable bucket for this test."""
+  return gcs.new_bucket(request.node.name)
