@@ -5,6 +5,7 @@ bench-original-setup`); its import name `bert` is also ours, so the benchmarks r
 run in which it imported our modules, and refuse an instance count that is not ours within
 2%. Where the venv is missing, the rows say so. Nothing here times anything.
 """
+# pylint: disable=protected-access
 import os
 import sys
 
@@ -44,14 +45,14 @@ def test_a_round_whose_counts_differ_fails_the_comparison():
   # Ours wrote 1,000 in 1 s of work and 2 s whole; the original 1,010 then 1,015 in the
   # same times: ratios 1000/1010 and 1000/1015, median 0.9876.
   run = lambda n: {"instances": n, "work_s": 1.0, "wall_s": 2.0}  # noqa: E731
-  rows = bench_pretraining_data._ratio_rows("1.0 MB", [run(1000), run(1000)],  # pylint: disable=protected-access
+  rows = bench_pretraining_data._ratio_rows("1.0 MB", [run(1000), run(1000)],
                                             [run(1010), run(1015)])
   assert [(r["name"], r["value"]) for r in rows] == [
       ("1.0 MB: ours / the original, work alone", 0.99),
       ("1.0 MB: ours / the original, whole process", 0.99),
       ("1.0 MB: the original's instances against ours", 1.5)]
   with pytest.raises(AssertionError, match="ours 1,000, the original 1,030"):
-    bench_pretraining_data._ratio_rows("1.0 MB", [run(1000), run(1000)],  # pylint: disable=protected-access
+    bench_pretraining_data._ratio_rows("1.0 MB", [run(1000), run(1000)],
                                        [run(1010), run(1030)])
 
 
@@ -60,7 +61,7 @@ def test_the_side_refuses_our_bert_modules():
   # side must stop rather than time our tokenizer as the original's.
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   with pytest.raises(SystemExit, match="not the original release's code"):
-    original_side._own_modules(tokenization)  # pylint: disable=protected-access
+    original_side._own_modules(tokenization)
 
 
 def test_the_bridge_accepts_only_files_of_the_sides_site_packages(tmp_path):
@@ -92,9 +93,9 @@ def test_missing_interpreter_gives_rows_that_say_so(monkeypatch):
   monkeypatch.setenv("BERT_ORIGINAL_PYTHON", os.path.join(ROOT, "no-such-python"))
   assert original_bridge.original_python() is None
   assert bench_pretraining_data._original("c.txt", "o.tfrecord") == \
-      original_bridge.ORIGINAL_HINT  # pylint: disable=protected-access
-  assert bench_tokenization._original_timer("vocab.txt") is None  # pylint: disable=protected-access
-  rows = bench_tokenization._original_rows(10, [], [], None, 0, original_bridge.ORIGINAL_HINT,  # pylint: disable=protected-access
+      original_bridge.ORIGINAL_HINT
+  assert bench_tokenization._original_timer("vocab.txt") is None
+  rows = bench_tokenization._original_rows(10, [], [], None, 0, original_bridge.ORIGINAL_HINT,
                                            [], [])
   assert [(r["value"], r["note"]) for r in rows] == [("skipped", original_bridge.ORIGINAL_HINT)]
   assert "make bench-original-setup" in original_bridge.ORIGINAL_HINT
