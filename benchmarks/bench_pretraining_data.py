@@ -1,6 +1,6 @@
 """Benchmark: create_pretraining_data.py against the original release's generator, in one run.
 
-  .venv/bin/python benchmarks/bench_pretraining_data.py           # 1, 10 MB; ours alone at 50
+  .venv/bin/python benchmarks/bench_pretraining_data.py           # 1 and 10 MB, 3 rounds; +50 MB
   .venv/bin/python benchmarks/bench_pretraining_data.py --quick   # 1 and 2 MB, 1 round
   .venv/bin/python benchmarks/bench_pretraining_data.py --sizes=1,10 --rounds=3 --large_mb=0
 
