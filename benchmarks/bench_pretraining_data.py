@@ -1,43 +1,73 @@
-"""Benchmark: create_pretraining_data.py throughput and peak memory vs a plain reference.
+"""Benchmark: create_pretraining_data.py against the original release's generator, in one run.
 
-  .venv/bin/python benchmarks/bench_pretraining_data.py           # 50 MB corpus (minutes)
-  .venv/bin/python benchmarks/bench_pretraining_data.py --quick   # 6 MB corpus
+  .venv/bin/python benchmarks/bench_pretraining_data.py           # 1 and 10 MB, 3 rounds; +50 MB
+  .venv/bin/python benchmarks/bench_pretraining_data.py --quick   # 1 and 2 MB, 1 round
+  .venv/bin/python benchmarks/bench_pretraining_data.py --sizes=1,10 --rounds=3 --large_mb=0
 
-Builds a corpus of real text reachable offline (the shared Reuters and sample corpora,
-documents repeated with their sentences rotated and the documents shuffled; without
-../shared/data, comment lines of the Python standard library's sources), then runs, each
-as its own process so that start-up and memory are counted as a user sees them:
-  * ours, the command line, with 1 and 2 worker processes (dupe_factor 5, as the issue's
-    baseline of the original: 17,567 instances from 1.1 MB in 11.1 s, 617 MB);
-  * ours with 2 workers on a corpus 4x smaller, to show that memory does not grow with it;
-  * benchmarks/pretraining_data_reference.py, the original's algorithm written plainly
-    (FullTokenizer, whole corpus in memory), on a 2 MB slice, since it is slow.
-Instances/s include start-up (wall time from process start to exit). Peak memory is the
-largest sum of resident set sizes over the process and its workers, sampled from /proc.
+The peers, each a process of its own, on the same corpus with the README's flags
+(uncased vocabulary, --do_lower_case=True, max_seq_length 128, max_predictions_per_seq
+20, masked_lm_prob 0.15, dupe_factor 5, random_seed 12345):
+  * ours: the command line, with its default workers (one per CPU);
+  * the original: bert/create_pretraining_data.py of `bert-tensorflow` 1.0.4 from the
+    package index, in a venv of its own (`make bench-original-setup`, or
+    $BERT_ORIGINAL_PYTHON), started by benchmarks/original_bridge.py so that it imports
+    its own tokenizer, never ours (checked on every run). 1.0.4 has no whole-word
+    masking, so ours runs without it (--do_whole_word_mask=False, its default): both
+    sides mask single WordPieces.
+Rounds interleave the sides (ours, original, ours, original, ...); each ratio is taken
+within one round, then their median and range over the rounds are given.
+
+For each side:
+  * whole process: wall time from start to exit, start-up included;
+  * work alone: ours, the `seconds` its summary prints (from the start of its generate(),
+    which imports TensorFlow while the workers start, to the last record written); the
+    original, its main() timed inside its process, after its imports;
+  * peak memory: the largest sum of resident set sizes over the process and its workers,
+    sampled from /proc every 0.1 s (resident includes the ~500 MB of shared-library pages
+    that `import tensorflow` maps; the anonymous part is the private heap);
+  * instances: the records in its output file, counted the same way for both sides.
+The benchmark fails unless the original wrote the same number of instances as ours
+within 2%: the two draw different random numbers, and ours takes random next sentences
+from chunks of 1,000 documents instead of the whole corpus, so the counts are close, not
+equal. Below about 1 MB the two counts can differ by more than 2% by chance (at 0.3 MB
+the original's count moved by 4.5% between random seeds), so the sizes start at 1 MB.
+Where the original's side is not installed, or fails, its rows say so.
+
+The corpus is real text reachable offline: the shared Reuters and sample corpora,
+documents repeated with their sentences rotated and the documents shuffled. Without
+../shared/data (no vocabulary) the benchmark is skipped.
 
 `run(quick=False)` returns the figures as a list of {name, value, unit, note} for
 benchmarks/run_all.py.
 """
 
-import glob
+import argparse
+import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+from bert.utils import tfrecord_framing  # noqa: E402  pylint: disable=g-import-not-at-top
+import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+import original_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
 VOCAB = os.path.join(SHARED, "vocab", "uncased_vocab.txt")
 DUPE_FACTOR = 5
-# The original google-research/bert generator measured once on this machine kind (17,567
-# instances from 1.1 MB in 11.1 s); it is not vendored here, so it cannot run in the same
-# invocation.
-ORIGINAL_RATE = 17567 / 11.1
+# The README's flags, given to both sides.
+README_FLAGS = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
+                "--masked_lm_prob=0.15", "--random_seed=12345", f"--dupe_factor={DUPE_FACTOR}"]
+MAX_COUNT_DIFFERENCE = 0.02
 
 
 def _shared_documents():
@@ -52,21 +82,9 @@ def _shared_documents():
   return documents
 
 
-def _stdlib_documents():
-  """Comment prose of the standard library's sources, one document per file."""
-  documents = []
-  for path in sorted(glob.glob(os.path.join(sysconfig.get_paths()["stdlib"], "*.py"))):
-    with open(path, encoding="utf-8", errors="replace") as handle:
-      lines = [l.strip().lstrip("#").strip() for l in handle if l.strip().startswith("#")]
-    lines = [l for l in lines if len(l.split()) >= 4]
-    if len(lines) >= 2:
-      documents.append(lines)
-  return documents
-
-
 def build_corpus(path, megabytes, seed=0):
   """Writes >= `megabytes` MB of documents; returns the size in bytes."""
-  documents = _shared_documents() if os.path.exists(VOCAB) else _stdlib_documents()
+  documents = _shared_documents()
   rng = random.Random(seed)
   target = megabytes * 1_000_000
   size = 0
@@ -118,20 +136,19 @@ def _tree_rss_kb(pid):
   return total, anon
 
 
-def _measure(command):
+def _measure(command, cwd=ROOT, env=None):
   """Runs a command; returns (wall s, (peak resident MB, peak anonymous MB, CPU s), stdout).
 
   CPU seconds (user + system, all processes) do not depend on what else the machine runs.
-
-  Both summed over the process tree. Resident counts every page, including
-  the ~470 MB of shared-library pages that `import tensorflow` maps (shared between
-  processes, reclaimable); anonymous only the private heap.
+  Both memory figures are summed over the process tree. Resident counts every page,
+  including the ~470 MB of shared-library pages that `import tensorflow` maps (shared
+  between processes, reclaimable); anonymous only the private heap.
   """
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  env = env or dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
   before = resource.getrusage(resource.RUSAGE_CHILDREN)
   start = time.time()
   with tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
-    process = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=ROOT, env=env)
+    process = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=cwd, env=env)
     peak = peak_anon = 0
     while process.poll() is None:
       rss, anon = _tree_rss_kb(process.pid)
@@ -144,94 +161,182 @@ def _measure(command):
     stderr.seek(0)
     out = stdout.read().decode()
     if process.returncode != 0:
-      tail = stderr.read().decode()[-2000:]
-      raise RuntimeError(f"{command[:3]} failed ({process.returncode}): {tail}")
+      tail = stderr.read().decode().strip().splitlines() or ["no output"]
+      raise RuntimeError(f"exit {process.returncode}: {tail[-1][:300]}")
   return wall, (peak / 1024.0, peak_anon / 1024.0, cpu), out
 
 
-def _ours(corpus, output, workers):
-  wall, peak, out = _measure([
-      sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
-      f"--input_file={corpus}", f"--output_file={output}", f"--vocab_file={VOCAB}",
-      f"--dupe_factor={DUPE_FACTOR}", f"--num_workers={workers}"])
-  written = int(out.split("instances_written = ")[1].split()[0].replace(",", ""))
-  return written, wall, peak
+def check_instance_counts(ours, original, tolerance=MAX_COUNT_DIFFERENCE):
+  """The original's instances against ours: returns (original - ours) / ours; raises
+  AssertionError when a side wrote nothing or the two differ by more than `tolerance`."""
+  if ours <= 0 or original <= 0:
+    raise AssertionError(f"instances written: ours {ours:,}, the original {original:,}; "
+                         "a side wrote nothing")
+  difference = (original - ours) / ours
+  if abs(difference) > tolerance:
+    raise AssertionError(
+        f"instances written: ours {ours:,}, the original {original:,} ({difference:+.2%}), "
+        f"beyond {tolerance:.0%}: the two sides did not do the same work")
+  return difference
 
 
-def _reference(corpus, output):
-  code = ("import sys; sys.path[:0] = [{root!r}, {here!r}]; "
-          "import pretraining_data_reference as r; "
-          "print('instances_written =', r.generate([{corpus!r}], [{output!r}], {vocab!r}, "
-          "dupe_factor={dupe}))").format(root=ROOT, here=HERE, corpus=corpus, output=output,
-                                          vocab=VOCAB, dupe=DUPE_FACTOR)
-  wall, peak, out = _measure([sys.executable, "-c", code])
-  return int(out.split("instances_written =")[1].split()[0]), wall, peak
+def _flags(corpus, output):
+  return [f"--input_file={corpus}", f"--output_file={output}",
+          f"--vocab_file={VOCAB}"] + README_FLAGS
 
 
-def run(quick=False):
+def _summary_value(out, key):
+  return float(out.split(f"{key} = ")[1].split()[0].replace(",", ""))
+
+
+def _count_and_remove(output):
+  """The records of a TFRecord file (its headers walked), then the file removed."""
+  count = tfrecord_framing.check_tfrecord_framing(output, "output_file")
+  os.remove(output)
+  return count
+
+
+def _ours(corpus, output):
+  """One run of our command line: {instances, work_s, wall_s, peak_mb, anon_mb, cpu_s}."""
+  wall, (peak, anon, cpu), out = _measure(
+      [sys.executable, os.path.join(ROOT, "create_pretraining_data.py")] +
+      _flags(corpus, output) + ["--do_whole_word_mask=False"])
+  instances = _count_and_remove(output)
+  if instances != int(_summary_value(out, "instances_written")):
+    raise AssertionError(f"ours printed instances_written = "
+                         f"{_summary_value(out, 'instances_written'):,.0f} but wrote "
+                         f"{instances:,} records")
+  return {"instances": instances, "work_s": _summary_value(out, "seconds"), "wall_s": wall,
+          "peak_mb": peak, "anon_mb": anon, "cpu_s": cpu}
+
+
+def _original(corpus, output):
+  """One run of the original's generator in its venv: the same dict as _ours plus
+  `versions`, or a string saying why it did not run."""
+  if original_bridge.original_python() is None:
+    return original_bridge.ORIGINAL_HINT
+  with tempfile.TemporaryDirectory(prefix="bench-original-") as workdir:
+    request = os.path.join(workdir, "generate-request.json")
+    with open(request, "w", encoding="utf-8") as handle:
+      json.dump({"flags": _flags(corpus, output)}, handle)
+    try:
+      wall, (peak, anon, cpu), out = _measure(original_bridge.command("generate", request),
+                                              cwd=workdir, env=original_bridge.environment())
+    except RuntimeError as error:
+      return f"the original's side failed: {error}"
+  result = original_bridge.parse_result(out)  # its modules checked: its own, not ours
+  return {"instances": _count_and_remove(output), "work_s": result["seconds"],
+          "wall_s": wall, "peak_mb": peak, "anon_mb": anon, "cpu_s": cpu,
+          "versions": result["versions"]}
+
+
+def _side_rows(side, size, runs, note):
+  """Rows of one side at one size: rates by work alone and whole process, memory."""
+  work = [r["instances"] / r["work_s"] for r in runs]
+  whole = [r["instances"] / r["wall_s"] for r in runs]
+  spread = lambda values, fmt="{:,.0f}": hf_bridge.spread(values, fmt)  # noqa: E731
+  instances = sorted({r["instances"] for r in runs})
+  return [
+      {"name": f"{side}, {size}: instances/s, work alone",
+       "value": round(statistics.median(work)), "unit": "instances/s",
+       "note": f"{spread(work)}; {', '.join(f'{n:,}' for n in instances)} instances in "
+               f"{spread([r['work_s'] for r in runs], '{:.2f}')} s; {note}"},
+      {"name": f"{side}, {size}: instances/s, whole process",
+       "value": round(statistics.median(whole)), "unit": "instances/s",
+       "note": f"{spread(whole)}; {spread([r['wall_s'] for r in runs], '{:.2f}')} s from "
+               f"start to exit; {spread([r['cpu_s'] for r in runs], '{:.1f}')} CPU s"},
+      {"name": f"{side}, {size}: peak memory",
+       "value": round(max(r["peak_mb"] for r in runs)), "unit": "MB",
+       "note": f"resident, all processes, the largest of the rounds; "
+               f"{max(r['anon_mb'] for r in runs):.0f} MB of it anonymous"},
+  ]
+
+
+def _ratio_rows(size, ours, original):
+  """Ours / the original's instances/s, round by round, by work alone and whole process."""
+  rows = []
+  for key, what in (("work_s", "work alone"), ("wall_s", "whole process")):
+    ratios = [(o["instances"] / o[key]) / (p["instances"] / p[key])
+              for o, p in zip(ours, original)]
+    rows.append({"name": f"{size}: ours / the original, {what}",
+                 "value": round(statistics.median(ratios), 2), "unit": "x",
+                 "note": "instances/s, the median of the rounds' ratios, " +
+                         hf_bridge.spread(ratios, "{:.2f}")})
+  differences = [check_instance_counts(o["instances"], p["instances"])
+                 for o, p in zip(ours, original)]
+  rows.append({"name": f"{size}: the original's instances against ours",
+               "value": round(100 * max(differences, key=abs), 2), "unit": "%",
+               "note": f"the largest difference of the rounds; must be within "
+                       f"{MAX_COUNT_DIFFERENCE:.0%} (checked)"})
+  return rows
+
+
+def _compare(corpus, size, rounds, tmp):
+  """Both sides on one corpus, interleaved, `rounds` times; their rows."""
+  ours, original, why = [], [], None
+  for _ in range(rounds):
+    ours.append(_ours(corpus, os.path.join(tmp, "ours.tfrecord")))
+    if why is None:
+      result = _original(corpus, os.path.join(tmp, "original.tfrecord"))
+      if isinstance(result, str):
+        why = result
+      else:
+        original.append(result)
+  workers = os.cpu_count()
+  rows = _side_rows("ours", size, ours, f"{workers} worker processes (its default, one per "
+                                        "CPU), no whole-word masking")
+  if why is not None:
+    return rows + [{"name": f"the original, {size}", "value": "skipped" if "not installed"
+                    in why else "failed", "unit": "", "note": why}]
+  rows += _side_rows("the original", size, original,
+                     f"{original[0]['versions']}, in its own venv, one process")
+  return rows + _ratio_rows(size, ours, original)
+
+
+def _sizes(text):
+  return [float(s) for s in text.split(",") if s]
+
+
+def run(quick=False, sizes=None, rounds=None, large_mb=None):
   """Returns [{name, value, unit, note}] for benchmarks/run_all.py."""
   if not os.path.exists(VOCAB):
-    return [{"name": "pretraining_data", "value": float("nan"), "unit": "",
-             "note": f"skipped: {VOCAB} not found (needs ../shared/data)"}]
-  big_mb = 6 if quick else 50
-  slice_mb = 1 if quick else 2
-  results = []
+    return [{"name": "pretraining_data", "value": "skipped", "unit": "",
+             "note": f"{VOCAB} not found (needs ../shared/data)"}]
+  sizes = sizes or ([1, 2] if quick else [1, 10])
+  rounds = rounds or (1 if quick else 3)
+  large_mb = (0 if quick else 50) if large_mb is None else large_mb
+  rows = [{"name": "pretraining_data: machine", "value": time.strftime("%Y-%m-%d"),
+           "unit": "", "note": f"{hf_bridge.cpu_model()}; {hf_bridge.load_average()} "
+                               "before the runs"}]
   with tempfile.TemporaryDirectory(prefix="bench-pretraining-") as tmp:
-    big = os.path.join(tmp, "big.txt")
-    small = os.path.join(tmp, "small.txt")
-    piece = os.path.join(tmp, "slice.txt")
-    big_size = build_corpus(big, big_mb)
-    small_size = build_corpus(small, big_mb // 4, seed=1)
-    slice_size = build_corpus(piece, slice_mb, seed=2)
-    out = os.path.join(tmp, "out.tfrecord")
-    mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
-
-    ours = {}
-    for workers in (2, 1):
-      written, wall, peak = _ours(big, out, workers)
-      ours[workers] = written / wall
-      results.append({"name": f"pretraining_data_ours_{workers}_workers",
-                      "value": round(written / wall, 1), "unit": "instances/s",
-                      "note": f"{written:,} instances from {mb(big_size)} in {wall:.1f} s "
-                              f"incl. start-up, dupe_factor {DUPE_FACTOR}; {peak[2]:.1f} CPU s "
-                              f"({written / peak[2]:,.0f} instances per CPU s); load "
-                              f"average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"})
-      results.append({"name": f"pretraining_data_ours_{workers}_workers_peak_memory",
-                      "value": round(peak[0], 1), "unit": "MB",
-                      "note": f"corpus {mb(big_size)}; all processes, resident; "
-                              f"{peak[1]:.0f} MB of it anonymous"})
-    written, wall, peak = _ours(small, out, 2)
-    results.append({"name": "pretraining_data_ours_2_workers_peak_memory_small_corpus",
-                    "value": round(peak[0], 1), "unit": "MB",
-                    "note": f"corpus {mb(small_size)}, {written:,} instances in {wall:.1f} s; "
-                            f"{peak[1]:.0f} MB of it anonymous"})
-
-    written, wall, peak = _reference(piece, out)
-    reference_rate = written / wall
-    results.append({"name": "pretraining_data_reference",
-                    "value": round(reference_rate, 1), "unit": "instances/s",
-                    "note": f"plain single-process reference of the original algorithm: "
-                            f"{written:,} instances from {mb(slice_size)} in {wall:.1f} s; "
-                            f"{peak[2]:.1f} CPU s ({written / peak[2]:,.0f} instances per "
-                            "CPU s)"})
-    results.append({"name": "pretraining_data_reference_peak_memory",
-                    "value": round(peak[0], 1), "unit": "MB",
-                    "note": f"corpus {mb(slice_size)}; {peak[1]:.0f} MB of it anonymous; "
-                            "grows with the corpus"})
-    results.append({"name": "pretraining_data_speedup_2_workers_vs_reference",
-                    "value": round(ours[2] / reference_rate, 2), "unit": "x",
-                    "note": "instances/s incl. start-up, both measured in this run"})
-    results.append({"name": "pretraining_data_2_workers_vs_original_release",
-                    "value": round(ours[2] / ORIGINAL_RATE, 2), "unit": "x",
-                    "note": f"against the original release's {ORIGINAL_RATE:,.0f} "
-                            "instances/s on this machine kind (17,567 instances from 1.1 MB "
-                            "in 11.1 s, not re-measured here); target >= 20x"})
-  return results
+    for seed, megabytes in enumerate(sizes):
+      corpus = os.path.join(tmp, f"corpus-{megabytes}.txt")
+      size = f"{build_corpus(corpus, megabytes, seed=seed) / 1e6:.1f} MB"
+      rows += _compare(corpus, size, rounds, tmp)
+    if large_mb:
+      corpus = os.path.join(tmp, "corpus-large.txt")
+      size = f"{build_corpus(corpus, large_mb, seed=len(sizes)) / 1e6:.1f} MB"
+      rows += _side_rows("ours alone", size, [_ours(corpus, os.path.join(tmp, "ours.tfrecord"))],
+                         "one run, for memory against the corpus size")
+  rows.append({"name": "pretraining_data: load average after the runs",
+               "value": round(os.getloadavg()[0], 2), "unit": "",
+               "note": hf_bridge.load_average()})
+  return rows
 
 
 def main():
-  quick = "--quick" in sys.argv[1:]
-  for row in run(quick=quick):
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--quick", action="store_true",
+                      help="1 and 2 MB, one round, no large corpus")
+  parser.add_argument("--sizes", default="",
+                      help="corpus sizes in MB, comma-separated (from 1 MB: below it the "
+                           "instance counts can differ by more than 2%% by chance)")
+  parser.add_argument("--rounds", type=int, default=0, help="rounds of both sides in turn")
+  parser.add_argument("--large_mb", type=float, default=None,
+                      help="ours alone on a corpus this large, for memory (0: none)")
+  args = parser.parse_args()
+  for row in run(quick=args.quick, sizes=_sizes(args.sizes), rounds=args.rounds,
+                 large_mb=args.large_mb):
     print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
 
 

@@ -1,8 +1,16 @@
-"""Tokenizer throughput: FullTokenizer (the original's pure Python) vs FastTokenizer (in-graph).
+"""Tokenizer throughput: FastTokenizer (in-graph) vs the original release's FullTokenizer.
 
 A few MB of real text from ../shared/data (Reuters corpus, SQuAD contexts and questions,
 GLUE sentences; a generated corpus when that folder is missing), the uncased vocabulary
-lower-cased. Both paths must give identical ids on every line, checked here. Where the
+lower-cased. Our paths must give identical ids on every line, checked here.
+
+The original: `bert-tensorflow` 1.0.4's FullTokenizer from the package index, in a venv
+of its own (`make bench-original-setup`, or $BERT_ORIGINAL_PYTHON), started by
+benchmarks/original_bridge.py so that it imports its own tokenization.py, never ours
+(checked on every call); one pass over all lines a round, timed inside its process
+(building the tokenizer outside the timer), its ids compared with ours. Where that venv
+is missing, its rows say so. benchmarks/tokenization_reference.py, the same algorithm
+restated plainly in this process, is timed too. Where the
 Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), transformers'
 BertTokenizerFast (Rust) batch call is timed on the same lines in that interpreter
 (benchmarks/hf_side.py) and its ids are checked against ours; else the `tokenizers`
@@ -36,6 +44,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 from bert import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+import original_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 import tokenization_reference  # noqa: E402  pylint: disable=g-import-not-at-top
 
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
@@ -129,11 +138,67 @@ def _transformers_batch(lines, vocab_file):
     result, why = hf_bridge.run_hf("tokenize", request, workdir, timeout=1800)
     if result is None:
       return None, why, None
-    arrays = np.load(request["ids_file"])
-    flat = arrays["flat"].tolist()
-    ends = np.cumsum(arrays["lengths"]).tolist()
-    ids = [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
+    ids = _read_ids(request["ids_file"])
   return ids, result["seconds"], result["versions"]
+
+
+def _read_ids(path):
+  """Ids per line from the .npz a side wrote (`flat` ids, `lengths` per line)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  arrays = np.load(path)
+  flat = arrays["flat"].tolist()
+  ends = np.cumsum(arrays["lengths"]).tolist()
+  return [flat[start:end] for start, end in zip([0] + ends[:-1], ends)]
+
+
+def _original_timer(vocab_file):
+  """time_lines(lines) -> (ids per line, the side's result: seconds, cpu_seconds,
+  versions) or (None, why) for the original release's FullTokenizer, run in its own venv
+  (a new process each call, one pass timed inside it); None where that venv is missing."""
+  if original_bridge.original_python() is None:
+    return None
+
+  def time_lines(lines):
+    import tempfile  # pylint: disable=g-import-not-at-top
+    with tempfile.TemporaryDirectory(prefix="bench-tok-original-") as workdir:
+      request = {"vocab_file": vocab_file, "do_lower_case": True,
+                 "lines_file": os.path.join(workdir, "lines.json"),
+                 "ids_file": os.path.join(workdir, "ids.npz")}
+      with open(request["lines_file"], "w", encoding="utf-8") as handle:
+        json.dump(lines, handle)
+      result, why = original_bridge.run_original("tokenize", request)
+      if result is None:
+        return None, why
+      return _read_ids(request["ids_file"]), result
+
+  return time_lines
+
+
+def _original_rows(num_tokens, times, cpu, versions, different, failed, graph_s, graph_cpu):
+  """The original's rows: its rate, FastTokenizer's ratio to it round by round, and the
+  lines where its ids differ from ours; or one row saying why it is missing."""
+  name = "the original's FullTokenizer (bert-tensorflow 1.0.4)"
+  if failed is not None:
+    return [{"name": name, "value": "skipped" if "not installed" in failed else "failed",
+             "unit": "", "note": failed}]
+  rates = [num_tokens / t for t in times]
+  graph_x = [o / g for o, g in zip(times, graph_s)]
+  cpu_x = [o / g for o, g in zip(cpu, graph_cpu)]
+  return [
+      {"name": f"{name} tokens/s", "value": statistics.median(rates), "unit": "tokens/s",
+       "note": f"in its own venv, one pass a round, timed inside its process: "
+               f"{hf_bridge.spread(rates, '{:,.0f}')}; {versions}"},
+      {"name": "FastTokenizer (in-graph) / the original's FullTokenizer",
+       "value": statistics.median(graph_x), "unit": "x",
+       "note": "median of the rounds' ratios, " + hf_bridge.spread(graph_x) +
+               "; target >= 40x"},
+      {"name": "FastTokenizer / the original's FullTokenizer, CPU seconds",
+       "value": statistics.median(cpu_x),
+       "unit": "x", "note": "CPU time of the same passes, each side's own process: " +
+                           hf_bridge.spread(cpu_x)},
+      {"name": "lines where the original's ids differ from ours", "value": different,
+       "unit": "lines", "note": "the most of any round"},
+  ]
 
 
 def _hf_timer(vocab_file):
@@ -212,15 +277,17 @@ def _hf_result_rows(label, note, num_tokens, hf_s, same, graph_s, lists_s):
 
 def run(quick=False, rounds=3):
   """Rows of the benchmark. Each round times every path once on all lines, one after
-  the other (the original's algorithm, FullTokenizer, FastTokenizer in-graph and as
-  lists, Hugging Face), so that each round's ratios compare runs taken under the same
-  load; the rows give the median over the rounds and the range."""
+  the other (the original's algorithm restated plainly, FullTokenizer, the original's
+  FullTokenizer in its venv, FastTokenizer in-graph and as lists, Hugging Face), so that
+  each round's ratios compare runs taken under the same load; the rows give the median
+  over the rounds and the range."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   num_bytes = 400_000 if quick else 3_500_000
   lines, source, size, vocab_file = load_text(num_bytes)
   vocab_file = vocab_file or _tiny_vocab()
   mb = size / 1e6
-  rows = []
+  rows = [{"name": "machine", "value": time.strftime("%Y-%m-%d"), "unit": "",
+           "note": f"{hf_bridge.cpu_model()}; {hf_bridge.load_average()} before the rounds"}]
 
   full = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   full_pass = lambda: [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines]
@@ -234,15 +301,28 @@ def run(quick=False, rounds=3):
   graph_pass = lambda: [fast.tokenize(b).flat_values.numpy() for b in batches]
   lists_pass = lambda: fast.tokenize_batch(lines, batch_size=FAST_BATCH)
   label, hf_note, hf_time = _hf_timer(vocab_file)
+  original_time = _original_timer(vocab_file)
 
-  times = {"plain": [], "full": [], "graph": [], "lists": [], "hf": []}
-  cpu = {"plain": [], "graph": []}
+  times = {"plain": [], "full": [], "graph": [], "lists": [], "hf": [], "original": []}
+  cpu = {"plain": [], "graph": [], "original": []}
   hf_same, hf_failed = 1.0, None
+  original_failed = None if original_time else original_bridge.ORIGINAL_HINT
+  original_versions, original_different = None, 0
   for round_index in range(rounds):
     plain_ids, seconds = _time(plain_pass, cpu=cpu["plain"])
     times["plain"].append(seconds)
     slow_ids, seconds = _time(full_pass)
     times["full"].append(seconds)
+    if original_failed is None:
+      original_ids, result = original_time(lines)
+      if original_ids is None:
+        original_failed = result
+      else:
+        times["original"].append(result["seconds"])
+        cpu["original"].append(result["cpu_seconds"])
+        original_versions = result["versions"]
+        original_different = max(original_different, sum(
+            a != b for a, b in zip(original_ids, slow_ids, strict=True)))
     _, seconds = _time(graph_pass, repeats=3, cpu=cpu["graph"])
     times["graph"].append(seconds)
     fast_ids, seconds = _time(lists_pass, repeats=2)
@@ -270,7 +350,7 @@ def run(quick=False, rounds=3):
   note = (f"{len(lines):,} lines, {mb:.2f} MB {source}, {num_tokens:,} tokens; "
           f"median of {rounds} rounds (min-max)")
   rows += [
-      {"name": "original algorithm, plain Python tokens/s",
+      {"name": "the original's algorithm restated plainly, tokens/s",
        "value": statistics.median(rates["plain"]), "unit": "tokens/s",
        "note": f"benchmarks/tokenization_reference.py, one pass a round: {rate('plain')}; "
                + note},
@@ -283,10 +363,9 @@ def run(quick=False, rounds=3):
       {"name": "FastTokenizer tokens/s (tokenize_batch, Python lists)",
        "value": statistics.median(rates["lists"]), "unit": "tokens/s",
        "note": f"best of 2 a round: {rate('lists')}"},
-      {"name": "FastTokenizer (in-graph) / original algorithm",
+      {"name": "FastTokenizer (in-graph) / the plain restatement",
        "value": statistics.median(plain_x), "unit": "x",
-       "note": "median of the rounds' ratios, " + hf_bridge.spread(plain_x) +
-               "; target >= 40x"},
+       "note": "median of the rounds' ratios, " + hf_bridge.spread(plain_x)},
       {"name": "the same in process CPU seconds", "value": statistics.median(plain_cpu_x),
        "unit": "x", "note": "CPU time of the same passes (every thread of this process), "
                            "less sensitive to other load: " + hf_bridge.spread(plain_cpu_x)},
@@ -297,6 +376,8 @@ def run(quick=False, rounds=3):
       {"name": "lines with different ids, fast vs slow vs plain", "value": mismatches,
        "unit": "lines", "note": "must be 0"},
   ]
+  rows += _original_rows(num_tokens, times["original"], cpu["original"], original_versions,
+                         original_different, original_failed, times["graph"], cpu["graph"])
   if hf_time is None:
     rows.append(hf_note)
   elif hf_failed is not None:

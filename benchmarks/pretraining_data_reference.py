@@ -1,10 +1,11 @@
 """A straightforward single-process, pure-Python generator of BERT pretraining data.
 
-The yardstick for create_pretraining_data.py: the original release's algorithm written
-plainly on token strings, with `tokenization.FullTokenizer`, `random.Random`'s own
-`random()`, `randint()` and `shuffle()`, the whole corpus in memory and one protobuf
-object per example. Used by tests/test_create_pretraining_data.py (instance-by-instance
-faithfulness) and benchmarks/bench_pretraining_data.py (the speed and memory baseline).
+The yardstick for create_pretraining_data.py's faithfulness: the original release's
+algorithm written plainly on token strings, with `tokenization.FullTokenizer`,
+`random.Random`'s own `random()`, `randint()` and `shuffle()`, the whole corpus in memory
+and one protobuf object per example. Used by tests/test_create_pretraining_data.py
+(instance by instance). Speed is measured against the original's own generator instead
+(benchmarks/bench_pretraining_data.py).
 
 Examples are serialized with `deterministic=True` (features in key order) so that they
 can be compared byte for byte with ours; the original calls SerializeToString() plainly,

@@ -1,5 +1,8 @@
-"""docs/FLAGS.md is what tools/gen_flag_docs.py makes from the flag definitions now."""
+"""docs/FLAGS.md is what tools/gen_flag_docs.py makes from the flag definitions now, and
+every figure of docs/benchmarks.md's table (and each ratio the README quotes from it) names
+the command that measures it, the CPU and the date."""
 import os
+import re
 import subprocess
 import sys
 
@@ -18,3 +21,43 @@ def test_flag_reference_is_current_and_lists_only_our_flags():
     assert f"`{foreign}`" not in result.stdout
   for ours in ("--num_train_steps", "--runtime_log", "--init_checkpoint", "--task_name"):
     assert f"`{ours}`" in result.stdout
+
+
+def _todays_figures():
+  """The rows of docs/benchmarks.md's "Today's figures" table as lists of five cells
+  (what, figure, CPU, command, date); escaped pipes (\\|) stay inside their cell."""
+  with open(os.path.join(ROOT, "docs", "benchmarks.md"), encoding="utf-8") as handle:
+    text = handle.read()
+  section = text.split("## Today's figures", 1)[1].split("\n## ", 1)[0]
+  lines = [l for l in section.splitlines() if l.startswith("|")]
+  assert lines[0].replace(" ", "") == "|what|figure|CPU|command|date|", lines[0]
+  rows = [[c.strip() for c in re.split(r"(?<!\\)\|", l)[1:-1]] for l in lines[2:]]
+  assert all(len(r) == 5 for r in rows), [r for r in rows if len(r) != 5]
+  return rows
+
+
+def test_every_figure_in_the_benchmarks_table_names_its_command_cpu_and_date():
+  rows = _todays_figures()
+  assert len(rows) >= 10
+  command = cpu_above = None
+  for what, figure, cpu, cell, date in rows:
+    if cell != "the same":  # "the same": the row above's command, run once for both
+      found = re.findall(r"`[^`]*python benchmarks/(\w+\.py)[^`]*`", cell)
+      assert found, f"{what!r}: no `python benchmarks/...` command in {cell!r}"
+      command = found[0]
+    assert command and os.path.exists(os.path.join(ROOT, "benchmarks", command)), what
+    if cpu != "the same":
+      cpu_above = cpu
+    if re.search(r"\d", figure):  # a measured figure, not a row awaiting its first run
+      assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", date), f"{what!r}: date {date!r}"
+      assert cpu_above not in (None, "", "-"), f"{what!r}: no CPU"
+
+
+def test_every_ratio_in_the_readme_is_a_figure_of_the_benchmarks_table():
+  figures = " ".join(r[1] for r in _todays_figures())
+  with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
+    readme = handle.read()
+  ratios = re.findall(r"\b\d+(?:\.\d+)?x\b", readme)
+  assert ratios, "the README names no ratio: this test checks nothing"
+  missing = [r for r in ratios if not re.search(rf"\b{re.escape(r)}\b", figures)]
+  assert not missing, f"README ratios not in docs/benchmarks.md's table: {missing}"
