@@ -33,9 +33,11 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 demo: $(VENV)/.installed
 	$(PY) quickstart.py --output_dir=out/quickstart
 
-## test: install, then run the default test suite (tiny models; 890 tests in two worker processes, about 9 minutes on 2 CPU cores)
+## test: install, then run the default test suite (tiny models, in two worker processes), then
+## the whole pipeline on gs:// against a local GCS emulator (skipped, saying why, without it)
 test: $(VENV)/.installed-test $(GCS_VENV)/.installed
-	$(PY) -m pytest -q -m "not slow" -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -m "not slow and not gcs_pipeline" -n $(TEST_JOBS) --dist loadfile
+	$(PY) -m pytest -q -m "gcs_pipeline and not slow" -p no:xdist
 
 ## test-slow: the long runs on ../shared/data (real checkpoint fine-tuning and the like)
 test-slow: $(VENV)/.installed-test

@@ -65,9 +65,9 @@ def _pretraining_workers(gcs, inputs, out, logs):
                   f"--bert_config_file={inputs}/model/bert_config.json",
                   f"--output_dir={out}", "--do_train", "--do_eval", "--max_seq_length=24",
                   "--max_predictions_per_seq=4", "--train_batch_size=4",
-                  "--eval_batch_size=4", "--max_eval_steps=2", "--num_train_steps=6",
+                  "--eval_batch_size=4", "--max_eval_steps=2", "--num_train_steps=60",
                   "--num_warmup_steps=1", "--steps_per_loop=1",
-                  "--save_checkpoints_steps=2", "--learning_rate=1e-3", "--seed=4",
+                  "--save_checkpoints_steps=4", "--learning_rate=1e-3", "--seed=4",
                   "--distribution_strategy=multi_worker_mirrored")
   argv = [a.replace(f"{out}/../data", out.rsplit("/", 1)[0] + "/data") for a in argv]
   processes = []
@@ -77,8 +77,9 @@ def _pretraining_workers(gcs, inputs, out, logs):
     env = {**os.environ, **gcs.env(), "TF_CPP_MIN_LOG_LEVEL": "3",
            "TF_CONFIG": json.dumps({"cluster": cluster,
                                     "task": {"type": "worker", "index": index}})}
-    processes.append((subprocess.Popen(["timeout", "-k", "5", "400", *argv], env=env,
-                                       stdout=subprocess.DEVNULL, stderr=log, cwd=ROOT), log))
+    # The worker itself, not a wrapper: kill() must reach the run (SIGKILL).
+    processes.append((subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                                       cwd=ROOT), log))
   return processes
 
 
@@ -88,8 +89,18 @@ def _read_log(log):
 
 
 def _finish(processes):
-  for process, log in processes:
-    assert process.wait(timeout=420) == 0, _read_log(log)[-3000:]
+  try:
+    for process, log in processes:
+      assert process.wait(timeout=420) == 0, _read_log(log)[-3000:]
+  finally:
+    _stop(processes)
+
+
+def _stop(processes):
+  for process, _ in processes:
+    if process.poll() is None:
+      process.kill()
+      process.wait()
 
 
 def _pipeline(gcs, inputs, root, logs, kill_a_worker):
@@ -105,14 +116,17 @@ def _pipeline(gcs, inputs, root, logs, kill_a_worker):
   workers = _pretraining_workers(gcs, inputs, out, logs)
   if kill_a_worker:
     chief, lost = workers
-    deadline = time.time() + 300
-    while not any(n.endswith(".index") and "/ckpt-" in "/" + n
-                  for n in gcs.list_objects(out)):
-      assert chief[0].poll() is None and time.time() < deadline, _read_log(chief[1])[-3000:]
-      time.sleep(0.5)
-    lost[0].kill()  # SIGKILL
-    lost[0].wait(timeout=60)
-    assert chief[0].wait(timeout=180) == 2, _read_log(chief[1])[-3000:]
+    try:
+      deadline = time.time() + 300
+      while not any(n.endswith(".index") and "/ckpt-" in "/" + n
+                    for n in gcs.list_objects(out)):
+        assert chief[0].poll() is None and time.time() < deadline, _read_log(chief[1])[-3000:]
+        time.sleep(0.5)
+      lost[0].kill()  # SIGKILL
+      lost[0].wait(timeout=60)
+      assert chief[0].wait(timeout=180) == 2, _read_log(chief[1])[-3000:]
+    finally:
+      _stop(workers)
     last = [l for l in _read_log(chief[1]).splitlines() if l.strip()][-1]
     assert re.fullmatch(r"run_pretraining\.py: error: the multi-worker run lost worker 1 "
                         r"\(localhost:\d+\) after step \d+(?: \([^)]*\))?; rerun every "

@@ -368,3 +368,37 @@ def test_every_path_flag_has_a_url_case():
   missing = {command: sorted(set(flags) - COVERED.get(command, set()))
              for command, flags in listed.items()}
   assert not {c: f for c, f in missing.items() if f}, missing
+
+
+def _error_line(result):
+  lines = [l for l in result["stderr"].splitlines() if l.strip()
+           and not re.match(r"^([IWEF]\d{4} |WARNING: All log messages|To enable)", l)]
+  assert result["exit"] == 2 and not result["crashed"], result["stderr"][-3000:]
+  return lines[-1]
+
+
+def test_a_scheme_no_filesystem_knows_is_one_line(inputs, tmp_path):
+  """`foo://` (or s3:// without its plugin): one line naming the URL and the scheme."""
+  tmp = str(tmp_path)
+  cases = [
+      {"id": "output", "argv": [f"--input_file={inputs}/corpus/a.txt",
+                                "--output_file=foo://bucket/x.tfrecord",
+                                f"--vocab_file={inputs}/model/vocab.txt"]},
+      {"id": "input", "argv": ["--input_file=foo://bucket/a.txt",
+                               f"--output_file={tmp}/x.tfrecord",
+                               f"--vocab_file={inputs}/model/vocab.txt"]}]
+  results = _harness("create_pretraining_data.py", cases, tmp)
+  for case_id, flag in (("output", "output_file"), ("input", "input_file")):
+    line = _error_line(results[case_id])
+    assert line.startswith(f"create_pretraining_data.py: error: --{flag}=foo://bucket/"), line
+    assert "no filesystem knows the scheme 'foo://'" in line, line
+  assert os.listdir(tmp) == ["cases.json", "results.json"]
+
+
+def test_quickstart_refuses_ram_in_one_line(tmp_path):
+  results = _harness("quickstart.py", [{"id": "ram", "argv": ["--output_dir=ram://q"]}],
+                     str(tmp_path))
+  assert _error_line(results["ram"]) == (
+      "quickstart.py: error: --output_dir=ram://q: ram:// is memory of one process, and "
+      "each step of the quickstart is a process of its own; use a local folder or a "
+      "bucket (gs://...)")

@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
+from bert.utils import file_io  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
@@ -40,7 +41,7 @@ def convert(conll_dir, output_dir):
   """Writes output_dir/{labels.txt,train.tsv,dev.tsv,test.tsv}; returns the counts."""
   rows, counts = {}, {}
   for source, target in SPLITS:
-    path = os.path.join(conll_dir, source)
+    path = file_io.join(conll_dir, source)
     script_utils.check_input_file(path, "conll_dir")
     examples = tagging.read_conll(path)
     if examples[0].labels is None:
@@ -51,7 +52,7 @@ def convert(conll_dir, output_dir):
   labels = sorted(t for t in counts["train.tsv"] if t != "(sentences)")
   if not labels:  # every sentence would be "no label": nothing to learn
     raise script_utils.UserError(
-        f"{os.path.join(conll_dir, SPLITS[0][0])}: no entity tag (every tag is O); a "
+        f"{file_io.join(conll_dir, SPLITS[0][0])}: no entity tag (every tag is O); a "
         "multi-label set needs entity types to learn")
   for target, split_rows in rows.items():  # every split checked before any is written
     for number, (_, types) in enumerate(split_rows, start=1):
@@ -61,9 +62,9 @@ def convert(conll_dir, output_dir):
                                      f"{sorted(unknown)} never seen in train.txt")
   atomic_output.ensure_output_dir(output_dir, "output_dir")  # made once the input is good
   for target, split_rows in rows.items():
-    with atomic_output.atomic_open(os.path.join(output_dir, target)) as handle:
+    with atomic_output.atomic_open(file_io.join(output_dir, target)) as handle:
       handle.writelines(f"{text}\t{','.join(types)}\n" for text, types in split_rows)
-  with atomic_output.atomic_open(os.path.join(output_dir, "labels.txt")) as handle:
+  with atomic_output.atomic_open(file_io.join(output_dir, "labels.txt")) as handle:
     handle.writelines(f"{label}\n" for label in labels)
   return counts
 

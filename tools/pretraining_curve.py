@@ -26,6 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # tensorboard may load Tenso
 from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 
 from bert.cli import flags_common  # noqa: E402
+from bert.utils import file_io  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
@@ -36,10 +37,10 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
 def read_curve(run_dir, tag="masked_lm_accuracy", seconds_per_step=None):
   """[(seconds, value)] of `tag` in run_dir/train: seconds since the first logged step,
   or step x seconds_per_step when that is given."""
-  if not os.path.isdir(os.path.join(run_dir, "train")):
+  if not file_io.isdir(file_io.join(run_dir, "train")):
     raise script_utils.UserError(f"{run_dir}: no train/ folder of TensorBoard events (is it "
                                  "a run_pretraining.py --output_dir?)")
-  events = event_accumulator.EventAccumulator(os.path.join(run_dir, "train"))
+  events = event_accumulator.EventAccumulator(file_io.join(run_dir, "train"))
   events.Reload()
   if tag not in events.Tags()["scalars"]:
     raise script_utils.UserError(f"{run_dir}/train has no {tag!r} scalars (is it a "
@@ -124,7 +125,7 @@ def main(argv=None):
       label, sep, run_dir = item.partition("=")
       run_dir, _, per_step = run_dir.partition(":")
       run_dir = flags_common.expand_path(run_dir)
-      if not sep or not os.path.isdir(run_dir):
+      if not sep or not file_io.isdir(run_dir):
         raise script_utils.UserError(f"{item!r}: expected LABEL=RUN_DIR[:SECONDS_PER_STEP] "
                                      "with an existing folder")
       try:

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bert.cli import flags_common  # noqa: E402
 from bert.tagging import conlleval  # noqa: E402
 from bert.tagging import tagging  # noqa: E402
+from bert.utils import file_io  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
 # What to do when --iob meets a column of other tags (run_tagger.py says the same).
@@ -60,7 +61,7 @@ def main(argv=None):
     splits = []
     for name, limit in (("train.txt", args.max_train_examples),
                         ("valid.txt", args.max_eval_examples)):
-      path = script_utils.check_input_file(os.path.join(args.data_dir, name), "data_dir")
+      path = script_utils.check_input_file(file_io.join(args.data_dir, name), "data_dir")
       examples = tagging.read_conll(path, args.tag_column)
       if any(e.labels is None for e in examples):
         raise script_utils.UserError(f"{path}: no tag column")

@@ -16,15 +16,21 @@ from bert.utils import file_io
 from bert.utils import script_utils
 
 
-def _probe_write(directory, where):
+@contextlib.contextmanager
+def _naming(where):
+  """A filesystem's refusal on a URL, as one line that names the flag: `{where}: why`."""
+  try:
+    yield
+  except file_io.UrlError as exc:
+    raise script_utils.UserError(f"{where}: {exc.reason}") from None
+
+
+def _probe_write(directory):
   """Writes and removes an empty object in the URL `directory`: a read-only or missing
   bucket fails here, before the work, not when the output is written."""
   probe = file_io.temporary_sibling(file_io.join(directory, "bert-write-probe"))
-  try:
-    file_io.write_bytes(probe, b"")
-    file_io.remove(probe)
-  except file_io.InputError as exc:
-    raise script_utils.UserError(f"{where}: cannot write there: {exc}") from None
+  file_io.write_bytes(probe, b"")
+  file_io.remove(probe)
 
 
 def ensure_output_dir(path, flag_name="output_dir"):
@@ -32,15 +38,13 @@ def ensure_output_dir(path, flag_name="output_dir"):
   if not path:
     raise script_utils.UserError(f"--{flag_name} is required")
   where = f"--{flag_name}={path}"
-  if file_io.exists(path) and not file_io.isdir(path):
-    raise script_utils.UserError(f"{where}: exists and is not a directory")
-  if file_io.is_url(path):
-    try:
+  with _naming(where):
+    if file_io.exists(path) and not file_io.isdir(path):
+      raise script_utils.UserError(f"{where}: exists and is not a directory")
+    if file_io.is_url(path):
       file_io.makedirs(path)
-    except file_io.InputError as exc:
-      raise script_utils.UserError(f"{where}: cannot create it: {exc}") from None
-    _probe_write(path, where)
-    return path
+      _probe_write(path)
+      return path
   try:
     os.makedirs(path, exist_ok=True)
   except OSError as exc:
@@ -57,17 +61,19 @@ def prepare_output_file(path, flag_name="output_file"):
   of the same output left when it was killed (remove_stale_temporaries).
   """
   where = f"--{flag_name}={path}"
+  with _naming(where):
+    _prepare_output_file(path, where)
+
+
+def _prepare_output_file(path, where):
   if file_io.isdir(path):
     raise script_utils.UserError(f"{where}: is a directory, expected a file")
   directory = file_io.dirname(file_io.abspath(path))
   if file_io.is_url(path):
     if file_io.exists(directory) and not file_io.isdir(directory):
       raise script_utils.UserError(f"{where}: {directory} is a file, not a directory")
-    try:
-      file_io.makedirs(directory)
-    except file_io.InputError as exc:
-      raise script_utils.UserError(f"{where}: cannot create its folder: {exc}") from None
-    _probe_write(directory, where)
+    file_io.makedirs(directory)
+    _probe_write(directory)
   else:
     parent = directory
     while not os.path.exists(parent):

@@ -35,6 +35,14 @@ class InputError(ValueError):
   """
 
 
+class UrlError(InputError):
+  """A filesystem refused an operation on a URL: `{path}: {reason}`, one line."""
+
+  def __init__(self, path, reason):
+    super().__init__(f"{path}: {reason}")
+    self.path, self.reason = path, reason
+
+
 # --------------------------------------------------------------------------- names
 
 
@@ -138,18 +146,18 @@ def _tf_errors():
 
 
 def url_error(path, exc):
-  """The one line for a failed operation on a URL, from TensorFlow's exception."""
+  """Why an operation on the URL `path` failed, in words, from TensorFlow's exception."""
   errors = _tf_errors()
   text = " ".join(str(getattr(exc, "message", "") or exc).split())
   if isinstance(exc, errors.UnimplementedError) and "scheme" in text:
-    return (f"{path}: no filesystem knows the scheme '{scheme(path)}://' (TensorFlow "
-            "has gs:// and ram:// built in; s3:// and hdfs:// need a plugin such as "
-            "tensorflow-io imported first)")
+    return (f"no filesystem knows the scheme '{scheme(path)}://' (TensorFlow has gs:// "
+            "and ram:// built in; s3:// and hdfs:// need a plugin such as tensorflow-io "
+            "imported first)")
   if isinstance(exc, errors.PermissionDeniedError):
-    return f"{path}: permission denied ({text[:200]}); check the bucket's permissions"
+    return f"permission denied ({text[:200]}); check the bucket's permissions"
   if isinstance(exc, errors.NotFoundError):
-    return f"{path}: not found ({text[:200]}); check that the bucket exists"
-  return f"{path}: {text[:240]}"
+    return f"not found ({text[:200]}); check that the bucket exists"
+  return text[:240]
 
 
 class _UrlErrors:
@@ -169,7 +177,7 @@ class _UrlErrors:
                         errors.NotFoundError, errors.FailedPreconditionError,
                         errors.InvalidArgumentError, errors.AbortedError,
                         errors.UnavailableError, errors.DeadlineExceededError)):
-      raise InputError(url_error(self.path, exc)) from None
+      raise UrlError(self.path, url_error(self.path, exc)) from None
     return False
 
 
@@ -314,8 +322,8 @@ def _check_bucket(path):
   _, rest = _parts(path)
   bucket = "gs://" + rest.split("/", 1)[0]
   if not gfile().isdir(bucket):
-    raise InputError(f"{path}: the bucket {bucket} does not exist (or these credentials "
-                     "cannot see it); create it, or check the name")
+    raise UrlError(path, f"the bucket {bucket} does not exist (or these credentials "
+                   "cannot see it); create it, or check the name")
 
 
 def makedirs(path):

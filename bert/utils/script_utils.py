@@ -185,10 +185,8 @@ def check_input_file(path, flag_name, allow_empty=False):
       raise UserError(f"--{flag_name}={path}: not readable (check its permissions)")
     if not allow_empty and file_io.getsize(path) == 0:
       raise UserError(f"--{flag_name}={path}: the file is empty")
-  except file_io.InputError as exc:
-    if isinstance(exc, UserError):
-      raise
-    raise UserError(f"--{flag_name}={exc}") from None
+  except file_io.UrlError as exc:
+    raise UserError(f"--{flag_name}={path}: {exc.reason}") from None
   return path
 
 
@@ -208,10 +206,8 @@ def expand_file_patterns(patterns, flag_name):
           raise UserError(f"--{flag_name}: {path} is a directory, expected files")
         if path not in files:
           files.append(path)
-    except file_io.InputError as exc:
-      if isinstance(exc, UserError):
-        raise
-      raise UserError(f"--{flag_name}={exc}") from None
+    except file_io.UrlError as exc:
+      raise UserError(f"--{flag_name}={pattern}: {exc.reason}") from None
   if not files:
     raise UserError(f"--{flag_name} is required (comma-separated files or globs)")
   return files

@@ -218,7 +218,10 @@ class GcsEmulator:
         "GCS_STAT_CACHE_MAX_AGE": "0",
         # One retry, so a refused request fails in seconds rather than minutes.
         "GCS_RETRY_CONFIG_MAX_RETRIES": "1",
-        "NO_PROXY": "", "no_proxy": "",
+        # Only the googleapis hosts go through the proxy: a multi-worker run's own gRPC
+        # connections between localhost workers (gRPC reads these too) go direct.
+        "NO_PROXY": "localhost,127.0.0.1", "no_proxy": "localhost,127.0.0.1",
+        "no_grpc_proxy": "localhost,127.0.0.1",
     }
 
   # -- direct access to the emulator (not through TensorFlow) -----------------------
