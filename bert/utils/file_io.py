@@ -351,8 +351,15 @@ def rmtree(path):
   path = str(path)
   if is_url(path):
     with url_errors(path):
-      if gfile().exists(path):
+      if not exists(path):
+        return
+      try:
         gfile().rmtree(path)
+      except _tf_errors().NotFoundError:
+        # ram:// removes the files of a folder that only its files made, then says the
+        # folder is not found: what matters is that nothing is left.
+        if exists(path):
+          raise
   else:
     import shutil  # pylint: disable=g-import-not-at-top
     shutil.rmtree(path, ignore_errors=True)
