@@ -294,11 +294,15 @@ def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypat
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(f"[PAD]\n" if i == 0 else f"w{i}\n" for i in range(40)))
 
-  def full(*args, **kwargs):
-    raise RuntimeError('Error while serializing: IoError(Os { code: 28, kind: StorageFull, '
-                       'message: "No space left on device" })')
+  real_write = hugging_face.file_io.write_bytes
 
-  monkeypatch.setattr(hugging_face, "save_file", full)
+  def full(path, data):  # the disk fills up while the weights are written
+    if path.endswith(hugging_face.WEIGHTS_NAME):
+      real_write(path, data[:100])
+      raise OSError(errno.ENOSPC, "No space left on device", path)
+    real_write(path, data)
+
+  monkeypatch.setattr(hugging_face.file_io, "write_bytes", full)
   target = tmp_path / "hf"
   with pytest.raises(OSError) as caught:
     hugging_face.write_hugging_face(

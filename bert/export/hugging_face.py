@@ -410,7 +410,9 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
       # Serialized in memory and written as one file, so that a URL takes it too (and
       # the file gets the mode of any file we write, not safetensors' private 0600).
       file_io.write_bytes(weights_file, save_bytes(state, metadata={"format": "pt"}))
-    except OSError:
+    except OSError as exc:
+      if exc.errno == errno.ENOSPC:  # named by the export, not its temporary
+        raise OSError(errno.ENOSPC, "No space left on device", export_dir) from None
       raise
     except Exception as exc:  # safetensors' SafetensorError: not an OSError
       if "No space left" in str(exc) or "StorageFull" in str(exc):
