@@ -1327,7 +1327,7 @@ def normalize_with_hugging_face_format(ws):
 _LITERT_MRPC = {"format": "bert-litert", "format_version": 1, "task": "Mrpc",
                 "task_name": "mrpc", "head": "classifier", "labels": ["0", "1"],
                 "num_texts": 2, "max_seq_length": 32, "do_lower_case": True,
-                "normalize": None, "vocab_file": "vocab.txt",
+                "normalize": None, "vocab_file": "vocab.txt", "vocab_size": 2000,
                 "inputs": ["input_ids", "input_mask", "segment_ids"],
                 "outputs": ["label_id", "probabilities"],
                 "models": {"int8": {"file": "model_int8.tflite"}}}
@@ -1392,8 +1392,8 @@ def litert_model_of_another_task(ws):
   model = _litert_folder(ws, "la-mrpc")
   return dict(argv=[f"--litert_dir={os.path.dirname(model)}",
                     f"--data_dir={_mrpc(ws, 'la-data2', dev='good')}", "--task_name=sst2"],
-              expect=[f"--model={model} is Mrpc's classifier (labels 0, 1), not "
-                      "--task_name=sst2's Sst2"])
+              line=f"{model} is Mrpc's classifier (labels 0, 1), not --task_name=sst2's Sst2 "
+                   "(labels 0, 1); use that task's model")
 
 
 # ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
