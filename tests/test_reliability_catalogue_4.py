@@ -430,3 +430,72 @@ def test_python_m_bert_runs_the_command_or_refuses_in_one_line(made, tmp_path):
                                                    "the command one of create_vocab, "), lines
   proc = _python_m_bert(cwd=tmp_path)
   assert proc.returncode == 0 and "  bert-predict-litert" in proc.stdout.splitlines()
+
+
+# ---- every field of model.json altered in turn, and vocab.txt: the load refuses
+
+
+def _altered(made, name, **changes):
+  p = Place(made, f"field-{name}")
+  p.edit_json(**changes)
+  return p
+
+
+FIELDS = [
+    ("vocab_size", dict(vocab_size=len(litert_data.VOCAB) + 1), r"tokens, the model was "
+     r"exported with \d+ \(model.json's vocab_size\)"),
+    ("vocab_sha256", dict(vocab_sha256="0" * 64), "not the vocabulary the model was "
+     "exported with"),
+    ("special_ids", dict(special_ids={"[CLS]": 7}), r"its special tokens' ids differ from "
+     r"the model's \(\[CLS\] is 2, model.json says 7\)"),
+    ("vocab_file", dict(vocab_file="nowhere.txt"), "nowhere.txt: no such file"),
+    ("max_seq_length", dict(max_seq_length=2), "max_seq_length 2 is not a whole number"),
+    ("max_seq_length", dict(max_seq_length="32"), "max_seq_length '32' is not a whole"),
+    ("max_position_embeddings", dict(max_position_embeddings=16), "max_seq_length 24 is "
+     "more than the model's max_position_embeddings 16"),
+    ("type_vocab_size", dict(type_vocab_size=1), "type_vocab_size 1 cannot embed the 2 "
+     "texts"),
+    ("do_lower_case", dict(do_lower_case="yes"), "do_lower_case 'yes' is not true or false"),
+    ("head", dict(head="regression"), "a regression model's predictions are its score, but "
+     "its outputs are label_id, probabilities"),
+    ("labels", dict(labels=["0", "1", "2"]), r"output_shapes says probabilities \[2\] per "
+     r"row, for 3 labels"),
+    # An older export (format 1, no output_shapes): the probe row's outputs are measured.
+    ("labels", dict(labels=["0", "1", "2"], format_version=1, output_shapes=None),
+     r"its probabilities has shape \[2\] per row, .* says \[3\] \(3 labels\)"),
+    ("labels", dict(labels=None), "a classifier model without its labels"),
+    ("inputs", dict(inputs=["input_ids", "input_mask"]), "takes input_ids, input_mask, "
+     "segment_ids and gives label_id, probabilities, but"),
+    ("outputs", dict(outputs=["probabilities"]), "describes a model that takes input_ids, "
+     "input_mask, segment_ids and gives probabilities"),
+    ("output_shapes", dict(output_shapes={"label_id": [], "probabilities": [5]}),
+     r"output_shapes says probabilities \[5\] per row, for 2 labels"),
+    ("format_version", dict(format_version=3), "format_version 3; this version of the "
+     "project reads 1 and 2"),
+    ("format", dict(format="other"), "not a bert-litert description"),
+    ("models", dict(models={"float32": {"file": "model.tflite"}}), "model.json beside it "
+     "lists model.tflite, not this file"),
+] + [(key, {key: None}, f"has no '{key}'") for key in (
+    "head", "max_seq_length", "do_lower_case", "vocab_file", "vocab_size", "inputs",
+    "outputs", "vocab_sha256", "special_ids", "max_position_embeddings", "type_vocab_size",
+    "output_shapes")]
+
+
+@pytest.mark.parametrize("field,changes,message", FIELDS,
+                         ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(FIELDS)])
+def test_each_field_of_model_json_altered_is_refused_at_load(made, field, changes, message):
+  from bert.litert import predictor  # pylint: disable=g-import-not-at-top
+  p = _altered(made, f"{field}-{abs(hash(json.dumps(changes, sort_keys=True))) % 10**8}",
+               **changes)
+  with pytest.raises(predictor.UserError, match=message):
+    predictor.load_model(p.model, num_threads=1).runner()
+
+
+def test_the_untouched_export_loads_and_its_probe_passes(made):
+  from bert.litert import predictor  # pylint: disable=g-import-not-at-top
+  p = Place(made, "field-none")
+  model = predictor.load_model(p.model, num_threads=1)
+  model.runner()
+  probabilities = model.predict([model.encode("the movie was good .", "a sad day .")], 4,
+                                "probabilities")
+  assert probabilities.shape == (1, 2) and abs(float(probabilities.sum()) - 1) < 1e-5

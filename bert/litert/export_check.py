@@ -55,11 +55,28 @@ def check_metadata(metadata, metadata_file):
     raise UserError(f"{metadata_file}: max_seq_length {length} is more than the model's "
                     f"max_position_embeddings {positions}; put back the export's own "
                     f"model.json (max_seq_length as at training), or {REEXPORT}")
+  if not isinstance(metadata["do_lower_case"], bool):
+    raise UserError(f"{metadata_file}: do_lower_case {metadata['do_lower_case']!r} is not "
+                    f"true or false; {REEXPORT}")
+  segments = metadata.get("type_vocab_size")
+  if segments is not None and segments < (metadata.get("num_texts") or 1):
+    raise UserError(f"{metadata_file}: type_vocab_size {segments} cannot embed the "
+                    f"{metadata['num_texts']} texts per example it says (num_texts); "
+                    f"{REEXPORT}")
+  output = HEAD_OUTPUTS.get(metadata["head"])
+  if output and output not in metadata["outputs"]:
+    raise UserError(f"{metadata_file}: a {metadata['head']} model's predictions are its "
+                    f"{output}, but its outputs are {', '.join(metadata['outputs'])}; "
+                    f"{REEXPORT}")
   if metadata["head"] in ("classifier", "multi_label"):
     labels = metadata.get("labels")
     if not isinstance(labels, list) or not labels:
       raise UserError(f"{metadata_file}: a {metadata['head']} model without its labels; "
                       f"{REEXPORT}")
+    recorded = (metadata.get("output_shapes") or {}).get("probabilities")
+    if recorded is not None and list(recorded) != [len(labels)]:
+      raise UserError(f"{metadata_file}: output_shapes says probabilities {list(recorded)}"
+                      f" per row, for {len(labels)} labels; {REEXPORT}")
 
 
 def check_vocabulary(vocab_file, metadata, metadata_file):
