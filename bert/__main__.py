@@ -19,8 +19,8 @@ def describe():
   return "\n".join([
       f"{bert.DISTRIBUTION} {bert.__version__}: Google's original BERT on TensorFlow 2 / Keras 3",
       f"imported from {os.path.dirname(os.path.abspath(bert.__file__))}",
-      f"run one: {USAGE} (`{USAGE.replace('[flags]', '--help')}` shows its flags)",
-      "commands (each also `python -m bert.cli.<command>`, or the root script in a clone):",
+      f"commands (run one: `{USAGE}`; each also `python -m bert.cli.<command>`, its "
+      "console script below, or the root script in a clone):",
       *(f"  {cli.console_name(command)}" for command in cli.COMMANDS)])
 
 
