@@ -53,6 +53,26 @@ def _export(root, name, labels, head_info):
   return os.path.join(export, "litert")
 
 
+def _encoder_export(root):
+  """A tiny encoder's LiteRT folder as export_encoder.py --format=tfhub writes it (TF
+  Hub's input names); returns its litert/ folder."""
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.export import litert  # pylint: disable=g-import-not-at-top
+  from bert.export import tfhub_modules  # pylint: disable=g-import-not-at-top
+  config = tiny.tiny_config(len(litert_data.VOCAB))
+  module, signatures = tfhub_modules.build_encoder_module(modeling.BertModel(config))
+  saved = os.path.join(root, "encoder", "encoder")
+  tfhub_modules.save_module(module, saved, signatures)
+  folder = os.path.join(root, "encoder", "litert")
+  litert.write(saved, folder, litert.request(
+      "float32", {"task": "encoder", "head": "encoder", "max_seq_length": SEQ,
+                  "do_lower_case": True, "normalize": None, "num_texts": 2,
+                  "max_position_embeddings": config.max_position_embeddings,
+                  "type_vocab_size": config.type_vocab_size},
+      os.path.join(root, "vocab.txt")))
+  return folder
+
+
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
   root = str(tmp_path_factory.mktemp("catalogue4"))
@@ -62,6 +82,7 @@ def made(tmp_path_factory):
                                                   "head": "classifier", "labels": ["0", "1"]}),
       "stsb": _export(root, "stsb", None, {"task": "Stsb", "task_name": "stsb",
                                             "head": "regression"}),
+      "encoder": _encoder_export(root),
   }
   return root, folders
 
@@ -193,6 +214,18 @@ def regression_model_under_a_classifiers_json(made):
       f" describes; put the export's own files back together, or {REEXPORT}"))
 
 
+def encoder_model_under_a_classifiers_json(made):
+  """4: a TF-Hub encoder's model_float32.tflite put under MRPC's model.json."""
+  p = Place(made, "swapencoder")
+  shutil.copy(os.path.join(made[1]["encoder"], "model_float32.tflite"), p.model)
+  return dict(argv=p.argv(), absent=[p.out], expect=[
+      f"--model={p.model}: takes input_mask, input_type_ids, input_word_ids and gives "
+      "default, encoder_outputs_0, encoder_outputs_1, encoder_outputs_2, pooled_output, "
+      "sequence_output, ", f"but {p.path('litert/model.json')} describes a model that "
+      "takes input_ids, input_mask, segment_ids and gives label_id, probabilities: the "
+      ".tflite is not the model model.json describes"])
+
+
 def max_seq_length_past_the_positions(made):
   """5: model.json edited to max_seq_length 512; the model has 64 positions."""
   p = Place(made, "seq512")
@@ -272,7 +305,8 @@ def a_good_run(made):
 PREDICT_CASES = [vocab_replaced_by_a_cased_one, vocab_of_the_same_size_reordered,
                  vocab_file_edited_to_name_another, tsv_model_on_a_folder_with_a_header,
                  tsv_model_on_a_folder_with_a_header_given,
-                 regression_model_under_a_classifiers_json, max_seq_length_past_the_positions,
+                 regression_model_under_a_classifiers_json,
+                 encoder_model_under_a_classifiers_json, max_seq_length_past_the_positions,
                  max_seq_length_past_the_positions_of_an_older_export, special_tokens_renamed,
                  squad_model, encoder_model, a_good_run] + [
                      _url_case(f) for f in ("model", "data_dir", "output_dir")]
@@ -302,7 +336,27 @@ def accuracy_model_of_another_task(made):
       "0, 1); use that task's model"))
 
 
-ACCURACY_CASES = [accuracy_models_naming_a_missing_file, accuracy_model_of_another_task]
+def accuracy_url_as_litert_dir(made):
+  p = Place(made, "acc-url")
+  return dict(argv=["--litert_dir=gs://b/export/litert", f"--data_dir={p.data}",
+                    "--task_name=mrpc"], line=(
+      "--litert_dir=gs://b/export/litert: litert_accuracy.py reads and writes local paths "
+      "only; copy the export and data here first (gsutil cp -r or gcloud storage cp -r), "
+      "or use run_classifier.py --do_eval, which takes URLs"))
+
+
+def accuracy_good_run(made):
+  """The tool's own run on the untouched export: one JSON row per model."""
+  p = Place(made, "acc-good")
+  p.write("data/dev.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+          "1\t1\t2\tthe movie was good .\tthe film is great .\n"
+          "0\t3\t4\ta sad day .\tthe river was cold .\n")
+  return dict(argv=[f"--litert_dir={p.path('litert')}", f"--data_dir={p.data}",
+                    "--task_name=mrpc"], works=True)
+
+
+ACCURACY_CASES = [accuracy_models_naming_a_missing_file, accuracy_model_of_another_task,
+                  accuracy_url_as_litert_dir, accuracy_good_run]
 
 
 # ---- run_classifier.py: case 10 and the other flags without their partner
