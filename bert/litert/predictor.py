@@ -141,7 +141,11 @@ class LiteRTModel:
       export_check.check_signature(self.named, signature, self.metadata,
                                    self.metadata_file())
       self._runner = interpreter.get_signature_runner(litert_models.SIGNATURE)
-      self._probe()
+      try:
+        self._probe()
+      except UserError:
+        self._runner = None  # a model that failed its probe is never run
+        raise
     return self._runner
 
   def _probe(self):
