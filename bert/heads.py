@@ -64,6 +64,7 @@ class MaskedLMHead(modeling.ConfigLayer):
   def call(self, sequence_output, positions, embedding_table):
     """sequence_output: float [batch, seq, hidden]; positions: int32 [batch, P];
     embedding_table: float [vocab, hidden] -> float32 logits [batch, P, vocab]."""
+    _check_positions(positions, sequence_output)
     gathered = ops.take_along_axis(
         sequence_output, ops.expand_dims(ops.cast(positions, "int32"), -1), axis=1)
     # The LayerNorm gets float32 so that its output stays float32 (Keras casts a
@@ -177,6 +178,25 @@ class SquadHead(modeling.ConfigLayer):
 # --------------------------------------------------------------------------- models, losses
 
 
+def _check_positions(positions, sequence_output):
+  """masked_lm_positions index the rows of the sequence: a ValueError naming the value
+  and the length when one does not (eagerly only: a traced graph gains no op)."""
+  value = modeling.concrete_value(positions)
+  seq = (modeling.static_shape(sequence_output) or (None, None))[1]
+  if value is None or value.size == 0 or seq is None:
+    return
+  low, high = int(value.min()), int(value.max())
+  if low < 0 or high >= seq:
+    raise ValueError(f"masked_lm_positions holds {low if low < 0 else high}; the inputs "
+                     f"have {seq} positions per row, so each must be in [0, {seq - 1}]")
+
+
+def _check_count(name, value):
+  """num_labels, num_choices: a whole number >= 1."""
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"{name}={value!r}: must be a whole number >= 1")
+
+
 def _as_config(config):
   return modeling.BertConfig.from_dict(config) if isinstance(config, dict) else config
 
@@ -272,6 +292,7 @@ def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   computes [CLS] alone. Returns (model, encoder).
   """
   config = _as_config(config)
+  _check_count("num_labels", num_labels)
   encoder = modeling.BertModel(config, causal=causal, pooled_only=True)
   inputs = modeling.encoder_inputs()
   pooled = encoder(inputs)["pooled_output"]
@@ -363,6 +384,7 @@ def squad_loss(features, outputs):
 def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
   config = _as_config(config)
+  _check_count("num_labels", num_labels)
   encoder = modeling.BertModel(config, causal=causal)
   inputs = modeling.encoder_inputs()
   logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
@@ -422,6 +444,7 @@ def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=
   Outputs: logits float32 [batch, num_choices] (softmax over choices in the loss).
   """
   config = _as_config(config)
+  _check_count("num_choices", num_choices)
   encoder = modeling.BertModel(config, causal=causal, pooled_only=True)
   inputs = modeling.encoder_inputs(prefix_shape=(num_choices, None))
   fold = _FoldChoices(name="fold_choices")

@@ -417,6 +417,81 @@ class AttentionBias(keras.layers.Layer):
     return {**super().get_config(), "causal": self.causal}
 
 
+# --------------------------------------------------------------------------- input checks
+
+
+def concrete_value(value):
+  """`value` as a NumPy array when it holds numbers now (a NumPy array, a list, an eager
+  tensor), else None (a symbolic tensor: a Keras input, a tensor being traced inside a
+  tf.function). Checks on values run only then, so a traced graph gains no op."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  if isinstance(value, (np.ndarray, list, tuple, int)):
+    return np.asarray(value)
+  if isinstance(value, keras.KerasTensor):
+    return None
+  numpy = getattr(value, "numpy", None)
+  if numpy is None:
+    return None
+  try:
+    return np.asarray(numpy())  # an eager tensor; a graph tensor raises
+  except (AttributeError, NotImplementedError, RuntimeError, TypeError, ValueError):
+    return None
+
+
+def static_shape(value):
+  """The shape known now (None for an unknown dimension), or None without one."""
+  shape = getattr(value, "shape", None)
+  if shape is None:
+    return None
+  try:
+    return tuple(None if d is None else int(d) for d in shape)
+  except TypeError:  # an unknown rank
+    return None
+
+
+def check_encoder_inputs(inputs, config, where="BertModel"):
+  """A ValueError naming the argument, its shape or value and the limit, for inputs the
+  encoder would otherwise fail on deep inside TensorFlow (or, for out-of-range ids on an
+  accelerator, silently embed as zeros): the three inputs' shapes against each other,
+  the sequence length against max_position_embeddings, segment ids against
+  type_vocab_size, ids against vocab_size. Shapes known at trace time are checked in a
+  graph too; values only when they are concrete (eagerly)."""
+  if not isinstance(inputs, dict):
+    return  # Keras calls with a list in input order at times; its own checks apply
+  names = ("input_ids", "input_mask", "segment_ids")
+  missing = [name for name in names if name not in inputs]
+  if missing:
+    raise ValueError(f"{where}: inputs lack {', '.join(missing)} (a dict of input_ids, "
+                     "input_mask and segment_ids, each int [batch, seq])")
+  shapes = {name: static_shape(inputs[name]) for name in names}
+  ids_shape = shapes["input_ids"]
+  for name in names:
+    shape = shapes[name]
+    if shape is None or ids_shape is None:
+      continue
+    if len(shape) != 2:
+      raise ValueError(f"{where}: {name} has shape {list(shape)}; each input is "
+                       "[batch, seq]")
+    if any(a is not None and b is not None and a != b for a, b in zip(shape, ids_shape)):
+      raise ValueError(f"{where}: {name} has shape {list(shape)}, input_ids "
+                       f"{list(ids_shape)}; the three inputs must have the same shape")
+  seq = ids_shape[-1] if ids_shape else None
+  if seq is not None and seq > config.max_position_embeddings:
+    raise ValueError(f"{where}: input_ids has {seq} positions per row (shape "
+                     f"{list(ids_shape)}), more than the config's max_position_embeddings "
+                     f"{config.max_position_embeddings}")
+  for name, limit, key in (("segment_ids", config.type_vocab_size, "type_vocab_size"),
+                           ("input_ids", config.vocab_size, "vocab_size")):
+    value = concrete_value(inputs[name])
+    if value is None or value.size == 0:
+      continue
+    low, high = int(value.min()), int(value.max())
+    if low < 0 or high >= limit:
+      bad = low if low < 0 else high
+      raise ValueError(f"{where}: {name} holds {bad}; the config's {key} is {limit}, so "
+                       f"each must be in [0, {limit - 1}]")
+
+
 def encoder_inputs(prefix_shape=(None,)):
   return {name: keras.Input(shape=prefix_shape, dtype="int32", name=name)
           for name in ("input_ids", "input_mask", "segment_ids")}
@@ -468,6 +543,11 @@ class BertModel(keras.Model):
     self.config = config
     self.causal = causal
     self.pooled_only = pooled_only
+
+  def __call__(self, inputs, *args, **kwargs):
+    # Before Keras's own __call__, so that the ValueError reaches the caller as raised.
+    check_encoder_inputs(inputs, self.config, self.name)
+    return super().__call__(inputs, *args, **kwargs)
 
   @property
   def embeddings_layer(self):

@@ -239,7 +239,13 @@ class FullTokenizer:
   """
 
   def __init__(self, vocab_file, do_lower_case=True, normalize=None):
+    self.vocab_file = vocab_file
     self.vocab = load_vocab(vocab_file)
+    if UNK_TOKEN not in self.vocab:
+      # The original loads such a file and fails later, on the first word outside it,
+      # with a bare KeyError: '[UNK]'.
+      raise file_io.InputError(f"vocab file {vocab_file}: has no {UNK_TOKEN}, which the "
+                               "tokenizer emits for every word outside the vocabulary")
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case,
                                           normalize=normalize)
@@ -252,10 +258,18 @@ class FullTokenizer:
     return split_tokens
 
   def convert_tokens_to_ids(self, tokens):
-    return convert_by_vocab(self.vocab, tokens)
+    try:
+      return convert_by_vocab(self.vocab, tokens)
+    except KeyError as exc:  # the original's exception type, with what is missing named
+      raise KeyError(f"token {exc.args[0]!r} is not in the vocabulary {self.vocab_file} "
+                     f"({len(self.vocab)} tokens)") from None
 
   def convert_ids_to_tokens(self, ids):
-    return convert_by_vocab(self.inv_vocab, ids)
+    try:
+      return convert_by_vocab(self.inv_vocab, ids)
+    except KeyError as exc:
+      raise KeyError(f"id {exc.args[0]!r} is not in the vocabulary {self.vocab_file} "
+                     f"(ids 0 to {len(self.vocab) - 1})") from None
 
 
 class BasicTokenizer:

@@ -20,7 +20,8 @@ CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
   them), back in the repository root afterwards; env (optional): environment variables
   set for that case only (TF_CONFIG, HOME, ...).
 RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": bool,
-                    "seconds": float, "after": [what each "after" action found]}}
+                    "seconds": float, "flags": [every flag the script defines],
+                    "after": [what each "after" action found]}}
   A case's "after" actions (see _after) run in this process once the case is done.
 
 Setup actions (run in this process before the case, with TensorFlow available):
@@ -207,6 +208,8 @@ def main():
   finally:
     app.run = real_run
   main_fn = captured["main"] if uses_absl else module.main
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  defined = sorted(flags.FLAGS) if uses_absl else []  # what the tool's messages may name
 
   results = {}
   saved_fds = os.dup(1), os.dup(2)
@@ -239,7 +242,7 @@ def main():
       out.seek(0)
       err.seek(0)
       results[case["id"]] = {
-          "exit": code, "crashed": crashed, "seconds": round(seconds, 2),
+          "exit": code, "crashed": crashed, "seconds": round(seconds, 2), "flags": defined,
           "stdout": out.read().decode("utf-8", "replace"),
           "stderr": err.read().decode("utf-8", "replace") + trace,
           "after": [_after(action) for action in case.get("after", [])]}

@@ -142,8 +142,3 @@ def test_a_scheme_no_filesystem_knows_is_one_line_in_the_library():
   assert refused.value.reason.startswith("no filesystem knows the scheme 'foo://'")
   with pytest.raises(script_utils.UserError, match=r"^--output_dir=foo://b/o: no filesystem"):
     atomic_output.ensure_output_dir("foo://b/o")
-
-
-def test_the_predictor_refuses_urls():
-  with pytest.raises(file_io.InputError, match=r"^--model=gs://b/m\.tflite: .* local paths only"):
-    file_io.refuse_url("gs://b/m.tflite", "model", "predict_litert.py")

@@ -1327,7 +1327,7 @@ def normalize_with_hugging_face_format(ws):
 _LITERT_MRPC = {"format": "bert-litert", "format_version": 1, "task": "Mrpc",
                 "task_name": "mrpc", "head": "classifier", "labels": ["0", "1"],
                 "num_texts": 2, "max_seq_length": 32, "do_lower_case": True,
-                "normalize": None, "vocab_file": "vocab.txt",
+                "normalize": None, "vocab_file": "vocab.txt", "vocab_size": 2000,
                 "inputs": ["input_ids", "input_mask", "segment_ids"],
                 "outputs": ["label_id", "probabilities"],
                 "models": {"int8": {"file": "model_int8.tflite"}}}
@@ -1392,8 +1392,8 @@ def litert_model_of_another_task(ws):
   model = _litert_folder(ws, "la-mrpc")
   return dict(argv=[f"--litert_dir={os.path.dirname(model)}",
                     f"--data_dir={_mrpc(ws, 'la-data2', dev='good')}", "--task_name=sst2"],
-              expect=[f"--model={model} is Mrpc's classifier (labels 0, 1), not "
-                      "--task_name=sst2's Sst2"])
+              line=f"{model} is Mrpc's classifier (labels 0, 1), not --task_name=sst2's Sst2 "
+                   "(labels 0, 1); use that task's model")
 
 
 # ---- borders: export versions, recorded heads, the lock, TF_CONFIG, empty label sets
@@ -2487,6 +2487,25 @@ def _check_disk(spec):
       assert left == [], (parent, left)
 
 
+# `--flag` in a message: a flag of the tool, unless it follows another command's name
+# ("use run_classifier.py --do_predict").
+_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9_]*)")
+_OTHER_COMMAND = re.compile(r"(?:\S+\.py|bert-[a-z-]+)((?: --[a-z_]+(?:=\S+)?)+)")
+
+
+def flags_named(line):
+  """The flags a message names as the tool's own."""
+  others = {m.group(1) for span in _OTHER_COMMAND.finditer(line)
+            for m in _FLAG.finditer(span.group(1))}
+  return {m.group(1) for m in _FLAG.finditer(line)} - others
+
+
+def foreign_flags(line, defined):
+  """The flags `line` names that the tool does not define (--noX: X's negation)."""
+  return sorted(f for f in flags_named(line)
+                if f not in defined and not (f.startswith("no") and f[2:] in defined))
+
+
 def check_case(script, spec, result):
   if spec.get("works"):
     check_works(script, spec, result)
@@ -2506,6 +2525,8 @@ def check_case(script, spec, result):
     # Everything else on stderr must be log lines, not a stray multi-line dump.
     others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
     assert others == [], others[:5]
+  if result.get("flags"):  # a tool's messages name its own flags
+    assert foreign_flags(errors[0], set(result["flags"])) == [], errors[0]
   for needle in spec.get("expect", []):
     assert needle in errors[0], (needle, errors[0])
   if "line" in spec:

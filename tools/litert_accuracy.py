@@ -30,6 +30,7 @@ from bert import metrics  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
 from bert.export import litert as litert_models  # noqa: E402
+from bert.litert import export_check  # noqa: E402
 from bert.litert import predictor  # noqa: E402
 from bert.utils import script_utils  # noqa: E402
 
@@ -46,6 +47,7 @@ def define_flags():
                     "model.json lists, float32 first).")
   flags.DEFINE_integer("num_threads", None, "LiteRT's threads (default: every CPU).")
   flags.DEFINE_integer("batch_size", 32, "Rows per call of the model.")
+  flags_common.define_generic_task_flags()  # the tsv/csv task's columns, as at training
   flags_common.define_runtime_flags()
   for name in ("litert_dir", "data_dir", "task_name"):
     flags.mark_flag_as_required(name)
@@ -73,8 +75,11 @@ def scores(processor, outputs, examples):
 
 
 def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_threads=None,
-         batch_size=32):
+         batch_size=32, columns=None):
   """The JSON rows main() prints (the SavedModel's first, given eval_results)."""
+  export_check.refuse_urls(
+      {"litert_dir": litert_dir, "data_dir": data_dir, "eval_results": eval_results},
+      "litert_accuracy.py", "run_classifier.py --do_eval")
   if not os.path.isdir(litert_dir):
     raise script_utils.UserError(f"--litert_dir={litert_dir}: no such folder")
   if not os.path.isfile(os.path.join(litert_dir, litert_models.METADATA_FILE)):
@@ -83,11 +88,18 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
   listed = litert_models.read_metadata(
       os.path.join(litert_dir, litert_models.MODEL_FILES["float32"]))["models"]
   names = models or [listed[p]["file"] for p in litert_models.PRECISIONS if p in listed]
+  files = sorted(entry["file"] for entry in listed.values())
+  for name in names:
+    if name not in files:
+      raise script_utils.UserError(
+          f"--models={','.join(names)}: {name} is not a model of --litert_dir={litert_dir} "
+          f"(its model.json lists {', '.join(files)})")
   found, reference, encoded = [], None, None
   for name in names:
-    model = predictor.load_model(os.path.join(litert_dir, name), num_threads)
+    # flag=None: this tool names the model by --litert_dir and --models, not --model.
+    model = predictor.load_model(os.path.join(litert_dir, name), num_threads, flag=None)
     if encoded is None:  # the models of one folder share model.json and vocab.txt
-      processor = predictor.classifier_processor(model, task_name)
+      processor = predictor.classifier_processor(model, task_name, columns=columns)
       examples = processor.get_dev_examples(data_dir)
       encoded = [model.encode(e.text_a, e.text_b) for e in examples]
     outputs = model.predict(encoded, batch_size,
@@ -113,8 +125,15 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
+    columns = predictor.GenericColumns(
+        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
+        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
+        test_text_b_column=FLAGS.test_text_b_column,
+        has_header=flags_common.has_header_option(FLAGS), delimiter=FLAGS.delimiter,
+        label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
+        regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
     for row in rows(FLAGS.litert_dir, FLAGS.task_name, FLAGS.data_dir, FLAGS.models,
-                    FLAGS.eval_results, FLAGS.num_threads, FLAGS.batch_size):
+                    FLAGS.eval_results, FLAGS.num_threads, FLAGS.batch_size, columns):
       print(json.dumps(row, sort_keys=True))
 
 

@@ -428,10 +428,24 @@ class DelimitedFileProcessor(GlueTsvProcessor):
           f"{path}:{rows[0][0]}: the first row looks like a header ({reason}); pass "
           "--has_header if it is one, or --has_header=false if the first row really is data")
 
+  def _refuse_header_in_unlabelled_file(self, path):
+    """A test file has no label to judge its first row by: the task's train (else dev)
+    file beside it is judged instead, by the same rule (run_classifier.py --do_predict
+    and predict_litert.py alike), since the three files come from one source."""
+    if self.has_header is not None:
+      return
+    for name in (self.train_file, self.dev_file):
+      sibling = os.path.join(os.path.dirname(path), name)
+      if os.path.isfile(sibling):
+        self._refuse_header_read_as_data(sibling, self._columns(sibling, self.spec).label)
+        return
+
   def _read(self, path, set_type, labelled):
     spec = self.spec if labelled else self.test_spec
     if labelled:
       self._refuse_header_read_as_data(path, self._columns(path, spec).label)
+    else:
+      self._refuse_header_in_unlabelled_file(path)
     return self.read_split(path, set_type, self._columns(path, spec), labelled=labelled,
                            delimiter=self.delimiter, quoting=self.quoting)
 

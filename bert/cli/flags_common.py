@@ -387,6 +387,41 @@ def define_export_version_flag():
       "a folder that holds versions).")
 
 
+# --------------------------------------------------------------------------- partners
+
+# Flags that act only together with another: (flag, partner, what the flag does). Given
+# on the command line while its partner is unset (empty, false), the flag would do
+# nothing, silently; it is refused instead (check_partners), in every command that
+# defines both. tests/test_flag_partners.py lists, from the flag definitions, every flag
+# whose help says it acts "With --X" or "Only used if" and checks that it is here.
+PARTNERS = (
+    ("litert", "export_dir", "writes the LiteRT models of an export"),
+    ("export_version", "export_dir", "names the version folder of an export"),
+    ("overwrite_export", "export_dir", "replaces part of an export"),
+    ("eval_every_steps", "do_train", "evaluates during training"),
+    ("eval_every_steps", "do_eval", "evaluates during training"),
+    ("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
+)
+
+
+def _typed(flag_values, name):
+  """--name as typed (`--name=value`, or `--name` for a true boolean)."""
+  value = flag_values[name].value
+  if isinstance(value, bool):
+    return f"--{name}" if value else f"--no{name}"
+  return f"--{name}={value}"
+
+
+def check_partners(flag_values):
+  """Refuses a flag given without the partner it acts with (PARTNERS): one line,
+  settings.FlagError."""
+  for name, partner, what in PARTNERS:
+    if name in flag_values and partner in flag_values and flag_values[name].present \
+        and not flag_values[partner].value:
+      raise settings.FlagError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
+                               " (without it the flag does nothing)")
+
+
 # --------------------------------------------------------------------------- options
 
 
@@ -398,6 +433,7 @@ def run_options(flag_values, phase=None, cpu=None, **overrides):
   --do_train, else prediction): which cell of cpu_choice's table an unset --enable_xla
   and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
   """
+  check_partners(flag_values)
   names = {f.name for f in dataclasses.fields(settings.RunOptions)}
   values = {n: flag_values[n].value for n in names if n in flag_values}
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.

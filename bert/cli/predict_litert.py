@@ -56,9 +56,16 @@ flags.mark_flag_as_required("data_dir")
 flags.mark_flag_as_required("output_dir")
 
 
+# Every path this command reads or writes (all local: the LiteRT runtime opens files).
+PATH_FLAGS = ("model", "data_dir", "output_dir")
+
+
 def main(_):
   with script_utils.report_user_errors(FLAGS.verbose):
     flags_common.check_positive(FLAGS, ("predict_batch_size", "num_threads"))
+    from bert.litert import export_check  # pylint: disable=g-import-not-at-top
+    export_check.refuse_urls({name: FLAGS[name].value for name in PATH_FLAGS},
+                             "predict_litert.py", "run_classifier.py --do_predict")
     from bert.litert import predictor  # deferred: --help stays fast
     started = time.perf_counter()
     columns = predictor.GenericColumns(

@@ -40,13 +40,20 @@ export is written under temporary names, so nothing of it lands (serving.py).
 
 model.json (`METADATA_FILE`) says what the model is, so that a predictor refuses a model
 of another task instead of writing plausible numbers for the wrong labels:
-  format, format_version            "bert-litert", 1
+  format, format_version            "bert-litert", 2 (1: before the fields marked *)
   task, head, labels, threshold     the run's head_info (finetune.Task.head_info); an
                                     encoder has head "encoder"
   task_name, num_texts, ltr         how the run read its text
   max_seq_length, do_lower_case,    how to tokenize (tokenization.FullTokenizer with
   normalize, vocab_file, vocab_size the vocabulary beside it)
+  vocab_sha256 *, special_ids *     the vocabulary's digest (SHA-256 of vocab.txt's bytes)
+                                    and the ids of its special tokens ([PAD], [UNK],
+                                    [CLS], [SEP], [MASK], those it has)
+  max_position_embeddings *,        the encoder's position and segment tables' rows
+  type_vocab_size *
   inputs, outputs                   the signature's tensor names
+  output_shapes *                   each output's shape after the batch ([] for a
+                                    score, [labels] for probabilities; None: any length)
   models                            per precision: file, bytes, the check's largest
                                     and mean difference per output and its tolerance
   converted_with, checked_with      the converter's and the runtime's versions
@@ -57,6 +64,7 @@ the values it quantizes.
 """
 
 import dataclasses
+import hashlib
 import json
 import os
 import warnings
@@ -75,7 +83,11 @@ METADATA_FILE = "model.json"
 VOCAB_FILE = "vocab.txt"
 FOLDER = "litert"
 FORMAT = "bert-litert"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# model.json versions this project reads: 1 lacks the fields that let a predictor check
+# the vocabulary's digest and the model's positions (predictor.py checks what it can).
+READABLE_VERSIONS = (1, 2)
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 FLOAT32_TOLERANCE = 1e-5
 INT8_TOLERANCE = 0.1
 TOLERANCES = {"float32": FLOAT32_TOLERANCE, "int8": INT8_TOLERANCE}
@@ -259,7 +271,8 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
   unknown = [name for name in input_names if name not in _ROLES]
   if unknown:
     raise ValueError(f"{saved_model_dir}: inputs {unknown} are not token-id inputs")
-  vocab_size = len(tokenization.load_vocab(spec.vocab_file))
+  vocab = tokenization.load_vocab(spec.vocab_file)
+  vocab_size = len(vocab)
   seq_length = int(spec.metadata.get("max_seq_length") or CHECK_SEQ_LENGTH)
   feeds = check_rows(input_names, vocab_size, seq_length, spec.num_segments)
   models, runtime = {}, None
@@ -286,17 +299,42 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
             f"{k} max {v[0]:.2g} mean {v[1]:.2g}" for k, v in sorted(worst.items())))
   # The vocabulary's bytes, not a copy of the file: a read-only original would make a
   # read-only copy.
-  file_io.write_bytes(f"{out_dir}/{VOCAB_FILE}", file_io.read_bytes(spec.vocab_file))
+  vocab_bytes = file_io.read_bytes(spec.vocab_file)
+  file_io.write_bytes(f"{out_dir}/{VOCAB_FILE}", vocab_bytes)
   metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, **spec.metadata,
+              **encoder_sizes(loaded, spec.metadata),
               "vocab_file": VOCAB_FILE, "vocab_size": vocab_size,
+              "vocab_sha256": hashlib.sha256(vocab_bytes).hexdigest(),
+              "special_ids": {t: vocab[t] for t in SPECIAL_TOKENS if t in vocab},
               "inputs": input_names,
               "outputs": sorted(signature.structured_outputs),
+              "output_shapes": {name: [None if d is None else int(d)
+                                       for d in spec_.shape[1:]]
+                                for name, spec_ in signature.structured_outputs.items()},
               "models": models,
               "converted_with": f"tensorflow {tf.__version__}",
               "checked_with": runtime}
   file_io.write_bytes(f"{out_dir}/{METADATA_FILE}",
                       (json.dumps(metadata, indent=1, sort_keys=True) + "\n").encode("utf-8"))
   return metadata
+
+
+def encoder_sizes(loaded, metadata):
+  """{max_position_embeddings, type_vocab_size}: the request's (the run's BERT config),
+  else the rows of the SavedModel's position and segment tables."""
+  sizes = {key: int(metadata[key]) for key in ("max_position_embeddings", "type_vocab_size")
+           if metadata.get(key)}
+  tables = {"max_position_embeddings": "position_embeddings",
+            "type_vocab_size": "token_type_embeddings"}
+  for key, table in tables.items():
+    if key not in sizes:
+      found = [v.shape[0] for v in loaded.variables
+               if v.name.split(":")[0].split("/")[-1] == table and len(v.shape) == 2]
+      if len(found) != 1:
+        raise ValueError(f"the SavedModel holds {len(found)} {table} tables; pass {key} "
+                         "in the request's metadata")
+      sizes[key] = int(found[0])
+  return sizes
 
 
 def read_metadata(model_file):
@@ -316,10 +354,10 @@ def read_metadata(model_file):
   if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
     raise script_utils.UserError(f"{path}: not a {FORMAT} description (no \"format\": "
                                  f"\"{FORMAT}\")")
-  if metadata.get("format_version") != FORMAT_VERSION:
+  if metadata.get("format_version") not in READABLE_VERSIONS:
     raise script_utils.UserError(
         f"{path}: format_version {metadata.get('format_version')!r}; this version of the "
-        f"project reads {FORMAT_VERSION}")
+        f"project reads {' and '.join(map(str, READABLE_VERSIONS))}")
   return metadata
 
 

@@ -14,9 +14,11 @@ test_results.tsv (and the GLUE submission file) with the writers --do_predict us
 (classifier_data.write_probabilities / write_submission, multilabel_data.write_results).
 
 What the model is comes from model.json beside it (bert/export/litert.py): its task, head
-and labels, max_seq_length, lower-casing and vocabulary. A model of another task than
+and labels, max_seq_length, lower-casing and vocabulary. The export is checked whole at
+load (export_check.py: model.json, vocab.txt and the .tflite's signature against each
+other, one row of max_seq_length tokens through the model). A model of another task than
 --task_name, or a head this predictor does not serve (SQuAD, an encoder), is refused in
-one line before any file is read.
+one line before any file is read. Paths are local (the runtime opens local files).
 """
 
 import dataclasses
@@ -28,6 +30,7 @@ import numpy as np
 from bert.classifier import classifier_data
 from bert.classifier import processors
 from bert.export import litert as litert_models
+from bert.litert import export_check
 from bert.multilabel import multilabel_data
 from bert import tokenization
 from bert.utils import atomic_output
@@ -39,6 +42,13 @@ CLASSIFIER_HEADS = ("classifier", "regression")
 MULTI_LABEL_HEAD = "multi_label"
 MULTI_LABEL_TASK_NAMES = ("multilabel", "multi_label", "multi-label")
 INSTALL_HINT = "pip install 'bert-tensorflow2[litert]' (or, in a clone, make's test setup)"
+SERVED_HEADS = CLASSIFIER_HEADS + (MULTI_LABEL_HEAD,)
+# Where the models this predictor does not serve go instead (docs/serving.md).
+NOT_SERVED = {
+    "squad": "a SQuAD model's answers need run_squad.py's decoding: run_squad.py "
+             "--do_predict (or its SavedModel in export_dir/ids)",
+    "encoder": "an encoder's outputs are features for a head of your own: run the .tflite "
+               "with ai_edge_litert's Interpreter yourself (docs/serving.md)"}
 
 
 def default_threads():
@@ -69,33 +79,35 @@ class LiteRTModel:
 
   `run(rows)`: rows [(ids, segment_ids)] of one batch -> the model's outputs for them
   (numpy arrays by output name), the batch padded to its longest row.
+
+  flag: the command-line flag that named model_file ("--model"), for messages; None: a
+  tool whose flags name the model otherwise (the messages name the file alone).
   """
 
-  def __init__(self, model_file, num_threads=None):
+  def __init__(self, model_file, num_threads=None, flag="--model"):
     self.model_file = model_file
+    self.named = f"{flag}={model_file}" if flag else model_file
     if not os.path.isfile(model_file):
-      raise UserError(f"--model={model_file}: no such file"
+      raise UserError(f"{self.named}: no such file"
                       + (" (a folder: name the .tflite file in it, e.g. "
                          f"{litert_models.MODEL_FILES['int8']})"
                          if os.path.isdir(model_file) else ""))
     self.metadata = litert_models.read_metadata(model_file)
     self.precision = litert_models.precision_of_file(model_file, self.metadata)
     if self.precision is None:
-      raise UserError(f"--model={model_file}: model.json beside it lists "
+      raise UserError(f"{self.named}: model.json beside it lists "
                       f"{', '.join(sorted(e['file'] for e in self.metadata['models'].values()))}"
                       ", not this file")
-    for key in ("head", "max_seq_length", "do_lower_case", "vocab_file", "inputs"):
-      if key not in self.metadata:
-        raise UserError(f"{self.metadata_file()}: has no {key!r}")
+    export_check.check_metadata(self.metadata, self.metadata_file())
     self.head = self.metadata["head"]
     self.labels = self.metadata.get("labels")
     self.max_seq_length = int(self.metadata["max_seq_length"])
     self.num_threads = int(num_threads or default_threads())
     if self.num_threads < 1:
-      raise UserError(f"--num_threads={num_threads}: must be at least 1")
-    vocab_file = os.path.join(os.path.dirname(os.path.abspath(model_file)),
-                              self.metadata["vocab_file"])
-    script_utils.check_input_file(vocab_file, "model (its vocab.txt)")
+      raise ValueError(f"num_threads={num_threads}: must be at least 1")
+    vocab_file = export_check.vocab_path(model_file, self.metadata)
+    self.vocab = export_check.check_vocabulary(vocab_file, self.metadata,
+                                               self.metadata_file())
     self.tokenizer = tokenization.FullTokenizer(vocab_file,
                                                 do_lower_case=self.metadata["do_lower_case"],
                                                 normalize=self.metadata.get("normalize"))
@@ -118,16 +130,34 @@ class LiteRTModel:
       try:
         from ai_edge_litert.interpreter import Interpreter  # pylint: disable=g-import-not-at-top
       except ImportError:
-        raise UserError(f"--model={self.model_file}: running a LiteRT model needs the "
+        raise UserError(f"{self.named}: running a LiteRT model needs the "
                         f"ai-edge-litert package: {INSTALL_HINT}") from None
       try:
         interpreter = Interpreter(model_path=self.model_file, num_threads=self.num_threads)
-        self._runner = interpreter.get_signature_runner(litert_models.SIGNATURE)
+        signature = interpreter.get_signature_list().get(litert_models.SIGNATURE)
       except (ValueError, RuntimeError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        raise UserError(f"--model={self.model_file}: not a LiteRT model this runtime "
-                        f"loads ({first})") from None
+        raise UserError(f"{self.named}: not a LiteRT model this runtime loads "
+                        f"({export_check.first_line(exc)})") from None
+      export_check.check_signature(self.named, signature, self.metadata,
+                                   self.metadata_file())
+      self._runner = interpreter.get_signature_runner(litert_models.SIGNATURE)
+      try:
+        self._probe()
+      except UserError:
+        self._runner = None  # a model that failed its probe is never run
+        raise
     return self._runner
+
+  def _probe(self):
+    """One row of max_seq_length tokens through the model: a max_seq_length past its
+    positions, or outputs of another shape than model.json's, refused before any file."""
+    try:
+      outputs = self._invoke([export_check.probe_row(self.vocab, self.max_seq_length)])
+    except UserError as exc:
+      raise UserError(f"{exc} (a row of model.json's max_seq_length="
+                      f"{self.max_seq_length} tokens; {self.metadata_file()} may not be "
+                      "this model's own)") from None
+    export_check.check_outputs(self.named, outputs, self.metadata, self.metadata_file())
 
   def encode(self, text_a, text_b=None):
     """(ids, segment_ids) of one example: the original's tokenization and packing."""
@@ -137,7 +167,7 @@ class LiteRTModel:
         self.max_seq_length)
     return self.tokenizer.convert_tokens_to_ids(tokens), segments
 
-  def run(self, rows):
+  def _invoke(self, rows):
     length = max(len(ids) for ids, _ in rows)
     ids = np.zeros((len(rows), length), np.int32)
     segments = np.zeros_like(ids)
@@ -147,13 +177,21 @@ class LiteRTModel:
       segments[row, :len(row_ids)] = row_segments
       mask[row, :len(row_ids)] = 1
     feed = {"input_ids": ids, "input_mask": mask, "segment_ids": segments}
-    return self.runner()(**{name: feed[name] for name in self.metadata["inputs"]})
+    try:
+      return self._runner(**{name: feed[name] for name in self.metadata["inputs"]})
+    except (ValueError, RuntimeError) as exc:  # the runtime's invoke errors
+      raise UserError(f"{self.named}: the LiteRT runtime failed on a batch of {len(rows)} "
+                      f"row(s) of {length} tokens ({export_check.first_line(exc)})") from None
+
+  def run(self, rows):
+    self.runner()
+    return self._invoke(rows)
 
   def predict(self, rows, batch_size, output):
     """The `output` array of every row, in the rows' order. Rows are batched by length
     (sorted, stable) so that each batch pads little; the order is restored after."""
     if batch_size < 1:
-      raise UserError(f"--predict_batch_size={batch_size}: must be at least 1")
+      raise ValueError(f"batch_size={batch_size}: must be at least 1")
     order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
     result = None
     for start in range(0, len(order), batch_size):
@@ -165,9 +203,20 @@ class LiteRTModel:
     return result
 
 
-def load_model(model_file, num_threads=None):
-  """A LiteRTModel (model.json and tokenizer read; the interpreter built on first use)."""
-  return LiteRTModel(model_file, num_threads)
+def load_model(model_file, num_threads=None, flag="--model"):
+  """A LiteRTModel (model.json and vocab.txt read and checked against each other; the
+  interpreter built, and checked against them, on first use: `runner()`)."""
+  return LiteRTModel(model_file, num_threads, flag)
+
+
+def check_served(model, program="predict_litert.py"):
+  """Refuses a model whose head this predictor does not serve, saying which it serves
+  and where the others go."""
+  if model.head not in SERVED_HEADS:
+    where = NOT_SERVED.get(model.head, "")
+    raise UserError(f"{model.named} is {model.describe()}; {program} serves classifier, "
+                    "regression and multi-label models (run_classifier.py's and "
+                    "run_multilabel.py's exports)" + (f"; {where}" if where else ""))
 
 
 # --------------------------------------------------------------------------- tasks
@@ -182,8 +231,8 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   model of another task, or --label_list / --regression that differ from the model's."""
   metadata = model.metadata
   if model.head not in CLASSIFIER_HEADS:
-    raise UserError(f"--model={model.model_file} is {model.describe()}, not a classifier "
-                    f"or regression model; --task_name={task_name} needs one")
+    raise UserError(f"{model.named} is {model.describe()}, not a classifier or regression "
+                    "model")
   task_name = task_name or metadata.get("task_name")
   if not task_name:
     raise UserError(f"--task_name is required: {model.metadata_file()} names no task_name")
@@ -193,12 +242,12 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   if task_name.lower() in processors.GENERIC_TASKS:
     columns = columns or GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
-      raise UserError(f"--regression={columns.regression}: --model={model.model_file} is "
+      raise UserError(f"--regression={columns.regression}: {model.named} is "
                       f"{model.describe()}")
     if columns.label_list and [str(l) for l in columns.label_list] != list(model.labels or []):
-      raise UserError(f"--label_list={','.join(columns.label_list)}: --model="
-                      f"{model.model_file} is {model.describe()}; its labels are the "
-                      "model's own (leave --label_list out)")
+      raise UserError(f"--label_list={','.join(columns.label_list)}: {model.named} is "
+                      f"{model.describe()}; its labels are the model's own (leave "
+                      "--label_list out)")
     options = dict(text_a_column=columns.text_a_column, text_b_column=columns.text_b_column,
                    label_column=columns.label_column,
                    test_text_a_column=columns.test_text_a_column,
@@ -211,14 +260,14 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   model_labels = None if regression else [str(l) for l in (model.labels or [])]
   if (name != metadata.get("task") or processor.is_regression != regression
       or labels != model_labels):
-    raise UserError(f"--model={model.model_file} is {model.describe()}, not "
+    raise UserError(f"{model.named} is {model.describe()}, not "
                     f"--task_name={task_name}'s {name}"
                     + (f" (labels {', '.join(labels)})" if labels else " (regression)")
                     + "; use that task's model")
   if (metadata.get("num_texts") and processor.num_texts != metadata["num_texts"]):
-    raise UserError(f"--model={model.model_file} reads {metadata['num_texts']} text(s) "
-                    f"per example, --task_name={task_name}'s files {processor.num_texts} "
-                    "(check --text_b_column)")
+    raise UserError(f"{model.named} reads {metadata['num_texts']} text(s) per example, "
+                    f"--task_name={task_name}'s files {processor.num_texts} (check "
+                    "--text_b_column)")
   return processor
 
 
@@ -241,16 +290,17 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
   output_dir with the LiteRT model `model_file`; returns the paths written."""
   log = log or (lambda *args: None)
   model = load_model(model_file, num_threads)
+  check_served(model)
   if not os.path.isdir(data_dir):
     raise UserError(f"--data_dir={data_dir}: no such directory")
   multi_label = model.head == MULTI_LABEL_HEAD
   asked_multi = bool(task_name) and task_name.lower() in MULTI_LABEL_TASK_NAMES
   if multi_label and task_name and not asked_multi:
-    raise UserError(f"--model={model_file} is {model.describe()}, not a model of "
+    raise UserError(f"{model.named} is {model.describe()}, not a model of "
                     f"--task_name={task_name}; use that task's model (or "
                     "--task_name=multilabel)")
   if asked_multi and not multi_label:
-    raise UserError(f"--model={model_file} is {model.describe()}, not a multi-label "
+    raise UserError(f"{model.named} is {model.describe()}, not a multi-label "
                     f"classifier (--task_name={task_name})")
   # The task is checked first (model.json alone), then the model is loaded, then the
   # files are read: each refusal comes before the costlier step and before any output.

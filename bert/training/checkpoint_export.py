@@ -179,7 +179,8 @@ def export_tfhub(export_dir, config, init_checkpoint, vocab_file, do_lower_case,
   request = litert_models.request(
       litert, {"task": "encoder", "head": "encoder", "max_seq_length": seq_length,
                "do_lower_case": bool(do_lower_case), "normalize": normalize,
-               "num_texts": 2}, vocab_file)
+               "num_texts": 2, "max_position_embeddings": config.max_position_embeddings,
+               "type_vocab_size": config.type_vocab_size}, vocab_file)
   return tfhub_modules.export_encoder_and_preprocessor(
       export_dir, encoder, vocab_file, do_lower_case, seq_length=seq_length,
       overwrite=overwrite, log=log, normalize=normalize, litert=request)

@@ -193,6 +193,10 @@ class Task:
     metadata.update(max_seq_length=options.max_seq_length,
                     do_lower_case=bool(options.do_lower_case),
                     normalize=options.normalize, num_texts=num_texts, **fields)
+    if options.bert_config_file:  # the encoder's tables' sizes, which model.json records
+      config = model_config.load_bert_config(options.bert_config_file)
+      metadata.update(max_position_embeddings=config.max_position_embeddings,
+                      type_vocab_size=config.type_vocab_size)
     return litert.request(options.litert, metadata, options.vocab_file,
                           num_segments=num_texts)
 

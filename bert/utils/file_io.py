@@ -12,7 +12,7 @@ It also holds `InputError` (a bad file, config or value from the user: one line,
 status 2) and the UTF-8 helpers every text reader shares. TensorFlow is imported only
 when a URL is used: the pure-Python tokenizer and the commands' flag checks must not pay
 seconds for it. The TensorFlow-free LiteRT predictor reads local paths only
-(`refuse_url`).
+(bert/litert/export_check.refuse_urls).
 """
 
 import builtins
@@ -612,12 +612,3 @@ def local_size(path):
     return getsize(path)
   except (OSError, InputError):
     return 0
-
-
-def refuse_url(path, flag_name, what):
-  """For the TensorFlow-free predictor, which reads and writes local paths only."""
-  if path and is_url(path):
-    raise InputError(
-        f"--{flag_name}={path}: {what} reads and writes local paths only (it runs without "
-        "TensorFlow, whose filesystems read URLs); copy the files to a local folder first "
-        "(for gs://: gcloud storage cp -r), or use the TensorFlow commands, which take URLs")
