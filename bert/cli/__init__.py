@@ -12,6 +12,14 @@ COMMANDS = ("create_vocab", "create_pretraining_data", "run_pretraining", "run_c
             "run_multilabel", "extract_features", "export_encoder", "predict_litert",
             "quickstart")
 
+# The commands that run without TensorFlow, in the serving install (`pip install
+# bert-tensorflow2`: NumPy and the LiteRT runtime); every other one needs the training
+# install and says so in one line where TensorFlow is missing (launch.py).
+WITHOUT_TENSORFLOW = ("squad_evaluate", "predict_litert")
+
+# The install that brings TensorFlow, tensorflow-text and Keras (pyproject.toml's extra).
+TRAINING_INSTALL = 'pip install "bert-tensorflow2[tensorflow]"'
+
 
 def console_name(command):
   """The installed console script of a command: run_classifier -> bert-run-classifier."""

@@ -31,13 +31,17 @@ from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log bef
 
 runtime_log.quiet()
 
+from bert.cli import launch  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# This module's own imports need TensorFlow: without it (the serving install), one line.
+launch.require_training_install(__name__)
+
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import json
 
 from absl import flags
 
 from bert.cli import flags_common
-from bert.cli import launch
 from bert.pretraining import vocab_learning
 from bert import tokenization
 from bert.utils import script_utils

@@ -43,6 +43,11 @@ from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log bef
 runtime_log.quiet()
 cpu_memory.keep_freed_memory()
 
+from bert.cli import launch  # pylint: disable=g-import-not-at-top,wrong-import-position
+
+# This module's own imports need TensorFlow: without it (the serving install), one line.
+launch.require_training_install(__name__)
+
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import time
 
@@ -50,7 +55,6 @@ from absl import flags
 from absl import logging
 
 from bert.cli import flags_common
-from bert.cli import launch
 from bert.export import tfhub_modules
 from bert import tokenization
 from bert.training import checkpoint_export as model_export

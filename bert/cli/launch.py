@@ -9,10 +9,50 @@ here they take on that module's docstring, and every flag the command's modules 
 flags, `--helpfull` everything, whichever door was used.
 """
 
+import importlib.util
+import os
 import sys
 
 from absl import app
 from absl import flags
+
+from bert import cli
+
+# What the training install adds; a command of TensorFlow needs all three.
+TRAINING_MODULES = ("tensorflow", "tensorflow_text", "keras")
+
+
+def missing_training_module():
+  """The first of TRAINING_MODULES this environment lacks, or None (nothing imported)."""
+  for name in TRAINING_MODULES:
+    if importlib.util.find_spec(name) is None:
+      return name
+  return None
+
+
+def require_training_install(command_module):
+  """In the serving install (no TensorFlow), a command that needs it ends here: one line
+  naming the training install, exit status 2, no traceback. Called by run(), and at the
+  top of the command modules whose own imports already need TensorFlow.
+
+  command_module: the command module's `__name__` (or its bert.cli name).
+  """
+  if command_module == "__main__":  # python -m bert.cli.<command>
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    command_module = spec.name if spec else command_module
+  command = command_module.rsplit(".", 1)[-1]
+  if command in cli.WITHOUT_TENSORFLOW:
+    return
+  missing = missing_training_module()
+  if missing is None:
+    return
+  program = os.path.basename(sys.argv[0] or "") or cli.console_name(command)
+  if program in ("-m", "-c", "__main__.py"):
+    program = cli.console_name(command)
+  sys.stderr.write(f"{program}: error: this command needs TensorFlow (no module named "
+                   f"{missing!r} here; this is the serving install): "
+                   f"{cli.TRAINING_INSTALL}\n")
+  sys.exit(2)
 
 
 def _lend_flags_to_main():
@@ -29,6 +69,7 @@ def run(main, command_module):
   command_module: the command module's `__name__`.
   """
   module = sys.modules[command_module]
+  require_training_install(command_module)
   main_module = sys.modules["__main__"]
   if main_module is not module and module.__doc__:
     main_module.__doc__ = module.__doc__

@@ -41,7 +41,7 @@ UserError = script_utils.UserError
 CLASSIFIER_HEADS = ("classifier", "regression")
 MULTI_LABEL_HEAD = "multi_label"
 MULTI_LABEL_TASK_NAMES = ("multilabel", "multi_label", "multi-label")
-INSTALL_HINT = "pip install 'bert-tensorflow2[litert]' (or, in a clone, make's test setup)"
+INSTALL_HINT = "pip install bert-tensorflow2 (in a clone, make installs it)"
 SERVED_HEADS = CLASSIFIER_HEADS + (MULTI_LABEL_HEAD,)
 # Where the models this predictor does not serve go instead (docs/serving.md).
 NOT_SERVED = {
