@@ -20,6 +20,7 @@ import pytest
 
 from conftest import ROOT
 import litert_data
+import serving_install
 import tiny
 from bert.export import litert
 
@@ -215,6 +216,34 @@ def test_no_tensorflow_in_the_predictors_process(runs, tmp_path):
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
   assert (tmp_path / "p" / "test_results.tsv").exists()
+
+
+@pytest.fixture(scope="module")
+def serving_python(tmp_path_factory):
+  """The python of the serving install (`pip install bert-tensorflow2`: no TensorFlow) of a
+  wheel of this tree, in a new environment (tests/serving_install.py)."""
+  work = tmp_path_factory.mktemp("serving")
+  python, _ = serving_install.make_serving_env(work, serving_install.build_wheel(work))
+  return python
+
+
+def test_the_serving_install_runs_the_predictor(runs, serving_python, tmp_path):
+  """bert-predict-litert of the serving install, outside the clone, writes the files
+  the clone's predict_litert.py writes, byte for byte."""
+  pytest.importorskip("ai_edge_litert")
+  data_dir, _, folder = runs["mrpc"]
+  model = folder / "model_int8.tflite"
+  outside = tmp_path / "elsewhere"
+  outside.mkdir()
+  command = os.path.join(os.path.dirname(serving_python), "bert-predict-litert")
+  proc = subprocess.run([command, f"--model={model}", f"--data_dir={data_dir}",
+                         f"--output_dir={tmp_path / 'serving'}", "--task_name=mrpc"],
+                        capture_output=True, text=True, cwd=outside, timeout=300,
+                        env=dict(ENV, PYTHONPATH=""))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _predict(model, data_dir, tmp_path / "clone", "--task_name=mrpc")
+  for name in TASKS["mrpc"]["results"]:
+    assert (tmp_path / "serving" / name).read_bytes() == (tmp_path / "clone" / name).read_bytes()
 
 
 def _one_line_error(proc):
