@@ -129,6 +129,13 @@ OUTPUT_FILES = ("dev_predictions.txt", "dev_conlleval.txt", "test_predictions.tx
                 "test_conlleval.txt")
 
 
+def _zero(inputs):
+  """0.0 of shape [B, S, 1] from input_mask and segment_ids: Keras before 3.11 refuses a
+  functional model with an input that reaches no output."""
+  unused = inputs["input_mask"] * 0 + inputs["segment_ids"] * 0
+  return keras.ops.expand_dims(keras.ops.cast(unused, "float32"), -1)
+
+
 def table_model(num_labels, seed=36):
   """A keras.Model {input_ids, input_mask, segment_ids} -> {"logits": [B, S, labels]}
   whose logits are row input_id of a fixed random table: exact on every machine."""
@@ -136,7 +143,7 @@ def table_model(num_labels, seed=36):
   inputs = {name: keras.Input((None,), dtype="int32", name=name)
             for name in ("input_ids", "input_mask", "segment_ids")}
   lookup = keras.layers.Embedding(len(VOCAB), num_labels, name="table")
-  logits = lookup(inputs["input_ids"])
+  logits = lookup(inputs["input_ids"]) + _zero(inputs)
   model = keras.Model(inputs=inputs, outputs={"logits": logits})
   lookup.set_weights([table.astype(np.float32)])
   return model, table.astype(np.float32)

@@ -189,13 +189,13 @@ def _ops(concrete):
 
 def _check_bfloat16_forward(ops, softmax_count):
   layers = CONFIG["num_hidden_layers"]
-  matmuls = [op for op in ops if op.type == "MatMul"]
-  batch_matmuls = [op for op in ops if op.type == "BatchMatMulV2"]
-  # Per layer: query, key, value, attention output, intermediate, output; then the
-  # pooler and the classifier. Attention: scores and context per layer.
-  assert len(matmuls) == 6 * layers + 2 and len(batch_matmuls) == 2 * layers
-  assert {op.outputs[0].dtype for op in matmuls + batch_matmuls} == {tf.bfloat16}
-  assert {op.get_attr("T") for op in matmuls + batch_matmuls} == {tf.bfloat16}
+  products = [op for op in ops if op.type in ("MatMul", "BatchMatMulV2")]
+  # Per layer: query, key, value, attention output, intermediate, output, and attention's
+  # scores and context; then the pooler and the classifier. (Keras 3.15 writes a dense
+  # layer over [B, S, H] as Reshape + MatMul, Keras 3.10 as one BatchMatMulV2.)
+  assert len(products) == 8 * layers + 2
+  assert {op.outputs[0].dtype for op in products} == {tf.bfloat16}
+  assert {op.get_attr("T") for op in products} == {tf.bfloat16}
   softmax = [op for op in ops if op.type == "Softmax"]
   assert len(softmax) == softmax_count
   assert {op.get_attr("T") for op in softmax} == {tf.float32}

@@ -239,6 +239,13 @@ def test_mixed_precision_and_xla_train_like_float32(tmp_path, dtype, jit_compile
     assert scale is not None and 1.0 <= scale <= 2.0 ** 15
 
 
+def _zero(inputs):
+  """0.0 of shape [B, S, 1] from input_mask and segment_ids: Keras before 3.11 refuses a
+  functional model with an input that reaches no output."""
+  unused = inputs["input_mask"] * 0 + inputs["segment_ids"] * 0
+  return keras.ops.expand_dims(keras.ops.cast(unused, "float32"), -1)
+
+
 def _table_model(vocab, width):
   """{input_ids, input_mask, segment_ids} -> {"logits": row input_id of a fixed table
   [B, S, width]}: outputs known exactly."""
@@ -246,7 +253,8 @@ def _table_model(vocab, width):
   inputs = {name: keras.Input((None,), dtype="int32", name=name)
             for name in ("input_ids", "input_mask", "segment_ids")}
   lookup = keras.layers.Embedding(vocab, width)
-  model = keras.Model(inputs=inputs, outputs={"logits": lookup(inputs["input_ids"])})
+  model = keras.Model(inputs=inputs,
+                      outputs={"logits": lookup(inputs["input_ids"]) + _zero(inputs)})
   lookup.set_weights([table])
   return model, table
 

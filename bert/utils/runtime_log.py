@@ -30,6 +30,10 @@ import threading
 # those are ours (or TensorFlow's Python) and are never taken for runtime lines.
 _CPP_LINE = re.compile(
     rb"^([IWEF])\d{4} [\d:.]+\s+\d+ [\w/-]+\.(?:cc|cpp|c|h):\d+\] ?(.*)")
+# TensorFlow 2.20 writes some of them (cuInit's among them) in the older layout: "2026-11-29
+# 05:06:02.738303: E external/local_xla/xla/stream_executor/cuda/cuda_platform.cc:51] ...".
+_CPP_LINE_DATED = re.compile(
+    rb"^\d{4}-\d{2}-\d{2} [\d:.]+: ([IWEF]) [\w/.-]+\.(?:cc|cpp|c|h):\d+\] ?(.*)")
 _HARMLESS_ERRORS = (
     re.compile(rb"failed call to cuInit"),
     re.compile(rb"Unable to register cu(DNN|FFT|BLAS) factory"),
@@ -65,7 +69,7 @@ def requested(argv=None):
 
 def is_noise(line):
   """True for a runtime line (bytes, no newline) that the filter drops."""
-  match = _CPP_LINE.match(line)
+  match = _CPP_LINE.match(line) or _CPP_LINE_DATED.match(line)
   if match:
     severity, text = match.groups()
     if severity in (b"I", b"W"):
