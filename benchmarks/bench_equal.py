@@ -199,7 +199,7 @@ def checked_round(plan, sides, run_side):
 
 
 def _fmt_ratio(values):
-  return hf_bridge.spread(values, "{:.2f}") + "x"
+  return hf_bridge.spread(values, "{:.2f}x")
 
 
 def main():
