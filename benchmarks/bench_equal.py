@@ -280,6 +280,8 @@ def main():
         kind, model, *spin = models[side]
         latency[side] = lat_runner.run(kind, model, None, *(spin or ["1"]))
       runner.loads += lat_runner.loads
+      singles = equal_batching.order_digest([[i] for i in range(len(texts[:args.latency]))])
+      equal_batching.check_same_order(singles, {s: r["digest"] for s, r in latency.items()})
   loads = runner.loads
   print(f"\nCPU: {report['cpu']}; {threads} threads per side; {len(texts):,} SST-2 "
         f"{args.data} sentences, batch {BATCH}; {args.rounds} interleaved rounds; load avg "
