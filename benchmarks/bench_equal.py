@@ -247,9 +247,14 @@ def main():
         winners = screen(screen_runner, setups, plan)
       else:
         named = {s["name"]: s for s in setups}
-        winners = {"int8": (named["hf_fused_qint8_tensor"], "1", []),
-                   "float32": (named["hf_fused"], "1", [])}
+        winners = {p: (named[n], "1", []) for p, n in (("int8", "hf_fused_qint8_tensor"),
+                                                       ("float32", "hf_fused")) if n in named}
       for side, precision in (("ort_int8", "int8"), ("ort_f32", "float32")):
+        if precision not in winners:  # no setup of this precision could be built
+          print(f"{side} left out: no ONNX Runtime {precision} setup was built "
+                f"({report['ort_failed']})")
+          sides = [s for s in sides if s != side]
+          continue
         setup, spinning, _ = winners[precision]
         models[side] = ("ort", setup["file"], spinning)
       report["screen"] = {p: {"winner": w[0]["name"], "spinning": w[1],
