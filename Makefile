@@ -16,7 +16,7 @@ GCS_VENV ?= .venv-gcs
 GCS_REQUIREMENTS ?= tests/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-floor test-slow gcs-emulator bench bench-hf-setup bench-original-setup docs clean
+.PHONY: demo test test-floor test-slow gcs-emulator bench bench-hf-setup bench-tf2onnx-setup bench-original-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +90,16 @@ bench-hf-setup:
 	$(HF_VENV)/bin/python -m pip install -q torch==2.13.0 transformers==5.23.0 tokenizers==0.23.3 numpy
 	$(HF_VENV)/bin/python -m pip install -q onnxruntime==1.32.0 onnx==1.23.2
 	$(HF_VENV)/bin/python -m pip install -q --no-deps $(HF_TEST_MODEL)
+
+## bench-tf2onnx-setup: a separate venv (.venv-tf2onnx) with tf2onnx, onnx and ONNX Runtime
+## beside the TensorFlow of requirements.txt, so that benchmarks/bench_equal.py converts our
+## export's token-id SavedModel to ONNX (tf2onnx's pins may clash with the main venv's);
+## never a dependency of this project
+TF2ONNX_VENV ?= .venv-tf2onnx
+bench-tf2onnx-setup:
+	$(PYTHON) -m venv $(TF2ONNX_VENV)
+	$(TF2ONNX_VENV)/bin/python -m pip install -q --upgrade pip
+	$(TF2ONNX_VENV)/bin/python -m pip install -q $(shell grep -E '^(tensorflow|numpy)==' requirements.txt) tf2onnx==1.17.0 onnxruntime==1.32.0 onnx==1.23.2 sympy
 
 ## bench-original-setup: a separate venv (.venv-original) with the original release's code
 ## from the package index (bert-tensorflow 1.0.4: its create_pretraining_data.py and

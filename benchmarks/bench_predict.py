@@ -25,6 +25,10 @@ LiteRT sides (--sides=...,litert_f32,litert_int8), the export's TensorFlow Lite 
                side's checkpoint (prepared, untimed);
   litert_int8  the same with model_int8.tflite (dynamic-range int8), timed against ORT's
                dynamic int8 and against our float32 side.
+               These are whole user commands, not equal comparisons: predict_litert.py
+               batches rows sorted by length, the other sides in file order, and ORT
+               here is one setup. benchmarks/bench_equal.py gives every side the same
+               batches and ORT its best setup; its ratios are the ones the docs quote.
 --finetuned_dir=DIR: every side predicts with the weights of a run_classifier.py SST-2
 fine-tuning run (DIR is its --output_dir: its checkpoint is copied for our side, exported
 with export_encoder.py --format=huggingface for the HF and ORT sides and with
@@ -386,7 +390,10 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         rows.append({"name": f"predict_whole_process_{side}_vs_{other}",
                      "value": round(statistics.median(ratios), 2), "unit": "x",
                      "note": f"{other} s / {side} s per round: median "
-                             f"{hf_bridge.spread(ratios, '{:.2f}')}; {goal}{agreement}"})
+                             f"{hf_bridge.spread(ratios, '{:.2f}')}; {goal}{agreement}; "
+                             "NOT equal batching (predict_litert.py sorts rows by "
+                             "length, the other sides run file order): the equal "
+                             "comparisons are benchmarks/bench_equal.py's"})
       continue
     if side == "ort_int8":  # best precision against best precision
       ratio = statistics.median(seconds[side]) / ours_best

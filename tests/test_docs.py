@@ -57,7 +57,44 @@ def test_every_ratio_in_the_readme_is_a_figure_of_the_benchmarks_table():
   figures = " ".join(r[1] for r in _todays_figures())
   with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as handle:
     readme = handle.read()
-  ratios = re.findall(r"\b\d+(?:\.\d+)?x\b", readme)
-  assert ratios, "the README names no ratio: this test checks nothing"
+  _assert_ratios_in_table(readme, figures, "README")
+
+
+AWAITING = "awaiting a quiet run"
+
+
+def _assert_ratios_in_table(text, figures, where):
+  """Every ratio (1.25x) of `text` is a figure of the table; a page that quotes none must
+  say it awaits a run, and the table must hold a row that awaits it."""
+  ratios = re.findall(r"\b\d+(?:\.\d+)?x\b", text)
+  if not ratios:
+    assert AWAITING in text and AWAITING in figures, (
+        f"{where} names no ratio and does not say it is {AWAITING!r}")
   missing = [r for r in ratios if not re.search(rf"\b{re.escape(r)}\b", figures)]
-  assert not missing, f"README ratios not in docs/benchmarks.md's table: {missing}"
+  assert not missing, f"{where} ratios not in docs/benchmarks.md's table: {missing}"
+
+
+def _section(text, start, end):
+  return text.split(start, 1)[1].split(end, 1)[0]
+
+
+def test_litert_ratios_are_equal_batching_figures_of_the_table():
+  """The serving page's LiteRT ratios are the table's, and every table row that sets LiteRT
+  against ONNX Runtime or our SavedModel comes from bench_equal.py (the same batches on
+  every side, ORT's best setup), never from bench_predict.py's whole user commands, which
+  batch LiteRT sorted and the others in file order."""
+  rows = _todays_figures()
+  figures = " ".join(r[1] for r in rows)
+  with open(os.path.join(ROOT, "docs", "serving.md"), encoding="utf-8") as handle:
+    serving = handle.read()
+  _assert_ratios_in_table(_section(serving, "## Which path to pick", "\n## "), figures,
+                          "docs/serving.md's 'Which path to pick'")
+  command = None
+  litert_rows = 0
+  for what, figure, _, cell, _ in rows:
+    if cell != "the same":
+      command = re.findall(r"python benchmarks/(\w+\.py)", cell)[0]
+    if "LiteRT" in what and re.search(r"\d+(?:\.\d+)?x", figure):
+      litert_rows += 1
+      assert command == "bench_equal.py", f"{what!r}: a LiteRT ratio from {command}"
+  assert litert_rows or AWAITING in figures, "no LiteRT row, measured or awaiting"
