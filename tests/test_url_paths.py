@@ -229,6 +229,9 @@ def test_run_pretraining_on_urls_equals_local(inputs, tmp_path):
   assert {"pt/pretrained/bert_model.ckpt.index", "pt/ckpt-2.index"} <= files
 
 
+# Slow (minutes): its commands on both filesystems; `make test-slow` runs it, and `make
+# test`'s gs:// pipeline covers the same flags' code paths on a bucket.
+@pytest.mark.slow
 def test_task_families_on_urls_equal_local(inputs, tmp_path):
   """SQuAD, NER (fine-tuned and feature-based, with its feature cache), the tagger, SWAG
   and multi-label: every path flag on ram://, results byte-equal to the local run's."""
@@ -283,6 +286,9 @@ def test_task_families_on_urls_equal_local(inputs, tmp_path):
       _same_trees(tmp, name, files)
 
 
+# Slow (minutes): its commands on both filesystems; `make test-slow` runs it, and `make
+# test`'s gs:// pipeline covers the same flags' code paths on a bucket.
+@pytest.mark.slow
 def test_features_export_and_scorer_on_urls_equal_local(inputs, tmp_path):
   tmp = str(tmp_path)
   google = {"google_checkpoint": f"{inputs}/google/bert_model.ckpt",
