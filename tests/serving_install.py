@@ -91,6 +91,19 @@ def installed_bytes(distributions):
   return total
 
 
+def new_env(env, packages):
+  """The python of a new virtual environment at `env` that also sees the distributions in
+  the folder `packages` (a .pth file names it), so pip finds them without an index."""
+  subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+  python = str(env / "bin" / "python")
+  site = subprocess.run(
+      [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+      check=True, capture_output=True, text=True).stdout.strip()
+  with open(os.path.join(site, "offline_packages.pth"), "w", encoding="utf-8") as handle:
+    handle.write(str(packages) + "\n")
+  return python
+
+
 def make_serving_env(work, wheel):
   """(python of a new environment holding the serving install, {name: Distribution} of
   the dependencies it was given)."""
@@ -103,14 +116,7 @@ def make_serving_env(work, wheel):
       target = distribution.locate_file(entry)
       if os.path.exists(target) and not (linked / entry).exists():
         os.symlink(target, linked / entry)
-  env = work / "serving"
-  subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-  python = str(env / "bin" / "python")
-  site = subprocess.run(
-      [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-      check=True, capture_output=True, text=True).stdout.strip()
-  with open(os.path.join(site, "serving_dependencies.pth"), "w", encoding="utf-8") as handle:
-    handle.write(str(linked) + "\n")
+  python = new_env(work / "serving", linked)
   # With its dependencies, from no index: pip must find every one already there.
   subprocess.run([python, "-m", "pip", "install", "-q", "--no-index", str(wheel)],
                  check=True, capture_output=True, text=True, env=PIP_ENV)

@@ -144,14 +144,7 @@ def wheel(tmp_path_factory):
 def installed(tmp_path_factory, wheel):
   """(python of a new environment with the wheel installed, a folder outside the clone)."""
   work = tmp_path_factory.mktemp("package")
-  env = work / "env"
-  subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
-  python = str(env / "bin" / "python")
-  site = subprocess.run(
-      [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-      check=True, capture_output=True, text=True).stdout.strip()
-  with open(os.path.join(site, "reuse_dependencies.pth"), "w", encoding="utf-8") as handle:
-    handle.write(sysconfig.get_paths()["purelib"] + "\n")
+  python = serving_install.new_env(work / "env", sysconfig.get_paths()["purelib"])
   subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                   str(wheel)], check=True, capture_output=True, text=True,
                  env=serving_install.PIP_ENV)
