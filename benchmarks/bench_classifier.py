@@ -210,8 +210,8 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   """Fine-tuning the MiniLM on the same SST-2 train subset, same steps, batch, lr."""
   import random  # pylint: disable=g-import-not-at-top
 
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
-  processor = processors.Sst2Processor()
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
+  processor = classifier_processors.Sst2Processor()
   train = random.Random(0).sample(processor.get_train_examples(SST2), FINETUNE_EXAMPLES[quick])
   dev = processor.get_dev_examples(SST2)
   timed = FINETUNE_TIMED_STEPS[quick]
@@ -304,7 +304,7 @@ def run(quick=False, hf_only=False):
 
 
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
@@ -314,7 +314,7 @@ def run(quick=False, hf_only=False):
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
   config = model_config.load_bert_config(config_file)
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
-  examples = processors.Sst2Processor().get_dev_examples(SST2)
+  examples = classifier_processors.Sst2Processor().get_dev_examples(SST2)
   if quick:
     examples = examples[:256]
   lengths = [len(ids) + 2 for ids in tokenizer.tokenize_batch([e.text_a for e in examples])]

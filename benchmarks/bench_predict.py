@@ -115,7 +115,7 @@ def prepare_ours(output_dir, head_file):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   from bert import heads
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
@@ -129,7 +129,7 @@ def prepare_ours(output_dir, head_file):
   for name, variable in modeling.google_variable_map(model).items():
     if name.startswith("output_weights"):
       variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
-  processor = processors.Sst2Processor()
+  processor = classifier_processors.Sst2Processor()
   head_info = {"task": type(processor).__name__.replace("Processor", ""),
                "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
   checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()

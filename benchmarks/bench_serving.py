@@ -45,7 +45,7 @@ def run(quick=False):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert.formats import serving  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 from bert.utils import tfrecord_framing
 
 # name -> (length key, dtype) of create_pretraining_data.py's records (the spec's table).
@@ -176,23 +176,23 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
     try:
       records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--{flag_name}: {path} is not a TFRecord file ({exc.message.splitlines()[0]}); "
           "pass the output of create_pretraining_data.py") from None
     if not records:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--{flag_name}: {path} holds no records; recreate it with "
           "create_pretraining_data.py or leave it out")
     try:
       example = tf.train.Example.FromString(records[0])
     except Exception:  # noqa: BLE001 - protobuf raises its own DecodeError
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--{flag_name}: {path} record 0 is not a tf.train.Example; pass the output of "
           "create_pretraining_data.py") from None
     feature = example.features.feature
     for name, (size, dtype) in PRETRAINING_FEATURES.items():
       if name not in feature:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{flag_name}: {path} record 0 has no feature {name!r} (it has "
             f"{sorted(feature)}); pass the output of create_pretraining_data.py")
       kind = "float_list" if dtype == tf.float32 else "int64_list"
@@ -204,7 +204,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
                  f"{flag_of[size]}={want}")
         else:
           fix = "recreate the data with create_pretraining_data.py"
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
             f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
     if vocab_size is not None:
@@ -212,7 +212,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
           feature["masked_lm_ids"].int64_list.value)
       if ids and (max(ids) >= vocab_size or min(ids) < 0):
         bad = max(ids) if max(ids) >= vocab_size else min(ids)
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{flag_name}: {path} record 0 has token id {bad}, but vocab_size is "
             f"{vocab_size} in --bert_config_file; the data was made with another "
             "vocabulary: recreate it with the model's vocab.txt")
@@ -223,7 +223,7 @@ def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_si
                         is_training, input_context=None, seed=12345):
   """Batches of pretraining features, each a dict of int32/float32 [batch_size, length].
 
-  files: list of TFRecord paths (script_utils.expand_file_patterns). batch_size: the
+  files: list of TFRecord paths (errors.expand_file_patterns). batch_size: the
   per-replica batch. Training repeats forever with shuffled file order, a parallel
   (deterministic) interleave over up to 4 files and a 100-record shuffle; eval reads the
   files in order and also repeats, as the original did. With several input pipelines

@@ -74,10 +74,10 @@ def _setup(action):
         handle.truncate(size - int(action["truncate_by"]))
   elif "google_checkpoint" in action:
     from bert import modeling  # pylint: disable=g-import-not-at-top
-    from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+    from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
     encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
-    checkpoint_formats.save_google_checkpoint(encoder, action["google_checkpoint"])
+    checkpoint_files.save_google_checkpoint(encoder, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
     from bert import heads  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top

@@ -54,13 +54,13 @@ def test_predict_sides_read_the_same_sentences_and_write_the_same_format(tmp_pat
   # must read the test.tsv it writes as run_classifier's SST-2 reader does, and write
   # probabilities as classifier_data.write_probabilities does.
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   shared_path("glue", "SST-2", "train.tsv")
   data_dir = tmp_path / "data"
   data_dir.mkdir()
   texts = bench_predict.write_test_file(str(data_dir / "test.tsv"), 40)
-  ours = [e.text_a for e in processors.Sst2Processor().get_test_examples(str(data_dir))]
+  ours = [e.text_a for e in classifier_processors.Sst2Processor().get_test_examples(str(data_dir))]
   assert hf_side._read_test_texts(str(data_dir / "test.tsv")) == ours == texts  # pylint: disable=protected-access
   assert len(set(texts)) > 30
   probabilities = hf_side._softmax(np.array([[0.25, -1.5], [3.0, 2.0]], np.float32))  # pylint: disable=protected-access

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 BOM = "\ufeff"
 
@@ -49,19 +49,19 @@ def test_the_helpers_drop_the_mark_at_the_start_only():
 
 def test_line_readers(tmp_path):
   lines = _same(tmp_path, "lines.txt", "first line\nsecond\n",
-                lambda p: list(script_utils.read_text_lines(p)))
+                lambda p: list(errors.read_text_lines(p)))
   assert lines == [(1, "first line\n"), (2, "second\n")]
   with file_io.open_text(_pair(tmp_path, "open.txt", "a,b\nc,d\n")[1]) as handle:
     assert list(handle) == ["a,b\n", "c,d\n"]
 
 
 def test_conll_reader(tmp_path):
-  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging_data  # pylint: disable=g-import-not-at-top
   text = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
           "Peter NNP B-NP B-PER\n\n")
-  examples = _same(tmp_path, "valid.txt", text, tagging.read_conll)
+  examples = _same(tmp_path, "valid.txt", text, tagging_data.read_conll)
   assert [e.words for e in examples] == [["EU", "rejects"], ["Peter"]]
-  assert tagging.label_list_from(examples, iob=True) == ["O", "B-ORG", "B-PER"]
+  assert tagging_data.label_list_from(examples, iob=True) == ["O", "B-ORG", "B-PER"]
 
 
 def test_tsv_csv_and_multilabel_readers(tmp_path):
@@ -102,14 +102,14 @@ def test_json_readers(tmp_path):
 
 
 def test_vocab_and_plain_text_inputs(tmp_path):
-  from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
+  from bert.extraction import extraction_activations  # pylint: disable=g-import-not-at-top
   from bert.pretraining import pretraining_corpus  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   vocab = _same(tmp_path, "vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\nthe\n",
                 lambda p: list(tokenization.load_vocab(p)))
   assert vocab[0] == "[PAD]"
   examples = _same(tmp_path, "input.txt", "the cat ||| the mat\n",
-                   encoder_activations.read_examples)
+                   extraction_activations.read_examples)
   assert (examples[0].text_a, examples[0].text_b) == ("the cat", "the mat")
 
   def documents(path):

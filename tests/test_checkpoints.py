@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 
 from bert.training import checkpoints
 
@@ -32,7 +32,7 @@ def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
   cfg = modeling.BertConfig(**TINY)
   model, _ = heads.build_pretraining_model(cfg)
   prefix = str(tmp_path / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(model, prefix, global_step=42)
+  checkpoint_files.save_google_checkpoint(model, prefix, global_step=42)
   names = dict(tf.train.list_variables(prefix))
   assert names["bert/encoder/layer_2/attention/self/query/kernel"] == [32, 32]
   assert names["cls/predictions/output_bias"] == [53]
@@ -43,7 +43,7 @@ def test_google_round_trip_is_bit_exact_with_heads(tmp_path):
       "checkpoint"]
   again, _ = heads.build_pretraining_model(cfg)
   report = checkpoints.load_checkpoint(again, str(tmp_path))  # the directory works too
-  assert report["format"] == checkpoint_formats.GOOGLE and not report["missing"]
+  assert report["format"] == checkpoint_files.GOOGLE and not report["missing"]
   a, b = _values(model), _values(again)
   assert all(np.array_equal(a[k], b[k]) for k in a)
 
@@ -59,7 +59,7 @@ def test_shared_checkpoint_load_save_load_bit_exact(tmp_path):
   for name, variable in modeling.find_encoder(model).google_variables().items():
     assert np.array_equal(variable.numpy(), original.get_tensor(name)), name
   out = str(tmp_path / "re" / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(model, out)
+  checkpoint_files.save_google_checkpoint(model, out)
   copy, _ = heads.build_classifier_model(cfg, 2)
   checkpoints.load_checkpoint(copy, out)
   a, b = _values(model), _values(copy)
@@ -76,7 +76,7 @@ def test_hugging_face_safetensors_equal_the_google_layout():
   assert hf_cfg.hidden_act == "gelu_exact"  # HF "gelu" is the erf form
   hf_model = modeling.BertModel(hf_cfg)
   report = checkpoints.load_checkpoint(hf_model, hf_dir)
-  assert report["format"] == checkpoint_formats.HUGGING_FACE and not report["missing"]
+  assert report["format"] == checkpoint_files.HUGGING_FACE and not report["missing"]
   google = modeling.BertModel(hf_cfg)
   checkpoints.load_checkpoint(google, os.path.join(MINILM_DIR, "bert_model.ckpt"))
   a, b = _values(hf_model), _values(google)
@@ -90,7 +90,7 @@ def test_our_tf2_checkpoint_restores_the_encoder(tmp_path):
   tf.train.Checkpoint(step=step, model=model, encoder=encoder).save(str(tmp_path / "ckpt"))
   target, _ = heads.build_squad_model(cfg)
   report = checkpoints.load_checkpoint(target, str(tmp_path))
-  assert report["format"] == checkpoint_formats.OURS
+  assert report["format"] == checkpoint_files.OURS
   assert report["missing"] == ["cls/squad/output_bias", "cls/squad/output_weights"]
   a = encoder.google_variables()
   b = modeling.find_encoder(target).google_variables()
@@ -114,14 +114,14 @@ def test_run_checkpoint_of_a_full_encoder_classifier_restores_whole(tmp_path):
   checkpoint.save()
   model, _ = heads.build_classifier_model(cfg, 2)
   report = checkpoints.load_checkpoint(model, str(tmp_path))
-  assert report["whole_model"] and report["format"] == checkpoint_formats.OURS
+  assert report["whole_model"] and report["format"] == checkpoint_files.OURS
   a, b = _values(before), _values(model)
   assert sorted(a) == sorted(b) and all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def test_shape_mismatch_names_the_variable(tmp_path):
   model, _ = heads.build_classifier_model(modeling.BertConfig(**TINY), 2)
-  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   wider = modeling.BertModel(modeling.BertConfig(**{**TINY, "intermediate_size": 40}))
   with pytest.raises(ValueError, match=r"9 shape mismatch.*layer_0/intermediate/dense/kernel: checkpoint \[32, 37\] vs model \[32, 40\]"):
     checkpoints.load_checkpoint(wider, str(tmp_path / "bert_model.ckpt"))
@@ -129,7 +129,7 @@ def test_shape_mismatch_names_the_variable(tmp_path):
 
 def test_layer_count_mismatch_fails(tmp_path):
   model = modeling.BertModel(modeling.BertConfig(**TINY))
-  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   deeper = modeling.BertModel(modeling.BertConfig(**{**TINY, "num_hidden_layers": 4}))
   with pytest.raises(ValueError, match=r"does not fit the BERT config.*missing "
                      r"bert/encoder/layer_3"):

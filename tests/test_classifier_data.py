@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from bert.classifier import classifier_data as cd
-from bert.classifier import processors
+from bert.classifier import classifier_processors
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT, shared_path
 import tiny
 
@@ -27,7 +27,7 @@ def _sample(task=""):
 
 
 def test_mrpc_reads_bom_file_and_unbalanced_quotes():
-  p = processors.get_processor("MRPC")
+  p = classifier_processors.get_processor("MRPC")
   train = p.get_train_examples(_glue("MRPC"))
   dev = p.get_dev_examples(_glue("MRPC"))
   test = p.get_test_examples(_glue("MRPC"))
@@ -50,7 +50,7 @@ def test_mrpc_reads_bom_file_and_unbalanced_quotes():
 
 
 def test_cola_no_header_in_train_dev():
-  p = processors.get_processor("cola")
+  p = classifier_processors.get_processor("cola")
   train = p.get_train_examples(_glue("CoLA"))
   dev = p.get_dev_examples(_glue("CoLA"))
   assert (len(train), len(dev)) == (8551, 1043)
@@ -67,15 +67,15 @@ def test_cola_no_header_in_train_dev():
 def test_cola_test_file_layout(tmp_path):
   # GLUE's CoLA test.tsv: header "index<TAB>sentence".
   (tmp_path / "test.tsv").write_text("index\tsentence\n0\tBill whistled.\n1\tHe left.\n")
-  test = processors.ColaProcessor().get_test_examples(str(tmp_path))
+  test = classifier_processors.ColaProcessor().get_test_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.label) for e in test] == [
       ("test-0", "Bill whistled.", None), ("test-1", "He left.", None)]
 
 
 def test_sst2_names_and_columns():
   for name in ("sst2", "SST-2"):
-    assert isinstance(processors.get_processor(name), processors.Sst2Processor)
-  p = processors.Sst2Processor()
+    assert isinstance(classifier_processors.get_processor(name), classifier_processors.Sst2Processor)
+  p = classifier_processors.Sst2Processor()
   dev = p.get_dev_examples(_glue("SST-2"))
   test = p.get_test_examples(_glue("SST-2"))
   assert len(dev) == 872 and len(test) == 1821
@@ -87,7 +87,7 @@ def test_sst2_names_and_columns():
 
 
 def test_stsb_is_regression_with_float_labels():
-  p = processors.get_processor("sts-b")
+  p = classifier_processors.get_processor("sts-b")
   dev = p.get_dev_examples(_glue("STS-B"))
   assert len(dev) == 1500 and p.is_regression and p.get_labels() is None
   assert p.num_outputs == 1
@@ -100,7 +100,7 @@ def test_stsb_is_regression_with_float_labels():
 
 
 def test_rte():
-  p = processors.get_processor("rte")
+  p = classifier_processors.get_processor("rte")
   dev = p.get_dev_examples(_glue("RTE"))
   assert len(dev) == 277 and len(p.get_train_examples(_glue("RTE"))) == 2490
   assert dev[0].text_b == "Christopher Reeve had an accident." and dev[0].label == "not_entailment"
@@ -113,7 +113,7 @@ def test_rte():
 
 
 def test_qqp_qnli_wnli_samples():
-  qqp = processors.get_processor("qqp")
+  qqp = classifier_processors.get_processor("qqp")
   dev = qqp.get_dev_examples(_sample("QQP"))
   assert dev[0] == cd.InputExample("dev-1", "Why are African-Americans so beautiful?",
                                    "Why are hispanics so beautiful?", "0")
@@ -122,14 +122,14 @@ def test_qqp_qnli_wnli_samples():
   assert test[0].guid == "test-0" and test[0].text_a.startswith("Would the idea of Trump")
   assert test[0].text_b.startswith("Do you think that if Donald Trump")
 
-  qnli = processors.get_processor("qnli")
+  qnli = classifier_processors.get_processor("qnli")
   dev = qnli.get_dev_examples(_sample("QNLI"))
   assert [e.label for e in dev] == ["entailment", "not_entailment"]
   assert dev[0].text_a == "What came into force after the new constitution was herald?"
   assert qnli.get_test_examples(_sample("QNLI"))[0].text_a == (
       "What organization is devoted to Jihad against Israel?")
 
-  wnli = processors.get_processor("wnli")
+  wnli = classifier_processors.get_processor("wnli")
   dev = wnli.get_dev_examples(_sample("WNLI"))
   assert [(e.text_b, e.label) for e in dev] == [("The hair has to be cleaned.", "0"),
                                                 ("Susan did not answer.", "1")]
@@ -138,7 +138,7 @@ def test_qqp_qnli_wnli_samples():
 
 
 def test_mnli_two_dev_sets_two_test_sets_and_ax():
-  p = processors.get_processor("MNLI")
+  p = classifier_processors.get_processor("MNLI")
   data_dir = _sample("MNLI")
   train = p.get_train_examples(data_dir)
   assert train[0] == cd.InputExample(
@@ -161,19 +161,19 @@ def test_mnli_two_dev_sets_two_test_sets_and_ax():
 
 def test_xnli_language_filter_and_contradictory(tmp_path):
   data_dir = _sample()
-  zh = processors.get_processor("xnli")
+  zh = classifier_processors.get_processor("xnli")
   assert zh.language == "zh"
   train = zh.get_train_examples(data_dir)
   assert len(train) == 4 and train[0].text_b == "产品 和 地理 是 什么 使 奶油 抹 霜 工作 ."
   dev = zh.get_dev_examples(data_dir)
   assert [(e.guid, e.text_a, e.label) for e in dev] == [("dev-15", "他说，妈妈，我回来了。", "neutral")]
-  de = processors.get_processor("xnli", xnli_language="de")
+  de = classifier_processors.get_processor("xnli", xnli_language="de")
   assert de.get_dev_examples(data_dir)[0].guid == "dev-3"
   # The MT train files spell one label "contradictory"; the original maps it.
   (tmp_path / "multinli").mkdir()
   (tmp_path / "multinli" / "multinli.train.fr.tsv").write_text(
       "premise\thypo\tlabel\nA\tB\tcontradictory\nC\tD\tentailment\n")
-  fr = processors.get_processor("xnli", xnli_language="fr").get_train_examples(str(tmp_path))
+  fr = classifier_processors.get_processor("xnli", xnli_language="fr").get_train_examples(str(tmp_path))
   assert [e.label for e in fr] == ["contradiction", "entailment"]
 
 
@@ -181,7 +181,7 @@ def test_xnli_language_filter_and_contradictory(tmp_path):
 
 
 def _error(fn):
-  # file_io.InputError: script_utils.UserError's base, which file_io.read_bytes raises.
+  # file_io.InputError: errors.UserError's base, which file_io.read_bytes raises.
   with pytest.raises(file_io.InputError) as info:
     fn()
   message = str(info.value)
@@ -192,30 +192,30 @@ def _error(fn):
 def test_short_row_names_file_and_line(tmp_path):
   (tmp_path / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n"
                                     "0\ta\tb\tentailment\n1\tonly two\n")
-  message = _error(lambda: processors.RteProcessor().get_dev_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.RteProcessor().get_dev_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'dev.tsv'}:3: too few columns")
   assert "the row has 2" in message
 
 
 def test_unknown_label_empty_split_missing_file(tmp_path):
   (tmp_path / "train.tsv").write_text("sentence\tlabel\ngood\t1\nbad\tpositive\n")
-  message = _error(lambda: processors.Sst2Processor().get_train_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.Sst2Processor().get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.tsv'}:3: unknown label 'positive'")
   (tmp_path / "dev.tsv").write_text("sentence\tlabel\n")
-  message = _error(lambda: processors.Sst2Processor().get_dev_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.Sst2Processor().get_dev_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'dev.tsv'}: no examples in the dev split")
-  message = _error(lambda: processors.Sst2Processor().get_test_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.Sst2Processor().get_test_examples(str(tmp_path)))
   assert message == f"{tmp_path / 'test.tsv'}: no such file; check --data_dir"
   (tmp_path / "train.tsv").write_text("index\tg\tf\ty\to\ts1\ts2\ta\tb\tscore\n"
                                       "0\tg\tf\ty\to\ts\ts\tA.\tB.\thigh\n")
-  message = _error(lambda: processors.StsbProcessor().get_train_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.StsbProcessor().get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.tsv'}:2: label 'high' is not a finite number")
-  assert "unknown task" in _error(lambda: processors.get_processor("glue"))
+  assert "unknown task" in _error(lambda: classifier_processors.get_processor("glue"))
 
 
 def test_invalid_utf8_names_line(tmp_path):
   (tmp_path / "dev.tsv").write_bytes(b"sentence\tlabel\nok\t1\nbad \xff\t0\n")
-  message = _error(lambda: processors.Sst2Processor().get_dev_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.Sst2Processor().get_dev_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'dev.tsv'}:3: not valid UTF-8")
 
 
@@ -264,7 +264,7 @@ LAYOUTS = {
 
 def _read_layout(name, directory):
   task = name.split("-")[0]
-  processor = processors.get_processor(task, **({"labels": ["pos", "neg"]} if task == "tsv" else {}))
+  processor = classifier_processors.get_processor(task, **({"labels": ["pos", "neg"]} if task == "tsv" else {}))
   split = name.split("-")[1] if "-" in name else "train"
   file_name = LAYOUTS[name][0]
   if split == "ax":
@@ -323,7 +323,7 @@ def test_a_short_row_cannot_take_its_label_from_another_column(tmp_path):
 
 def test_cola_file_of_five_columns_is_not_cola(tmp_path):
   (tmp_path / "train.tsv").write_text("gj04\t1\t\tThe cat sat.\textra\n")
-  message = _error(lambda: processors.ColaProcessor().get_train_examples(str(tmp_path)))
+  message = _error(lambda: classifier_processors.ColaProcessor().get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.tsv'}:1: too many columns: the row has 5, "
                             "this task's rows have 4")
 
@@ -332,17 +332,17 @@ def test_regression_labels_must_be_finite(tmp_path):
   header = "\t".join(LAYOUTS["stsb"][1])
   for label in ("nan", "inf", "-Infinity", "1e999"):
     (tmp_path / "dev.tsv").write_text(f"{header}\n0\tg\tf\ty\to\ts\ts\tA.\tB.\t{label}\n")
-    message = _error(lambda: processors.StsbProcessor().get_dev_examples(str(tmp_path)))
+    message = _error(lambda: classifier_processors.StsbProcessor().get_dev_examples(str(tmp_path)))
     assert message == (f"{tmp_path / 'dev.tsv'}:2: label {label!r} is not a finite number "
                        "(this is a regression task)")
   (tmp_path / "dev.tsv").write_text(f"{header}\n0\tg\tf\ty\to\ts\ts\tA.\tB.\t 4.5 \n")
-  assert processors.StsbProcessor().get_dev_examples(str(tmp_path))[0].label == 4.5
+  assert classifier_processors.StsbProcessor().get_dev_examples(str(tmp_path))[0].label == 4.5
 
 
 def test_submission_refuses_a_prediction_count_that_differs(tmp_path):
   examples = [cd.InputExample("test-0", "a", "b"), cd.InputExample("test-1", "c", "d")]
   with pytest.raises(ValueError):
-    cd.write_submission(str(tmp_path / "RTE.tsv"), processors.RteProcessor(), examples,
+    cd.write_submission(str(tmp_path / "RTE.tsv"), classifier_processors.RteProcessor(), examples,
                         np.array([1, 0, 1]))
   assert os.listdir(tmp_path) == []
 
@@ -353,13 +353,13 @@ def test_submission_refuses_a_prediction_count_that_differs(tmp_path):
 def test_generic_tsv_by_number_with_inferred_labels(tmp_path):
   (tmp_path / "train.tsv").write_text("b\tthe movie\tyes\na\tan \"odd title\tno\n")
   (tmp_path / "test.tsv").write_text("x\ty\n")
-  p = processors.get_processor("tsv", text_a_column="1", text_b_column="2", label_column="0")
+  p = classifier_processors.get_processor("tsv", text_a_column="1", text_b_column="2", label_column="0")
   p.set_data_dir(str(tmp_path))
   assert p.get_labels() == ["a", "b"] and p.num_texts == 2
   train = p.get_train_examples(str(tmp_path))
   assert [(e.text_a, e.text_b, e.label) for e in train] == [
       ("the movie", "yes", "b"), ('an "odd title', "no", "a")]
-  test = processors.get_processor("tsv", text_a_column="0", text_b_column="1",
+  test = classifier_processors.get_processor("tsv", text_a_column="0", text_b_column="1",
                                   labels=["a", "b"]).get_test_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.text_b, e.label) for e in test] == [("test-0", "x", "y", None)]
 
@@ -367,27 +367,27 @@ def test_generic_tsv_by_number_with_inferred_labels(tmp_path):
 def test_generic_csv_with_header_names_and_quotes(tmp_path):
   (tmp_path / "train.csv").write_text('id,review,stars\n1,"Great, really",pos\n2,Meh,neg\n')
   (tmp_path / "dev.csv").write_text('id,review,stars\n3,"Said ""no""",neu\n')
-  p = processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
+  p = classifier_processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
                                labels=["neg", "pos"])
   train = p.get_train_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.label) for e in train] == [
       ("train-1", "Great, really", "pos"), ("train-2", "Meh", "neg")]
   message = _error(lambda: p.get_dev_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'dev.csv'}:2: unknown label 'neu'")
-  bad = processors.get_processor("csv", text_a_column="text", label_column="stars", has_header=True)
+  bad = classifier_processors.get_processor("csv", text_a_column="text", label_column="stars", has_header=True)
   assert "no column named 'text'" in _error(lambda: bad.get_train_examples(str(tmp_path)))
 
 
 def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
   (tmp_path / "train.tsv").write_text("the movie\tpos\nan odd\ttitle\tneg\n")
-  p = processors.get_processor("tsv")
+  p = classifier_processors.get_processor("tsv")
   p.set_data_dir(str(tmp_path))
   # Label inference reads the same rows: it must not take "title" as a label.
   message = _error(p.get_labels)
   assert message.startswith(f"{tmp_path / 'train.tsv'}:2: too many columns: the row has 3, "
                             "the first row (line 1) has 2")
   (tmp_path / "train.csv").write_text("review,stars\nfine,pos\ntoo,many,neg\nshort\n")
-  p = processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
+  p = classifier_processors.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
                                labels=["neg", "pos"])
   message = _error(lambda: p.get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.csv'}:3: too many columns: the row has 3, "
@@ -397,7 +397,7 @@ def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
 
 def test_generic_csv_refuses_unclosed_and_stray_quotes(tmp_path):
   (tmp_path / "train.csv").write_text('fine,pos\n"never closed,neg\nlater,pos\nmore,neg\n')
-  p = processors.get_processor("csv", labels=["neg", "pos"])
+  p = classifier_processors.get_processor("csv", labels=["neg", "pos"])
   message = _error(lambda: p.get_train_examples(str(tmp_path)))
   # Without strict parsing the open quote swallowed every later row into one field.
   assert message.startswith(f"{tmp_path / 'train.csv'}:2: cannot parse the row "
@@ -412,30 +412,30 @@ def test_generic_csv_refuses_unclosed_and_stray_quotes(tmp_path):
 
 def test_generic_columns_must_be_unambiguous(tmp_path):
   (tmp_path / "train.csv").write_text("text,text,label\na,b,pos\n")
-  p = processors.get_processor("csv", text_a_column="text", label_column="label", has_header=True)
+  p = classifier_processors.get_processor("csv", text_a_column="text", label_column="label", has_header=True)
   assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
       f"{tmp_path / 'train.csv'}:1: the header names 'text' 2 times; use a 0-based column "
       "number")
-  p = processors.get_processor("csv", text_a_column="1", label_column="1", labels=["pos"])
+  p = classifier_processors.get_processor("csv", text_a_column="1", label_column="1", labels=["pos"])
   assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
       f"{tmp_path / 'train.csv'}: the text_a and label columns are both column 1; give "
       "each its own column")
-  p = processors.get_processor("csv", text_a_column="--1", labels=["pos"])
+  p = classifier_processors.get_processor("csv", text_a_column="--1", labels=["pos"])
   assert "is a name, but the file has no header" in _error(
       lambda: p.get_train_examples(str(tmp_path)))
 
 
 def test_label_list_given_twice_or_empty_is_refused():
-  assert _error(lambda: processors.get_processor("tsv", labels=["a", "b", "a"])) == (
+  assert _error(lambda: classifier_processors.get_processor("tsv", labels=["a", "b", "a"])) == (
       "--label_list=a,b,a: 'a' is given 2 times; each label once, in label-id order")
-  assert _error(lambda: processors.get_processor("csv", labels=["a", " "])) == (
+  assert _error(lambda: classifier_processors.get_processor("csv", labels=["a", " "])) == (
       "--label_list=a, : holds an empty label")
-  assert processors.get_processor("tsv", labels=["b", "a"]).get_labels() == ["b", "a"]
+  assert classifier_processors.get_processor("tsv", labels=["b", "a"]).get_labels() == ["b", "a"]
 
 
 def test_inferred_labels_refuse_an_empty_label(tmp_path):
   (tmp_path / "train.tsv").write_text("good\tpos\nfine\t \n")
-  p = processors.get_processor("tsv")
+  p = classifier_processors.get_processor("tsv")
   p.set_data_dir(str(tmp_path))
   assert _error(p.get_labels).startswith(f"{tmp_path / 'train.tsv'}:2: the label is empty")
 
@@ -444,13 +444,13 @@ def test_inferred_labels_refuse_an_empty_label(tmp_path):
 
 
 def test_submission_and_probability_files(tmp_path):
-  p = processors.RteProcessor()
+  p = classifier_processors.RteProcessor()
   examples = [cd.InputExample("test-0", "a", "b"), cd.InputExample("test-1", "c", "d"),
               cd.InputExample("test-2", "e", "f")]
   cd.write_submission(str(tmp_path / "RTE.tsv"), p, examples, np.array([1, 0, 1]))
   assert (tmp_path / "RTE.tsv").read_bytes() == (
       b"index\tprediction\n0\tnot_entailment\n1\tentailment\n2\tnot_entailment\n")
-  cd.write_submission(str(tmp_path / "STS-B.tsv"), processors.StsbProcessor(), examples[:2],
+  cd.write_submission(str(tmp_path / "STS-B.tsv"), classifier_processors.StsbProcessor(), examples[:2],
                       np.array([4.12345, 0.5]))
   assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t4.123\n1\t0.500\n"
   cd.write_probabilities(str(tmp_path / "test_results.tsv"),
@@ -525,8 +525,8 @@ def test_run_classifier_refuses_rows_of_the_wrong_width(tmp_path):
     result = results[name]
     assert not result["crashed"] and result["exit"] == 2, (name, result["stderr"][-3000:])
     assert "Traceback" not in result["stderr"], name
-    errors = [l for l in result["stderr"].splitlines() if "error:" in l]
-    assert len(errors) == 1 and errors[0].startswith(expected), (name, errors)
-    assert result["stderr"].strip().splitlines()[-1] == errors[0]
+    error_lines = [l for l in result["stderr"].splitlines() if "error:" in l]
+    assert len(error_lines) == 1 and error_lines[0].startswith(expected), (name, error_lines)
+    assert result["stderr"].strip().splitlines()[-1] == error_lines[0]
     for path in absent:
       assert not path.exists(), path

@@ -4,7 +4,7 @@ import pytest
 
 from bert.classifier import classifier_data as cd
 from bert.classifier import classifier_features as cf
-from bert.classifier import processors
+from bert.classifier import classifier_processors
 from bert import fast_tokenization
 from bert import tokenization
 from conftest import UNCASED_VOCAB, shared_path
@@ -36,7 +36,7 @@ def _collect(dataset):
 def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, count,
                                                      seq_length):
   fast, full = tokenizers
-  processor = processors.get_processor(task)
+  processor = classifier_processors.get_processor(task)
   examples = processor.get_dev_examples(shared_path("glue", folder))[:count]
   labels = processor.get_labels()
   rows, widths = _collect(cf.make_dataset(examples, labels, fast, seq_length, 8,
@@ -70,7 +70,7 @@ def test_pair_rows_with_empty_text_b_are_single(tokenizers):
 
 def test_per_batch_padding_and_fixed_padding(tokenizers):
   fast, _ = tokenizers
-  examples = processors.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:200]
+  examples = classifier_processors.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:200]
   dataset = cf.make_dataset(examples, ["0", "1"], fast, 128, 16, is_training=False,
                             window_batches=4)
   total_width = 0
@@ -96,7 +96,7 @@ def test_eval_windows_default_to_one_eager_chunk(tokenizers, monkeypatch):
   fast, _ = tokenizers
   monkeypatch.setattr(cf, "EAGER_CHUNK_ROWS", 64)
   assert cf.eval_window_batches(8) == 8 and cf.eval_window_batches(100) == 1
-  examples = processors.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:150]
+  examples = classifier_processors.Sst2Processor().get_dev_examples(shared_path("glue", "SST-2"))[:150]
   for batches in (list(cf.predict_batches(examples, ["0", "1"], fast, 128, 8)),
                   [{k: v.numpy() for k, v in b.items()} for b in
                    cf.make_dataset(examples, ["0", "1"], fast, 128, 8, is_training=False)]):
@@ -116,7 +116,7 @@ def test_training_batches_full_length_grouped_and_seeded(tokenizers):
   # Single sentences (MRPC's first texts), mostly shorter than 40 WordPieces, so the
   # batch widths tell the padding apart.
   examples = [cd.InputExample(e.guid, e.text_a, None, e.label)
-              for e in processors.MrpcProcessor().get_dev_examples(shared_path("glue", "MRPC"))[:50]]
+              for e in classifier_processors.MrpcProcessor().get_dev_examples(shared_path("glue", "MRPC"))[:50]]
 
   def first_batches(dataset):
     return [(b["example_index"].numpy(), b["input_ids"].numpy()) for b in dataset.take(12)]
@@ -221,7 +221,7 @@ def test_batches_trimmed_to_longest_row_in_multiples(tiny_tokenizers):
 def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
   """serving.TextPacker (the serve_text signature's packing): the original's ids, each
   batch cut to its longest row by input_pipeline.trim_to_longest (no rounding)."""
-  from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert.formats import serving  # pylint: disable=g-import-not-at-top
   fast, full = tiny_tokenizers
   packer = serving.TextPacker(fast, 12, fast.cls_id, fast.sep_id)
   texts_a, texts_b = ["the cat sat", "a"], ["on the mat .", "b c"]
@@ -249,7 +249,7 @@ def test_predict_batches_equal_make_dataset_element_for_element(
   # predictions stay byte-identical. Small eager chunks exercise chunk boundaries too.
   fast, _ = tokenizers
   monkeypatch.setattr(cf, "EAGER_CHUNK_ROWS", 64)
-  processor = processors.get_processor(task)
+  processor = classifier_processors.get_processor(task)
   examples = processor.get_dev_examples(shared_path("glue", folder))[:count]
   labels = processor.get_labels()
   expected = list(cf.make_dataset(examples, labels, fast, 128, batch_size,

@@ -1,4 +1,4 @@
-"""corpus_check.py: the corpus check fires on the three traps of a new language (Korean
+"""pretraining_corpus_check.py: the corpus check fires on the three traps of a new language (Korean
 under lower-casing, decomposed Hangul, paragraph-a-line wiki text) and stays quiet on clean
 cased Korean; its random-next estimate is the generator's own pairing."""
 import random
@@ -7,9 +7,9 @@ import unicodedata
 
 import pytest
 
-from bert.pretraining import corpus_check
+from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import shared_path
 
 SYLLABLES = "가나다라마바사아자차카타파하고노도로모보소오조초코토포호는은이가를을에서도만"
@@ -49,17 +49,17 @@ def _wiki_documents(seed=0, articles=30):
 
 def test_clean_cased_korean_is_quiet(tmp_path):
   documents = _korean_documents()
-  report = corpus_check.check_corpus(documents, False, vocab_file=_vocab(tmp_path, documents))
+  report = pretraining_corpus_check.check_corpus(documents, False, vocab_file=_vocab(tmp_path, documents))
   assert report.warnings == []
   assert report.unk_rate == 0.0 and report.tokens > 3000
   assert report.nfd_lines == 0 and report.damaged_letters == 0.0
-  assert corpus_check.report_lines(report)[-1] == "  no warnings"
+  assert pretraining_corpus_check.report_lines(report)[-1] == "  no warnings"
 
 
 def test_korean_under_lower_casing_is_named(tmp_path):
   documents = _korean_documents()
   vocab = _vocab(tmp_path, documents)
-  report = corpus_check.check_corpus(documents, True, vocab_file=vocab)
+  report = pretraining_corpus_check.check_corpus(documents, True, vocab_file=vocab)
   # Every Hangul syllable comes apart into jamo, none of which the vocabulary holds; only
   # the "." survives.
   assert report.damaged_scripts == ("HANGUL",) and report.damaged_letters == 1.0
@@ -71,15 +71,15 @@ def test_korean_under_lower_casing_is_named(tmp_path):
   assert "Hangul syllables come apart into jamo" in hangul
   assert "use --do_lower_case=False" in hangul
   # Without a vocabulary (create_vocab's check) the case warning still fires.
-  assert len(corpus_check.check_corpus(documents, True).warnings) == 1
+  assert len(pretraining_corpus_check.check_corpus(documents, True).warnings) == 1
 
 
 def test_cased_scripts_keep_their_uncased_recipe():
   documents = [["Ça été très élégant, naïve façade.", "Über Straße und Ökonomie."]] * 3
-  report = corpus_check.check_corpus(documents, True)
+  report = pretraining_corpus_check.check_corpus(documents, True)
   assert report.damaged_letters == 0.0 and report.warnings == []
   # Kana lose their voicing mark under the lower-casing path: が -> か.
-  kana = corpus_check.check_corpus([["がぎぐげご ばびぶ"]] * 2, True)
+  kana = pretraining_corpus_check.check_corpus([["がぎぐげご ばびぶ"]] * 2, True)
   assert kana.damaged_scripts == ("HIRAGANA",) and kana.damaged_letters == 1.0
 
 
@@ -87,21 +87,21 @@ def test_decomposed_hangul_and_the_nfc_remedy(tmp_path):
   documents = _korean_documents()
   vocab = _vocab(tmp_path, documents)
   nfd = [[unicodedata.normalize("NFD", l) for l in d] for d in documents]
-  report = corpus_check.check_corpus(nfd, False, vocab_file=vocab)
+  report = pretraining_corpus_check.check_corpus(nfd, False, vocab_file=vocab)
   assert report.nfd_lines == report.lines == 480
   unk, nfd_warning = report.warnings
   assert "likely cause: the text is decomposed (NFD) where the vocabulary is not: pass " \
          "--normalize=nfc" in unk
   assert nfd_warning.startswith("480 of 480 lines hold decomposed (NFD) text")
-  fixed = corpus_check.check_corpus(nfd, False, vocab_file=vocab, normalize="nfc")
+  fixed = pretraining_corpus_check.check_corpus(nfd, False, vocab_file=vocab, normalize="nfc")
   assert fixed.warnings == [] and fixed.unk_rate == 0.0
   # Under lower-casing the tokenizer decomposes anyway: no NFD warning, the case one.
-  lowered = corpus_check.check_corpus(nfd, True)
+  lowered = pretraining_corpus_check.check_corpus(nfd, True)
   assert [w for w in lowered.warnings if "NFD) text" in w] == []
 
 
 def test_paragraph_a_line_wiki_text_warns_with_estimates():
-  report = corpus_check.check_corpus(_wiki_documents(), True)
+  report = pretraining_corpus_check.check_corpus(_wiki_documents(), True)
   assert report.heading_lines == 60 and report.lines == 180
   assert report.multi_sentence_lines == 120
   # A paragraph line of ~130 words fills a 125-token target alone, so it is always paired
@@ -116,12 +116,12 @@ def test_paragraph_a_line_wiki_text_warns_with_estimates():
 
 def test_sentence_splitting_estimate_with_pysbd():
   pytest.importorskip("pysbd")
-  report = corpus_check.check_corpus(_wiki_documents(), True)
+  report = pretraining_corpus_check.check_corpus(_wiki_documents(), True)
   assert report.splitter == "pysbd" and not report.split_applied
   # Split into ~10-word sentences, the pairs are the usual mix again.
   assert 0.45 < report.random_next_split < 0.7
   splitter = pretraining_corpus.sentence_splitter("pysbd", "en")
-  applied = corpus_check.check_corpus(_wiki_documents(), True, split_sentences=splitter,
+  applied = pretraining_corpus_check.check_corpus(_wiki_documents(), True, split_sentences=splitter,
                                       splitter_name="pysbd")
   assert applied.split_applied and 0.45 < applied.random_next < 0.7
   assert not [w for w in applied.warnings if "paragraph" in w and "skewed" in w]
@@ -130,11 +130,11 @@ def test_sentence_splitting_estimate_with_pysbd():
 
 def test_missing_splitter_is_one_line_error(monkeypatch):
   monkeypatch.setitem(sys.modules, "pysbd", None)  # import pysbd -> ImportError
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     pretraining_corpus.sentence_splitter("pysbd")
   assert str(error.value) == ("--split_sentences=pysbd: the pysbd package is not installed "
                               "(pip install pysbd)")
-  with pytest.raises(script_utils.UserError, match="--split_sentences=nltk: unknown"):
+  with pytest.raises(errors.UserError, match="--split_sentences=nltk: unknown"):
     pretraining_corpus.sentence_splitter("nltk")
 
 
@@ -143,16 +143,16 @@ def test_random_next_estimate_is_the_generators_pairing():
   # actual-next pair, half make two random-next ones: 2/3 random-next (as in
   # tests/test_create_pretraining_data.py, where the written records show it).
   documents = [["s a", "s b"] for _ in range(3000)]
-  share = corpus_check.estimate_random_next(documents, lambda s: 10, short_seq_prob=0.0)
+  share = pretraining_corpus_check.estimate_random_next(documents, lambda s: 10, short_seq_prob=0.0)
   assert abs(share - 2 / 3) < 0.02  # 9,000 passes: standard error ~0.005
-  assert corpus_check.estimate_random_next([["one"]], lambda s: 1) is None
+  assert pretraining_corpus_check.estimate_random_next([["one"]], lambda s: 1) is None
 
 
 def test_read_sample_stops_at_a_document_end(tmp_path):
   path = tmp_path / "c.txt"
   path.write_text("a\nb\n\nc\nd\ne\n\nf\n", encoding="utf-8")
-  assert corpus_check.read_sample([str(path)], max_lines=3) == [["a", "b"], ["c", "d", "e"]]
-  assert corpus_check.read_sample([str(path)]) == [["a", "b"], ["c", "d", "e"], ["f"]]
+  assert pretraining_corpus_check.read_sample([str(path)], max_lines=3) == [["a", "b"], ["c", "d", "e"]]
+  assert pretraining_corpus_check.read_sample([str(path)]) == [["a", "b"], ["c", "d", "e"], ["f"]]
 
 
 # --------------------------------------------------------------------------- real data
@@ -160,18 +160,18 @@ def test_read_sample_stops_at_a_document_end(tmp_path):
 
 @pytest.fixture(scope="module")
 def nsmc_sample():
-  return corpus_check.read_sample([shared_path("korean", "corpus", "nsmc_reviews.txt")],
+  return pretraining_corpus_check.read_sample([shared_path("korean", "corpus", "nsmc_reviews.txt")],
                                   max_lines=1500)
 
 
 def test_real_korean_reviews_clean_and_traps(nsmc_sample, tmp_path):
-  quiet = corpus_check.check_corpus(nsmc_sample, False)
+  quiet = pretraining_corpus_check.check_corpus(nsmc_sample, False)
   assert quiet.warnings == [] and 0.4 < quiet.random_next < 0.65
-  lowered = corpus_check.check_corpus(nsmc_sample, True)
+  lowered = pretraining_corpus_check.check_corpus(nsmc_sample, True)
   assert lowered.damaged_scripts[0] == "HANGUL" and lowered.damaged_letters > 0.9
   nfd = [[unicodedata.normalize("NFD", l) for l in d] for d in nsmc_sample]
-  assert any("NFD) text" in w for w in corpus_check.check_corpus(nfd, False).warnings)
-  english = corpus_check.check_corpus(nsmc_sample, False,
+  assert any("NFD) text" in w for w in pretraining_corpus_check.check_corpus(nfd, False).warnings)
+  english = pretraining_corpus_check.check_corpus(nsmc_sample, False,
                                       vocab_file=shared_path("vocab", "cased_vocab.txt"))
   assert english.unk_rate > 0.2
   assert "the vocabulary has no token for" in english.warnings[0]

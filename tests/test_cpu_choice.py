@@ -1,6 +1,6 @@
 """cpu_choice: the CPU from /proc/cpuinfo text, the table's choice of XLA and precision
 for each measured CPU class and phase (docs/cpu.md), the flags winning over it, and the
-log line; flags_common.run_options resolving --enable_xla unset and --dtype=auto."""
+log line; flags_common.options_from_flags resolving --enable_xla unset and --dtype=auto."""
 
 import os
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 from absl import flags
 
 from bert.cli import flags_common
-from bert.training import settings
+from bert.training import run_options
 from bert.utils import cpu_choice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -213,37 +213,37 @@ def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
   monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda environ=None: False)
   monkeypatch.delenv("BERT_CPU_TABLE", raising=False)  # conftest sets it for scripts
   xeon = cpu_choice.parse_cpuinfo(XEON)
-  options = flags_common.run_options(_flag_values([]), phase="pretraining", cpu=xeon)
+  options = flags_common.options_from_flags(_flag_values([]), phase="pretraining", cpu=xeon)
   assert (options.enable_xla, options.dtype) == (True, "float32")
   assert "pretraining: XLA on (table), float32 (flag)" in options.speed_choice
-  options = flags_common.run_options(_flag_values(["--noenable_xla", "--dtype=auto"]),
+  options = flags_common.options_from_flags(_flag_values(["--noenable_xla", "--dtype=auto"]),
                                      phase="pretraining", cpu=xeon)
   assert (options.enable_xla, options.dtype) == (False, "float32")
   assert "XLA off (flag), float32 (table)" in options.speed_choice
   # Without a phase: fine-tuning with --do_train, prediction without.
   zen3 = cpu_choice.parse_cpuinfo(ZEN3)
-  options = flags_common.run_options(_flag_values(["--do_train"]), cpu=zen3)
+  options = flags_common.options_from_flags(_flag_values(["--do_train"]), cpu=zen3)
   assert "; fine-tuning: XLA off (table)" in options.speed_choice
-  options = flags_common.run_options(_flag_values([]), phase="pretraining", cpu=zen3)
+  options = flags_common.options_from_flags(_flag_values([]), phase="pretraining", cpu=zen3)
   assert options.enable_xla is True
   # Several devices: the table does not apply (XLA fails under MirroredStrategy on CPU).
-  options = flags_common.run_options(
+  options = flags_common.options_from_flags(
       _flag_values(["--distribution_strategy=mirrored", "--dtype=auto"]),
       phase="pretraining", cpu=zen3)
   assert (options.enable_xla, options.dtype) == (False, "float32")
   assert "--distribution_strategy=mirrored: the table describes" in options.speed_choice
   # BERT_CPU_TABLE=0 (what tests' scripts run with): the original's on every CPU.
   monkeypatch.setenv("BERT_CPU_TABLE", "0")
-  options = flags_common.run_options(_flag_values(["--dtype=auto"]), phase="pretraining",
+  options = flags_common.options_from_flags(_flag_values(["--dtype=auto"]), phase="pretraining",
                                      cpu=zen3)
   assert (options.enable_xla, options.dtype) == (False, "float32")
   assert "Why: pretraining: BERT_CPU_TABLE=0 turns the table off; the original's" in (
       options.speed_choice)
-  options = flags_common.run_options(_flag_values(["--enable_xla"]), phase="pretraining",
+  options = flags_common.options_from_flags(_flag_values(["--enable_xla"]), phase="pretraining",
                                      cpu=zen3)
   assert options.enable_xla is True  # a flag still wins
-  with pytest.raises(settings.FlagError, match="--dtype=auto"):
-    settings.RunOptions(output_dir="out", dtype="auto")
+  with pytest.raises(run_options.FlagError, match="--dtype=auto"):
+    run_options.RunOptions(output_dir="out", dtype="auto")
 
 
 def test_cpu_choice_does_not_import_tensorflow():

@@ -1,4 +1,4 @@
-"""pretraining_data.py and create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
+"""pretraining_generator.py and create_pretraining_data.py: faithfulness to the original algorithm, schema, statistics,
 determinism across worker counts, whole-word masking, bad input."""
 import itertools
 import os
@@ -15,16 +15,16 @@ from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
-from bert.pretraining import example_encoder  # noqa: E402
+from bert.pretraining import pretraining_records  # noqa: E402
 from bert.pretraining import pretraining_corpus  # noqa: E402
-from bert.pretraining import pretraining_data as cpd  # noqa: E402
+from bert.pretraining import pretraining_generator as cpd  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import file_io  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
 from bert.pretraining import pretraining_instances  # noqa: E402
 from bert.pretraining import pretraining_tokenizer  # noqa: E402
 from bert import tokenization  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
+from bert.utils import errors  # noqa: E402
 
 tf = pytest.importorskip("tensorflow")
 
@@ -124,7 +124,7 @@ def _example(ids, num_a, positions, labels, is_random_next, seq, preds):
 
 def test_encoded_examples_equal_protobuf_serialization():
   seq, preds = 300, 3
-  encoder = example_encoder.ExampleEncoder(max_seq_length=seq, max_predictions_per_seq=preds)
+  encoder = pretraining_records.ExampleEncoder(max_seq_length=seq, max_predictions_per_seq=preds)
   # 131 tokens: positions >= 128 and ids >= 16384 take multi-byte varints; the second
   # instance is short, so cached per-length pieces must not leak between the two.
   long_ids = [CLS] + [20000 + i for i in range(64)] + [SEP] + list(range(5, 69)) + [SEP]
@@ -151,11 +151,11 @@ def test_encoded_examples_equal_protobuf_serialization():
 
 def test_varint_rows_match_protobuf_varints():
   values = np.array([[0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1]])
-  packed, lengths = example_encoder.varint_rows(values)
+  packed, lengths = pretraining_records.varint_rows(values)
   expected = tf.train.Int64List(value=values[0].tolist()).SerializeToString()[2:]
   assert bytes(packed) == expected and lengths.tolist() == [len(expected)]
   with pytest.raises(ValueError):
-    example_encoder.varint_rows(np.array([[2 ** 28]]))
+    pretraining_records.varint_rows(np.array([[2 ** 28]]))
 
 
 def _simulated_truncation(la, lb, max_num_tokens):
@@ -255,7 +255,7 @@ def test_the_driver_and_its_workers_load_no_tensorflow_until_generate_needs_it()
   """A spawned worker imports the script's modules and pretraining_workers: NumPy only, so
   none of --num_workers processes pays TensorFlow's start-up; the parent imports it (with
   pretraining_tokenizer) only after the pool started."""
-  code = ("import sys; from bert.pretraining import corpus_check, pretraining_data, "
+  code = ("import sys; from bert.pretraining import pretraining_corpus_check, pretraining_generator, "
           "pretraining_workers; print(sorted(m for m in ('tensorflow', 'bert.fast_tokenization', "
           "'bert.pretraining.pretraining_tokenizer')"
           " if m in sys.modules))")
@@ -504,7 +504,7 @@ def test_documents_too_short_or_too_few_are_rejected(tmp_path, vocab_dir):
   one_doc.write_text("first sentence.\nsecond sentence.\n", encoding="utf-8")
   for corpus, words in [(single, "single sentence"), (one_doc, "only one document")]:
     out = tmp_path / f"{corpus.stem}.tfrecord"
-    with pytest.raises(script_utils.UserError, match=words):
+    with pytest.raises(errors.UserError, match=words):
       cpd.generate([str(corpus)], [str(out)], vocab, num_workers=0, log=_quiet)
     assert not out.exists()
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
@@ -528,9 +528,9 @@ def test_non_utf8_and_empty_input_are_reported_before_anything_is_written(tmp_pa
   bad = tmp_path / "latin1.txt"
   bad.write_bytes(b"good line one.\ngood line two.\n\ncaf\xe9 au lait.\nmore.\n")
   out = tmp_path / "out.tfrecord"
-  with pytest.raises(script_utils.UserError, match=f"{bad}:4: not valid UTF-8"):
+  with pytest.raises(errors.UserError, match=f"{bad}:4: not valid UTF-8"):
     cpd.generate([str(bad)], [str(out)], vocab, num_workers=0, log=_quiet)
-  with pytest.raises(script_utils.UserError, match="empty corpus"):
+  with pytest.raises(errors.UserError, match="empty corpus"):
     cpd.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)], vocab,
                  num_workers=0, log=_quiet)
   assert sorted(os.listdir(tmp_path)) == ["blank.txt", "latin1.txt"]
@@ -577,7 +577,7 @@ def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
   out = str(tmp_path / "new" / "out.tfrecord")  # a folder check_run would create
   vocab = _test_vocab(tmp_path)
   name, value = flag.split("=")
-  with pytest.raises(script_utils.UserError) as raised:
+  with pytest.raises(errors.UserError) as raised:
     if name == "split_sentences":  # main() builds the splitter before check_run
       pretraining_corpus.sentence_splitter(value)
     elif name == "num_output_shards":

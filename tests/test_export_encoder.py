@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 
 from bert.training import checkpoints
 
-from bert.export import tfhub_modules
+from bert.formats import tfhub_modules
 from bert import fast_tokenization
 from bert import modeling
 from bert import tokenization
@@ -172,7 +172,7 @@ def tiny_export(tmp_path_factory):
   config = tiny.tiny_config(vocab_size, max_position_embeddings=40)
   config.to_json_file(str(tmp / "bert_config.json"))
   model = modeling.BertModel(config)
-  checkpoint_formats.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(model, str(tmp / "bert_model.ckpt"))
   export_dir = tmp / "hub"
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, "export_encoder.py"),
@@ -325,7 +325,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
   """export_dir/litert: the encoder as LiteRT models, float32 to 1e-5 on the same pairs,
   int8 within the export's documented bound (mean |difference| <= 0.1 x scale)."""
   interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
-  from bert.export import litert  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
   _, _, pairs = tiny_reloaded
   folder = tiny_export["dir"] / "litert"
   with open(folder / "model.json", encoding="utf-8") as handle:
@@ -336,7 +336,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
       "do_lower_case": False, "inputs": ["input_mask", "input_type_ids", "input_word_ids"]}
   inputs, _, expected = _in_process_outputs(tiny_export, pairs)
   feed = {name: np.asarray(inputs[name], np.int32) for name in metadata["inputs"]}
-  for precision in litert.PRECISIONS:
+  for precision in litert_convert.PRECISIONS:
     runner = interpreter_module.Interpreter(
         model_path=str(folder / f"model_{precision}.tflite")).get_signature_runner()
     got = runner(**feed)
@@ -347,7 +347,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
         np.testing.assert_allclose(got[name], want, rtol=0, atol=1e-5, err_msg=name)
       else:
         scale = max(1.0, float(np.abs(want).max()))
-        assert np.abs(got[name] - want).mean() <= litert.INT8_TOLERANCE * scale, name
+        assert np.abs(got[name] - want).mean() <= litert_convert.INT8_TOLERANCE * scale, name
 
 
 def _keras_classifier(encoder_path):

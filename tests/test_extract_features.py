@@ -124,9 +124,9 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   NFC text, byte for byte; without it the decomposed syllables are [UNK]. Needs no
   shared data: a tiny random model and vocabulary written here."""
   import unicodedata  # pylint: disable=g-import-not-at-top
-  from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
+  from bert.extraction import extraction_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
   vocab = tmp_path / "vocab.txt"
   vocab.write_text("".join(t + "\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                                                "한국", "##어", "영화", "."]), encoding="utf-8")
@@ -135,7 +135,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   config.write_text(json.dumps(config_dict))
   model = modeling.BertModel(modeling.BertConfig.from_dict(config_dict))
   prefix = str(tmp_path / "model" / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(model, prefix)
+  checkpoint_files.save_google_checkpoint(model, prefix)
   nfc = "한국어 영화. ||| 영화.\n"
   (tmp_path / "nfc.txt").write_text(nfc, encoding="utf-8")
   (tmp_path / "nfd.txt").write_text(unicodedata.normalize("NFD", nfc), encoding="utf-8")
@@ -147,7 +147,7 @@ def test_normalize_nfc_composes_decomposed_input(tmp_path):
   assert result.returncode == 0, result.stderr[-2000:]
   for name, normalize in (("nfc", None), ("nfd_plain", None)):
     source = tmp_path / ("nfc.txt" if name == "nfc" else "nfd.txt")
-    encoder_activations.extract_file(str(source), str(tmp_path / f"{name}.jsonl"), str(vocab),
+    extraction_activations.extract_file(str(source), str(tmp_path / f"{name}.jsonl"), str(vocab),
                                     False, str(config), prefix, "-1", 16, 8,
                                     normalize=normalize)
   assert (tmp_path / "nfd.jsonl").read_bytes() == (tmp_path / "nfc.jsonl").read_bytes()

@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 
 from bert import input_pipeline
 from bert import modeling
 from bert import optimization
 from bert.training import checkpoints
-from bert.training import settings
-from bert.utils import script_utils
+from bert.training import run_options
+from bert.utils import errors
 from conftest import ROOT
 import tiny
 
@@ -101,7 +101,7 @@ def _disk_full_through_injection(tmp_path):
 
   tf.train.CheckpointManager.save = full
   try:
-    with pytest.raises(script_utils.UserError) as error:
+    with pytest.raises(errors.UserError) as error:
       state.save()
   finally:
     tf.train.CheckpointManager.save = original
@@ -136,21 +136,21 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_temp_files(tmp_path)
 def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(CONFIG))
   prefix = str(tmp_path / "model" / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(encoder, prefix)
+  checkpoint_files.save_google_checkpoint(encoder, prefix)
   data = prefix + ".data-00000-of-00001"
   size = os.path.getsize(data)
   with open(data, "r+b") as handle:
     handle.truncate(size // 2)
-  with pytest.raises(script_utils.UserError) as error:
-    checkpoint_formats.resolve_checkpoint(prefix)
+  with pytest.raises(errors.UserError) as error:
+    checkpoint_files.resolve_checkpoint(prefix)
   assert str(error.value) == (f"{prefix}: the checkpoint is truncated ({size // 2} bytes of "
                               f"data, its index needs at least {size}); copy or download "
                               "it again")
   # The .index (or .data) file given for the prefix is understood, with a note.
   os.remove(data)
-  checkpoint_formats.save_google_checkpoint(encoder, prefix)
-  assert checkpoint_formats.resolve_checkpoint(prefix + ".index") == (checkpoint_formats.GOOGLE, prefix)
-  assert checkpoint_formats.resolve_checkpoint(data) == (checkpoint_formats.GOOGLE, prefix)
+  checkpoint_files.save_google_checkpoint(encoder, prefix)
+  assert checkpoint_files.resolve_checkpoint(prefix + ".index") == (checkpoint_files.GOOGLE, prefix)
+  assert checkpoint_files.resolve_checkpoint(data) == (checkpoint_files.GOOGLE, prefix)
 
 
 @pytest.mark.parametrize("flag,value,message", [
@@ -169,6 +169,6 @@ def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
     ("save_checkpoints_steps", 0, "--save_checkpoints_steps=0: must be at least 1"),
 ])
 def test_flags_that_cannot_work_are_refused_by_name(flag, value, message):
-  with pytest.raises(settings.FlagError) as error:
-    settings.RunOptions(output_dir="out", do_train=True, **{flag: value})
+  with pytest.raises(run_options.FlagError) as error:
+    run_options.RunOptions(output_dir="out", do_train=True, **{flag: value})
   assert str(error.value).startswith(message)

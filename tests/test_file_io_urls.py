@@ -14,7 +14,7 @@ import pytest
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def _ram(name):
@@ -103,7 +103,7 @@ def test_object_lock_refuses_a_second_run_and_is_released():
   out = _ram("run")
   file_io.makedirs(out)
   with output_lock.lock_output(out):
-    with pytest.raises(script_utils.UserError) as refused:
+    with pytest.raises(errors.UserError) as refused:
       output_lock.lock_output(out).acquire()
     message = str(refused.value)
     assert message.startswith(f"--output_dir={out} is in use by another run (pid {os.getpid()} "
@@ -131,7 +131,7 @@ def test_object_lock_of_a_dead_run_is_taken_over():
     pass
   file_io.write_bytes(lock_file, b'{"token": "old", "pid": 1, "host": "elsewhere", '
                       b'"command": "x", "time": 9e18}')  # alive, on another host
-  with pytest.raises(script_utils.UserError, match=r"pid 1 on elsewhere: x\)"):
+  with pytest.raises(errors.UserError, match=r"pid 1 on elsewhere: x\)"):
     output_lock.lock_output(out).acquire()
 
 
@@ -140,5 +140,5 @@ def test_a_scheme_no_filesystem_knows_is_one_line_in_the_library():
     file_io.exists("foo://bucket/x")
   assert refused.value.path == "foo://bucket/x"
   assert refused.value.reason.startswith("no filesystem knows the scheme 'foo://'")
-  with pytest.raises(script_utils.UserError, match=r"^--output_dir=foo://b/o: no filesystem"):
+  with pytest.raises(errors.UserError, match=r"^--output_dir=foo://b/o: no filesystem"):
     atomic_output.ensure_output_dir("foo://b/o")

@@ -14,10 +14,10 @@ from bert import metrics
 from bert import modeling
 from bert.training import checkpoints
 from bert.training import finetune
-from bert.training import settings
+from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 import tiny
 from bert.training import evaluation
 from bert.training import loop
@@ -122,7 +122,7 @@ def _options(output_dir, config_file, **flags):
                 predict_batch_size=3, learning_rate=1e-3, num_warmup_steps=1,
                 save_checkpoints_steps=2, log_every_steps=2, steps_per_loop=2, seed=7)
   values.update(flags)
-  return settings.RunOptions(**values)
+  return run_options.RunOptions(**values)
 
 
 def _eval_results(output_dir):
@@ -185,14 +185,14 @@ def test_nothing_trained_to_evaluate_is_refused_before_building(tmp_path, config
   options = _options(tmp_path / "empty", config_file, do_eval=True)
   task = ToyTask(options)
   task.build_model = None  # refused before any model is built
-  with pytest.raises(script_utils.UserError, match="nothing trained to evaluate: "
+  with pytest.raises(errors.UserError, match="nothing trained to evaluate: "
                      f"--output_dir={tmp_path / 'empty'} holds no checkpoint"):
     finetune.run(task, options)
   # The refused run leaves no output_dir of its own making; one the user made stays.
   assert not os.path.exists(tmp_path / "empty")
   (tmp_path / "given").mkdir()
   options = _options(tmp_path / "given", config_file, do_eval=True)
-  with pytest.raises(script_utils.UserError, match="nothing trained to evaluate"):
+  with pytest.raises(errors.UserError, match="nothing trained to evaluate"):
     finetune.run(ToyTask(options), options)
   assert os.path.isdir(tmp_path / "given") and not os.listdir(tmp_path / "given")
 
@@ -213,7 +213,7 @@ def test_more_steps_continue_and_another_models_output_dir_is_refused(tmp_path, 
   wider = tiny.write_tiny_config(tmp_path / "wider.json", VOCAB, hidden_size=48,
                                  max_position_embeddings=SEQ)
   other = _options(out, wider, do_train=True, num_train_steps=4)
-  with pytest.raises(script_utils.UserError, match=f"--output_dir={out} holds a checkpoint "
+  with pytest.raises(errors.UserError, match=f"--output_dir={out} holds a checkpoint "
                      r"\(ckpt-3\) of "):
     finetune.run(ToyTask(other), other)
   assert not os.path.exists(out / "ckpt-4.index")
@@ -223,7 +223,7 @@ def test_a_bug_in_a_task_keeps_its_traceback(tmp_path, config_file, capsys):
   """A shape error in a Task's loss is a bug: not a one-line user error, not exit 2."""
   options = _options(tmp_path / "bug", config_file, do_train=True, num_train_steps=2)
   with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 2") as info:
-    with script_utils.report_user_errors(program="toy.py"):
+    with errors.report_user_errors(program="toy.py"):
       finetune.run(ToyTask(options, loss_bug=True), options)
   assert not isinstance(info.value, file_io.InputError)
   assert "toy.py: error:" not in capsys.readouterr().err
@@ -239,7 +239,7 @@ def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
   options = _options(tmp_path / "out", config, do_train=True, num_train_steps=2)
   task = ToyTask(options)
   task.build_model = None  # refused before any model is built
-  with pytest.raises(script_utils.UserError) as info:
+  with pytest.raises(errors.UserError) as info:
     finetune.run(task, options)
   assert str(info.value) == (
       f"--bert_config_file={config}: type_vocab_size=1, but toy packs 2 segments (segment "

@@ -15,12 +15,12 @@ import tempfile
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 import pytest
 
-from bert.classifier import processors
+from bert.classifier import classifier_processors
 from bert.squad import squad_data
 from bert.squad import squad_metrics
 from bert.swag import swag_data
-from bert.tagging import tagging
-from bert.utils import script_utils
+from bert.tagging import tagging_data
+from bert.utils import errors
 
 FUZZ = settings(max_examples=60, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -58,7 +58,7 @@ def expect_user_error(path, call):
   whole data_dir, its directory). Any other exception fails the test."""
   try:
     return call()
-  except script_utils.UserError as exc:
+  except errors.UserError as exc:
     assert path in str(exc) or os.path.dirname(path) in str(exc), str(exc)
     return None
 
@@ -93,12 +93,12 @@ def test_mrpc_reader_reads_every_valid_row_and_names_the_first_bad_one(rows, bom
         error_line = line
         break
       expected.append((fields[3], fields[4], fields[0]))
-    processor = processors.get_processor("mrpc")
+    processor = classifier_processors.get_processor("mrpc")
     if error_line is None and not expected:
       error_line = ""  # no data rows: an error naming the file
     try:
       examples = processor.get_train_examples(directory)
-    except script_utils.UserError as exc:
+    except errors.UserError as exc:
       assert error_line is not None, f"valid file rejected: {exc}"
       assert f"{path}:{error_line}" in str(exc), str(exc)
       return
@@ -113,7 +113,7 @@ def test_glue_readers_never_crash_on_garbage(data, task):
   with tempfile.TemporaryDirectory() as directory:
     ext = "csv" if task == "csv" else "tsv"
     path = write_bytes(directory, f"train.{ext}", data)
-    processor = processors.get_processor(task)
+    processor = classifier_processors.get_processor(task)
     if hasattr(processor, "set_data_dir"):
       processor.set_data_dir(directory)
 
@@ -192,7 +192,7 @@ def test_squad_answer_positions_are_the_answer_words(words, data):
 def test_conll_reader_never_crashes_on_garbage(data):
   with tempfile.TemporaryDirectory() as directory:
     path = write_bytes(directory, "train.txt", data)
-    examples = expect_user_error(path, lambda: tagging.read_conll(path))
+    examples = expect_user_error(path, lambda: tagging_data.read_conll(path))
     for example in examples or []:
       assert example.words and all(w.strip() == w and w for w in example.words)
       assert example.labels is None or len(example.labels) == len(example.words)
@@ -216,7 +216,7 @@ def test_conll_reader_parses_valid_files_exactly(documents, separator, crlf):
                        [[p] for _, p, _ in sentence]))
   with tempfile.TemporaryDirectory() as directory:
     path = write_bytes(directory, "train.txt", end.join(lines).encode("utf-8"))
-    examples = tagging.read_conll(path)
+    examples = tagging_data.read_conll(path)
   assert [(e.words, e.labels, e.columns) for e in examples] == expected
 
 

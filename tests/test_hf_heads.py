@@ -144,14 +144,14 @@ def _pair_features(examples, labels):
 
 
 def test_mrpc_classifier(tiny):
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "mrpc", tmp_path / "out"
   _glue(data, "MRPC", 32)
   _run("run_classifier.py", ["--task_name=MRPC", "--do_train", "--do_predict",
                              f"--data_dir={data}", "--num_train_steps=8",
                              f"--output_dir={out}"] + common)
-  examples = processors.MrpcProcessor().get_test_examples(str(data))[:16]
+  examples = classifier_processors.MrpcProcessor().get_test_examples(str(data))[:16]
   arrays = _pair_features(examples, ["0", "1"])
   arrays.update(texts_a=np.array([e.text_a for e in examples]),
                 texts_b=np.array([e.text_b for e in examples]))
@@ -181,14 +181,14 @@ def test_mrpc_classifier(tiny):
 
 
 def test_stsb_regression(tiny):
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "stsb", tmp_path / "out"
   _glue(data, "STS-B", 32)
   _run("run_classifier.py", ["--task_name=STS-B", "--do_train", f"--data_dir={data}",
                              "--num_train_steps=8", f"--output_dir={out}"] + common)
-  examples = processors.StsbProcessor().get_dev_examples(str(data))[:16]
+  examples = classifier_processors.StsbProcessor().get_dev_examples(str(data))[:16]
   arrays = _pair_features(examples, None)
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "Not exported" not in stderr
@@ -235,8 +235,8 @@ def test_squad_span_head(tiny):
 
 def test_conll_token_head(tiny):
   from bert import heads  # pylint: disable=g-import-not-at-top
-  from bert.tagging import ner_data  # pylint: disable=g-import-not-at-top
-  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging_ner_data  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging_data  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   tmp_path, config, common = tiny
   data, out = tmp_path / "conll", tmp_path / "out"
@@ -246,11 +246,11 @@ def test_conll_token_head(tiny):
       (data / name).write_text("".join(handle.readlines()[:600]), encoding="utf-8")
   _run("run_ner.py", ["--do_train", f"--data_dir={data}", "--num_train_steps=8",
                       f"--output_dir={out}"] + common)
-  examples = tagging.read_conll(str(data / "valid.txt"))[:16]
-  labels = ner_data.make_label_list(["PER", "ORG", "LOC", "MISC"])
+  examples = tagging_data.read_conll(str(data / "valid.txt"))[:16]
+  labels = tagging_ner_data.make_label_list(["PER", "ORG", "LOC", "MISC"])
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
-  features = tagging.features_to_arrays(
-      tagging.convert_examples_to_features(examples, labels, SEQ, full))
+  features = tagging_data.features_to_arrays(
+      tagging_data.convert_examples_to_features(examples, labels, SEQ, full))
   arrays = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids")}
   hf, meta, stderr, _ = _export_and_run(tmp_path, config, out, arrays)
   assert "bert/pooler/dense/bias, bert/pooler/dense/kernel" in stderr

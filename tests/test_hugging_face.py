@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 
 from bert.training import checkpoints
 
-from bert.export import hugging_face
+from bert.formats import hugging_face
 from bert import heads
 from bert import modeling
 from bert.training import model_config
@@ -210,7 +210,7 @@ def test_export_reads_back_into_the_same_model(tiny_pretraining):
   config, model = tiny_pretraining["config"], tiny_pretraining["model"]
   fresh, _ = heads.build_pretraining_model(config)
   report = checkpoints.load_checkpoint(fresh, str(tiny_pretraining["dir"]))
-  assert report["format"] == checkpoint_formats.HUGGING_FACE and not report["missing"]
+  assert report["format"] == checkpoint_files.HUGGING_FACE and not report["missing"]
   for name, variable in modeling.google_variable_map(fresh).items():
     np.testing.assert_array_equal(variable.numpy(),
                                   modeling.google_variable_map(model)[name].numpy())
@@ -264,7 +264,7 @@ def test_script_exports_a_google_checkpoint_with_heads(tmp_path):
   model, _ = heads.build_pretraining_model(config)
   _randomize(model, seed=5)
   config.to_json_file(str(tmp_path / "bert_config.json"))
-  checkpoint_formats.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(model, str(tmp_path / "bert_model.ckpt"))
   vocab_file = _write_vocab(tmp_path / "vocab.txt", 50)
   common = [f"--bert_config_file={tmp_path}/bert_config.json", f"--vocab_file={vocab_file}",
             f"--init_checkpoint={tmp_path}/bert_model.ckpt", "--do_lower_case=True"]

@@ -17,7 +17,7 @@ from bert import heads
 from bert import tokenization
 from bert.training import checkpoint_export as model_export
 from bert.training import checkpoints
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT
 from tiny import tiny_config, write_tiny_config
 
@@ -69,7 +69,7 @@ def _ours(model, vocab_file):
 
 def test_the_keras_hub_format_without_keras_hub_is_one_line(monkeypatch):
   monkeypatch.setitem(sys.modules, "keras_hub", None)  # import keras_hub raises ImportError
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     model_export.import_keras_hub()
   assert str(error.value) == (
       "--format=keras_hub needs the keras-hub package, which this project does not "

@@ -3,7 +3,7 @@
 Levels, bottom to top (docs/ARCHITECTURE.md draws them):
   0 bert.utils     small utilities (files, user errors, atomic output, progress, ...)
   1 bert           the core: modeling, heads, tokenization, optimization, metrics, ...
-  2 bert.export    formats a model leaves in (SavedModel, TF-Hub, Hugging Face)
+  2 bert.formats    formats a model leaves in (SavedModel, TF-Hub, Hugging Face)
   3 bert.training  the loop, strategies, checkpoints, the fine-tuning driver
   4 task families  bert.classifier, .squad, .tagging, .swag, .multilabel, .pretraining,
                    .extraction: each imports levels 0-3, never another family
@@ -24,7 +24,7 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = os.path.join(ROOT, "bert")
-LEVELS = {"bert.utils": 0, "bert": 1, "bert.export": 2, "bert.training": 3,
+LEVELS = {"bert.utils": 0, "bert": 1, "bert.formats": 2, "bert.training": 3,
           "bert.classifier": 4, "bert.squad": 4, "bert.tagging": 4, "bert.swag": 4,
           "bert.multilabel": 4, "bert.pretraining": 4, "bert.extraction": 4,
           "bert.litert": 5, "bert.cli": 6}

@@ -40,7 +40,7 @@ def _tiny_model(folder):
   """A random tiny BERT in Google's release layout (bert_config.json, vocab.txt,
   bert_model.ckpt.*), with a vocabulary covering the page's words."""
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
   words = sorted(set(re.findall(r"[a-z]+", open(PAGE, encoding="utf-8").read().lower())))
   vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *"!',.?€", *"0123456789",
            *words, *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz")]
@@ -51,7 +51,7 @@ def _tiny_model(folder):
   config = tiny.write_tiny_config(os.path.join(folder, "bert_config.json"), len(vocab),
                                   max_position_embeddings=128, num_hidden_layers=4)
   encoder = modeling.BertModel(modeling.BertConfig.from_json_file(config))
-  checkpoint_formats.save_google_checkpoint(encoder, os.path.join(folder, "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(encoder, os.path.join(folder, "bert_model.ckpt"))
   return folder
 
 

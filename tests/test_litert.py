@@ -6,7 +6,7 @@ their outputs differ from row to row) and runs, in three processes at once, each
 (tests/litert_data.py): MRPC pairs (classification, GLUE submission file), a csv
 regression task read through the column flags (exported as version 3), and multi-label
 lines. Every test reads those: the exported files, the predictor's output
-against --do_predict's (float32 to 1e-5, int8 within litert.INT8_TOLERANCE), TensorFlow
+against --do_predict's (float32 to 1e-5, int8 within litert_convert.INT8_TOLERANCE), TensorFlow
 absent from the predictor's process, and the predictor's one-line refusals.
 """
 import json
@@ -22,7 +22,7 @@ from conftest import ROOT
 import litert_data
 import serving_install
 import tiny
-from bert.export import litert
+from bert.formats import litert_convert
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 LOGS = ("I", "W", "E")  # absl's log line prefixes (I1127 ...)
@@ -127,7 +127,7 @@ def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
     assert metadata["format"] == "bert-litert" and metadata["max_seq_length"] == 32
     assert metadata["inputs"] == ["input_ids", "input_mask", "segment_ids"]
     assert (folder / "vocab.txt").read_text() == "".join(t + "\n" for t in litert_data.VOCAB)
-    for precision in litert.PRECISIONS:
+    for precision in litert_convert.PRECISIONS:
       entry = metadata["models"][precision]
       assert entry["file"] == f"model_{precision}.tflite"
       assert entry["bytes"] == os.path.getsize(folder / entry["file"])
@@ -158,7 +158,7 @@ def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
       "threshold": 0.5, "num_texts": 1}
 
 
-@pytest.mark.parametrize("precision", litert.PRECISIONS)
+@pytest.mark.parametrize("precision", litert_convert.PRECISIONS)
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_predictor_writes_what_do_predict_writes(runs, tmp_path, task, precision):
   pytest.importorskip("ai_edge_litert")
@@ -176,7 +176,7 @@ def test_predictor_writes_what_do_predict_writes(runs, tmp_path, task, precision
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
   else:
     scale = max(1.0, float(np.abs(expected).max()))
-    assert difference.mean() <= litert.INT8_TOLERANCE * scale, difference.mean()
+    assert difference.mean() <= litert_convert.INT8_TOLERANCE * scale, difference.mean()
   if task == "mrpc":  # the GLUE submission file: the same labels, in the same layout
     submitted = (predicted / "MRPC.tsv").read_text().splitlines()
     reference = (out / "MRPC.tsv").read_text().splitlines()
@@ -248,10 +248,10 @@ def test_the_serving_install_runs_the_predictor(runs, serving_python, tmp_path):
 
 def _one_line_error(proc):
   lines = [l for l in proc.stderr.splitlines() if l.strip()]
-  errors = [l for l in lines if l.startswith("predict_litert.py: error: ")]
-  assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-  assert all(l in errors or l[:1] in LOGS for l in lines), lines
-  return errors[0][len("predict_litert.py: error: "):]
+  error_lines = [l for l in lines if l.startswith("predict_litert.py: error: ")]
+  assert len(error_lines) == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+  assert all(l in error_lines or l[:1] in LOGS for l in lines), lines
+  return error_lines[0][len("predict_litert.py: error: "):]
 
 
 def test_bad_inputs_are_one_line_and_exit_2(runs, tmp_path):
@@ -301,14 +301,14 @@ def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
   SavedModel's signature: the model's own answers pass; the same answers moved past the
   tolerance, a missing output or an integer output changed in float32 are refused."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   _, _, folder = runs["mrpc"]
   with open(folder / "model.json", encoding="utf-8") as handle:
     metadata = json.load(handle)
   flatbuffer = (folder / "model_float32.tflite").read_bytes()
-  feeds = litert.check_rows(metadata["inputs"], len(litert_data.VOCAB), 32)
-  runner = litert.interpreter(model_content=flatbuffer)[0].get_signature_runner(
-      litert.SIGNATURE)
+  feeds = litert_convert.check_rows(metadata["inputs"], len(litert_data.VOCAB), 32)
+  runner = litert_convert.interpreter(model_content=flatbuffer)[0].get_signature_runner(
+      litert_convert.SIGNATURE)
 
   def signature(shift=0.0, drop=None):
     def answer(**feed):
@@ -317,18 +317,18 @@ def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
               for name, value in outputs.items() if name != drop}
     return answer
 
-  worst, allowed, _ = litert.check(signature(), flatbuffer, "float32", feeds, "here")
-  assert allowed == litert.TOLERANCES["float32"]
+  worst, allowed, _ = litert_convert.check(signature(), flatbuffer, "float32", feeds, "here")
+  assert allowed == litert_convert.TOLERANCES["float32"]
   assert worst == {"probabilities": (0.0, 0.0)}  # label_id: integers, equal or refused
   # Probabilities are at most 1: a shift of 2e-5 is past float32's 1e-5 on every value.
-  with pytest.raises(script_utils.UserError, match=r"^here: the converted float32 model's "
+  with pytest.raises(errors.UserError, match=r"^here: the converted float32 model's "
                      r"\w+ differs from the SavedModel's by 2e-05 \(max"):
-    litert.check(signature(shift=-2e-5), flatbuffer, "float32", feeds, "here")
-  with pytest.raises(script_utils.UserError, match="does not answer as the SavedModel does"):
-    litert.check(signature(drop=metadata["outputs"][0]), flatbuffer, "float32", feeds, "x")
+    litert_convert.check(signature(shift=-2e-5), flatbuffer, "float32", feeds, "here")
+  with pytest.raises(errors.UserError, match="does not answer as the SavedModel does"):
+    litert_convert.check(signature(drop=metadata["outputs"][0]), flatbuffer, "float32", feeds, "x")
   reference = {"label": np.array([1, 0]), "p": np.array([0.5, 0.25])}
   with pytest.raises(ValueError, match="output label differs .* on 1 of 2 values"):
-    litert.differences(reference, {"label": np.array([1, 1]), "p": reference["p"]}, "float32")
-  assert litert.differences(reference, {"label": np.array([1, 1]),
+    litert_convert.differences(reference, {"label": np.array([1, 1]), "p": reference["p"]}, "float32")
+  assert litert_convert.differences(reference, {"label": np.array([1, 1]),
                                         "p": np.array([0.5, 0.5])}, "int8") == {
-      "p": (0.25, 0.125, litert.TOLERANCES["int8"])}
+      "p": (0.25, 0.125, litert_convert.TOLERANCES["int8"])}

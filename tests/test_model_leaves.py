@@ -118,12 +118,12 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 
 def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   export = mrpc_run["export"]
   assert sorted(os.listdir(export / "ids")) == ["assets", "fingerprint.pb",
                                                 "saved_model.pb", "variables"]
-  examples = processors.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
+  examples = classifier_processors.MrpcProcessor().get_dev_examples(str(mrpc_run["data"]))[:6]
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
               for e in examples]
@@ -286,7 +286,7 @@ def test_eval_tags_follow_the_training_twins():
 
 def test_full_disk_in_the_hugging_face_writer_leaves_nothing(tmp_path, monkeypatch):
   import errno  # pylint: disable=g-import-not-at-top
-  from bert.export import hugging_face  # pylint: disable=g-import-not-at-top
+  from bert.formats import hugging_face  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   config = modeling.BertConfig.from_dict(dict(TINY_CONFIG, vocab_size=40))

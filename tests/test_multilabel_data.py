@@ -12,7 +12,7 @@ from bert import heads
 from bert import metrics
 from bert.multilabel import multilabel_data
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT, shared_path
 
 LABELS = ["LOC", "MISC", "ORG", "PER"]
@@ -33,7 +33,7 @@ def test_label_list_and_its_refusals(tmp_path):
                         ("a\nb,c\n", r"l.txt:2: label 'b,c' has a comma or a space"),
                         ("two words\n", r"l.txt:1: label 'two words' has a comma"),
                         ("\n\n", r"l.txt: no labels")]:
-    with pytest.raises(script_utils.UserError, match=message):
+    with pytest.raises(errors.UserError, match=message):
       multilabel_data.read_label_list(write(tmp_path / "l.txt", text))
 
 
@@ -71,7 +71,7 @@ def test_reads_texts_and_label_sets(tmp_path):
      r"or text alone \(an example"),
 ])
 def test_ambiguous_or_bad_lines_are_refused(tmp_path, text, require, message):
-  with pytest.raises(script_utils.UserError, match=message):
+  with pytest.raises(errors.UserError, match=message):
     multilabel_data.read_examples(write(tmp_path / "t.tsv", text), LABELS, require)
 
 

@@ -1,4 +1,4 @@
-"""ner_features (feature-based NER) and tagging_task's token batches, with a tiny random BERT."""
+"""tagging_ner_features (feature-based NER) and tagging_task's token batches, with a tiny random BERT."""
 import os
 
 import keras
@@ -8,10 +8,10 @@ import tensorflow as tf
 
 from bert import input_pipeline
 from bert import modeling
-from bert.tagging import ner_features
+from bert.tagging import tagging_ner_features
 from bert.tagging import tagging_task
-from bert.training import checkpoint_formats
-from bert.utils import script_utils
+from bert.formats import checkpoint_files
+from bert.utils import errors
 import tiny
 
 # BertConfig's own default type_vocab_size (16), as this test always had.
@@ -20,7 +20,7 @@ LENGTHS = [5, 9, 3, 40, 7]  # real tokens per window; window 3 needs a 64-wide b
 
 
 def token_arrays(max_seq_length=64, lengths=LENGTHS, seed=0):
-  """ner_data.features_to_arrays-like arrays [N, S] with the given real lengths."""
+  """tagging_ner_data.features_to_arrays-like arrays [N, S] with the given real lengths."""
   rng = np.random.default_rng(seed)
   n = len(lengths)
   mask = (np.arange(max_seq_length)[None] < np.array(lengths)[:, None]).astype(np.int32)
@@ -50,22 +50,22 @@ def test_combine_layers_against_numpy():
               "second_to_last": layers[-2], "sum_last_four": sum(layers[-4:]),
               "concat_last_four": np.concatenate(layers[-4:], axis=-1),
               "sum_all": sum(layers)}
-  assert set(expected) == set(ner_features.LAYER_CHOICES)
+  assert set(expected) == set(tagging_ner_features.LAYER_CHOICES)
   for choice, value in expected.items():
-    combined = ner_features.combine_layers(outputs, choice).numpy()
+    combined = tagging_ner_features.combine_layers(outputs, choice).numpy()
     np.testing.assert_allclose(combined, value, rtol=1e-6, atol=1e-6)
-    assert combined.shape[-1] == ner_features.feature_dim(choice, 4)
+    assert combined.shape[-1] == tagging_ner_features.feature_dim(choice, 4)
 
 
 def test_layer_choice_needs_enough_layers():
-  ner_features.check_layer_choice("second_to_last", 2)
-  ner_features.check_layer_choice("sum_all", 1)
-  with pytest.raises(script_utils.UserError, match=(
+  tagging_ner_features.check_layer_choice("second_to_last", 2)
+  tagging_ner_features.check_layer_choice("sum_all", 1)
+  with pytest.raises(errors.UserError, match=(
       r"^--feature_layers=concat_last_four needs at least 4 encoder layers; the model "
       r"has 3$")):
-    ner_features.check_layer_choice("concat_last_four", 3)
-  with pytest.raises(script_utils.UserError, match="--feature_layers=last_two: use one of"):
-    ner_features.check_layer_choice("last_two", 12)
+    tagging_ner_features.check_layer_choice("concat_last_four", 3)
+  with pytest.raises(errors.UserError, match="--feature_layers=last_two: use one of"):
+    tagging_ner_features.check_layer_choice("last_two", 12)
 
 
 def test_token_batches_are_trimmed_exactly_or_to_multiples_of_32():
@@ -105,11 +105,11 @@ def test_feature_cache_round_trip(encoder, tmp_path):
   arrays = token_arrays()
   path = str(tmp_path / "dev.tfrecord")
   dataset = tagging_task.make_dataset(arrays, 2, False, multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
-  ner_features.write_feature_cache(path, encoder, dataset, "sum_all", len(LENGTHS))
+  tagging_ner_features.write_feature_cache(path, encoder, dataset, "sum_all", len(LENGTHS))
   outputs = encoder({k: arrays[k] for k in ("input_ids", "input_mask", "segment_ids")},
                     training=False)
   expected = sum(x.numpy() for x in outputs["encoder_outputs"]).astype(np.float16)
-  batches = list(ner_features.feature_dataset(path, 32, 3, False))
+  batches = list(tagging_ner_features.feature_dataset(path, 32, 3, False))
   assert [b["features"].shape[1] for b in batches] == [32, 64]
   rows = 0
   for batch in batches:
@@ -132,7 +132,7 @@ def test_feature_cache_round_trip(encoder, tmp_path):
 
 def test_bilstm_tagger_ignores_padding():
   keras.utils.set_random_seed(5)
-  model = ner_features.build_bilstm_tagger(6, 9, 4)
+  model = tagging_ner_features.build_bilstm_tagger(6, 9, 4)
   rng = np.random.default_rng(2)
   features = rng.normal(size=(2, 7, 6)).astype(np.float32)
   mask = np.array([[1] * 4 + [0] * 3, [1] * 7], np.int32)
@@ -150,32 +150,32 @@ def test_bilstm_tagger_ignores_padding():
 
 
 def test_checkpoint_identity_follows_the_resolved_checkpoint(encoder, tmp_path, monkeypatch):
-  assert ner_features.checkpoint_identity(None) == "random"
+  assert tagging_ner_features.checkpoint_identity(None) == "random"
   directory = str(tmp_path / "run")
   manager = tf.train.CheckpointManager(tf.train.Checkpoint(encoder=encoder), directory, 3,
                                        checkpoint_name="ckpt")
   manager.save(checkpoint_number=1)
-  first = ner_features.checkpoint_identity(directory)
+  first = tagging_ner_features.checkpoint_identity(directory)
   assert "ckpt-1" in first
-  assert ner_features.checkpoint_identity(os.path.join(directory, "ckpt-1")) == first
+  assert tagging_ner_features.checkpoint_identity(os.path.join(directory, "ckpt-1")) == first
   # The same checkpoint typed relative, with ../ or through a symlinked folder is the
   # same identity (the same cache file).
   os.symlink(directory, str(tmp_path / "link"))
   with monkeypatch.context() as patch:
     patch.chdir(tmp_path)
-    assert ner_features.checkpoint_identity("run") == first
-    assert ner_features.checkpoint_identity("link/ckpt-1.index") == first
+    assert tagging_ner_features.checkpoint_identity("run") == first
+    assert tagging_ner_features.checkpoint_identity("link/ckpt-1.index") == first
     patch.chdir(directory)
-    assert ner_features.checkpoint_identity("../run/") == first
-    assert ner_features.file_identity("../run/checkpoint") == ner_features.file_identity(
+    assert tagging_ner_features.checkpoint_identity("../run/") == first
+    assert tagging_ner_features.file_identity("../run/checkpoint") == tagging_ner_features.file_identity(
         os.path.join(str(tmp_path), "link", "checkpoint"))
   # A later checkpoint in the same run directory is other weights: another identity.
   manager.save(checkpoint_number=2)
-  second = ner_features.checkpoint_identity(directory)
+  second = tagging_ner_features.checkpoint_identity(directory)
   assert "ckpt-2" in second and second != first
   # So is a rewritten Google checkpoint at the same prefix.
   prefix = str(tmp_path / "google" / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(encoder, prefix)
-  before = ner_features.checkpoint_identity(prefix)
+  checkpoint_files.save_google_checkpoint(encoder, prefix)
+  before = tagging_ner_features.checkpoint_identity(prefix)
   os.utime(prefix + ".index", ns=(1, 1))
-  assert ner_features.checkpoint_identity(prefix) != before
+  assert tagging_ner_features.checkpoint_identity(prefix) != before

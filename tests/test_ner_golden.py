@@ -4,7 +4,7 @@ A fake model whose logits are a fixed table looked up by token id (no arithmetic
 same on every CPU) is run through NerTask's evaluate and predict: windows over long
 sentences (max_seq_length 12), batches of different widths (sorted by length), IOB2 dev
 and IOB1 test files. The files under tests/golden/ner/ were written by NerTask at commit
-e470752 (before tagging.py existed) with this very fake model; any change to windowing,
+e470752 (before tagging_data.py existed) with this very fake model; any change to windowing,
 first-WordPiece labelling, the max-context rule, decoding, IOB re-tagging, the order
 predictions come back in, or the writers shows up here as a byte difference.
 """
@@ -14,10 +14,10 @@ import keras
 import numpy as np
 import pytest
 
-from bert.tagging import conlleval
-from bert.tagging import ner_task
+from bert.tagging import tagging_conlleval
+from bert.tagging import tagging_ner_task
 from bert import tokenization
-from bert.training import settings
+from bert.training import run_options
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "ner")
 
@@ -162,10 +162,10 @@ def run_fake_ner(directory):
   vocab = os.path.join(directory, "vocab.txt")
   with open(vocab, "w", encoding="utf-8") as handle:
     handle.write("".join(f"{token}\n" for token in VOCAB))
-  options = settings.RunOptions(
+  options = run_options.RunOptions(
       output_dir=out, vocab_file=vocab, max_seq_length=12, do_eval=True, do_predict=True,
       eval_batch_size=3, predict_batch_size=2)
-  task = ner_task.NerTask(options, ner_task.NerSettings(data_dir=data, doc_stride=4))
+  task = tagging_ner_task.NerTask(options, tagging_ner_task.NerSettings(data_dir=data, doc_stride=4))
   task.read_data(None)
   model, _ = table_model(len(task.label_list))
   values = task.evaluate(model, None)
@@ -213,7 +213,7 @@ def test_eval_loss_and_accuracy_are_per_word_from_the_table(fake_run):
       gold = task.label_list.index(tag)
       losses.append(-log_probs[gold])
       argmax_tags.append(task.label_list[int(np.argmax(row))])
-    written = conlleval.convert_tags(argmax_tags, conlleval.IOB2)
+    written = tagging_conlleval.convert_tags(argmax_tags, tagging_conlleval.IOB2)
     correct += [p == g for p, g in zip(written, example.labels)]
   assert len(losses) == 58  # dev_conlleval.txt: "processed 58 tokens"
   assert values["eval_loss"] == pytest.approx(np.mean(losses), rel=1e-12)

@@ -213,14 +213,14 @@ def test_an_installed_command_predicts_as_the_clones_script(installed, tmp_path)
   """extract_features from the wheel and from the clone's root script, on one tiny
   checkpoint: byte-identical JSON."""
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
   python, outside, _ = installed
   vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "was", "jim", "henson",
            "?", "a", "puppet", "##eer"]
   (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
   config = tiny.write_tiny_config(tmp_path / "bert_config.json", len(vocab))
   encoder = modeling.BertModel(modeling.BertConfig.from_json_file(config))
-  checkpoint_formats.save_google_checkpoint(encoder, str(tmp_path / "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(encoder, str(tmp_path / "bert_model.ckpt"))
   (tmp_path / "input.txt").write_text("Who was Jim Henson ? ||| Jim Henson was a puppeteer\n",
                                       encoding="utf-8")
   args = [f"--input_file={tmp_path}/input.txt", f"--vocab_file={tmp_path}/vocab.txt",

@@ -28,7 +28,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config as tf_config  # is_op_determinism_enabled: no public twin
 
 from bert.classifier import classifier_data
-from bert.export import serving
+from bert.formats import serving
 from bert import heads
 from bert import metrics
 from bert import modeling

@@ -14,7 +14,7 @@ from bert import heads
 from bert import input_pipeline
 from bert import modeling
 from bert.pretraining import pretraining_task
-from bert.utils import script_utils
+from bert.utils import errors
 import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,17 +98,17 @@ def test_pretraining_records_round_trip_and_bad_files_are_named(tmp_path):
   again = next(iter(input_pipeline.pretraining_dataset([path], 8, 3, 5, True, seed=1)))
   assert again["input_ids"][:, 1].numpy().tolist() == first.tolist()  # seeded
 
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     input_pipeline.check_pretraining_files([path], 128, 3)
   assert str(error.value) == (
       f"--input_file: {path} record 0 has input_ids of length 8, but --max_seq_length is "
       "128; rerun with --max_seq_length=8 or recreate the data with --max_seq_length=128")
-  with pytest.raises(script_utils.UserError, match="masked_lm_positions of length 3, but "
+  with pytest.raises(errors.UserError, match="masked_lm_positions of length 3, but "
                      "--max_predictions_per_seq is 20"):
     input_pipeline.check_pretraining_files([path], 8, 20)
   text = tmp_path / "notes.txt"
   text.write_text("this is not a tfrecord file at all\n" * 3)
-  with pytest.raises(script_utils.UserError, match="notes.txt is not a TFRecord file"):
+  with pytest.raises(errors.UserError, match="notes.txt is not a TFRecord file"):
     input_pipeline.check_pretraining_files([str(text)], 8, 3)
 
 
@@ -291,14 +291,14 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   dropout off while pretraining, NSP off, two accumulated micro-batches per update and the
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
-  from bert.training import settings  # pylint: disable=g-import-not-at-top
+  from bert.training import run_options  # pylint: disable=g-import-not-at-top
   from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))
   config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)
   out = tmp_path / "out"
   total, warmup, peak = 6, 3, 2e-3
-  options = settings.RunOptions(
+  options = run_options.RunOptions(
       output_dir=str(out), bert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=8, train_batch_size=2, gradient_accumulation_steps=2,
       num_train_steps=total, num_warmup_steps=warmup, learning_rate=peak,

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from bert.cli import demo_pipeline
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT
 
 
@@ -57,7 +57,7 @@ def test_the_whole_pipeline_runs_and_answers_queries(tmp_path):
 
 def test_a_failing_step_is_one_user_error_naming_it():
   log = []
-  with pytest.raises(script_utils.UserError, match=r"step 'Missing' failed \(exit 2\)"):
+  with pytest.raises(errors.UserError, match=r"step 'Missing' failed \(exit 2\)"):
     demo_pipeline.run_step("Missing", "squad_evaluate.py", [], log)  # no files given
   assert [title for title, _ in log] == ["Missing"]
 

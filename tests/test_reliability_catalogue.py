@@ -2061,11 +2061,11 @@ def _litert_materials(ws, folder):
   made = ws.path("litert-export")
   if not os.path.isdir(made):
     from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
-    from bert.export import litert  # pylint: disable=g-import-not-at-top
-    from bert.export import serving  # pylint: disable=g-import-not-at-top
+    from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+    from bert.formats import serving  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
     model, _ = heads.build_classifier_model(model_config.load_bert_config(ws.config), 2)
-    serving.export_classifier(made, model, ["0", "1"], litert=litert.request(
+    serving.export_classifier(made, model, ["0", "1"], litert=litert_convert.request(
         "float32", {"task": "Mrpc", "task_name": "mrpc", "head": "classifier",
                     "labels": ["0", "1"], "num_texts": 2, "max_seq_length": 32,
                     "do_lower_case": True, "normalize": None}, ws.vocab))
@@ -2515,22 +2515,22 @@ def check_case(script, spec, result):
   assert result["exit"] == 2, stderr[-3000:]
   lines = [l for l in stderr.splitlines() if l.strip()]
   program = os.path.basename(script)
-  errors = [l for l in lines if l.startswith(f"{program}: error: ")]
-  assert len(errors) == 1, stderr[-3000:]
+  error_lines = [l for l in lines if l.startswith(f"{program}: error: ")]
+  assert len(error_lines) == 1, stderr[-3000:]
   if spec.get("verbose"):
     assert "Traceback (most recent call last):" in stderr
-    assert lines[-1] == errors[0]
+    assert lines[-1] == error_lines[0]
   else:
     assert "Traceback" not in stderr, stderr[-3000:]
     # Everything else on stderr must be log lines, not a stray multi-line dump.
-    others = [l for l in lines if l not in errors and not LOG_LINE.match(l)]
+    others = [l for l in lines if l not in error_lines and not LOG_LINE.match(l)]
     assert others == [], others[:5]
   if result.get("flags"):  # a tool's messages name its own flags
-    assert foreign_flags(errors[0], set(result["flags"])) == [], errors[0]
+    assert foreign_flags(error_lines[0], set(result["flags"])) == [], error_lines[0]
   for needle in spec.get("expect", []):
-    assert needle in errors[0], (needle, errors[0])
+    assert needle in error_lines[0], (needle, error_lines[0])
   if "line" in spec:
-    assert errors[0] == f"{program}: error: {spec['line']}"
+    assert error_lines[0] == f"{program}: error: {spec['line']}"
   _check_disk(spec)
   for path in spec.get("absent", []) + [a for a in spec["argv"] if "output" in a]:
     directory = os.path.dirname(path.split("=", 1)[-1])
@@ -2893,8 +2893,8 @@ def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_
   whose name only looks like one stays, and so does a version folder."""
   import threading  # pylint: disable=g-import-not-at-top
   from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
-  from bert.export import litert  # pylint: disable=g-import-not-at-top
-  assert litert.FOLDER in output_lock.VERSIONED_KINDS
+  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  assert litert_convert.FOLDER in output_lock.VERSIONED_KINDS
   export = tmp_path / "exp"
   for path in ("ids/1/saved_model.pb", "ids/.1.tmp-0123abcd/saved_model.pb",
                "text/.7.tmp-89abcdef/variables/variables.index", "ids/.1.tmp-notes",
@@ -3016,8 +3016,8 @@ def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, 
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.squad import squad_decoding  # pylint: disable=g-import-not-at-top
   from bert.swag import swag_data  # pylint: disable=g-import-not-at-top
-  from bert.tagging import tagging  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.tagging import tagging_data  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   directory = full_disk
   if directory is None:
     directory = tmp_path / "injected"
@@ -3026,7 +3026,7 @@ def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, 
   big = {f"q{i}": "an answer of some length " * 20 for i in range(400)}  # ~200 KB
   examples = [swag_data.SwagExample(str(i), "a man sits .", "he", ["a", "b", "c", "d"], 0)
               for i in range(2000)]
-  sentences = [tagging.TaggedSentence(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
+  sentences = [tagging_data.TaggedSentence(str(i), ["EU", "rejects"] * 200, ["B-ORG", "O"] * 200,
                                    [[] for _ in range(400)]) for i in range(100)]
   writers = {
       "predictions.json": lambda p: squad_decoding.write_prediction_files(
@@ -3035,12 +3035,12 @@ def test_a_full_disk_at_the_file_writers_is_one_line_naming_the_file(full_disk, 
           p, [[0.25, 0.75]] * 20000),
       "test_predictions.csv": lambda p: swag_data.write_predictions(
           p, examples, [[1.0, 2.0, 3.0, 4.0]] * 2000),
-      "test_predictions.txt": lambda p: tagging.write_conll_predictions(
+      "test_predictions.txt": lambda p: tagging_data.write_conll_predictions(
           p, sentences, [["B-ORG", "O"] * 200] * 100, "iob2"),
   }
   for name, write in writers.items():
     path = str(directory / name)
-    with pytest.raises(script_utils.UserError) as error:
+    with pytest.raises(errors.UserError) as error:
       write(path)
     assert str(error.value) == _full(path), name
   assert sorted(os.listdir(directory)) == ([] if full_disk is None else ["filler"])
@@ -3051,18 +3051,18 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
   injection stands in for them, so this needs the tmpfs)."""
   if full_disk is None:
     pytest.skip("needs root to mount a tmpfs")
-  from bert.export import serving  # pylint: disable=g-import-not-at-top
+  from bert.formats import serving  # pylint: disable=g-import-not-at-top
   from bert import heads
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(PT_CONFIG), 2)
   export_dir = str(full_disk / "export")
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     serving.export_classifier(export_dir, model, ["0", "1"])
   assert str(error.value) == _full(f"--export_dir={export_dir}")
   logdir = str(full_disk / "eval")
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     loop.write_scalars(logdir, {f"metric_{i}_" + "x" * 500: 1.0 for i in range(400)}, 1)
   assert str(error.value) == (f"could not write {logdir}: the disk is full (No space left on "
                               "device); free space and rerun")
@@ -3076,7 +3076,7 @@ def test_a_full_disk_at_the_tensorflow_writers_is_one_line_naming_the_path(full_
 
 def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp_path):
   from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out / "train")
   stale = [".eval_results.txt.tmp-0123abcd", ".bert_model.ckpt.saving-x1y2", "ckpt-7_temp",
@@ -3092,7 +3092,7 @@ def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp
     with open(out / ".bert-run.lock", encoding="utf-8") as handle:
       assert handle.readline() == f"{os.getpid()}\n"
     # flock locks belong to an open file: a second lock, even from this process, is refused.
-    with pytest.raises(script_utils.UserError) as error:
+    with pytest.raises(errors.UserError) as error:
       output_lock.lock_output(str(out)).acquire()
     assert str(error.value).startswith(f"--output_dir={out} is in use by another run (pid "
                                        f"{os.getpid()}: ")
@@ -3104,7 +3104,7 @@ def test_an_output_lock_refuses_a_second_holder_and_cleans_stale_temporaries(tmp
   (tmp_path / ".other.jsonl.tmp-89abcdef").write_text("half", encoding="utf-8")
   target = str(tmp_path / "features.jsonl")
   with output_lock.lock_output(target, "output_file", is_file=True):
-    with pytest.raises(script_utils.UserError, match=r"--output_file=.*features\.jsonl is "
+    with pytest.raises(errors.UserError, match=r"--output_file=.*features\.jsonl is "
                        r"in use by another run .*or use another output file$"):
       output_lock.lock_output(target, "output_file", is_file=True).acquire()
   assert sorted(n for n in os.listdir(tmp_path) if n.startswith(".")) == [
@@ -3117,7 +3117,7 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
   import signal  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   out = tmp_path / "out"
   os.makedirs(out)
   holder = subprocess.Popen(
@@ -3127,7 +3127,7 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
       stdout=subprocess.PIPE, text=True)
   try:
     assert holder.stdout.readline() == "locked\n"
-    with pytest.raises(script_utils.UserError) as error:
+    with pytest.raises(errors.UserError) as error:
       output_lock.lock_output(str(out)).acquire()
     assert str(error.value).startswith(
         f"--output_dir={out} is in use by another run (pid {holder.pid}: {sys.executable} -c "
@@ -3148,18 +3148,18 @@ def test_a_lock_holder_killed_with_sigkill_leaves_no_stale_lock(tmp_path):
 
 def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
     ws, full_disk, tmp_path):
-  from bert.extraction import encoder_activations  # pylint: disable=g-import-not-at-top
+  from bert.extraction import extraction_activations  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
-  checkpoint_formats.save_google_checkpoint(
+  checkpoint_files.save_google_checkpoint(
       modeling.BertModel(model_config.load_bert_config(ws.config)), prefix)
   text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
 
   def extract(output_file):
-    return encoder_activations.extract_file(text, output_file, ws.vocab, True, ws.config,
+    return extraction_activations.extract_file(text, output_file, ws.vocab, True, ws.config,
                                             prefix, "-1,-2,-3", 16, 8)
 
   # What a kill -9 while writing leaves: the next run of the same output removes it.
@@ -3172,7 +3172,7 @@ def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
   if full_disk is None:
     return  # the writer's full-disk path is the file writers' test (injected)
   full = str(full_disk / "features.jsonl")
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     extract(full)
   assert str(error.value) == _full(f"--output_file={full}")
   assert os.listdir(full_disk) == ["filler"]
@@ -3257,23 +3257,23 @@ def test_a_lost_worker_is_one_line_and_rerunning_every_worker_resumes(tmp_path):
 def test_non_finite_weights_are_never_exported_nor_evaluation_figures_written(tmp_path):
   """The two other places a diverged model could leave a result a user trusts."""
   from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoint_formats  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
   from bert.training import finetune  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from bert.utils import script_utils  # pylint: disable=g-import-not-at-top
+  from bert.utils import errors  # pylint: disable=g-import-not-at-top
   encoder = modeling.BertModel(modeling.BertConfig.from_dict(PT_CONFIG))
   weight = next(w for w in encoder.weights if len(w.shape) == 2 and w.shape[0] > 3)
   values = np.array(weight.numpy())
   values[3, 5] = np.nan
   weight.assign(values)
   prefix = str(tmp_path / "pretrained" / "bert_model.ckpt")
-  with pytest.raises(script_utils.UserError) as error:
-    checkpoint_formats.save_google_checkpoint(encoder, prefix)
+  with pytest.raises(errors.UserError) as error:
+    checkpoint_files.save_google_checkpoint(encoder, prefix)
   assert str(error.value).startswith(f"{prefix}: not written: 1 weight(s) are not finite (")
   assert str(error.value).endswith("first), the training diverged; lower --learning_rate "
                                    "and train again from the last good checkpoint")
   assert not os.path.exists(tmp_path / "pretrained")  # checked before anything is created
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     finetune.write_eval_results(str(tmp_path), {"loss": float("nan"), "accuracy": 0.5}, 4)
   assert str(error.value) == (
       f"evaluation at step 4 gives loss = nan: the model's outputs are not finite (the "

@@ -90,9 +90,9 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
   # The SavedModel in a process with only tensorflow + tensorflow_text: the raw-text
   # signature gives the probabilities the run wrote for the same test rows.
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert.classifier import processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
   from bert import tokenization  # pylint: disable=g-import-not-at-top
-  examples = processors.MrpcProcessor().get_test_examples(str(data))
+  examples = classifier_processors.MrpcProcessor().get_test_examples(str(data))
   full = tokenization.FullTokenizer(UNCASED_VOCAB, True)
   features = [classifier_features.convert_single_example(e, ["0", "1"], 48, full)
               for e in examples[:4]]

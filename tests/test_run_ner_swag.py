@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bert import metrics
-from bert.tagging import conlleval
-from bert.tagging import ner_data
-from bert.tagging import tagging
+from bert.tagging import tagging_conlleval
+from bert.tagging import tagging_ner_data
+from bert.tagging import tagging_data
 from bert import tokenization
 from conftest import ROOT, shared_path
 import tiny
@@ -104,18 +104,18 @@ def model_flags(model_dir):
 
 def check_ner_outputs(out, conll_dir, prefix, results_file, key):
   """Predictions keep every input word and column; scores equal conlleval's on the file."""
-  gold = tagging.read_conll(os.path.join(conll_dir, "valid.txt" if prefix == "dev"
+  gold = tagging_data.read_conll(os.path.join(conll_dir, "valid.txt" if prefix == "dev"
                                           else "test.txt"))
   written = read_predictions(os.path.join(out, f"{prefix}_predictions.txt"))
   assert [[f[:-1] for f in s] for s in written] == [
       [[w] + c + [t] for w, c, t in zip(e.words, e.columns, e.labels)] for e in gold]
-  metrics = conlleval.conll_evaluate([[f[-2] for f in s] for s in written],
+  metrics = tagging_conlleval.conll_evaluate([[f[-2] for f in s] for s in written],
                                     [[f[-1] for f in s] for s in written])
   results = read_key_values(os.path.join(out, results_file))
   assert results[f"{key}_f1"] == pytest.approx(metrics["f1"])
   assert results[f"{key}_accuracy"] == pytest.approx(metrics["accuracy"])
   report = open(os.path.join(out, f"{prefix}_conlleval.txt"), encoding="utf-8").read()
-  assert report == conlleval.conlleval_report(metrics)
+  assert report == tagging_conlleval.conlleval_report(metrics)
   return results
 
 
@@ -128,8 +128,8 @@ def test_run_ner_finetune_eval_predict(tiny_model, conll_dir, tmp_path):
   results = check_ner_outputs(out, conll_dir, "dev", "eval_results.txt", "eval")
   assert results["eval_sentences"] == 9
   # 24 sentences in windows of 14 pieces at batch 8, 2 epochs.
-  windows = len(tagging.convert_examples_to_features(
-      tagging.read_conll(os.path.join(conll_dir, "train.txt")), ner_data.make_label_list(),
+  windows = len(tagging_data.convert_examples_to_features(
+      tagging_data.read_conll(os.path.join(conll_dir, "train.txt")), tagging_ner_data.make_label_list(),
       16, tokenization.FullTokenizer(os.path.join(tiny_model, "vocab.txt")),
       doc_stride=5))
   assert results["global_step"] == int(windows / 8 * 2)

@@ -1,10 +1,10 @@
-"""script_utils: TFRecord framing check, TensorFlow error clean-up, one-line reporting."""
+"""errors: TFRecord framing check, TensorFlow error clean-up, one-line reporting."""
 import os
 
 import pytest
 import tensorflow as tf
 
-from bert.utils import script_utils
+from bert.utils import errors
 from bert.utils import tfrecord_framing
 
 
@@ -37,7 +37,7 @@ def test_framing_names_the_truncated_record(tmp_path, cut, record, message):
   assert os.path.getsize(path) == 86
   with open(path, "r+b") as handle:
     handle.truncate(86 - cut)
-  with pytest.raises(script_utils.UserError) as info:
+  with pytest.raises(errors.UserError) as info:
     tfrecord_framing.check_tfrecord_framing(path, "input_file")
   text = str(info.value)
   assert text.startswith(f"--input_file: {path} record {record} at byte ")
@@ -55,7 +55,7 @@ def test_a_cut_between_records_is_a_shorter_valid_file(tmp_path):
 def test_framing_rejects_a_text_file(tmp_path):
   path = tmp_path / "corpus.txt"
   path.write_text("the cat sat on the mat .\n" * 10, encoding="utf-8")
-  with pytest.raises(script_utils.UserError, match="corpus.txt is not a TFRecord file .bad record header 0 "
+  with pytest.raises(errors.UserError, match="corpus.txt is not a TFRecord file .bad record header 0 "
                                                    "at byte 0"):
     tfrecord_framing.check_tfrecord_framing(str(path))
 
@@ -66,7 +66,7 @@ def test_tensorflow_runtime_error_is_one_clean_line(capsys):
              "failed with Read less bytes than requested\n\t [[{{node IteratorGetNext}}]]"
              "\n\t [[RemoteCall]] [Op:__inference_train_loop_8312]")
   with pytest.raises(SystemExit) as info:
-    with script_utils.report_user_errors(program="run_x.py"):
+    with errors.report_user_errors(program="run_x.py"):
       raise tf.errors.DataLossError(None, None, message)
   assert info.value.code == 2
   assert capsys.readouterr().err == (
@@ -80,7 +80,7 @@ def test_real_data_loss_error_from_a_truncated_file(tmp_path, capsys):
   with open(path, "r+b") as handle:
     handle.truncate(40)
   with pytest.raises(SystemExit):
-    with script_utils.report_user_errors(program="p"):
+    with errors.report_user_errors(program="p"):
       list(tf.data.TFRecordDataset(path))
   err = capsys.readouterr().err
   assert err.count("\n") == 1 and err.startswith("p: error: ")
@@ -93,7 +93,7 @@ def test_real_data_loss_error_from_a_truncated_file(tmp_path, capsys):
 def _report(exc, capsys, verbose=False):
   """(exit code, stderr) of report_user_errors around `raise exc`."""
   with pytest.raises(SystemExit) as info:
-    with script_utils.report_user_errors(verbose=verbose, program="p.py"):
+    with errors.report_user_errors(verbose=verbose, program="p.py"):
       raise exc
   return info.value.code, capsys.readouterr().err
 
@@ -107,16 +107,16 @@ def _report(exc, capsys, verbose=False):
 def test_a_bug_keeps_its_traceback(bug):
   """Only bad input is one line; a bare ValueError, a shape error... propagate as they are."""
   with pytest.raises(type(bug)) as info:
-    with script_utils.report_user_errors(program="p.py"):
+    with errors.report_user_errors(program="p.py"):
       raise bug
   assert info.value is bug
 
 
 def test_input_errors_are_one_line_without_a_verbose_hint(capsys):
   from bert.utils import file_io  # pylint: disable=g-import-not-at-top
-  assert issubclass(script_utils.UserError, file_io.InputError)
+  assert issubclass(errors.UserError, file_io.InputError)
   assert issubclass(file_io.InputError, ValueError)
-  for exc in (script_utils.UserError("--x=1: bad"), file_io.InputError("--x=1: bad")):
+  for exc in (errors.UserError("--x=1: bad"), file_io.InputError("--x=1: bad")):
     assert _report(exc, capsys) == (2, "p.py: error: --x=1: bad\n")
 
 
@@ -158,8 +158,8 @@ def test_a_full_disk_is_one_line_whoever_raises_it(exc, path, capsys):
   where = path or "the output"
   assert (code, err) == (2, f"p.py: error: could not write {where}: the disk is full (No "
                             "space left on device)\n")
-  assert script_utils.is_disk_full(exc)
-  assert script_utils.disk_full_message("/a/b") == (
+  assert errors.is_disk_full(exc)
+  assert errors.disk_full_message("/a/b") == (
       "could not write /a/b: the disk is full (No space left on device)")
 
 
@@ -172,6 +172,6 @@ def test_out_of_memory_is_one_line_with_what_to_lower(capsys):
 
 
 def test_our_own_disk_full_message_is_kept(capsys):
-  exc = script_utils.UserError("--output_dir=/o: could not save ckpt-4 (the disk is full: No "
+  exc = errors.UserError("--output_dir=/o: could not save ckpt-4 (the disk is full: No "
                                "space left on device); the last good checkpoint is kept")
   assert _report(exc, capsys) == (2, f"p.py: error: {exc}\n")

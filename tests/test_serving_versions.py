@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.export import serving
+from bert.formats import serving
 from bert import heads
-from bert.utils import script_utils
+from bert.utils import errors
 import tiny
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat"]
@@ -137,7 +137,7 @@ def test_an_existing_version_is_refused_and_replaced_only_when_asked(parts, thre
   model, tokenizer = parts
   expected, _, export_dir = three_versions
   before = {p: os.stat(export_dir / p).st_mtime_ns for p in _tree(export_dir)}
-  with pytest.raises(script_utils.UserError) as refused:
+  with pytest.raises(errors.UserError) as refused:
     _export(model, tokenizer, export_dir, 1)
   assert str(refused.value) == (
       f"--export_version=1: {export_dir}/ids/1 already exists (versions there: 1, 2, 3); a "
@@ -163,7 +163,7 @@ def test_an_existing_version_is_refused_and_replaced_only_when_asked(parts, thre
 def test_an_unversioned_export_never_replaces_versions_nor_another_unasked(three_versions,
                                                                            tmp_path):
   _, _, export_dir = three_versions
-  with pytest.raises(script_utils.UserError) as refused:
+  with pytest.raises(errors.UserError) as refused:
     serving.check_export_target(str(export_dir), 0, overwrite=True)
   assert str(refused.value) == (
       f"--export_dir={export_dir}: holds versioned exports (ids/ 1, 2, 3); an export "
@@ -173,14 +173,14 @@ def test_an_unversioned_export_never_replaces_versions_nor_another_unasked(three
   plain.mkdir()
   serving.check_export_target(str(plain), 0)  # empty: fine
   (plain / "saved_model.pb").write_bytes(b"")
-  with pytest.raises(script_utils.UserError) as refused:
+  with pytest.raises(errors.UserError) as refused:
     serving.check_export_target(str(plain), 0)
   assert str(refused.value) == (
       f"--export_dir={plain}: exists and is not empty; choose a new directory, pass "
       "--export_version=N to add a version beside others, or --overwrite_export to replace "
       "it")
   serving.check_export_target(str(plain), 0, overwrite=True)
-  with pytest.raises(script_utils.UserError, match="exists and is not a directory"):
+  with pytest.raises(errors.UserError, match="exists and is not a directory"):
     serving.check_export_target(str(plain / "saved_model.pb"), 1)
 
 
@@ -201,7 +201,7 @@ def test_a_failed_export_leaves_no_version_a_server_would_load(parts, tmp_path,
     real(path, endpoints, track)
 
   monkeypatch.setattr(serving, "_write_archive", fail_on_the_text_model)
-  with pytest.raises(script_utils.UserError, match="the disk is full"):
+  with pytest.raises(errors.UserError, match="the disk is full"):
     _export(model, tokenizer, export_dir, 2)
   assert [versions for _, versions in seen] == [[1], [1]]
   assert all(name.startswith(".2.tmp-") for name, _ in seen)

@@ -11,7 +11,7 @@ from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import shared_path
 
 # Every WordPiece the hand-made examples of the reading tests need (uncased).
@@ -88,16 +88,16 @@ def test_read_training_answers_skip_mismatched_offsets(tmp_path, any_tokenizer):
 def test_read_errors_are_one_line_user_errors(tmp_path, any_tokenizer):
   bad = tmp_path / "bad.json"
   bad.write_text('{"data": [\n  {"paragraphs": [}\n]}')
-  with pytest.raises(script_utils.UserError, match=r"bad\.json:2:19: malformed SQuAD data file"):
+  with pytest.raises(errors.UserError, match=r"bad\.json:2:19: malformed SQuAD data file"):
     squad_data.read_squad_examples(str(bad), is_training=False)
   no_id = _write_squad(tmp_path, [{"context": "a b", "qas": [{"question": "q?"}]}], "noid.json")
-  with pytest.raises(script_utils.UserError,
+  with pytest.raises(errors.UserError,
                      match=r"noid\.json: article 0 paragraph 0 question 0: the question has "
                            "no \"id\""):
     squad_data.read_squad_examples(no_id, is_training=False)
   empty = _write_squad(tmp_path, [{"context": " \n ", "qas": [{"id": "x", "question": "q"}]}],
                        "empty.json")
-  with pytest.raises(script_utils.UserError, match="article 0 paragraph 0: the context is empty"):
+  with pytest.raises(errors.UserError, match="article 0 paragraph 0: the context is empty"):
     squad_data.read_squad_examples(empty, is_training=False)
   # Predict mode ignores answers; a v2.0 unanswerable question trains on [CLS].
   v2 = _write_squad(tmp_path, [{"context": "a b", "qas": [
@@ -118,7 +118,7 @@ def test_duplicate_question_ids_are_refused_for_prediction(tmp_path):
   paragraphs = [{"context": "a b", "qas": [_qa("x1"), _qa("dup")]},
                 {"context": "a c", "qas": [_qa("dup")]}]
   path = _write_squad(tmp_path, paragraphs, "dup.json")
-  with pytest.raises(script_utils.UserError) as caught:
+  with pytest.raises(errors.UserError) as caught:
     squad_data.read_squad_examples(path, is_training=False)
   assert str(caught.value) == (
       f"{path}: article 0 paragraph 1 question 0: duplicate question id 'dup' (first at "
@@ -134,7 +134,7 @@ def test_duplicate_question_ids_are_refused_for_prediction(tmp_path):
   # An id that is not a string would be written to predictions.json as one ("1"), where
   # it can collide with a real "1" and never match the data file's id.
   path = _write_squad(tmp_path, [{"context": "a b", "qas": [_qa(1)]}], "int.json")
-  with pytest.raises(script_utils.UserError,
+  with pytest.raises(errors.UserError,
                      match=r"question 0: the question id 1 is a int, not a string"):
     squad_data.read_squad_examples(path, is_training=False)
   # compute_predictions refuses duplicates built by hand, rather than losing one.
@@ -148,7 +148,7 @@ def test_v2_questions_need_version_2_with_negative(tmp_path, is_training):
   answers = [{"text": "a", "answer_start": 0}]
   path = _write_squad(tmp_path, [{"context": "a b", "qas": [
       _qa("ok", answers=answers), _qa("imp", answers=[], is_impossible=True)]}], "v2.json")
-  with pytest.raises(script_utils.UserError) as caught:
+  with pytest.raises(errors.UserError) as caught:
     squad_data.read_squad_examples(path, is_training=is_training)
   assert str(caught.value) == (
       f"{path}: article 0 paragraph 0 question 1 (id imp): \"is_impossible\" is true, so "
@@ -215,7 +215,7 @@ def test_doc_spans_and_max_context_hand_made():
     for i, span in enumerate(doc_spans):
       assert flags[i] == [_check_is_max_context(doc_spans, i, span.start + k)
                           for k in range(span.length)]
-  with pytest.raises(script_utils.UserError, match="raise --max_seq_length"):
+  with pytest.raises(errors.UserError, match="raise --max_seq_length"):
     squad_features.make_doc_spans(10, 0, 3)
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from bert.squad import squad_metrics
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT, shared_path
 
 EVALUATE = os.path.join(ROOT, "squad_evaluate.py")
@@ -173,19 +173,19 @@ def test_v2_best_thresholds_over_the_predicted_questions_hand_computed():
 def test_data_and_prediction_files_with_repeated_ids_are_refused(tmp_path):
   dataset, _, _ = _toy_v2()
   dataset[0]["paragraphs"][0]["qas"][3]["id"] = "q2"
-  with pytest.raises(script_utils.UserError) as caught:
+  with pytest.raises(errors.UserError) as caught:
     squad_metrics.check_dataset({"data": dataset}, "data.json")
   assert str(caught.value) == (
       "data.json: article 0 paragraph 0 question 3: duplicate question id 'q2' (first at "
       "article 0 paragraph 0 question 1); ids must be unique to be scored")
   dataset[0]["paragraphs"][0]["qas"][3]["id"] = 4
-  with pytest.raises(script_utils.UserError, match="question 3: the question id 4 is a int"):
+  with pytest.raises(errors.UserError, match="question 3: the question id 4 is a int"):
     squad_metrics.check_dataset({"data": dataset}, "data.json")
   # json.load keeps the last of two equal keys; a predictions file with a question twice
   # is refused instead.
   preds = tmp_path / "preds.json"
   preds.write_text('{"q1": "paris", "q2": "x", "q1": "london"}')
-  with pytest.raises(script_utils.UserError) as caught:
+  with pytest.raises(errors.UserError) as caught:
     squad_metrics.load_json(str(preds), "predictions file")
   assert str(caught.value) == (f"{preds}: the key 'q1' appears twice in one JSON object; "
                                "each predictions file entry must be unique")

@@ -18,8 +18,8 @@ from bert.squad import squad_features
 from bert.squad import squad_metrics
 from bert.squad import squad_task
 from bert import tokenization
-from bert.training import settings as run_settings
-from bert.utils import script_utils
+from bert.training import run_options
+from bert.utils import errors
 from conftest import ROOT, shared_path
 import tiny
 
@@ -173,19 +173,19 @@ def test_run_squad_refuses_v2_file_without_the_flag(tmp_path):
 def test_squad_task_flag_checks(tmp_path):
   """The original's flag checks, before anything is read or built."""
   def task(**settings):
-    options = run_settings.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
+    options = run_options.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
                                       do_eval=True)
     return squad_task.SquadTask(options, squad_task.SquadSettings(**settings))
 
-  with pytest.raises(script_utils.UserError, match="^If `do_predict` is True, then "
+  with pytest.raises(errors.UserError, match="^If `do_predict` is True, then "
                      "`predict_file` must be specified.$"):
     task()
-  with pytest.raises(script_utils.UserError, match=r"^The max_seq_length \(128\) must be "
+  with pytest.raises(errors.UserError, match=r"^The max_seq_length \(128\) must be "
                      r"greater than max_query_length \(125\) \+ 3$"):
     task(predict_file="p.json", max_query_length=125)
-  with pytest.raises(script_utils.UserError, match="^--doc_stride=0: must be at least 1$"):
+  with pytest.raises(errors.UserError, match="^--doc_stride=0: must be at least 1$"):
     task(predict_file="p.json", doc_stride=0)
-  with pytest.raises(script_utils.UserError, match="^--predict_articles=3: expected "
+  with pytest.raises(errors.UserError, match="^--predict_articles=3: expected "
                      "START:END article indices, e.g. 0:40$"):
     task(predict_file="p.json", predict_articles="3")
   assert task(predict_file="p.json", max_query_length=124).predicting

@@ -6,7 +6,7 @@ import pytest
 
 from bert.swag import swag_data
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import shared_path
 
 
@@ -27,7 +27,7 @@ def test_read_real_sample_rows():
   assert first.endings[0] == "pats her shoulder, then saunters toward someone."
   test = swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "test.csv"))
   assert test[0].label is None and test[0].start_ending == "Then, the person"
-  with pytest.raises(script_utils.UserError, match="no `label` column"):
+  with pytest.raises(errors.UserError, match="no `label` column"):
     swag_data.read_swag_examples(shared_path("glue_format_samples", "SWAG", "test.csv"),
                                  require_label=True)
 
@@ -36,10 +36,10 @@ def test_bad_rows_name_file_and_line(tmp_path):
   path = tmp_path / "val.csv"
   path.write_text("sent1,sent2,ending0,ending1,ending2,ending3,label\n"
                   "A.,He,a,b,c,d,1\nB.,She,a,b,c,d,7\n", encoding="utf-8")
-  with pytest.raises(script_utils.UserError, match=r"val.csv:3: label '7'"):
+  with pytest.raises(errors.UserError, match=r"val.csv:3: label '7'"):
     swag_data.read_swag_examples(str(path))
   path.write_text("sent1,sent2,ending0,label\nA.,He,a,1\n", encoding="utf-8")
-  with pytest.raises(script_utils.UserError, match=r"val.csv:1: header lacks .*ending1"):
+  with pytest.raises(errors.UserError, match=r"val.csv:1: header lacks .*ending1"):
     swag_data.read_swag_examples(str(path))
 
 

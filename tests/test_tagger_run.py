@@ -1,5 +1,5 @@
 """Part-of-speech tagging and chunking through the driver, in-process: the options object
-run_tagger.py's main() builds (settings.RunOptions) and finetune.run, on the tiny
+run_tagger.py's main() builds (run_options.RunOptions) and finetune.run, on the tiny
 config. Train a few steps, evaluate, predict; every figure is recomputed from the files
 written; the training and evaluation accuracies share one TensorBoard tag."""
 import os
@@ -7,12 +7,12 @@ import os
 import numpy as np
 import pytest
 
-from bert.tagging import conlleval
-from bert.tagging import tagging
+from bert.tagging import tagging_conlleval
+from bert.tagging import tagging_data
 from bert.tagging import tagging_task
 from bert.training import finetune
-from bert.training import settings
-from bert.utils import script_utils
+from bert.training import run_options
+from bert.utils import errors
 import tiny
 from conftest import shared_path
 
@@ -60,7 +60,7 @@ def _options(out, files, **flags):
                 predict_batch_size=3, learning_rate=1e-3, num_warmup_steps=1,
                 log_every_steps=2, steps_per_loop=2, seed=3)
   values.update(flags)
-  return settings.RunOptions(**values)
+  return run_options.RunOptions(**values)
 
 
 def _key_values(path):
@@ -123,12 +123,12 @@ def test_chunking_is_scored_by_span_f1(files, tmp_path):
                               "labels": task.label_list}
   values = _key_values(tmp_path / "eval_results.txt")
   dev = _predictions(tmp_path / "dev_predictions.txt")
-  scores = conlleval.conll_evaluate([[f[-2] for f in s] for s in dev],
+  scores = tagging_conlleval.conll_evaluate([[f[-2] for f in s] for s in dev],
                                     [[f[-1] for f in s] for s in dev])
   for key in ("f1", "precision", "recall", "accuracy"):
     assert float(values[f"eval_{key}"]) == pytest.approx(scores[key], abs=1e-15), key
   with open(tmp_path / "dev_conlleval.txt", encoding="utf-8") as handle:
-    assert handle.read() == conlleval.conlleval_report(scores)
+    assert handle.read() == tagging_conlleval.conlleval_report(scores)
   assert scores["tokens"] == 27
 
 
@@ -136,11 +136,11 @@ def test_a_tag_column_the_files_do_not_have_is_one_line(files, tmp_path):
   data, _, _ = files
   options = _options(tmp_path / "out", files)
   task = tagging_task.TaggingTask(options, tagging_task.TaggingSettings(data, tag_column=4))
-  with pytest.raises(script_utils.UserError) as error:
+  with pytest.raises(errors.UserError) as error:
     finetune.run(task, options)
   assert str(error.value) == (f"{os.path.join(data, 'train.txt')}:3: 3 columns, no column "
                               "4 to take the tags from (--tag_column=4)")
-  with pytest.raises(script_utils.UserError, match=r"^--tag_column=1: the tags are column 2"):
+  with pytest.raises(errors.UserError, match=r"^--tag_column=1: the tags are column 2"):
     tagging_task.TaggingSettings(data, tag_column=1)
 
 
@@ -151,7 +151,7 @@ def test_minilm_pos_beats_the_word_baseline(tmp_path):
   from the same sentences: majority tag 0.2393, each word's most frequent tag 0.7537."""
   minilm = shared_path("models", "uncased_L-6_H-384_A-12")
   data = shared_path("conll2003")
-  options = settings.RunOptions(
+  options = run_options.RunOptions(
       output_dir=str(tmp_path), vocab_file=f"{minilm}/vocab.txt",
       bert_config_file=f"{minilm}/bert_config.json",
       init_checkpoint=f"{minilm}/bert_model.ckpt", do_train=True, do_eval=True,
@@ -159,11 +159,11 @@ def test_minilm_pos_beats_the_word_baseline(tmp_path):
       max_eval_examples=500, eval_batch_size=32)
   task = tagging_task.TaggingTask(options, tagging_task.TaggingSettings(data, tag_column=2))
   finetune.run(task, options)
-  train = tagging.read_conll(os.path.join(data, "train.txt"), 2)[:500]
-  dev = tagging.read_conll(os.path.join(data, "valid.txt"), 2)[:500]
+  train = tagging_data.read_conll(os.path.join(data, "train.txt"), 2)[:500]
+  dev = tagging_data.read_conll(os.path.join(data, "valid.txt"), 2)[:500]
   gold = [tag for example in dev for tag in example.labels]
   for per_word, expected in ((False, 0.2393), (True, 0.7537)):
-    guessed = [t for tags in tagging.baseline_tags(train, dev, per_word) for t in tags]
+    guessed = [t for tags in tagging_data.baseline_tags(train, dev, per_word) for t in tags]
     assert np.mean([g == p for g, p in zip(gold, guessed)]) == pytest.approx(expected,
                                                                                abs=1e-4)
   values = _key_values(tmp_path / "eval_results.txt")

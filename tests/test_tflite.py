@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert.export import serving
+from bert.formats import serving
 from bert import heads
 from tiny import tiny_config
 

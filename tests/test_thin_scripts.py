@@ -1,5 +1,5 @@
 """create_vocab.py and create_pretraining_data.py are flags + main() over library
-functions: vocab_learning and pretraining_data, tested here in-process (plus one real
+functions: pretraining_vocab and pretraining_data, tested here in-process (plus one real
 subprocess: `--check_only` needs no `--output_file`)."""
 import os
 import subprocess
@@ -8,10 +8,10 @@ import sys
 import pytest
 import tensorflow as tf
 
-from bert.pretraining import pretraining_data
-from bert.pretraining import vocab_learning
+from bert.pretraining import pretraining_generator
+from bert.pretraining import pretraining_vocab
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 from conftest import ROOT
 
 CORPUS = ("the cat sat on the mat .\nthe dog sat on the log .\n\n"
@@ -37,22 +37,22 @@ def _vocab(tmp_path):
 
 
 def test_an_option_the_learner_cannot_run_with_names_its_flag():
-  with pytest.raises(script_utils.UserError, match=r"^--num_unused=-1: must be >= 0$"):
-    vocab_learning.check_options(vocab_learning.LearnOptions(num_unused=-1))
-  with pytest.raises(script_utils.UserError,
+  with pytest.raises(errors.UserError, match=r"^--num_unused=-1: must be >= 0$"):
+    pretraining_vocab.check_options(pretraining_vocab.LearnOptions(num_unused=-1))
+  with pytest.raises(errors.UserError,
                      match=r"^--upper_thresh=5: must be at least --lower_thresh=10$"):
-    vocab_learning.check_options(vocab_learning.LearnOptions(upper_thresh=5))
-  with pytest.raises(script_utils.UserError, match=r"^--vocab_size=104: must exceed the 104 "):
-    vocab_learning.check_options(vocab_learning.LearnOptions(vocab_size=104))
-  assert vocab_learning.check_options(vocab_learning.LearnOptions(num_unused=2)) == [
+    pretraining_vocab.check_options(pretraining_vocab.LearnOptions(upper_thresh=5))
+  with pytest.raises(errors.UserError, match=r"^--vocab_size=104: must exceed the 104 "):
+    pretraining_vocab.check_options(pretraining_vocab.LearnOptions(vocab_size=104))
+  assert pretraining_vocab.check_options(pretraining_vocab.LearnOptions(num_unused=2)) == [
       "[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def test_create_vocab_in_process_learns_every_corpus_word(tmp_path):
   out = tmp_path / "model" / "vocab.txt"
-  options = vocab_learning.LearnOptions(vocab_size=60, num_unused=3, holdout_every=0,
+  options = pretraining_vocab.LearnOptions(vocab_size=60, num_unused=3, holdout_every=0,
                                         lower_thresh=1)
-  summary = vocab_learning.create_vocab(_corpus(tmp_path), str(out), options)
+  summary = pretraining_vocab.create_vocab(_corpus(tmp_path), str(out), options)
   tokens = out.read_text(encoding="utf-8").splitlines()
   assert tokens[:7] == ["[PAD]", "[unused0]", "[unused1]", "[unused2]", "[UNK]", "[CLS]",
                         "[SEP]"] and tokens[7] == "[MASK]"
@@ -67,10 +67,10 @@ def test_create_vocab_in_process_learns_every_corpus_word(tmp_path):
 
 def test_check_only_needs_no_output_file(tmp_path):
   corpus = _corpus(tmp_path)
-  assert vocab_learning.create_vocab(corpus, None, vocab_learning.LearnOptions(),
+  assert pretraining_vocab.create_vocab(corpus, None, pretraining_vocab.LearnOptions(),
                                      check_only=True) is None
-  with pytest.raises(script_utils.UserError, match="--output_file is required"):
-    vocab_learning.create_vocab(corpus, None, vocab_learning.LearnOptions())
+  with pytest.raises(errors.UserError, match="--output_file is required"):
+    pretraining_vocab.create_vocab(corpus, None, pretraining_vocab.LearnOptions())
   # The script itself: absl no longer demands the flag for a dry run.
   result = subprocess.run(
       [sys.executable, os.path.join(ROOT, "create_vocab.py"), f"--input_file={corpus}",
@@ -88,14 +88,14 @@ def test_check_run_names_the_flag_before_anything_is_read(tmp_path):
                  do_whole_word_mask=False, random_seed=1)
   corpus, vocab = _corpus(tmp_path), _vocab(tmp_path)
   out = tmp_path / "new" / "out.tfrecord"
-  with pytest.raises(script_utils.UserError, match=r"^--vocab_file is required$"):
-    pretraining_data.check_run(corpus, str(out), None, options)
-  with pytest.raises(script_utils.UserError, match=r"^--dupe_factor=0: must be at least 1"):
-    pretraining_data.check_run(corpus, str(out), vocab, dict(options, dupe_factor=0))
-  assert pretraining_data.check_run(corpus, str(out), vocab, options,
+  with pytest.raises(errors.UserError, match=r"^--vocab_file is required$"):
+    pretraining_generator.check_run(corpus, str(out), None, options)
+  with pytest.raises(errors.UserError, match=r"^--dupe_factor=0: must be at least 1"):
+    pretraining_generator.check_run(corpus, str(out), vocab, dict(options, dupe_factor=0))
+  assert pretraining_generator.check_run(corpus, str(out), vocab, options,
                                     prepare_outputs=False) == ([corpus], [str(out)])
   assert not os.path.exists(tmp_path / "new")
-  assert pretraining_data.check_run(corpus, str(out), vocab, options,
+  assert pretraining_generator.check_run(corpus, str(out), vocab, options,
                                     num_output_shards=2) == (
       [corpus], [f"{out}-00000-of-00002", f"{out}-00001-of-00002"])
   assert os.path.isdir(tmp_path / "new")
@@ -127,8 +127,8 @@ def test_a_full_disk_while_writing_records_is_one_line_and_leaves_nothing(
   out = tmp_path / "out" / "records.tfrecord"
   out.parent.mkdir()
   monkeypatch.setattr(tf.io, "TFRecordWriter", _FullDiskWriter)
-  with pytest.raises(script_utils.UserError) as info:
-    pretraining_data.generate([corpus], [str(out)], vocab, max_seq_length=32,
+  with pytest.raises(errors.UserError) as info:
+    pretraining_generator.generate([corpus], [str(out)], vocab, max_seq_length=32,
                               max_predictions_per_seq=5, dupe_factor=2, num_workers=0,
                               log=lambda _: None)
   assert str(info.value) == (f"could not write {out}: the disk is full (No space left on "

@@ -9,7 +9,7 @@ import tensorflow as tf
 from bert import heads
 from bert import optimization
 from bert.training import checkpoints
-from bert.utils import script_utils
+from bert.utils import errors
 import tiny
 from bert.training import evaluation
 from bert.training import loop
@@ -122,7 +122,7 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
   with strategy.scope():
     model, encoder = heads.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
-  with pytest.raises(script_utils.UserError, match="different model size") as error:
+  with pytest.raises(errors.UserError, match="different model size") as error:
     _run_training(strategy, model, optimizer, tmp_path / "full",
                   loop.TrainConfig(global_batch_size=8, num_train_steps=30))
   assert "(bert/embeddings/LayerNorm/beta: [32] vs [48])" in str(error.value)

@@ -52,12 +52,12 @@ from bert.cli import launch  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
-from bert.classifier import processors  # noqa: E402
+from bert.classifier import classifier_processors  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
 from bert.training import model_config  # noqa: E402
 from bert.utils import file_io  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
+from bert.utils import errors  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")
 L2 = 1e-3           # logistic regression's weight decay (standardised features)
@@ -187,7 +187,7 @@ def check_probe_data(train_path, dev_path, train_examples, dev_examples, label_l
   variance to correlate with: NumPy would print nan)."""
   if label_list is not None:
     if len(label_list) < 2:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{train_path}: every row has the label {label_list[0]!r}; a probe needs two "
           "classes or more (with one, every feature scores 1.0 whatever the encoder knows)")
     return
@@ -195,17 +195,17 @@ def check_probe_data(train_path, dev_path, train_examples, dev_examples, label_l
                                (train_path, train_examples, "training")):
     scores = set(_scores_of(examples))
     if len(scores) == 1:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}: Pearson is undefined: every {what} score is the same "
           f"({scores.pop():g} on all {len(examples):,} rows); the probe needs scores "
           "that differ")
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose, "linear_probe.py"):
+  with errors.report_user_errors(FLAGS.verbose, "linear_probe.py"):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
-    processor = processors.DelimitedFileProcessor(
+    processor = classifier_processors.DelimitedFileProcessor(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, has_header=flags_common.has_header_option(FLAGS),
         is_regression=FLAGS.regression)
@@ -216,11 +216,11 @@ def main(_):
     check_probe_data(file_io.join(data_dir, processor.train_file),
                      file_io.join(data_dir, processor.dev_file), train_examples,
                      dev_examples, label_list)
-    config = model_config.load_bert_config(script_utils.check_input_file(
+    config = model_config.load_bert_config(errors.check_input_file(
         FLAGS.bert_config_file, "bert_config_file"))
     model_config.check_max_seq_length(FLAGS.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
-        script_utils.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
+        errors.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
     model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)
@@ -238,7 +238,7 @@ def main(_):
                                   FLAGS.max_seq_length, FLAGS.batch_size))
     for name, score in scores.items():
       if not np.isfinite(score):  # a feature whose values are the same on every dev row
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"the {name} feature's Pearson is undefined: its predictions are the same on "
             "every dev row")
   metric = "Pearson" if FLAGS.regression else "accuracy"

@@ -29,10 +29,10 @@ import numpy as np  # noqa: E402
 from bert import metrics  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
-from bert.export import litert as litert_models  # noqa: E402
+from bert.formats import litert_convert as litert_models  # noqa: E402
 from bert.litert import export_check  # noqa: E402
 from bert.litert import predictor  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
+from bert.utils import errors  # noqa: E402
 
 
 def define_flags():
@@ -55,7 +55,7 @@ def define_flags():
 
 def read_key_values(path):
   values = {}
-  for _, line in script_utils.read_text_lines(path):
+  for _, line in errors.read_text_lines(path):
     key, _, value = line.strip().partition(" = ")
     try:
       values[key] = float(value)
@@ -81,9 +81,9 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
       {"litert_dir": litert_dir, "data_dir": data_dir, "eval_results": eval_results},
       "litert_accuracy.py", "run_classifier.py --do_eval")
   if not os.path.isdir(litert_dir):
-    raise script_utils.UserError(f"--litert_dir={litert_dir}: no such folder")
+    raise errors.UserError(f"--litert_dir={litert_dir}: no such folder")
   if not os.path.isfile(os.path.join(litert_dir, litert_models.METADATA_FILE)):
-    raise script_utils.UserError(f"--litert_dir={litert_dir}: no {litert_models.METADATA_FILE}"
+    raise errors.UserError(f"--litert_dir={litert_dir}: no {litert_models.METADATA_FILE}"
                                  "; an export's litert/ folder has one")
   listed = litert_models.read_metadata(
       os.path.join(litert_dir, litert_models.MODEL_FILES["float32"]))["models"]
@@ -91,7 +91,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
   files = sorted(entry["file"] for entry in listed.values())
   for name in names:
     if name not in files:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--models={','.join(names)}: {name} is not a model of --litert_dir={litert_dir} "
           f"(its model.json lists {', '.join(files)})")
   found, reference, encoded = [], None, None
@@ -114,7 +114,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
         row["labels_moved_vs_first"] = int(np.sum(outputs.argmax(1) != reference.argmax(1)))
     found.append(row)
   if eval_results:
-    script_utils.check_input_file(eval_results, "eval_results")
+    errors.check_input_file(eval_results, "eval_results")
     evaluated = read_key_values(eval_results)
     found.insert(0, {"model": "SavedModel (--do_eval)", **{
         k[len("eval_"):]: v for k, v in evaluated.items()
@@ -123,7 +123,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
+  with errors.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
     columns = predictor.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,

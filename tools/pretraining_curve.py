@@ -28,7 +28,7 @@ from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.utils import file_io  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
+from bert.utils import errors  # noqa: E402
 
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
@@ -38,12 +38,12 @@ def read_curve(run_dir, tag="masked_lm_accuracy", seconds_per_step=None):
   """[(seconds, value)] of `tag` in run_dir/train: seconds since the first logged step,
   or step x seconds_per_step when that is given."""
   if not file_io.isdir(file_io.join(run_dir, "train")):
-    raise script_utils.UserError(f"{run_dir}: no train/ folder of TensorBoard events (is it "
+    raise errors.UserError(f"{run_dir}: no train/ folder of TensorBoard events (is it "
                                  "a run_pretraining.py --output_dir?)")
   events = event_accumulator.EventAccumulator(file_io.join(run_dir, "train"))
   events.Reload()
   if tag not in events.Tags()["scalars"]:
-    raise script_utils.UserError(f"{run_dir}/train has no {tag!r} scalars (is it a "
+    raise errors.UserError(f"{run_dir}/train has no {tag!r} scalars (is it a "
                                  "run_pretraining.py --output_dir?)")
   points = events.Scalars(tag)
   if seconds_per_step:
@@ -118,7 +118,7 @@ def main(argv=None):
   parser.add_argument("--tag", default="masked_lm_accuracy")
   parser.add_argument("--x_label", default="seconds of pretraining")
   args = parser.parse_args(argv)
-  with script_utils.report_user_errors(False, "pretraining_curve.py"):
+  with errors.report_user_errors(False, "pretraining_curve.py"):
     atomic_output.prepare_output_file(args.output, "output")
     curves = []
     for item in args.runs:
@@ -126,19 +126,19 @@ def main(argv=None):
       run_dir, _, per_step = run_dir.partition(":")
       run_dir = flags_common.expand_path(run_dir)
       if not sep or not file_io.isdir(run_dir):
-        raise script_utils.UserError(f"{item!r}: expected LABEL=RUN_DIR[:SECONDS_PER_STEP] "
+        raise errors.UserError(f"{item!r}: expected LABEL=RUN_DIR[:SECONDS_PER_STEP] "
                                      "with an existing folder")
       try:
         seconds_per_step = float(per_step) if per_step else None
       except ValueError:
-        raise script_utils.UserError(f"{item!r}: {per_step!r} is not a number of "
+        raise errors.UserError(f"{item!r}: {per_step!r} is not a number of "
                                      "seconds") from None
       if seconds_per_step is not None and not (math.isfinite(seconds_per_step)
                                                and seconds_per_step > 0):
-        raise script_utils.UserError(f"{item!r}: {per_step!r} seconds a step: must be a "
+        raise errors.UserError(f"{item!r}: {per_step!r} seconds a step: must be a "
                                      "positive number")
       curves.append((label, read_curve(run_dir, args.tag, seconds_per_step)))
-    with script_utils.disk_full_names(args.output, "output"):
+    with errors.disk_full_names(args.output, "output"):
       with atomic_output.atomic_open(args.output) as handle:
         handle.write(svg(curves, x_label=args.x_label, y_label=args.tag.replace("_", " ")))
   print(f"wrote {args.output}", file=sys.stderr)

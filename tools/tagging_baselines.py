@@ -20,10 +20,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
-from bert.tagging import conlleval  # noqa: E402
-from bert.tagging import tagging  # noqa: E402
+from bert.tagging import tagging_conlleval  # noqa: E402
+from bert.tagging import tagging_data  # noqa: E402
 from bert.utils import file_io  # noqa: E402
-from bert.utils import script_utils  # noqa: E402
+from bert.utils import errors  # noqa: E402
 
 # What to do when --iob meets a column of other tags (run_tagger.py says the same).
 NOT_CHUNK_TAGS = ("pick the chunk column with --tag_column (CoNLL-2003: 3 chunks, 4 "
@@ -34,13 +34,13 @@ def baseline_scores(train, dev, iob):
   """{baseline: {metric: value}} of both baselines on `dev`, learned from `train`."""
   scores = {}
   for name, per_word in (("majority", False), ("word", True)):
-    guessed = tagging.baseline_tags(train, dev, per_word)
+    guessed = tagging_data.baseline_tags(train, dev, per_word)
     gold = [example.labels for example in dev]
     words = sum(len(tags) for tags in gold)
     right = sum(g == p for tags, guess in zip(gold, guessed) for g, p in zip(tags, guess))
     scores[name] = {"accuracy": right / words}
     if iob:
-      counted = conlleval.conll_evaluate(gold, guessed)
+      counted = tagging_conlleval.conll_evaluate(gold, guessed)
       scores[name].update({k: counted[k] for k in ("precision", "recall", "f1")})
   return scores
 
@@ -53,20 +53,20 @@ def main(argv=None):
   parser.add_argument("--max_train_examples", type=int, default=0)
   parser.add_argument("--max_eval_examples", type=int, default=0)
   args = parser.parse_args(argv)
-  with script_utils.report_user_errors(False, "tagging_baselines.py"):
-    tagging.check_tag_column(args.tag_column)
+  with errors.report_user_errors(False, "tagging_baselines.py"):
+    tagging_data.check_tag_column(args.tag_column)
     for flag in ("max_train_examples", "max_eval_examples"):
       if getattr(args, flag) < 0:
-        raise script_utils.UserError(f"--{flag}={getattr(args, flag)}: must be >= 0 (0: all)")
+        raise errors.UserError(f"--{flag}={getattr(args, flag)}: must be >= 0 (0: all)")
     splits = []
     for name, limit in (("train.txt", args.max_train_examples),
                         ("valid.txt", args.max_eval_examples)):
-      path = script_utils.check_input_file(file_io.join(args.data_dir, name), "data_dir")
-      examples = tagging.read_conll(path, args.tag_column)
+      path = errors.check_input_file(file_io.join(args.data_dir, name), "data_dir")
+      examples = tagging_data.read_conll(path, args.tag_column)
       if any(e.labels is None for e in examples):
-        raise script_utils.UserError(f"{path}: no tag column")
+        raise errors.UserError(f"{path}: no tag column")
       if args.iob:
-        tagging.check_chunk_tags(examples, path, args.tag_column, NOT_CHUNK_TAGS)
+        tagging_data.check_chunk_tags(examples, path, args.tag_column, NOT_CHUNK_TAGS)
       splits.append(examples[:limit] if limit > 0 else examples)
     for name, values in baseline_scores(*splits, args.iob).items():
       print(f"{name:9s}" + "  ".join(f"{k} {v:.4f}" for k, v in values.items()))

@@ -1,6 +1,6 @@
 """Classification data: examples, the DataProcessor base, delimited files, output files.
 
-Never reads absl FLAGS. Each task's reader (a DataProcessor subclass) is in processors.py,
+Never reads absl FLAGS. Each task's reader (a DataProcessor subclass) is in classifier_processors.py,
 token ids are made in classifier_features.py, metrics in metrics.py.
 
 Files are read exactly as GLUE distributes them: tab-separated, csv quoting off (MRPC's
@@ -10,7 +10,7 @@ CoLA train/dev. Every row must have as many columns as the header (or, without o
 the task's layout or the first row): with quoting off, a tab inside a sentence would
 otherwise shift text_a/text_b/label silently. Every problem a user can fix (missing
 file, short or long row, unknown label, a regression label that is not a finite number,
-empty split, an unparsable CSV quote) is a `script_utils.UserError` naming the file and
+empty split, an unparsable CSV quote) is a `errors.UserError` naming the file and
 line.
 """
 
@@ -24,9 +24,9 @@ import numpy as np
 
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
-UserError = script_utils.UserError
+UserError = errors.UserError
 
 
 # --------------------------------------------------------------------------- examples
@@ -240,7 +240,7 @@ def submission_index(example, position):
 
 def write_submission(path, processor, examples, predictions):
   """GLUE server format: header "index\\tprediction", one line per test row, in order."""
-  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
+  with errors.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     handle.write("index\tprediction\n")
     for position, (example, value) in enumerate(zip(examples, predictions, strict=True)):
       handle.write(f"{submission_index(example, position)}\t"
@@ -253,6 +253,6 @@ def write_probabilities(path, probabilities):
   probabilities = np.asarray(probabilities)
   if probabilities.ndim == 1:
     probabilities = probabilities[:, None]
-  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
+  with errors.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     for row in probabilities:
       handle.write("\t".join(str(float(v)) for v in row) + "\n")

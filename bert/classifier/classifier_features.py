@@ -1,7 +1,7 @@
 """Classifier features: `InputExample`s -> BERT's token ids, in Python and in tf.data.
 
 Imports tokenization, fast_tokenization and input_pipeline (the core), classifier_data
-and script_utils; never reads absl FLAGS.
+and errors; never reads absl FLAGS.
 
 Features come two ways, with identical token ids:
   * `make_dataset(...)`: the fast path. Texts go into tf.data, `fast_tokenization.FastTokenizer`
@@ -28,7 +28,7 @@ from bert.classifier import classifier_data
 from bert import fast_tokenization
 from bert import input_pipeline
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 
 FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids")
 
@@ -168,7 +168,7 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   made eagerly); this graph version of them is the reference it is tested against.
   """
   if not examples:
-    raise script_utils.UserError("no examples to feed")
+    raise errors.UserError("no examples to feed")
   if window_batches is None:
     window_batches = TRAIN_WINDOW_BATCHES if is_training else eval_window_batches(batch_size)
   columns = _text_columns(examples, label_list)
@@ -247,7 +247,7 @@ def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size,
   few thousand rows per call, so nothing is traced.
   """
   if not examples:
-    raise script_utils.UserError("no examples to feed")
+    raise errors.UserError("no examples to feed")
   columns = _text_columns(examples, label_list)
   has_b = "text_b" in columns
   if window_batches is None:

@@ -1,6 +1,6 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-The readers (one small DataProcessor per task) are in processors.py, the in-graph
+The readers (one small DataProcessor per task) are in classifier_processors.py, the in-graph
 features in classifier_features.py, the metrics in metrics.py, the head and its loss in
 heads.py; this module joins them for the driver (finetune.run).
 
@@ -19,15 +19,15 @@ import numpy as np
 from bert.classifier import classifier_data
 
 from bert.classifier import classifier_features
-from bert.classifier import processors
-from bert.export import serving
+from bert.classifier import classifier_processors
+from bert.formats import serving
 from bert import fast_tokenization
 from bert import heads
 from bert import metrics
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,9 +55,9 @@ class GenericColumns:
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`)."""
   options = {}
-  if task_name.lower() in processors.GENERIC_TASKS:
+  if task_name.lower() in classifier_processors.GENERIC_TASKS:
     options = (columns or GenericColumns()).processor_options()
-  processor = processors.get_processor(task_name, xnli_language, **options)
+  processor = classifier_processors.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor
@@ -94,7 +94,7 @@ class ClassifierTask(finetune.Task):
   def read_data(self, config):
     del config
     if not file_io.isdir(self.data_dir):
-      raise script_utils.UserError(f"--data_dir={self.data_dir}: no such directory")
+      raise errors.UserError(f"--data_dir={self.data_dir}: no such directory")
     options = self.options
     self.labels = self.processor.get_labels()
     # Every split this run needs is read (and checked) before any training, so that a
@@ -184,11 +184,11 @@ class ClassifierTask(finetune.Task):
     """model.json's task_name (the --task_name that reads this task's files: the first
     PROCESSORS key of the processor, tsv or csv for users' files) and XNLI's language."""
     processor = self.processor
-    if isinstance(processor, processors.DelimitedFileProcessor):
+    if isinstance(processor, classifier_processors.DelimitedFileProcessor):
       return {"task_name": processor.test_file.rsplit(".", 1)[-1]}
-    names = [k for k, v in processors.PROCESSORS.items() if v is type(processor)]
+    names = [k for k, v in classifier_processors.PROCESSORS.items() if v is type(processor)]
     fields = {"task_name": names[0] if names else None}
-    if isinstance(processor, processors.XnliProcessor):
+    if isinstance(processor, classifier_processors.XnliProcessor):
       fields["xnli_language"] = processor.language
     return fields
 

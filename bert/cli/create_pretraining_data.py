@@ -12,11 +12,11 @@ or globbed. Output: tf.train.Examples with the original's seven features, round-
 the comma-separated `--output_file` list (or `--num_output_shards` files), readable by the
 original run_pretraining.py and by ours.
 
-The algorithm (the original's, restated for speed) lives in pretraining_data.py; its
+The algorithm (the original's, restated for speed) lives in pretraining_generator.py; its
 docstring and docs/pretraining_data.md say what differs. The output bytes depend on the
 seed only, not on --num_workers.
 
-Before the run, a corpus check (corpus_check.py) prints a summary block of a sample: its
+Before the run, a corpus check (pretraining_corpus_check.py) prints a summary block of a sample: its
 [UNK] rate with this vocabulary and case setting, caseless scripts under
 --do_lower_case=True, decomposed (NFD) text, and paragraph-a-line corpora that would skew
 the next-sentence pairs, each with a warning naming the likely cause. --check_only stops
@@ -35,10 +35,10 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.pretraining import corpus_check
+from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
-from bert.pretraining import pretraining_data
-from bert.utils import script_utils
+from bert.pretraining import pretraining_generator
+from bert.utils import errors
 
 flags_common.define_runtime_flags()
 
@@ -102,7 +102,7 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     options = dict(
         do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
@@ -115,11 +115,11 @@ def main(_):
     splitter = (pretraining_corpus.sentence_splitter(FLAGS.split_sentences,
                                                      FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)
-    input_files, outputs = pretraining_data.check_run(
+    input_files, outputs = pretraining_generator.check_run(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
         num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
-    corpus_check.log_report(corpus_check.check_corpus(
-        corpus_check.read_sample(input_files), FLAGS.do_lower_case,
+    pretraining_corpus_check.log_report(pretraining_corpus_check.check_corpus(
+        pretraining_corpus_check.read_sample(input_files), FLAGS.do_lower_case,
         vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,
         splitter_name=FLAGS.split_sentences, max_seq_length=FLAGS.max_seq_length,
         short_seq_prob=FLAGS.short_seq_prob, source=",".join(input_files)))
@@ -127,13 +127,13 @@ def main(_):
       return
     logging.info("reading %d input file(s); writing %d output file(s)", len(input_files),
                  len(outputs))
-    summary = pretraining_data.generate(
+    summary = pretraining_generator.generate(
         input_files, outputs, FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
         on_encoding_error=FLAGS.on_encoding_error, normalize=normalize,
         split_sentences=splitter, **options)
     logging.info("*** Wrote %d instances to %s ***", summary["instances_written"],
                  ", ".join(outputs))
-    for line in pretraining_data.summary_lines(summary):
+    for line in pretraining_generator.summary_lines(summary):
       print(line)
     sys.stdout.flush()
 

@@ -18,13 +18,13 @@ and the written vocab_size goes beside the vocabulary (--output_config_file).
 Every --holdout_every-th line is kept out of learning; the summary reports the [UNK]
 rate of the new vocabulary on those lines (with a warning above a few percent).
 
-Before learning, a corpus check (corpus_check.py) prints a summary block of a sample:
+Before learning, a corpus check (pretraining_corpus_check.py) prints a summary block of a sample:
 caseless scripts under --do_lower_case=True (Hangul syllables come apart into jamo),
 decomposed (NFD) text, paragraph-a-line corpora. --check_only stops there.
 --normalize=nfc (opt-in; the original does not normalise) puts every line in NFC form
 before counting; pass the same to create_pretraining_data.py.
 
-The work is vocab_learning.py's (`create_vocab`); this script is its flags and main().
+The work is pretraining_vocab.py's (`create_vocab`); this script is its flags and main().
 """
 
 from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
@@ -42,9 +42,9 @@ import json
 from absl import flags
 
 from bert.cli import flags_common
-from bert.pretraining import vocab_learning
+from bert.pretraining import pretraining_vocab
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_runtime_flags()
 
@@ -99,8 +99,8 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = vocab_learning.LearnOptions(
+  with errors.report_user_errors(FLAGS.verbose):
+    options = pretraining_vocab.LearnOptions(
         vocab_size=FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case,
         num_unused=FLAGS.num_unused, max_input_chars_per_word=FLAGS.max_input_chars_per_word,
         max_token_length=FLAGS.max_token_length, max_unique_chars=FLAGS.max_unique_chars,
@@ -109,7 +109,7 @@ def main(_):
         slack_ratio=FLAGS.slack_ratio, holdout_every=FLAGS.holdout_every,
         log_every_lines=FLAGS.log_every_lines,
         normalize=flags_common.normalize_option(FLAGS.normalize))
-    summary = vocab_learning.create_vocab(
+    summary = pretraining_vocab.create_vocab(
         FLAGS.input_file, FLAGS.output_file, options,
         output_config_file=FLAGS.output_config_file,
         bert_config_template=FLAGS.bert_config_template, check_only=FLAGS.check_only)

@@ -16,7 +16,7 @@ from pydoc_data import topics
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import runtime_log
-from bert.utils import script_utils
+from bert.utils import errors
 
 # In a clone, the repository root holds the scripts each step runs; an installed package
 # has no root scripts, and runs the same commands as `python -m bert.cli.<script>`.
@@ -83,7 +83,7 @@ def run_step(title, script, args, log):
   elapsed = time.time() - start
   log.append((title, elapsed))
   if returncode != 0:
-    raise script_utils.UserError(f"step '{title}' failed (exit {returncode}); "
+    raise errors.UserError(f"step '{title}' failed (exit {returncode}); "
                                  "see its message above")
   print(f"--- {title}: {elapsed:.0f} s", flush=True)
 

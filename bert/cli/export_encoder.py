@@ -55,11 +55,11 @@ from absl import flags
 from absl import logging
 
 from bert.cli import flags_common
-from bert.export import tfhub_modules
+from bert.formats import tfhub_modules
 from bert import tokenization
 from bert.training import checkpoint_export as model_export
 from bert.training import model_config
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
@@ -93,13 +93,13 @@ FLAGS = flags.FLAGS
 
 def main(_):
   flags_common.define_runtime_flags()
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     if FLAGS.verbose:
       logging.set_verbosity(logging.DEBUG)
     start = time.time()
-    script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
+    errors.check_input_file(FLAGS.vocab_file, "vocab_file")
     if not FLAGS.init_checkpoint:
-      raise script_utils.UserError(
+      raise errors.UserError(
           "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "
           "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
     config = model_config.load_bert_config(FLAGS.bert_config_file)
@@ -115,13 +115,13 @@ def main(_):
     tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     normalize = flags_common.normalize_option(FLAGS.normalize)
     if normalize and FLAGS.format != "tfhub":
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--normalize={FLAGS.normalize} with --format={FLAGS.format}: its "
           "tokenizer has no NFC step, so the export would tokenize decomposed text "
           "differently from training; normalise the text before it reaches the tokenizer "
           "or export --format=tfhub")
     if FLAGS.format != "tfhub" and FLAGS["litert"].present and FLAGS.litert != "none":
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--litert={FLAGS.litert} with --format={FLAGS.format}: the LiteRT models are "
           "the encoder's of --format=tfhub (export_dir/litert beside encoder/)")
     if FLAGS.format == "keras_hub":

@@ -32,7 +32,7 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_model_flags(max_seq_length=128)
 flags_common.define_normalize_flag("before tokenizing")
@@ -53,16 +53,16 @@ FLAGS = flags.FLAGS
 
 def main(_):
   logging.set_verbosity(logging.INFO)
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_positive(FLAGS, ("batch_size",))
     if FLAGS.use_tpu:
-      raise script_utils.UserError(
+      raise errors.UserError(
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")
-    script_utils.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
-    script_utils.check_input_file(FLAGS.vocab_file, "vocab_file")
+    errors.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
+    errors.check_input_file(FLAGS.vocab_file, "vocab_file")
     # Deferred: TensorFlow loads here, so --help stays fast.
-    from bert.extraction import encoder_activations
-    count = encoder_activations.extract_file(
+    from bert.extraction import extraction_activations
+    count = extraction_activations.extract_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, FLAGS.layers, FLAGS.max_seq_length,
         FLAGS.batch_size, normalize=flags_common.normalize_option(FLAGS.normalize))

@@ -1,6 +1,6 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Imports cpu_choice, training/settings (RunOptions) and export/litert (its precision
+Imports cpu_choice, training/run_options (RunOptions) and formats/litert_convert (its precision
 names), none of which loads TensorFlow. Each command calls the
 `define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
 original release's, so a command from the original README runs unchanged; a script passes
@@ -13,8 +13,8 @@ import os
 
 from absl import flags
 
-from bert.export import litert as litert_models
-from bert.training import settings
+from bert.formats import litert_convert as litert_models
+from bert.training import run_options
 from bert.utils import cpu_choice
 from bert.utils import file_io
 
@@ -93,7 +93,7 @@ def define_normalize_flag(applies_to="before tokenizing"):
 
   A model whose vocabulary was learned with create_vocab.py --normalize=nfc must see NFC
   text everywhere after: in its pretraining data, its fine-tuning, its exported
-  preprocessing. `run_options` reads it as None or "nfc"."""
+  preprocessing. `options_from_flags` reads it as None or "nfc"."""
   if not _once("normalize"):
     return
   flags.DEFINE_enum(
@@ -300,7 +300,7 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
 
 def define_litert_flag():
   """--litert: which TensorFlow Lite (LiteRT) models an export writes beside its
-  SavedModels (bert/export/litert.py); every script with --export_dir has it."""
+  SavedModels (bert/formats/litert_convert.py); every script with --export_dir has it."""
   if not _once("litert"):
     return
   flags.DEFINE_enum(
@@ -355,7 +355,7 @@ def define_generic_task_flags():
 
 # A script's own count flags (a batch size) are checked as RunOptions checks its own:
 # `check_positive(FLAGS, ("batch_size",))`, one line naming the flag, exit status 2.
-check_positive = settings.check_positive
+check_positive = run_options.check_positive
 
 
 def has_header_option(flag_values):
@@ -414,19 +414,19 @@ def _typed(flag_values, name):
 
 def check_partners(flag_values):
   """Refuses a flag given without the partner it acts with (PARTNERS): one line,
-  settings.FlagError."""
+  run_options.FlagError."""
   for name, partner, what in PARTNERS:
     if name in flag_values and partner in flag_values and flag_values[name].present \
         and not flag_values[partner].value:
-      raise settings.FlagError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
+      raise run_options.FlagError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
                                " (without it the flag does nothing)")
 
 
 # --------------------------------------------------------------------------- options
 
 
-def run_options(flag_values, phase=None, cpu=None, **overrides):
-  """RunOptions (bert/training/settings.py) from parsed absl flags (the ones this script
+def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
+  """RunOptions (bert/training/run_options.py) from parsed absl flags (the ones this script
   defines), plus overrides.
 
   phase: "pretraining", "fine-tuning" or "prediction" (default: fine-tuning with
@@ -434,7 +434,7 @@ def run_options(flag_values, phase=None, cpu=None, **overrides):
   and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
   """
   check_partners(flag_values)
-  names = {f.name for f in dataclasses.fields(settings.RunOptions)}
+  names = {f.name for f in dataclasses.fields(run_options.RunOptions)}
   values = {n: flag_values[n].value for n in names if n in flag_values}
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
   if "use_tpu" in flag_values and flag_values.use_tpu:
@@ -448,7 +448,7 @@ def run_options(flag_values, phase=None, cpu=None, **overrides):
     values["normalize"] = normalize_option(values["normalize"])
   values.update(overrides)
   values.update(resolve_speed(values, phase, cpu))
-  return settings.RunOptions(**values)
+  return run_options.RunOptions(**values)
 
 
 def resolve_speed(values, phase=None, cpu=None):

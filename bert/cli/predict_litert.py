@@ -21,7 +21,7 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -61,7 +61,7 @@ PATH_FLAGS = ("model", "data_dir", "output_dir")
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_positive(FLAGS, ("predict_batch_size", "num_threads"))
     from bert.litert import export_check  # pylint: disable=g-import-not-at-top
     export_check.refuse_urls({name: FLAGS[name].value for name in PATH_FLAGS},

@@ -30,7 +30,7 @@ from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, rea
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
@@ -57,7 +57,7 @@ class DemoOptions:
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     started = time.time()
     options = DemoOptions(FLAGS.vocab_size, FLAGS.max_seq_length, FLAGS.pretrain_steps,
                           FLAGS.finetune_epochs)
@@ -65,7 +65,7 @@ def main(_):
     out = file_io.abspath(FLAGS.output_dir)
     if file_io.scheme(out) == "ram":
       # Each step is a process of its own, and ram:// lives inside one process.
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--output_dir={FLAGS.output_dir}: ram:// is memory of one process, and each "
           "step of the quickstart is a process of its own; use a local folder or a bucket "
           "(gs://...)")
@@ -77,19 +77,19 @@ def main(_):
 def check_flags(options):
   """Every flag value a later step would refuse, refused now in one line."""
   if options.pretrain_steps < 1:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--pretrain_steps={options.pretrain_steps}: must be at least 1")
   if options.vocab_size < 200:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--vocab_size={options.vocab_size}: must be at least 200 (the special tokens, "
         "the characters and some words)")
   if not 8 <= options.max_seq_length <= SMALL_CONFIG["max_position_embeddings"]:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--max_seq_length={options.max_seq_length}: must be between 8 and "
         f"{SMALL_CONFIG['max_position_embeddings']} (the small model's positions)")
   epochs = options.finetune_epochs
   if not (math.isfinite(epochs) and epochs > 0):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--finetune_epochs={epochs}: must be a positive finite number")
 
 
@@ -149,7 +149,7 @@ def run_demo(out, started, options):
                              json.dumps(QUERIES)])
   log.append(("Query the SavedModel", time.time() - start))
   if returncode != 0:
-    raise script_utils.UserError("querying the exported SavedModel failed; see above")
+    raise errors.UserError("querying the exported SavedModel failed; see above")
 
   pretrain = read_key_values(file_io.join(paths["pretrain"], "eval_results.txt"))
   classifier = read_key_values(file_io.join(paths["classifier"], "eval_results.txt"))

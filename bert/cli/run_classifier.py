@@ -29,7 +29,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -64,8 +64,8 @@ flags.mark_flag_as_required("task_name")
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
+  with errors.report_user_errors(FLAGS.verbose):
+    options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.classifier import classifier_task
     columns = classifier_task.GenericColumns(

@@ -32,7 +32,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -58,8 +58,8 @@ flags_common.define_export_version_flag()
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
+  with errors.report_user_errors(FLAGS.verbose):
+    options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.multilabel import multilabel_task
     multilabel_task.MultiLabelTask(options, FLAGS.data_dir, FLAGS.labels_file,

@@ -32,7 +32,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -41,7 +41,7 @@ flags_common.define_run_flags(train_batch_size=32, learning_rate=5e-5, num_train
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
-# ner_features.LAYER_CHOICES (not imported here: --help answers without TensorFlow).
+# tagging_ner_features.LAYER_CHOICES (not imported here: --help answers without TensorFlow).
 LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
                  "concat_last_four", "sum_all")
 
@@ -71,24 +71,24 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 f
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_positive(FLAGS, ("feature_batch_size",))  # whatever the mode
     feature_mode = FLAGS.mode == "feature"
     if feature_mode and not 0 < FLAGS.feature_learning_rate < float("inf"):
-      raise script_utils.UserError(f"--feature_learning_rate={FLAGS.feature_learning_rate}: "
+      raise errors.UserError(f"--feature_learning_rate={FLAGS.feature_learning_rate}: "
                                    "must be a positive finite number")
     # The BiLSTM is trained from scratch at its own rate (--feature_learning_rate).
-    options = flags_common.run_options(
+    options = flags_common.options_from_flags(
         FLAGS, **({"learning_rate": FLAGS.feature_learning_rate} if feature_mode else {}))
-    from bert.tagging import ner_task  # deferred: TensorFlow loads here, so --help stays fast
-    settings = ner_task.NerSettings(
+    from bert.tagging import tagging_ner_task  # deferred: TensorFlow loads here, so --help stays fast
+    settings = tagging_ner_task.NerSettings(
         data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
         test_file=FLAGS.test_file, label_scheme=FLAGS.label_scheme,
         entity_types=tuple(FLAGS.entity_types), doc_stride=FLAGS.doc_stride,
         mode=FLAGS.mode, feature_layers=FLAGS.feature_layers, lstm_units=FLAGS.lstm_units,
         feature_cache_dir=FLAGS.feature_cache_dir,
         feature_batch_size=FLAGS.feature_batch_size, dropout_rate=FLAGS.dropout_rate)
-    ner_task.NerTask(options, settings).run()
+    tagging_ner_task.NerTask(options, settings).run()
 
 
 def run():

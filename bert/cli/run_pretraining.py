@@ -37,7 +37,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_model_flags(max_seq_length=128, require_vocab=False)
 flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
@@ -69,8 +69,8 @@ FLAGS = flags.FLAGS
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS, phase="pretraining")
+  with errors.report_user_errors(FLAGS.verbose):
+    options = flags_common.options_from_flags(FLAGS, phase="pretraining")
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.pretraining import pretraining_task
     pretraining_task.PretrainingTask(

@@ -28,7 +28,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -90,10 +90,10 @@ flags.DEFINE_string(
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     # As the original: --do_predict predicts and, when the file has answers, scores
     # (eval_results.txt with the global step).
-    options = flags_common.run_options(FLAGS)
+    options = flags_common.options_from_flags(FLAGS)
     from bert.squad import squad_task  # deferred: TensorFlow loads here, so --help stays fast
     settings = squad_task.SquadSettings(
         train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,

@@ -26,7 +26,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -41,8 +41,8 @@ flags_common.define_finetuning_flags(
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
+  with errors.report_user_errors(FLAGS.verbose):
+    options = flags_common.options_from_flags(FLAGS)
     from bert.swag import swag_task  # deferred: TensorFlow loads here, so --help stays fast
     swag_task.SwagTask(options, FLAGS.data_dir).run()
 

@@ -34,7 +34,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert.utils import script_utils
+from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
@@ -61,8 +61,8 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.
 
 
 def main(_):
-  with script_utils.report_user_errors(FLAGS.verbose):
-    options = flags_common.run_options(FLAGS)
+  with errors.report_user_errors(FLAGS.verbose):
+    options = flags_common.options_from_flags(FLAGS)
     from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
     settings = tagging_task.TaggingSettings(
         data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,

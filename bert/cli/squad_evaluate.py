@@ -21,7 +21,7 @@ from bert.cli import launch
 from bert.squad import squad_metrics
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,
@@ -70,21 +70,21 @@ def evaluate_files(data_file, pred_file, na_prob_file=None, na_prob_thresh=1.0,
 
 
 def main(argv):
-  with script_utils.report_user_errors(FLAGS.verbose):
+  with errors.report_user_errors(FLAGS.verbose):
     args = argv[1:]
     if len(args) != 2:
-      raise script_utils.UserError(
+      raise errors.UserError(
           "usage: squad_evaluate.py DATA.json PREDICTIONS.json [--na-prob-file "
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
     # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
     data_file, pred_file = (file_io.expand(arg) for arg in args)
-    script_utils.check_input_file(data_file, "data_file")
-    script_utils.check_input_file(pred_file, "pred_file")
+    errors.check_input_file(data_file, "data_file")
+    errors.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value
     if not math.isfinite(threshold):  # every comparison with NaN is false
-      raise script_utils.UserError(f"--na-prob-thresh={threshold}: must be a finite number")
+      raise errors.UserError(f"--na-prob-thresh={threshold}: must be a finite number")
     if FLAGS["na-prob-file"].value:
-      script_utils.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")
+      errors.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")
     version, results = evaluate_files(
         data_file, pred_file, na_prob_file=FLAGS["na-prob-file"].value,
         na_prob_thresh=FLAGS["na-prob-thresh"].value, version=FLAGS["squad-version"].value)

@@ -2,12 +2,12 @@
 the .tflite's own signature against each other.
 
 Level 5 (bert/litert), beside predictor.py; no TensorFlow. model.json records what the
-model was exported with (bert/export/litert.py): the vocabulary's size, SHA-256 digest and
+model was exported with (bert/formats/litert_convert.py): the vocabulary's size, SHA-256 digest and
 special tokens' ids, the head and its outputs' names and shapes, max_seq_length and the
 encoder's max_position_embeddings. A file edited or swapped since (another vocabulary,
 another task's .tflite, a max_seq_length past the model's positions) would give plausible
 wrong answers or a traceback from the runtime; here it is one line naming the file and
-the fix (script_utils.UserError).
+the fix (errors.UserError).
 
 format_version 1 (exports before the digest and positions were recorded) is checked as
 far as its fields allow: the vocabulary's size and special tokens, the signature, and one
@@ -20,10 +20,10 @@ import os
 import numpy as np
 
 from bert import tokenization
-from bert.export import litert as litert_models
-from bert.utils import script_utils
+from bert.formats import litert_convert as litert_models
+from bert.utils import errors
 
-UserError = script_utils.UserError
+UserError = errors.UserError
 
 REQUIRED = ("head", "max_seq_length", "do_lower_case", "vocab_file", "vocab_size", "inputs",
             "outputs")
@@ -82,7 +82,7 @@ def check_metadata(metadata, metadata_file):
 def check_vocabulary(vocab_file, metadata, metadata_file):
   """vocab.txt is the vocabulary the model was exported with: its special tokens at
   their ids, its size and (format 2) its digest. Returns the vocabulary."""
-  script_utils.check_input_file(vocab_file, "model (its vocab.txt)")
+  errors.check_input_file(vocab_file, "model (its vocab.txt)")
   vocab = tokenization.load_vocab(vocab_file)
   fix = (f"put back the export's own vocab.txt (model.json {metadata_file} names "
          f"{metadata['vocab_file']!r}), or {REEXPORT}")

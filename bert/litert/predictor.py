@@ -1,7 +1,7 @@
 """Prediction files from a LiteRT model of an export, in a process without TensorFlow.
 
 Level 5, above the task families: imports the classifier and multi-label data modules
-(readers and writers), tokenization, export/litert.py's model.json reader and the utils,
+(readers and writers), tokenization, formats/litert_convert.py's model.json reader and the utils,
 none of which loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
 import Interpreter`), an optional dependency.
 
@@ -13,7 +13,7 @@ batches of rows of similar length, each padded only to its longest row, and writ
 test_results.tsv (and the GLUE submission file) with the writers --do_predict uses
 (classifier_data.write_probabilities / write_submission, multilabel_data.write_results).
 
-What the model is comes from model.json beside it (bert/export/litert.py): its task, head
+What the model is comes from model.json beside it (bert/formats/litert_convert.py): its task, head
 and labels, max_seq_length, lower-casing and vocabulary. The export is checked whole at
 load (export_check.py: model.json, vocab.txt and the .tflite's signature against each
 other, one row of max_seq_length tokens through the model). A model of another task than
@@ -28,15 +28,15 @@ from typing import Optional
 import numpy as np
 
 from bert.classifier import classifier_data
-from bert.classifier import processors
-from bert.export import litert as litert_models
+from bert.classifier import classifier_processors
+from bert.formats import litert_convert as litert_models
 from bert.litert import export_check
 from bert.multilabel import multilabel_data
 from bert import tokenization
 from bert.utils import atomic_output
-from bert.utils import script_utils
+from bert.utils import errors
 
-UserError = script_utils.UserError
+UserError = errors.UserError
 
 CLASSIFIER_HEADS = ("classifier", "regression")
 MULTI_LABEL_HEAD = "multi_label"
@@ -239,7 +239,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
   regression = model.head == "regression"
   options = {}
-  if task_name.lower() in processors.GENERIC_TASKS:
+  if task_name.lower() in classifier_processors.GENERIC_TASKS:
     columns = columns or GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: {model.named} is "
@@ -254,7 +254,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
                    test_text_b_column=columns.test_text_b_column,
                    labels=model.labels, has_header=columns.has_header,
                    is_regression=regression, delimiter=columns.delimiter)
-  processor = processors.get_processor(task_name, xnli_language, **options)
+  processor = classifier_processors.get_processor(task_name, xnli_language, **options)
   name = _processor_name(processor)
   labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
   model_labels = None if regression else [str(l) for l in (model.labels or [])]
@@ -309,7 +309,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
       raise UserError(f"{model.metadata_file()}: a multi-label model without labels")
     model.runner()
     path = multilabel_data.data_file(data_dir, "test")
-    script_utils.check_input_file(path, "data_dir")
+    errors.check_input_file(path, "data_dir")
     examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
     log("%d test lines from %s", len(examples), path)
     probabilities = predict_multilabel(model, examples, batch_size)

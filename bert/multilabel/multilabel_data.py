@@ -29,7 +29,7 @@ from bert import metrics
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 LABELS_FILE = "labels.txt"
@@ -46,25 +46,25 @@ class MultiLabelExample:
 def read_label_list(path):
   """labels.txt -> the label names in order. Blank lines are skipped; a name with a
   comma or whitespace inside, or written twice, is a UserError naming file:line."""
-  script_utils.check_input_file(path, "labels_file")
+  errors.check_input_file(path, "labels_file")
   labels, numbers = [], []
-  for number, line in script_utils.read_text_lines(path):
+  for number, line in errors.read_text_lines(path):
     name = line.strip()
     if not name:
       continue
     if "," in name or len(name.split()) != 1:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}:{number}: label {name!r} has a comma or a space; labels are single "
           "words (they are written comma-separated and name the per-label F1 keys)")
     labels.append(name)
     numbers.append(number)
-  repeat = script_utils.first_repeat(labels)
+  repeat = errors.first_repeat(labels)
   if repeat:
     first, again = repeat
-    raise script_utils.UserError(f"{path}:{numbers[again]}: label {labels[again]!r} is "
+    raise errors.UserError(f"{path}:{numbers[again]}: label {labels[again]!r} is "
                                  f"listed twice (first on line {numbers[first]})")
   if not labels:
-    raise script_utils.UserError(f"{path}: no labels (expected one label per line)")
+    raise errors.UserError(f"{path}: no labels (expected one label per line)")
   return labels
 
 
@@ -72,13 +72,13 @@ def _parse_labels(field, label_list, where):
   names = [name.strip() for name in field.split(",")] if field.strip() else []
   for name in names:
     if not name:
-      raise script_utils.UserError(f"{where}: empty label in {field!r} (two commas?)")
+      raise errors.UserError(f"{where}: empty label in {field!r} (two commas?)")
     if name not in label_list:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: unknown label {name!r}; labels_file has {', '.join(label_list)}"
           + (" (a header line? these files have none)" if where.endswith(":1") else ""))
   if len(set(names)) != len(names):
-    raise script_utils.UserError(f"{where}: a label is written twice in {field!r}")
+    raise errors.UserError(f"{where}: a label is written twice in {field!r}")
   return names
 
 
@@ -89,28 +89,28 @@ def read_examples(path, label_list, require_labels=True):
   (text alone, or text<TAB>labels, the same on every line; labels are then kept).
   """
   examples, layout = [], None
-  for number, line in script_utils.read_text_lines(path):
+  for number, line in errors.read_text_lines(path):
     line = line.rstrip("\r\n")
     if not line.strip():
       continue
     fields = line.split("\t")
     where = f"{path}:{number}"
     if len(fields) > 2 or (require_labels and len(fields) != 2):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: {len(fields)} tab-separated fields, expected text<TAB>labels"
           + ("" if require_labels else " or text alone")
           + " (an example without labels ends with a tab; a tab inside the text?)")
     layout = layout or len(fields)
     if len(fields) != layout:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: {len(fields)} tab-separated fields, the file's first line has "
           f"{layout}; test lines are all text or all text<TAB>labels")
     if not fields[0].strip():
-      raise script_utils.UserError(f"{where}: the text is empty")
+      raise errors.UserError(f"{where}: the text is empty")
     labels = _parse_labels(fields[1], label_list, where) if len(fields) == 2 else None
     examples.append(MultiLabelExample(fields[0], labels, number))
   if not examples:
-    raise script_utils.UserError(f"{path}: no examples")
+    raise errors.UserError(f"{path}: no examples")
   return examples
 
 

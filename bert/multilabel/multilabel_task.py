@@ -20,7 +20,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from bert.export import serving
+from bert.formats import serving
 from bert import fast_tokenization
 from bert import heads
 from bert import input_pipeline
@@ -30,7 +30,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -49,7 +49,7 @@ class MultiLabelTask(finetune.Task):
   def __init__(self, options, data_dir, labels_file=None, threshold=0.5):
     super().__init__(options)
     if not 0.0 < threshold < 1.0:
-      raise script_utils.UserError(f"--threshold={threshold}: must be between 0 and 1")
+      raise errors.UserError(f"--threshold={threshold}: must be between 0 and 1")
     self.data_dir, self.threshold = data_dir, threshold
     self.labels_file = labels_file or file_io.join(data_dir, multilabel_data.LABELS_FILE)
     self.labels, self.splits = None, {}
@@ -61,7 +61,7 @@ class MultiLabelTask(finetune.Task):
   def read_data(self, config):
     del config
     if not file_io.isdir(self.data_dir):
-      raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
+      raise errors.UserError(f"--data_dir={self.data_dir}: no such folder")
     self.labels = multilabel_data.read_label_list(self.labels_file)
     tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
                                            do_lower_case=self.options.do_lower_case)
@@ -69,14 +69,14 @@ class MultiLabelTask(finetune.Task):
                           ("test", self.options.do_predict)]:
       if needed:
         path = multilabel_data.data_file(self.data_dir, split)
-        script_utils.check_input_file(path, "data_dir")
+        errors.check_input_file(path, "data_dir")
         examples = multilabel_data.read_examples(path, self.labels, split != "test")
         limit = (self.options.max_train_examples if split == "train"
                  else self.options.max_eval_examples)
         examples = examples[:limit] if limit else examples
         if split == "train" and not any(e.labels for e in examples):
           # Every target 0: the model learns to predict no label for any text.
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{path}: no line of the training data has a label"
               + (f" (in the first {limit}, --max_train_examples)" if limit else "")
               + "; a model trained on it predicts no label for any text: label the "

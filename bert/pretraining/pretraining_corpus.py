@@ -6,7 +6,7 @@ them into the chunks each worker turns into instances, `sentence_splitter` split
 corpora of one paragraph a line (an optional library).
 """
 
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def read_documents(input_files, on_encoding_error, counters, split_sentences=None):
@@ -21,7 +21,7 @@ def read_documents(input_files, on_encoding_error, counters, split_sentences=Non
   document = []
   for path in input_files:
     previous = 0
-    for number, line in script_utils.read_text_lines(path, on_encoding_error):
+    for number, line in errors.read_text_lines(path, on_encoding_error):
       counters["skipped_lines"] += number - previous - 1
       previous = number
       counters["lines"] += 1
@@ -70,18 +70,18 @@ def sentence_splitter(name, language="en"):
   library is imported only when asked for; a missing one is a one-line UserError.
   """
   if name not in SENTENCE_SPLITTERS:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--split_sentences={name}: unknown; choose one of {', '.join(SENTENCE_SPLITTERS)}")
   try:
     # An optional dependency, imported only when asked for: deferred on purpose.
     import pysbd  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--split_sentences={name}: the {name} package is not installed "
         f"(pip install {name})") from None
   try:
     segmenter = pysbd.Segmenter(language=language, clean=False)
   except ValueError as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--sentence_language={language}: {name} does not support it ({exc})") from None
   return segmenter.segment

@@ -2,7 +2,7 @@
 
 NumPy only (the pretraining workers import it, never TensorFlow).
 `create_chunk_examples` turns one chunk of tokenized documents into serialized
-tf.train.Examples (example_encoder.py) and statistics; `plan_instances` (segment
+tf.train.Examples (pretraining_records.py) and statistics; `plan_instances` (segment
 pairing), `truncate_pairs` and `build_batch` (masking) are its steps, each drawing from
 the same distribution as the original's (docs/pretraining_data.md says what differs).
 """
@@ -15,7 +15,7 @@ import random
 
 import numpy as np
 
-from bert.pretraining import example_encoder
+from bert.pretraining import pretraining_records
 
 
 InstanceOptions = collections.namedtuple("InstanceOptions", [
@@ -252,7 +252,7 @@ def create_chunk_examples(flat_ids, sentence_splits, doc_sentence_counts, opt, s
   if isinstance(flat_ids, (bytes, bytearray)):
     flat_ids = np.frombuffer(flat_ids, np.int32)
     sentence_splits = np.frombuffer(sentence_splits, np.int64)
-  encoder = encoder or example_encoder.ExampleEncoder(opt.max_seq_length,
+  encoder = encoder or pretraining_records.ExampleEncoder(opt.max_seq_length,
                                                       opt.max_predictions_per_seq)
   arrays = arrays or option_arrays(opt)
   stats = dict.fromkeys(STAT_KEYS, 0)

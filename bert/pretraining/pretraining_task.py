@@ -22,12 +22,12 @@ import tensorflow as tf
 
 from bert import heads
 from bert import input_pipeline
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def to_next_token_features(features):
@@ -78,17 +78,17 @@ class PretrainingTask(finetune.Task):
   def read_data(self, config):
     options = self.options
     if self.max_predictions_per_seq < 1 or self.max_eval_steps < 1:
-      raise script_utils.UserError(
+      raise errors.UserError(
           "--max_predictions_per_seq and --max_eval_steps must be at least 1")
     if self.max_predictions_per_seq > options.max_seq_length:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "
           f"--max_seq_length={options.max_seq_length}")
     self.config = config
-    self.files = script_utils.expand_file_patterns(self.input_file, "input_file")
+    self.files = errors.expand_file_patterns(self.input_file, "input_file")
     self.eval_files = self.files
     if self.eval_input_file:
-      self.eval_files = script_utils.expand_file_patterns(self.eval_input_file,
+      self.eval_files = errors.expand_file_patterns(self.eval_input_file,
                                                           "eval_input_file")
     checks = [(self.files, "input_file")]
     if self.eval_input_file:
@@ -102,7 +102,7 @@ class PretrainingTask(finetune.Task):
                  "off" if self.no_dropout else "on")
 
   def num_train_examples(self):
-    raise script_utils.UserError("run_pretraining.py needs --num_train_steps")
+    raise errors.UserError("run_pretraining.py needs --num_train_steps")
 
   def _dataset(self, files, input_context, batch_size, is_training):
     dataset = input_pipeline.pretraining_dataset(
@@ -143,8 +143,8 @@ class PretrainingTask(finetune.Task):
     directory = file_io.join(self.options.output_dir, "pretrained")
     file_io.makedirs(directory)
     prefix = file_io.join(directory, "bert_model.ckpt")
-    with script_utils.disk_full_names(prefix):  # a full disk: one line naming it
-      checkpoint_formats.save_google_checkpoint(model, prefix, global_step=global_step)
+    with errors.disk_full_names(prefix):  # a full disk: one line naming it
+      checkpoint_files.save_google_checkpoint(model, prefix, global_step=global_step)
       with atomic_output.atomic_open(file_io.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,

@@ -2,14 +2,14 @@
 
 The workers are spawned (not forked: the parent runs TensorFlow threads)
 and import this module, which needs NumPy only: pretraining_instances and
-example_encoder, never TensorFlow. `run_tasks` hands the results back in task order, so
+pretraining_records, never TensorFlow. `run_tasks` hands the results back in task order, so
 the output bytes do not depend on the number of workers.
 """
 
 import collections
 import multiprocessing
 
-from bert.pretraining import example_encoder
+from bert.pretraining import pretraining_records
 from bert.pretraining import pretraining_instances
 
 
@@ -18,7 +18,7 @@ _WORKER = {}
 
 def _init_worker(opt):
   _WORKER["opt"] = opt
-  _WORKER["encoder"] = example_encoder.ExampleEncoder(opt.max_seq_length,
+  _WORKER["encoder"] = pretraining_records.ExampleEncoder(opt.max_seq_length,
                                                      opt.max_predictions_per_seq)
   _WORKER["arrays"] = pretraining_instances.option_arrays(opt)
 

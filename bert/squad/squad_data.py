@@ -1,6 +1,6 @@
 """SQuAD data: read a SQuAD JSON file into questions (SquadExample) with word-level answers.
 
-Pure Python (no TensorFlow): imports tokenization (the core), script_utils and
+Pure Python (no TensorFlow): imports tokenization (the core), errors and
 squad_metrics (the answer normalization).
 The rest of the SQuAD pipeline is in squad_features.py (windows, features, TFRecords)
 and squad_decoding.py (logits -> answer text, the prediction files).
@@ -21,7 +21,7 @@ from absl import logging
 
 from bert.squad import squad_metrics
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 class SquadExample:
@@ -112,18 +112,18 @@ def _question_id(qa, where, seen_ids, is_training):
   seen_ids: {id: where it was first seen}, filled here (prediction mode only).
   """
   if not isinstance(qa, dict) or not qa.get("id"):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where}: the question has no \"id\"; every question needs a unique id "
         "(predictions are keyed by it)")
   qas_id = qa["id"]
   if is_training:
     return qas_id  # training never keys anything by the id
   if not isinstance(qas_id, str):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where}: the question id {qas_id!r} is a {type(qas_id).__name__}, not a string "
         "(predictions.json is keyed by the id as a string)")
   if qas_id in seen_ids:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where}: duplicate question id {qas_id!r} (first at {seen_ids[qas_id]}); ids must "
         "be unique, or one question's prediction overwrites the other's")
   seen_ids[qas_id] = where.rsplit(": ", 1)[-1]
@@ -132,7 +132,7 @@ def _question_id(qa, where, seen_ids, is_training):
 
 def _check_version(qa, where, qas_id, version_2_with_negative):
   if qa.get("is_impossible") and not version_2_with_negative:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where} (id {qas_id}): \"is_impossible\" is true, so this is a SQuAD 2.0 file; "
         "pass --version_2_with_negative (without it no question can get the null answer)")
 
@@ -142,7 +142,7 @@ def _training_answer(qa, where, qas_id, paragraph_text, doc_tokens, char_to_word
   """(orig_answer_text, start word, end word) of a training answer, or None to skip it."""
   answers = qa.get("answers") or []
   if not answers:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where} (id {qas_id}): a training question needs an answer (or "
         "\"is_impossible\": true with --version_2_with_negative)")
   if len(answers) > 1:
@@ -156,7 +156,7 @@ def _training_answer(qa, where, qas_id, paragraph_text, doc_tokens, char_to_word
     # A wrong type is a malformed file, not an answer that is missing: the
     # original crashes on it; skipping it would train on fewer answers without a word.
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where} (id {qas_id}): the answer's \"{field}\" is a {type(value).__name__} "
           f"({value!r}), not {'a string' if kind is str else 'an integer'}; fix the file")
   if (not isinstance(orig_answer_text, str) or not orig_answer_text or
@@ -184,14 +184,14 @@ def _paragraph_examples(paragraph, where, is_training, version_2_with_negative, 
                         seen_ids):
   """The SquadExamples of one paragraph ({"context", "qas"}); `where` names it."""
   if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str):
-    raise script_utils.UserError(f"{where}: no \"context\" string")
+    raise errors.UserError(f"{where}: no \"context\" string")
   qas = paragraph.get("qas")
   if not isinstance(qas, list):
-    raise script_utils.UserError(f"{where}: no \"qas\" list")
+    raise errors.UserError(f"{where}: no \"qas\" list")
   paragraph_text = paragraph["context"]
   doc_tokens, char_to_word_offset = whitespace_split(paragraph_text)
   if not doc_tokens and qas:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where}: the context is empty; give it its text or remove the paragraph")
   examples = []
   for q, qa in enumerate(qas):
@@ -201,7 +201,7 @@ def _paragraph_examples(paragraph, where, is_training, version_2_with_negative, 
     _check_version(qa, where_q, qas_id, version_2_with_negative)
     question_text = qa.get("question")
     if not isinstance(question_text, str):
-      raise script_utils.UserError(f"{where_q} (id {qas_id}): no \"question\" text")
+      raise errors.UserError(f"{where_q} (id {qas_id}): no \"question\" text")
     example = SquadExample(qas_id=qas_id, question_text=question_text,
                            doc_tokens=doc_tokens)
     if is_training:
@@ -237,20 +237,20 @@ def parse_squad_examples(data, is_training, version_2_with_negative=False, path=
     A list of SquadExample. Training answers whose text cannot be found at their
     offset are skipped with a warning, as in the original.
   Raises:
-    script_utils.UserError: a malformed structure, a question without "id" or
+    errors.UserError: a malformed structure, a question without "id" or
       "question", a duplicate or non-string id (prediction mode), "is_impossible"
       without version_2_with_negative, or a paragraph with an empty context.
   """
   stats = stats if stats is not None else ReadStats()
   if not isinstance(data, list):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: not a SQuAD file (expected a JSON object with a \"data\" list of articles)")
   examples = []
   seen_ids = {}
   for a, entry in enumerate(data):
     paragraphs = entry.get("paragraphs") if isinstance(entry, dict) else None
     if not isinstance(paragraphs, list):
-      raise script_utils.UserError(f"{path}: article {a} has no \"paragraphs\" list")
+      raise errors.UserError(f"{path}: article {a} has no \"paragraphs\" list")
     for p, paragraph in enumerate(paragraphs):
       examples.extend(_paragraph_examples(paragraph, _where(path, a, p), is_training,
                                           version_2_with_negative, stats, seen_ids))
@@ -263,7 +263,7 @@ def load_squad_json(input_file):
   file:line:column) and checks that it holds a "data" list."""
   input_json = squad_metrics.load_json(input_file, "SQuAD data file")
   if not isinstance(input_json, dict) or not isinstance(input_json.get("data"), list):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{input_file}: not a SQuAD file (expected a JSON object with a \"data\" list of "
         "articles)")
   return input_json

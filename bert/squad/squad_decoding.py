@@ -1,6 +1,6 @@
 """SQuAD decoding: the model's start/end logits -> answer text, n-best lists, null odds.
 
-No TensorFlow: imports tokenization (the core), atomic_output and script_utils. Works on
+No TensorFlow: imports tokenization (the core), atomic_output and errors. Works on
 squad_data.SquadExample and squad_features.InputFeatures (by attribute, so it imports
 neither).
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from bert import tokenization
 from bert.utils import atomic_output
-from bert.utils import script_utils
+from bert.utils import errors
 
 # A null score above any real start+end logit sum: "no window offered a null answer yet".
 _NO_NULL_SCORE = 1000000
@@ -325,7 +325,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
   scores_diff_json = collections.OrderedDict()
   for example_index, example in enumerate(all_examples):
     if example.qas_id in all_predictions:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"two questions have the id {example.qas_id}; ids must be unique")
     features = example_index_to_features[example_index]
     try:
@@ -349,7 +349,7 @@ def compute_predictions(all_examples, all_features, all_results, n_best_size,
 
 def _write_json_like_original(path, obj):
   # json.dumps(indent=4) with ASCII escapes plus a newline: byte for byte the original.
-  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as writer:
+  with errors.disk_full_names(path), atomic_output.atomic_open(path) as writer:
     writer.write(json.dumps(obj, indent=4) + "\n")
 
 

@@ -1,6 +1,6 @@
 """SQuAD features: questions -> windowed model inputs (InputFeatures), and their TFRecords.
 
-Imports tokenization, fast_tokenization and input_pipeline (the core), script_utils and
+Imports tokenization, fast_tokenization and input_pipeline (the core), errors and
 squad_data (the questions it converts).
 
 Faithful to the original run_squad.py's convert_examples_to_features:
@@ -25,7 +25,7 @@ from bert import fast_tokenization
 from bert import input_pipeline
 from bert.squad import squad_data
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 
 # The original numbers features from here, so unique ids never collide with indices.
 FIRST_UNIQUE_ID = 1000000000
@@ -83,11 +83,11 @@ def _improve_answer_span(doc_tokens, input_start, input_end, tokenizer, orig_ans
 def make_doc_spans(num_tokens, max_tokens_for_doc, doc_stride):
   """Windows of at most max_tokens_for_doc tokens, doc_stride apart, covering the document."""
   if max_tokens_for_doc < 1:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--max_seq_length leaves {max_tokens_for_doc} tokens for the document after the "
         "question and [CLS]/[SEP]/[SEP]; raise --max_seq_length or lower --max_query_length")
   if doc_stride < 1:
-    raise script_utils.UserError(f"--doc_stride={doc_stride}: must be at least 1")
+    raise errors.UserError(f"--doc_stride={doc_stride}: must be at least 1")
   doc_spans = []
   start_offset = 0
   while start_offset < num_tokens:
@@ -313,7 +313,7 @@ def features_for_question(question, context, tokenizer, max_seq_length=384, doc_
   """
   doc_tokens, _ = squad_data.whitespace_split(context)
   if not doc_tokens:
-    raise script_utils.UserError("the context is empty")
+    raise errors.UserError("the context is empty")
   example = squad_data.SquadExample(qas_id="0", question_text=question,
                                     doc_tokens=doc_tokens)
   features = convert_examples_to_features([example], tokenizer, max_seq_length,

@@ -1,6 +1,6 @@
 """The official SQuAD scoring definitions (v1.1 and v2.0), written here so no download is needed.
 
-Pure Python, no TensorFlow; imports only file_io and script_utils of ours.
+Pure Python, no TensorFlow; imports only file_io and errors of ours.
 `squad_evaluate.py` (the command) and `squad_task.py` (run_squad scores its own
 predictions when the predict file has answers) both call into this module.
 
@@ -24,7 +24,7 @@ import re
 import string
 
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 _PUNCTUATION = frozenset(string.punctuation)
 # \b is Unicode-aware for str patterns in Python 3, as re.UNICODE asks in the v2.0 script.
@@ -97,7 +97,7 @@ def evaluate_v1(dataset, predictions, warn=None):
                                                      ground_truths)
         f1 += metric_max_over_ground_truths(f1_score_v1, prediction, ground_truths)
   if total == 0:
-    raise script_utils.UserError("the dataset has no questions to score")
+    raise errors.UserError("the dataset has no questions to score")
   return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
@@ -171,7 +171,7 @@ def make_eval_dict(exact_scores, f1_scores, qid_list=None):
     exact = sum(exact_scores[k] for k in qid_list)
     f1 = sum(f1_scores[k] for k in qid_list)
   if total == 0:
-    raise script_utils.UserError("no prediction matches a question of the dataset; "
+    raise errors.UserError("no prediction matches a question of the dataset; "
                                  "check that the predictions belong to this data file")
   return collections.OrderedDict([
       ("exact", 100.0 * exact / total),
@@ -243,7 +243,7 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
   exact_raw, f1_raw = get_raw_scores(dataset, preds, warn=warn)
   missing_na = [qid for qid in exact_raw if qid not in na_probs]
   if missing_na:
-    raise script_utils.UserError(f"the no-answer probability file has no entry for question "
+    raise errors.UserError(f"the no-answer probability file has no entry for question "
                                  f"{missing_na[0]} ({len(missing_na)} missing); pass the "
                                  "null_odds.json written with these predictions")
   # Questions without a prediction are left out of every total, like the official
@@ -335,30 +335,30 @@ def load_json(path, what="JSON file"):
   try:
     return json.loads(file_io.decode_text(raw), object_pairs_hook=_unique_keys)
   except _DuplicateKey as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: the key {exc.args[0]!r} appears twice in one JSON object; each {what} "
         "entry must be unique") from None
   except UnicodeDecodeError as exc:
-    raise script_utils.UserError(file_io.not_utf8_message(path, exc)) from None
+    raise errors.UserError(file_io.not_utf8_message(path, exc)) from None
   except json.JSONDecodeError as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}:{exc.lineno}:{exc.colno}: malformed {what} ({exc.msg})") from None
 
 
 def check_answer_map(obj, path, what):
   """Checks a predictions / null-odds file: a JSON object {question id: value}."""
   if not isinstance(obj, dict):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: a {what} must be a JSON object {{question id: ...}}, "
         f"got a {type(obj).__name__}")
   for key, value in obj.items():
     if what == "predictions file" and not isinstance(value, str):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}: the answer for question {key} is {type(value).__name__}, expected a "
           "string (predictions.json, not nbest_predictions.json)")
     if what != "predictions file" and (isinstance(value, bool) or
                                        not isinstance(value, (int, float))):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}: the value for question {key} is {type(value).__name__}, expected a number")
   return obj
 
@@ -371,40 +371,40 @@ def check_dataset(obj, path):
   """
   seen = {}
   if not isinstance(obj, dict) or not isinstance(obj.get("data"), list):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: not a SQuAD file (expected a JSON object with a \"data\" list of articles)")
   for a, article in enumerate(obj["data"]):
     paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
     if not isinstance(paragraphs, list):
-      raise script_utils.UserError(f"{path}: article {a} has no \"paragraphs\" list")
+      raise errors.UserError(f"{path}: article {a} has no \"paragraphs\" list")
     for p, paragraph in enumerate(paragraphs):
       qas = paragraph.get("qas") if isinstance(paragraph, dict) else None
       if not isinstance(qas, list):
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"{path}: article {a} paragraph {p} has no \"qas\" list")
       for q, qa in enumerate(qas):
         where = f"article {a} paragraph {p} question {q}"
         if not isinstance(qa, dict) or "id" not in qa:
-          raise script_utils.UserError(f"{path}: {where} has no \"id\"")
+          raise errors.UserError(f"{path}: {where} has no \"id\"")
         if not isinstance(qa["id"], str):
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{path}: {where}: the question id {qa['id']!r} is a "
               f"{type(qa['id']).__name__}, not a string (predictions are keyed by strings)")
         if qa["id"] in seen:
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{path}: {where}: duplicate question id {qa['id']!r} (first at "
               f"{seen[qa['id']]}); ids must be unique to be scored")
         seen[qa["id"]] = where
         if not isinstance(qa.get("answers", []), list):
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{path}: question {qa['id']} has an \"answers\" field that is not a list")
         for answer in qa.get("answers", []):
           if not isinstance(answer, dict) or not isinstance(answer.get("text"), str):
-            raise script_utils.UserError(
+            raise errors.UserError(
                 f"{path}: question {qa['id']} has an answer without a \"text\" string")
         qa.setdefault("answers", [])
   if not seen:  # nothing to score: name the file
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: the SQuAD file has no questions (every article's paragraphs have empty "
         "\"qas\" lists); pass the data file the predictions were made on")
   return obj["data"]

@@ -20,7 +20,7 @@ from typing import Optional
 from absl import logging
 import tensorflow as tf
 
-from bert.export import serving
+from bert.formats import serving
 from bert import fast_tokenization
 from bert import heads
 from bert.squad import squad_data
@@ -31,7 +31,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +55,7 @@ class SquadSettings:
     # Every comparison with NaN is false: a NaN threshold would silently never (or, as
     # inf, always) predict "no answer".
     if not math.isfinite(self.null_score_diff_threshold):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--null_score_diff_threshold={self.null_score_diff_threshold}: must be a finite "
           "number (0.0, or the best_f1_thresh of a dev-set evaluation)")
 
@@ -69,7 +69,7 @@ def article_slice(spec, flag):
     if len(parts) != 2:
       raise ValueError
   except ValueError:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--{flag}={spec}: expected START:END article indices, e.g. 0:40") from None
   return slice(*parts)
 
@@ -77,20 +77,20 @@ def article_slice(spec, flag):
 def _check_settings(options, settings, predicting):
   """The original's flag checks, before anything is read or built."""
   if not options.do_train and not predicting and not options.export_dir:
-    raise script_utils.UserError("At least one of `do_train` or `do_predict` must be True.")
+    raise errors.UserError("At least one of `do_train` or `do_predict` must be True.")
   if options.do_train and not settings.train_file:
-    raise script_utils.UserError(
+    raise errors.UserError(
         "If `do_train` is True, then `train_file` must be specified.")
   if predicting and not settings.predict_file:
-    raise script_utils.UserError(
+    raise errors.UserError(
         "If `do_predict` is True, then `predict_file` must be specified.")
   if options.max_seq_length <= settings.max_query_length + 3:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"The max_seq_length ({options.max_seq_length}) must be greater than "
         f"max_query_length ({settings.max_query_length}) + 3")
   for name in ("doc_stride", "n_best_size", "max_answer_length"):
     if getattr(settings, name) < 1:
-      raise script_utils.UserError(f"--{name}={getattr(settings, name)}: must be at least 1")
+      raise errors.UserError(f"--{name}={getattr(settings, name)}: must be at least 1")
   article_slice(settings.train_articles, "train_articles")
   article_slice(settings.predict_articles, "predict_articles")
 
@@ -109,7 +109,7 @@ class SquadTask(finetune.Task):
   exports = True
 
   def __init__(self, options, settings):
-    """options: a RunOptions (training/settings.py); settings: SquadSettings. Checks the flags."""
+    """options: a RunOptions (training/run_options.py); settings: SquadSettings. Checks the flags."""
     super().__init__(options)
     self.predicting = options.do_eval or options.do_predict
     _check_settings(options, settings, self.predicting)
@@ -145,7 +145,7 @@ class SquadTask(finetune.Task):
 
   def _read(self, path, flag, is_training, articles, limit):
     """(the file's articles, their SquadExamples, at most `limit` of them)."""
-    script_utils.check_input_file(path, flag)
+    errors.check_input_file(path, flag)
     articles_flag = flag.replace("_file", "_articles")
     data = squad_data.load_squad_json(path)["data"][article_slice(articles, articles_flag)]
     stats = squad_data.ReadStats()
@@ -155,7 +155,7 @@ class SquadTask(finetune.Task):
     if limit and limit > 0:
       examples = examples[:limit]
     if not examples:
-      raise script_utils.UserError(f"--{flag}={path}: no usable question (check "
+      raise errors.UserError(f"--{flag}={path}: no usable question (check "
                                    f"--{articles_flag})")
     return data, examples
 

@@ -28,7 +28,7 @@ from bert import metrics
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 NUM_CHOICES = 4
 REQUIRED_COLUMNS = ("sent1", "sent2") + tuple(f"ending{i}" for i in range(NUM_CHOICES))
@@ -54,8 +54,8 @@ def _not_utf8(path):
   try:
     file_io.decode_text(data)
   except UnicodeDecodeError as exc:
-    return script_utils.UserError(file_io.not_utf8_message(path, exc, data))
-  return script_utils.UserError(file_io.not_utf8_message(path))
+    return errors.UserError(file_io.not_utf8_message(path, exc, data))
+  return errors.UserError(file_io.not_utf8_message(path))
 
 
 def _open_text(path):
@@ -74,20 +74,20 @@ def read_swag_examples(path, require_label=None):
     try:
       header = next(reader)
     except StopIteration:
-      raise script_utils.UserError(f"{path}: the file is empty") from None
+      raise errors.UserError(f"{path}: the file is empty") from None
     except csv.Error as exc:
-      raise script_utils.UserError(f"{path}:1: not a CSV file ({exc})") from None
+      raise errors.UserError(f"{path}:1: not a CSV file ({exc})") from None
     except UnicodeDecodeError:
       raise _not_utf8(path) from None
     columns = {name.strip(): index for index, name in enumerate(header)}
     missing = [name for name in REQUIRED_COLUMNS if name not in columns]
     if missing:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}:1: header lacks the SWAG column(s) {', '.join(missing)}; expected "
           f"{','.join(REQUIRED_COLUMNS)}[,label] as in SWAG's train.csv/val.csv/test.csv")
     has_label = "label" in columns
     if require_label and not has_label:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}:1: no `label` column; training and evaluation need SWAG's "
           "train.csv/val.csv (test.csv has no labels: use it with --do_predict)")
     use_label = has_label and require_label is not False
@@ -98,14 +98,14 @@ def read_swag_examples(path, require_label=None):
           continue
         line = reader.line_num
         if len(row) < len(header):
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{path}:{line}: {len(row)} fields, the header has {len(header)} "
               "(an unquoted comma or a line break inside a field?)")
         label = None
         if use_label:
           text = row[columns["label"]].strip()
           if text not in {str(i) for i in range(NUM_CHOICES)}:
-            raise script_utils.UserError(
+            raise errors.UserError(
                 f"{path}:{line}: label {text!r} is not one of 0..{NUM_CHOICES - 1}")
           label = int(text)
         example_id = (row[id_column].strip() if id_column is not None
@@ -117,11 +117,11 @@ def read_swag_examples(path, require_label=None):
             endings=[row[columns[f"ending{i}"]] for i in range(NUM_CHOICES)],
             label=label))
     except csv.Error as exc:
-      raise script_utils.UserError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
+      raise errors.UserError(f"{path}:{reader.line_num}: bad CSV ({exc})") from None
     except UnicodeDecodeError:
       raise _not_utf8(path) from None
   if not examples:
-    raise script_utils.UserError(f"{path}: no examples after the header")
+    raise errors.UserError(f"{path}: no examples after the header")
   return examples
 
 
@@ -157,7 +157,7 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer):
   label_ids: int32 [num_examples] (-1 for unlabelled rows).
   """
   if max_seq_length < 5:
-    raise script_utils.UserError(f"max_seq_length={max_seq_length}: too short for a SWAG pair")
+    raise errors.UserError(f"max_seq_length={max_seq_length}: too short for a SWAG pair")
   ids, masks, segments = [], [], []
   for example in examples:
     a, b, c = convert_example_to_choices(example, max_seq_length, tokenizer)
@@ -178,7 +178,7 @@ def write_predictions(path, examples, logits):
   when the input had one). logits: float [len(examples), NUM_CHOICES]; probabilities
   are computed in float64."""
   probabilities = metrics.softmax(np.asarray(logits, np.float64))
-  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
+  with errors.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     writer = csv.writer(handle, lineterminator="\n")
     has_label = any(e.label is not None for e in examples)
     header = ["id", "prediction"] + [f"prob{i}" for i in range(NUM_CHOICES)]

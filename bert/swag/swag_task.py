@@ -21,7 +21,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -60,7 +60,7 @@ class SwagTask(finetune.Task):
   def read_data(self, config):
     del config
     if not file_io.isdir(self.data_dir):
-      raise script_utils.UserError(f"--data_dir={self.data_dir}: no such folder")
+      raise errors.UserError(f"--data_dir={self.data_dir}: no such folder")
     options = self.options
     tokenizer = tokenization.FullTokenizer(options.vocab_file,
                                            do_lower_case=options.do_lower_case)
@@ -72,7 +72,7 @@ class SwagTask(finetune.Task):
 
   def _read_split(self, split, tokenizer):
     path = swag_data.swag_file(self.data_dir, split)
-    script_utils.check_input_file(path, "data_dir")
+    errors.check_input_file(path, "data_dir")
     examples = swag_data.read_swag_examples(path, require_label=split != "test")
     limit = (self.options.max_train_examples if split == "train"
              else self.options.max_eval_examples)

@@ -1,10 +1,10 @@
 """Tagging one column of a CoNLL file, word by word, as a finetune.Task.
 
-Reading, windows and decoding are in tagging.py, conlleval's chunk rules
-and scores in conlleval.py, the token head and its loss in heads.py
+Reading, windows and decoding are in tagging_data.py, conlleval's chunk rules
+and scores in tagging_conlleval.py, the token head and its loss in heads.py
 (build_token_classifier_model, token_classification_loss); this module joins them for
 the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
-chunks); NerTask (ner_task.py) is its subclass for entity tags, with a feature-based mode.
+chunks); NerTask (tagging_ner_task.py) is its subclass for entity tags, with a feature-based mode.
 
 Two kinds of tags (TaggingSettings.iob):
   * plain tags (part of speech): each tag is a label as written; scored by accuracy per
@@ -34,14 +34,14 @@ import numpy as np
 from bert import heads
 from bert import input_pipeline
 from bert import metrics
-from bert.tagging import conlleval
-from bert.tagging import tagging
+from bert.tagging import tagging_conlleval
+from bert.tagging import tagging_data
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
@@ -75,13 +75,13 @@ class TaggingSettings:
 
   def __post_init__(self):
     if self.labels:
-      script_utils.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
-    tagging.check_tag_column(self.tag_column)
-    if self.label_scheme not in (AUTO, conlleval.IOB1, conlleval.IOB2):
-      raise script_utils.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
+      errors.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
+    tagging_data.check_tag_column(self.tag_column)
+    if self.label_scheme not in (AUTO, tagging_conlleval.IOB1, tagging_conlleval.IOB2):
+      raise errors.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
                                    "or iob2")
     if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
 
 
@@ -111,7 +111,7 @@ class Split:
   def __init__(self, name, path, examples, features, scheme):
     self.name, self.path, self.examples, self.features = name, path, examples, features
     self.scheme = scheme  # IOB tags: the file's scheme; plain tags: None
-    self.arrays = tagging.features_to_arrays(features)
+    self.arrays = tagging_data.features_to_arrays(features)
     self.labelled = all(e.labels is not None for e in examples)
     self.cache = None  # NER's feature mode: the TFRecord of its frozen activations
 
@@ -133,9 +133,9 @@ class TaggingTask(finetune.Task):
     del config
     settings = self.settings
     if not file_io.isdir(settings.data_dir):
-      raise script_utils.UserError(f"--data_dir={settings.data_dir}: no such folder")
+      raise errors.UserError(f"--data_dir={settings.data_dir}: no such folder")
     if settings.doc_stride < 1:
-      raise script_utils.UserError(f"--doc_stride={settings.doc_stride}: must be at least 1")
+      raise errors.UserError(f"--doc_stride={settings.doc_stride}: must be at least 1")
     tokenizer = tokenization.FullTokenizer(self.options.vocab_file,
                                            do_lower_case=self.options.do_lower_case)
     if self.label_list is None:
@@ -156,15 +156,15 @@ class TaggingTask(finetune.Task):
     for split in ("train", "dev", "test"):
       try:
         path = self._split_path(split)
-      except script_utils.UserError:
+      except errors.UserError:
         if split == "train":
           raise
         continue
       examples += self.read_tags(path)
       paths.append(path)
-    labels = tagging.label_list_from(examples, self.settings.iob)
+    labels = tagging_data.label_list_from(examples, self.settings.iob)
     if not labels:
-      raise script_utils.UserError(f"{paths[0]}: no tags (one column per line); the "
+      raise errors.UserError(f"{paths[0]}: no tags (one column per line); the "
                                    "training file needs a tag column")
     logging.info("%d labels from %s", len(labels), ", ".join(paths))
     return labels
@@ -175,12 +175,12 @@ class TaggingTask(finetune.Task):
              "test": settings.test_file}[split]
     if given:
       path = given if file_io.exists(given) else file_io.join(settings.data_dir, given)
-      return script_utils.check_input_file(path, f"{split}_file")
+      return errors.check_input_file(path, f"{split}_file")
     for name in DEFAULT_FILES[split]:
       path = file_io.join(settings.data_dir, name)
       if file_io.isfile(path):
-        return script_utils.check_input_file(path, "data_dir")
-    raise script_utils.UserError(
+        return errors.check_input_file(path, "data_dir")
+    raise errors.UserError(
         f"--data_dir={settings.data_dir}: no {split} file "
         f"({' or '.join(DEFAULT_FILES[split])}); name it with --{split}_file")
 
@@ -190,18 +190,18 @@ class TaggingTask(finetune.Task):
 
   def read_tags(self, path):
     """The sentences of a CoNLL file; with IOB tags, a column of other tags is refused."""
-    examples = tagging.read_conll(path, self.settings.tag_column)
+    examples = tagging_data.read_conll(path, self.settings.tag_column)
     if self.settings.iob:
-      tagging.check_chunk_tags(examples, path, self.settings.tag_column,
+      tagging_data.check_chunk_tags(examples, path, self.settings.tag_column,
                                self.not_chunk_tags_remedy)
     return examples
 
   def check_labels(self, examples, path):
     """Refuses a gold tag outside the label set, naming file:line (NER names its types)."""
-    unknown = tagging.first_unknown_tag(examples, self.label_list, self.settings.iob)
+    unknown = tagging_data.first_unknown_tag(examples, self.label_list, self.settings.iob)
     if unknown:
       example, offset = unknown
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}:{example.line_number + offset}: tag {example.labels[offset]!r} is not "
           f"one of --labels ({', '.join(self.label_list)})")
 
@@ -214,13 +214,13 @@ class TaggingTask(finetune.Task):
     if limit and limit > 0:
       examples = examples[:limit]
     if name != "test" and any(e.labels is None for e in examples):
-      raise script_utils.UserError(f"{path}: {name} data needs a tag column")
+      raise errors.UserError(f"{path}: {name} data needs a tag column")
     self.check_labels(examples, path)
     scheme = None
     if settings.iob:
-      scheme = (conlleval.detect_scheme(examples) if settings.label_scheme == AUTO
+      scheme = (tagging_conlleval.detect_scheme(examples) if settings.label_scheme == AUTO
                 else settings.label_scheme)
-    features = tagging.convert_examples_to_features(
+    features = tagging_data.convert_examples_to_features(
         examples, self.label_list, self.options.max_seq_length, tokenizer,
         doc_stride=settings.doc_stride, iob=settings.iob)
     logging.info("%s: %d sentences, %d windows (%d extra for long sentences)%s",
@@ -279,7 +279,7 @@ class TaggingTask(finetune.Task):
         model, self.dataset(split, batch_size, False), len(split.features),
         index_key="feature_index", width=self.options.max_seq_length,
         sequence_keys=("logits",), what=what)
-    rows, positions = tagging.decode_positions(split.examples, split.features)
+    rows, positions = tagging_data.decode_positions(split.examples, split.features)
     return outputs["logits"][rows, positions]
 
   def score(self, model, name, batch_size):
@@ -288,16 +288,16 @@ class TaggingTask(finetune.Task):
     split, settings = self.splits[name], self.settings
     logits = self.word_logits(model, split, batch_size, name)
     predicted = np.argmax(logits, axis=-1)
-    tags = tagging.split_by_sentence(split.examples,
+    tags = tagging_data.split_by_sentence(split.examples,
                                      [self.label_list[int(i)] for i in predicted])
     out = self.options.output_dir
-    tagging.write_conll_predictions(file_io.join(out, f"{name}_predictions.txt"),
+    tagging_data.write_conll_predictions(file_io.join(out, f"{name}_predictions.txt"),
                                     split.examples, tags, split.scheme)
     if not split.labelled:
       logging.info("%s has no gold tags: wrote predictions only", split.path)
       return None
     key = "eval" if name == "dev" else "test"
-    gold = tagging.gold_label_ids(split.examples, self.label_list, settings.iob)
+    gold = tagging_data.gold_label_ids(split.examples, self.label_list, settings.iob)
     results = {f"{key}_loss": metrics.cross_entropy(logits, gold),
                f"{key}_sentences": len(split.examples)}
     if not settings.iob:
@@ -305,10 +305,10 @@ class TaggingTask(finetune.Task):
       logging.info("%s accuracy: %.4f over %d words", name, results[f"{key}_accuracy"],
                    len(gold))
       return results
-    scores = conlleval.evaluate_examples(split.examples, tags, split.scheme)
-    report = conlleval.conlleval_report(scores)
+    scores = tagging_conlleval.evaluate_examples(split.examples, tags, split.scheme)
+    report = tagging_conlleval.conlleval_report(scores)
     report_file = file_io.join(out, f"{name}_conlleval.txt")
-    with script_utils.disk_full_names(report_file), atomic_output.atomic_open(
+    with errors.disk_full_names(report_file), atomic_output.atomic_open(
         report_file) as handle:
       handle.write(report)
     for line in report.splitlines():

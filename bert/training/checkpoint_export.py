@@ -21,18 +21,18 @@ import tempfile
 
 from absl import logging
 
-from bert.export import hugging_face
-from bert.export import litert as litert_models
-from bert.export import tfhub_modules
+from bert.formats import hugging_face
+from bert.formats import litert_convert as litert_models
+from bert.formats import tfhub_modules
 from bert import heads
 from bert import modeling
 from bert import tokenization
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 from bert.training import checkpoints
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set,
@@ -45,14 +45,14 @@ def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set
     for name, value, given in (("seq_length", seq_length, seq_length_set),
                                ("max_seq_length", max_seq_length, max_seq_length_set)):
       if given:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{name}={value} applies to --format=tfhub only; a Hugging Face "
             "export takes the model's max_position_embeddings as model_max_length")
     return None
   if seq_length is None:
     return max_seq_length
   if max_seq_length_set and seq_length != max_seq_length:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--seq_length={seq_length} and --max_seq_length={max_seq_length} "
         "disagree; pass only one of them")
   return seq_length
@@ -62,7 +62,7 @@ def _model_for_head(config, head_info, signature, where):
   """The keras model whose weights the checkpoint holds, from its head_info/signature."""
   head = head_info.get("head")
   if head in hugging_face.REFUSED_HEADS:
-    raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
+    raise errors.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{hugging_face.REFUSED_HEADS[head]}")
   if head in ("classifier", "multi_label"):
     return heads.build_classifier_model(config, len(head_info["labels"]))[0]
@@ -77,7 +77,7 @@ def _model_for_head(config, head_info, signature, where):
   if head == "pretraining":
     return heads.build_pretraining_model(
         config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
-  raise script_utils.UserError(f"{where}: its recorded head_info names the head {head!r}, "
+  raise errors.UserError(f"{where}: its recorded head_info names the head {head!r}, "
                                "not one this project exports")
 
 
@@ -108,9 +108,9 @@ def load_for_export(config, init_checkpoint):
   and next-sentence heads when present). Google and Hugging Face checkpoints load by name
   into a pretraining model, as before.
   """
-  kind, resolved = checkpoint_formats.resolve_checkpoint(init_checkpoint)
+  kind, resolved = checkpoint_files.resolve_checkpoint(init_checkpoint)
   head_info = signature = None
-  if kind == checkpoint_formats.OURS:
+  if kind == checkpoint_files.OURS:
     head_info = checkpoints.head_info_of(resolved)
     signature = checkpoints.saved_signature(resolved) or {}
   if head_info:
@@ -120,7 +120,7 @@ def load_for_export(config, init_checkpoint):
       # The encoder fits the config: what disagrees with the weights is the recorded
       # head, not the config.
       name, saved, built = differs
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--init_checkpoint={init_checkpoint}: its recorded head_info says "
           f"{checkpoints.describe_head(head_info)}, but its weights do not hold that head "
           f"({name}: {_shape(saved)} in the checkpoint, {_shape(built)} for that head); "
@@ -128,7 +128,7 @@ def load_for_export(config, init_checkpoint):
           "altered or written by another program; export an unaltered checkpoint of that run")
     report = checkpoints.load_checkpoint(model, resolved, head_info=head_info)
     if not report.get("whole_model"):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--init_checkpoint={init_checkpoint}: its weights do not fit the "
           f"{checkpoints.describe_head(head_info)} model built from --bert_config_file; "
           "use the bert_config.json of that run")
@@ -202,7 +202,7 @@ def import_keras_hub():
   try:
     import keras_hub  # pylint: disable=g-import-not-at-top
   except ImportError:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--format=keras_hub needs the keras-hub package, which this project does not "
         f"install: pip install {KERAS_HUB_PIN}") from None
   return keras_hub
@@ -224,20 +224,20 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   log = log or logging.info
   keras_hub = import_keras_hub()
   if config.hidden_act != "gelu":
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"hidden_act={config.hidden_act!r}: keras-hub's BertBackbone computes the "
         "original's tanh-approximated \"gelu\" only; export --format=tfhub or huggingface")
   model, head_info, held = load_for_export(config, init_checkpoint)
   head = (head_info or {}).get("head")
   if head not in KERAS_HUB_HEADS:
     holds = checkpoints.describe_head(head_info) if head_info else "no fine-tuned head"
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--init_checkpoint={init_checkpoint}: --format=keras_hub writes a fine-tuned "
         f"classifier (keras_hub.models.BertTextClassifier), and this checkpoint holds "
         f"{holds}; export --format=huggingface instead (keras_hub.models.BertBackbone"
         ".from_preset loads that directory as an encoder)")
   if head_info.get("ltr"):
-    raise script_utils.UserError(
+    raise errors.UserError(
         "cannot export a left-to-right (--ltr) model to keras-hub: its attention is "
         "causal, and keras-hub's BertBackbone attends in both directions")
   variables = modeling.google_variable_map(model)
@@ -265,7 +265,7 @@ def export_keras_hub(export_dir, config, init_checkpoint, vocab_file, do_lower_c
   classifier.output_dense.kernel.assign(kernel.T)
   classifier.output_dense.bias.assign(bias)
   labels = head_info.get("labels") if head != "regression" else None
-  with script_utils.disk_full_names(export_dir, "export_dir"):
+  with errors.disk_full_names(export_dir, "export_dir"):
     with output_lock.lock_export(export_dir), atomic_output.atomic_path(
         export_dir, overwrite=overwrite) as tmp:
       # keras-hub writes local folders: the preset is made in a local scratch folder, then

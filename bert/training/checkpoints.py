@@ -14,7 +14,7 @@ all three formats:
     its `config.json`): torch `Linear.weight` [out, in] is transposed to a kernel [in, out].
 
 What a path holds, and the name-based loading and writing of Google's format, are
-checkpoint_formats.py's; `load_checkpoint` here takes any of the three.
+checkpoint_files.py's; `load_checkpoint` here takes any of the three.
 
 `start_weights` is the one answer to "what does this run start from", for every script:
 resume from output_dir if it holds a checkpoint of this model (of another model: a
@@ -30,12 +30,12 @@ import re
 from absl import logging
 import tensorflow as tf
 
-from bert.export import hugging_face
+from bert.formats import hugging_face
 from bert import modeling
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 from bert.training import loop as training_loop
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 # --------------------------------------------------------------------------- loading
@@ -49,21 +49,21 @@ def load_checkpoint(model, path, strict_encoder=True, head_info=None):
   a clear message on any shape mismatch, or on an encoder that does not fit the config
   (missing or extra layers).
   """
-  kind, resolved = checkpoint_formats.resolve_checkpoint(path)
-  with checkpoint_formats.reading(resolved):
-    if kind == checkpoint_formats.GOOGLE:
-      tensors = checkpoint_formats.read_google_checkpoint(resolved)
-      report = checkpoint_formats.assign_by_name(model, tensors, resolved, strict_encoder)
+  kind, resolved = checkpoint_files.resolve_checkpoint(path)
+  with checkpoint_files.reading(resolved):
+    if kind == checkpoint_files.GOOGLE:
+      tensors = checkpoint_files.read_google_checkpoint(resolved)
+      report = checkpoint_files.assign_by_name(model, tensors, resolved, strict_encoder)
       report["global_step"] = int(tensors.get("global_step", 0))
-    elif kind == checkpoint_formats.HUGGING_FACE:
+    elif kind == checkpoint_files.HUGGING_FACE:
       tensors = hugging_face.read_hugging_face_checkpoint(resolved)
-      report = checkpoint_formats.assign_by_name(model, tensors, resolved,
+      report = checkpoint_files.assign_by_name(model, tensors, resolved,
                                                  strict_encoder)
       report["global_step"] = 0
     else:
       report = _restore_ours(model, resolved, head_info)
   report["format"] = kind
-  checkpoint_formats.log_report(report)
+  checkpoint_files.log_report(report)
   return report
 
 
@@ -109,10 +109,10 @@ def model_signature(model):
 
 
 def _signature_of(prefix):
-  names = checkpoint_formats.checkpoint_variables(prefix)
+  names = checkpoint_files.checkpoint_variables(prefix)
   if _SIGNATURE_KEY not in names:
     return None
-  return checkpoint_formats.checkpoint_reader(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
+  return checkpoint_files.checkpoint_reader(prefix).get_tensor(_SIGNATURE_KEY).decode("utf-8")
 
 
 # Heads whose meaning is a list of labels (one output per label), and those that need
@@ -131,21 +131,21 @@ def head_info_of(prefix):
   ...) is a
   UserError naming the checkpoint and what is wrong, never a KeyError later.
   """
-  names = checkpoint_formats.checkpoint_variables(prefix)
+  names = checkpoint_files.checkpoint_variables(prefix)
   if _HEAD_INFO_KEY not in names:
     return None
-  raw = checkpoint_formats.checkpoint_reader(prefix).get_tensor(_HEAD_INFO_KEY)
+  raw = checkpoint_files.checkpoint_reader(prefix).get_tensor(_HEAD_INFO_KEY)
   where = f"{prefix}: its recorded head_info"
   try:
     info = json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else raw)
   except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where} is not valid JSON ({exc}); the checkpoint was not written by this "
         "project's runs or was altered: export it from the run's earlier checkpoint, or "
         "pass the weights alone (bert_model.ckpt)") from None
   problem = _head_info_problem(info)
   if problem:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{where} {problem}: {json.dumps(info)[:200]}; the checkpoint was not written by "
         "this project's runs or was altered")
   return info
@@ -164,8 +164,8 @@ def _head_info_problem(info):
   if labels is not None and (not isinstance(labels, list) or not labels
                              or not all(isinstance(x, str) for x in labels)):
     return "has \"labels\" that are not a non-empty list of strings"
-  repeat = labels and script_utils.first_repeat(labels)
-  if repeat:  # runs refuse a label list that repeats (script_utils.check_label_list)
+  repeat = labels and errors.first_repeat(labels)
+  if repeat:  # runs refuse a label list that repeats (errors.check_label_list)
     return f"lists the label {labels[repeat[0]]!r} twice (a run never records that)"
   if head in _HEADS_WITH_CHOICES:
     choices = info.get("num_choices")
@@ -198,10 +198,10 @@ def _head_mismatch(saved_info, head_info):
 
 
 def _step_of(prefix):
-  names = checkpoint_formats.checkpoint_variables(prefix)
+  names = checkpoint_files.checkpoint_variables(prefix)
   if _STEP_KEY not in names:
     return 0
-  return int(checkpoint_formats.checkpoint_reader(prefix).get_tensor(_STEP_KEY))
+  return int(checkpoint_files.checkpoint_reader(prefix).get_tensor(_STEP_KEY))
 
 
 def _describe_mismatch(saved, model):
@@ -235,7 +235,7 @@ def _restore_ours(model, prefix, head_info=None):
     return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
             "unused": [], "global_step": _step_of(prefix), "whole_model": True}
   if not _has_encoder(model):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{prefix}: this checkpoint holds another model than this one; "
         "it cannot initialise it")
   encoder = modeling.find_encoder(model)
@@ -268,7 +268,7 @@ def _restore_objects(prefix, objects, what, missing_hint=None):
     detail = " ".join(str(exc).split())[:200]
     if missing_hint and "Unresolved object" in detail and "root." in detail:
       detail = missing_hint
-    raise script_utils.UserError(f"{what} does not fit the model built from --bert_config_file "
+    raise errors.UserError(f"{what} does not fit the model built from --bert_config_file "
                                  f"({detail})") from None
   status.expect_partial()
   return status
@@ -331,7 +331,7 @@ class RunCheckpoint:
     if latest is None and self.output_dir and file_io.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
       named = file_io.basename(state.model_checkpoint_path) if state else "?"
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
           "does not exist; restore the files or delete the 'checkpoint' file")
     return latest
@@ -343,13 +343,13 @@ class RunCheckpoint:
       logging.warning("%s was written before checkpoints recorded their model; it cannot "
                       "be checked to be this task's model", prefix)
     elif saved != model_signature(self.model):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint ({file_io.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
           " the old checkpoints")
     other_head = _head_mismatch(head_info_of(prefix), self.head_info)
     if other_head:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint "
           f"({file_io.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
           "that run as --init_checkpoint to start from its encoder only)")
@@ -357,12 +357,12 @@ class RunCheckpoint:
                if k not in ("model_signature", "head_info")}
     if not whole_state:
       objects = {"model": self.model, "step": self.step}
-    with checkpoint_formats.reading(prefix):
+    with checkpoint_files.reading(prefix):
       try:
         _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
                          f"checkpoint {file_io.basename(prefix)}")
       except ValueError as exc:
-        raise script_utils.UserError(f"{exc}; use a new --output_dir, or delete the old "
+        raise errors.UserError(f"{exc}; use a new --output_dir, or delete the old "
                                      "checkpoints") from None
     logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
                  prefix, int(self.step.numpy()))
@@ -380,7 +380,7 @@ class RunCheckpoint:
             tf.errors.FailedPreconditionError) as exc:
       self._remove_partial(step)
       previous = self.latest_saved()
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--output_dir={self.output_dir}: could not save ckpt-{step} "
           f"({_save_failure(exc)}); "
           + (f"the last good checkpoint {file_io.basename(previous)} is kept: "
@@ -433,7 +433,7 @@ def start_weights(state, init_checkpoint, for_training):
     report = load_checkpoint(state.model, init_checkpoint,
                              head_info=getattr(state, "head_info", None))
     if not for_training and report["missing"]:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--init_checkpoint={init_checkpoint} holds no trained weights for "
           f"{report['missing'][0]} ({len(report['missing'])} missing): evaluating it would "
           "score random weights; pass a trained run's --output_dir or ckpt-N, or "
@@ -452,7 +452,7 @@ def check_trained_weights_exist(output_dir, init_checkpoint):
   if init_checkpoint or (output_dir and file_io.exists(
       file_io.join(output_dir, "checkpoint"))):
     return
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "
       "and no --init_checkpoint was given; pass --do_train, or --output_dir (or "
       "--init_checkpoint) of a trained run")

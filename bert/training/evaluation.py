@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from bert.training import loop
 from bert.utils import progress
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 # Evaluation and prediction log their progress about this often (seconds).
@@ -89,7 +89,7 @@ def evaluate(strategy, model, loss_fn, dataset_fn, steps=None, what="eval"):
         k: (totals[k][0] + sums[k][0], totals[k][1] + sums[k][1]) for k in sums}
     log.update(int(totals["loss"][1]))
   if totals is None:
-    raise script_utils.UserError("the evaluation set is empty")
+    raise errors.UserError("the evaluation set is empty")
   log.finish()
   result = {k: num / den if den else 0.0 for k, (num, den) in totals.items()}
   result["num_examples"] = int(totals["loss"][1])

@@ -3,8 +3,8 @@
 Every command (bert/cli/run_*.py) is its flag definitions plus a short main():
 
     def main(_):
-      with script_utils.report_user_errors(FLAGS.verbose):
-        options = flags_common.run_options(FLAGS)
+      with errors.report_user_errors(FLAGS.verbose):
+        options = flags_common.options_from_flags(FLAGS)
         from bert.classifier import classifier_task  # the one deferred import: --help stays fast
         classifier_task.ClassifierTask(options, processor, FLAGS.data_dir).run()
 
@@ -66,11 +66,11 @@ import math
 
 from absl import logging
 
-from bert.export import litert
-from bert.export import serving
+from bert.formats import litert_convert
+from bert.formats import serving
 from bert import optimization
 from bert import tokenization
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 from bert.training import checkpoints
 from bert.training import loop
 from bert.training import model_config
@@ -78,7 +78,7 @@ from bert.training import strategies
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 class Task:
@@ -122,7 +122,7 @@ class Task:
     """Reads and checks every split this run needs (options.do_train/do_eval/do_predict).
 
     Called once, before any model is built. `config` is the modeling.BertConfig. Raise
-    script_utils.UserError (one line naming the file and line) on bad input.
+    errors.UserError (one line naming the file and line) on bad input.
     """
     raise NotImplementedError
 
@@ -167,7 +167,7 @@ class Task:
     Most tasks predict batch by batch with evaluation.predict (one device, input order);
     strategy is there for tasks that evaluate with evaluation.evaluate (pretraining).
     """
-    raise script_utils.UserError(f"{self.name}: --do_eval is not supported")
+    raise errors.UserError(f"{self.name}: --do_eval is not supported")
 
   def predict(self, model, global_step):
     """Writes the test-set predictions into options.output_dir (global_step: the step of
@@ -180,10 +180,10 @@ class Task:
 
   def export(self, model, export_dir):
     """Writes a SavedModel for serving into export_dir."""
-    raise script_utils.UserError(f"{self.name}: --export_dir is not supported")
+    raise errors.UserError(f"{self.name}: --export_dir is not supported")
 
   def litert_request(self, num_texts=2, **fields):
-    """The LiteRT models --litert asks the export for (litert.Request; None for none),
+    """The LiteRT models --litert asks the export for (litert_convert.Request; None for none),
     their model.json holding this run's head_info, how it tokenizes (max_seq_length,
     do_lower_case, normalize; the vocabulary is copied beside them) and `fields`.
     num_texts: 1 when every input is one text (the check then feeds one segment)."""
@@ -197,7 +197,7 @@ class Task:
       config = model_config.load_bert_config(options.bert_config_file)
       metadata.update(max_position_embeddings=config.max_position_embeddings,
                       type_vocab_size=config.type_vocab_size)
-    return litert.request(options.litert, metadata, options.vocab_file,
+    return litert_convert.request(options.litert, metadata, options.vocab_file,
                           num_segments=num_texts)
 
   def after_training(self, model, global_step):
@@ -265,7 +265,7 @@ def _run_locked(task, options, config, strategy):
   """run(), from the data on, while this process holds output_dir's lock."""
   if options.init_checkpoint:
     # Fail on a bad path before reading data or building anything.
-    checkpoint_formats.resolve_checkpoint(options.init_checkpoint)
+    checkpoint_files.resolve_checkpoint(options.init_checkpoint)
   task.read_data(config)
   check_segments(task, config, options)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
@@ -355,7 +355,7 @@ def recorded_head_info(task, options):
 
 def _check_requested(task, options):
   if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
-    raise script_utils.UserError(
+    raise errors.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
         + (" (or --export_dir)" if task.exports else "") + " must be True.")
   if options.export_dir and task.exports:
@@ -364,7 +364,7 @@ def _check_requested(task, options):
     serving.check_export_target(options.export_dir, options.export_version,
                                 options.overwrite_export)
   if options.eval_every_steps and not (options.do_train and options.do_eval):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
         "needs --do_train and --do_eval")
 
@@ -374,7 +374,7 @@ def check_segments(task, config, options):
   deep in the first step): one line naming the config."""
   needed = task.num_segments()
   if config.type_vocab_size < needed:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--bert_config_file={options.bert_config_file}: type_vocab_size="
         f"{config.type_vocab_size}, but {task.name} packs {needed} segments (segment ids "
         f"0 to {needed - 1}); use a config with type_vocab_size >= {needed} (Google's have 2)")
@@ -382,7 +382,7 @@ def check_segments(task, config, options):
 
 def check_vocab(options, config):
   """vocab_file exists, fits the config's vocab_size, and fits --do_lower_case."""
-  script_utils.check_input_file(options.vocab_file, "vocab_file")
+  errors.check_input_file(options.vocab_file, "vocab_file")
   tokenization.validate_case_matches_checkpoint(options.do_lower_case,
                                                 options.init_checkpoint)
   vocab = tokenization.load_vocab(options.vocab_file)
@@ -401,7 +401,7 @@ def train_steps(task, options):
     examples = task.num_train_examples()
     steps = int(examples / options.train_batch_size * options.num_train_epochs)
     if steps < 1:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{examples} training examples at --train_batch_size={options.train_batch_size} "
           f"and --num_train_epochs={options.num_train_epochs} make no training step; "
           "lower the batch size, raise the epochs or set --num_train_steps")
@@ -430,7 +430,7 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   bad = sorted(k for k, v in values.items()
                if isinstance(v, (int, float)) and not math.isfinite(v))
   if bad:  # a diverged model: its figures must not look like results
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"evaluation at step {global_step} gives {', '.join(f'{k} = {values[k]}' for k in bad)}"
         f": the model's outputs are not finite (the weights diverged); {output_dir}/"
         "eval_results.txt is not written; resume from an earlier checkpoint with a lower "
@@ -440,7 +440,7 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
   path = file_io.join(output_dir, "eval_results.txt")
-  with script_utils.disk_full_names(path):  # a full disk: one line naming the file
+  with errors.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
     loop.write_scalars(file_io.join(output_dir, "eval"), eval_tags(metrics),

@@ -68,7 +68,7 @@ import tensorflow as tf
 from bert import optimization
 from bert.utils import file_io
 from bert.utils import progress
-from bert.utils import script_utils
+from bert.utils import errors
 
 PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
 
@@ -295,7 +295,7 @@ class TrainLogger:
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = progress.Progress(config.num_train_steps, first_step)
     self.logdir = file_io.join(output_dir, "train")
-    with script_utils.disk_full_names(self.logdir, atomic=False):
+    with errors.disk_full_names(self.logdir, atomic=False):
       self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
   def log(self, step, steps_run, seconds, loss, norm, metrics, optimizer, state):
@@ -313,7 +313,7 @@ class TrainLogger:
                  "global_norm": norm, **metrics}
       if self.config.loss_scaling:
         scalars["loss_scale"] = float(state.loop.loss_scale.numpy())
-      with script_utils.disk_full_names(self.logdir, atomic=False):  # a full disk: one line
+      with errors.disk_full_names(self.logdir, atomic=False):  # a full disk: one line
         write_scalars(self.writer, scalars, step)
 
   def close(self):
@@ -429,7 +429,7 @@ def _save(state):
 
 def _stop_on_bad_loss(loss, step, state):
   last = state.latest_saved()
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"the training loss is {loss} at step {step}: "
       + (f"the last good checkpoint {file_io.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
@@ -460,7 +460,7 @@ def _stop_on_lost_worker(exc, strategy, state, step):
   except (OSError, tf.errors.OpError):
     last = None
   reason = f" ({cause.split('. ')[0].rstrip('.')[:120]})" if cause else ""
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"the multi-worker run lost {lost} after step {step}{reason}"
       "; rerun every worker with the same command"
       + (f": they resume from {file_io.basename(last)} in {state.output_dir}" if last
@@ -477,7 +477,7 @@ def _stop_on_non_finite_weights(state):
   if not bad:
     return
   last = state.latest_saved()
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"the weights are not finite at step {int(state.step.numpy())} ({len(bad)} "
       f"variable(s), {bad[0]} first): the training diverged; "
       + (f"the last good checkpoint {file_io.basename(last)} is kept in "
@@ -494,7 +494,7 @@ def write_scalars(writer_or_dir, scalars, step):
   one in (output_dir/eval).
   """
   if isinstance(writer_or_dir, str):
-    with script_utils.disk_full_names(writer_or_dir, atomic=False):  # a full disk: one line
+    with errors.disk_full_names(writer_or_dir, atomic=False):  # a full disk: one line
       writer = tf.summary.create_file_writer(writer_or_dir)
       try:
         _write_scalars(writer, scalars, step)

@@ -4,10 +4,10 @@ max_seq_length against it."""
 
 import json
 
-from bert.export import hugging_face
+from bert.formats import hugging_face
 from bert import modeling
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def load_bert_config(path):
@@ -16,16 +16,16 @@ def load_bert_config(path):
   A Hugging Face config is recognised by its `model_type`/`architectures` keys; its
   activation name is translated (HF "gelu" = our "gelu_exact").
   """
-  script_utils.check_input_file(path, "bert_config_file")
+  errors.check_input_file(path, "bert_config_file")
   try:
     with file_io.open(path, "r", encoding="utf-8") as handle:
       data = json.loads(file_io.without_byte_order_mark(handle.read()))
   except json.JSONDecodeError as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
         f"{exc.msg}") from None
   except UnicodeDecodeError:
-    raise script_utils.UserError(file_io.not_utf8_message(path)) from None
+    raise errors.UserError(file_io.not_utf8_message(path)) from None
   if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
     return hugging_face.config_from_hugging_face(data, source=path)
   return modeling.BertConfig.from_dict(data, source=path)
@@ -34,16 +34,16 @@ def load_bert_config(path):
 def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
   """Fails when the vocabulary and the config disagree: ids would index the wrong rows."""
   if vocab_size != config.vocab_size:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{vocab_file}: {vocab_size} tokens, but the BERT config says vocab_size="
         f"{config.vocab_size}; use the vocab.txt that came with the checkpoint")
 
 
 def check_max_seq_length(max_seq_length, config, flag="max_seq_length"):
   if max_seq_length > config.max_position_embeddings:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
         f"{config.max_position_embeddings}; lower --{flag}")
   if max_seq_length < 3:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")

@@ -20,7 +20,7 @@ from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.eager import context as tf_context
 
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 def create_strategy(name="one_device", tpu_name=None, tpu_zone=None, gcp_project=None,
@@ -58,7 +58,7 @@ def _check_accelerators(name, num_gpus, tpu_name):
   """
   if name == "tpu":
     if not tpu_name and not tf.config.list_physical_devices("TPU"):
-      raise script_utils.UserError(
+      raise errors.UserError(
           "--use_tpu (or --distribution_strategy=tpu) asks for a TPU, but TensorFlow sees "
           "no local TPU and no --tpu_name (or --master) names one; pass --tpu_name, or "
           "drop --use_tpu to run on the CPU/GPU")
@@ -66,7 +66,7 @@ def _check_accelerators(name, num_gpus, tpu_name):
   if num_gpus:
     gpus = tf.config.list_physical_devices("GPU")
     if num_gpus > len(gpus):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--num_gpus={num_gpus} (--distribution_strategy={name}) asks for {num_gpus} "
           f"GPU(s), but TensorFlow sees {len(gpus)}"
           + (f" ({', '.join(g.name for g in gpus)})" if gpus else "")
@@ -99,11 +99,11 @@ def _create_strategy(name, tpu_name, tpu_zone, gcp_project, num_gpus, num_tpu_co
     tf.tpu.experimental.initialize_tpu_system(resolver)
     strategy = tf.distribute.TPUStrategy(resolver)
     if num_tpu_cores and strategy.num_replicas_in_sync != num_tpu_cores:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--num_tpu_cores={num_tpu_cores}: the TPU {tpu_name} has "
           f"{strategy.num_replicas_in_sync} cores")
     return strategy
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"--distribution_strategy={name}: use one_device, mirrored, multi_worker_mirrored or tpu")
 
 
@@ -121,7 +121,7 @@ def parse_tf_config(raw):
   addresses, an unknown task type, an index out of range or negative, a task that is not
   in the cluster). Returns the decoded dict."""
   def bad(what):
-    return script_utils.UserError(f"TF_CONFIG: {what}; expected JSON like {_TF_CONFIG_EXAMPLE}")
+    return errors.UserError(f"TF_CONFIG: {what}; expected JSON like {_TF_CONFIG_EXAMPLE}")
   try:
     config = json.loads(raw)
   except ValueError as exc:
@@ -181,7 +181,7 @@ def waiting_for_peers(config, timeout=0):
   except tf.errors.DeadlineExceededError:
     if not timeout:
       raise
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"TF_CONFIG: {kind} {index} waited {time.monotonic() - start:.0f} s "
         f"(--multi_worker_timeout={timeout:g}) for the other tasks to connect and some never "
         f"did: {whom}; start every task of the cluster (same TF_CONFIG cluster, each its "
@@ -216,7 +216,7 @@ def setup_precision(dtype="float32"):
   model's logits are float32 either way (modeling.py).
   """
   if dtype not in _POLICIES:
-    raise script_utils.UserError(f"--dtype={dtype}: use float32, bfloat16 or float16")
+    raise errors.UserError(f"--dtype={dtype}: use float32, bfloat16 or float16")
   keras.mixed_precision.set_global_policy(_POLICIES[dtype])
 
 

@@ -13,7 +13,7 @@ import os
 import re
 
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 @contextlib.contextmanager
@@ -22,7 +22,7 @@ def _naming(where):
   try:
     yield
   except file_io.UrlError as exc:
-    raise script_utils.UserError(f"{where}: {exc.reason}") from None
+    raise errors.UserError(f"{where}: {exc.reason}") from None
 
 
 def _probe_write(directory):
@@ -36,11 +36,11 @@ def _probe_write(directory):
 def ensure_output_dir(path, flag_name="output_dir"):
   """Creates the directory if needed and checks that it can be written to."""
   if not path:
-    raise script_utils.UserError(f"--{flag_name} is required")
+    raise errors.UserError(f"--{flag_name} is required")
   where = f"--{flag_name}={path}"
   with _naming(where):
     if file_io.exists(path) and not file_io.isdir(path):
-      raise script_utils.UserError(f"{where}: exists and is not a directory")
+      raise errors.UserError(f"{where}: exists and is not a directory")
     if file_io.is_url(path):
       file_io.makedirs(path)
       _probe_write(path)
@@ -48,9 +48,9 @@ def ensure_output_dir(path, flag_name="output_dir"):
   try:
     os.makedirs(path, exist_ok=True)
   except OSError as exc:
-    raise script_utils.UserError(f"{where}: cannot create it ({exc.strerror})") from None
+    raise errors.UserError(f"{where}: cannot create it ({exc.strerror})") from None
   if not file_io.writable_dir(path):
-    raise script_utils.UserError(f"{where}: not writable (check its permissions)")
+    raise errors.UserError(f"{where}: not writable (check its permissions)")
   return path
 
 
@@ -67,11 +67,11 @@ def prepare_output_file(path, flag_name="output_file"):
 
 def _prepare_output_file(path, where):
   if file_io.isdir(path):
-    raise script_utils.UserError(f"{where}: is a directory, expected a file")
+    raise errors.UserError(f"{where}: is a directory, expected a file")
   directory = file_io.dirname(file_io.abspath(path))
   if file_io.is_url(path):
     if file_io.exists(directory) and not file_io.isdir(directory):
-      raise script_utils.UserError(f"{where}: {directory} is a file, not a directory")
+      raise errors.UserError(f"{where}: {directory} is a file, not a directory")
     file_io.makedirs(directory)
     _probe_write(directory)
   else:
@@ -79,14 +79,14 @@ def _prepare_output_file(path, where):
     while not os.path.exists(parent):
       parent = os.path.dirname(parent)
     if not os.path.isdir(parent):
-      raise script_utils.UserError(f"{where}: {parent} is a file, not a directory")
+      raise errors.UserError(f"{where}: {parent} is a file, not a directory")
     try:
       os.makedirs(directory, exist_ok=True)
     except OSError as exc:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: cannot create directory {directory} ({exc.strerror})") from None
     if not file_io.writable_dir(directory):
-      raise script_utils.UserError(f"{where}: directory {directory} is not writable")
+      raise errors.UserError(f"{where}: directory {directory} is not writable")
   remove_stale_temporaries(directory, file_io.basename(path))
 
 
@@ -114,11 +114,11 @@ def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
     file_io.makedirs(directory)
   else:
     if not os.path.isdir(directory):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}: its directory {directory} does not exist; create it first or choose "
           "another output path")
     if not file_io.writable_dir(directory):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}: directory {directory} is not writable; check its permissions or "
           "choose another output path")
   tmp = file_io.temporary_sibling(path)
@@ -134,11 +134,11 @@ def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
 
 def _move_folder_into_place(tmp, path, overwrite, overwrite_flag):
   if file_io.islink(path) or (file_io.exists(path) and not file_io.isdir(path)):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: is not a folder this run writes (a file or a symbolic link); it is "
         f"left as it is (even with {overwrite_flag}): move it away, or choose another "
         "output path")
-  taken = script_utils.UserError(
+  taken = errors.UserError(
       f"{path}: another run has just written it (it was not there when this run "
       f"started); this run's output is not written there: remove it, or pass "
       f"{overwrite_flag} to replace it")

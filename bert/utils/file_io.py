@@ -30,7 +30,7 @@ class InputError(ValueError):
   """Bad input from the user (a file, config or value): shown as one line, exit status 2.
 
   A ValueError, so that code and tests that expect one keep working; but only this
-  class (and its subclass script_utils.UserError), never a bare ValueError, is reported
+  class (and its subclass errors.UserError), never a bare ValueError, is reported
   without a traceback.
   """
 

@@ -22,7 +22,7 @@ from absl import logging
 
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 LOCK_FILE = ".bert-run.lock"
 
@@ -63,7 +63,7 @@ class OutputLock:
 
   def _refusal(self, pid, command, host=""):
     on = f" on {host}" if host else ""
-    return script_utils.UserError(
+    return errors.UserError(
         f"{self._where()} is in use by another run (pid {pid}{on}"
         + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "")
         + "); wait for it to finish or stop it, or use another "
@@ -84,10 +84,10 @@ class OutputLock:
         where = f"--{self.flag_name}={self.path}" if self.flag_name else self.path
         if os.path.isdir(self.lock_path) or exc.errno == errno.EISDIR:
           # The output is fine; its lock file is not a file (no run of ours makes it so).
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"{where}: its run lock {self.lock_path} is a directory, not a lock file; "
               "remove that directory (no run needs it) and rerun") from None
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"{where}: cannot write in {self.directory} ({exc.strerror}); create it, check "
             "its permissions or choose another output path") from None
       try:
@@ -201,7 +201,7 @@ class ObjectLock(OutputLock):
   def acquire(self):
     settle = 0.0 if file_io.scheme(self.lock_path) == "ram" else self.SETTLE_S
     if file_io.isdir(self.lock_path):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{self._where()}: its run lock {self.lock_path} is a directory, not a lock file; "
           "remove that directory (no run needs it) and rerun")
     waited = False
@@ -220,7 +220,7 @@ class ObjectLock(OutputLock):
       try:
         self._write()
       except file_io.InputError as exc:
-        raise script_utils.UserError(f"{self._where()}: cannot write its run lock: {exc}") from None
+        raise errors.UserError(f"{self._where()}: cannot write its run lock: {exc}") from None
       time.sleep(settle)
       holder = self._holder()
       if holder and holder.get("token") == self.token:
@@ -270,7 +270,7 @@ def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=Tr
 _VERSION_TEMPORARY = re.compile(r"\.[0-9]+\.tmp-[0-9a-f]{8}")
 EXPORT_LOCK = ".export.lock"  # in export_dir: the lock of a versioned export
 # The folders of a versioned export that hold version folders: the ids and text SavedModels
-# and the LiteRT models (bert/export/serving.py writes these, and only these).
+# and the LiteRT models (bert/formats/serving.py writes these, and only these).
 VERSIONED_KINDS = ("ids", "text", "litert")
 
 
@@ -292,10 +292,10 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
     try:
       file_io.makedirs(export_dir)
     except OSError as exc:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--{flag_name}={export_dir}: cannot create it ({exc.strerror})") from None
     except file_io.InputError as exc:
-      raise script_utils.UserError(f"--{flag_name}={export_dir}: cannot create it: {exc}") from None
+      raise errors.UserError(f"--{flag_name}={export_dir}: cannot create it: {exc}") from None
     lock = _lock(export_dir, flag_name, clean=False, wait=True, lock_name=EXPORT_LOCK)
   else:
     lock = _lock(export_dir, flag_name, is_file=True, wait=True)

@@ -7,7 +7,7 @@ before training starts, so a file cut short fails now, naming the file and recor
 import struct
 
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 _CRC32C_TABLE = []
 
@@ -48,19 +48,19 @@ def check_tfrecord_framing(path, flag_name="input_file"):
     while offset < size:
       header = handle.read(12)
       if len(header) < 12:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{flag_name}: {path} record {index} at byte {offset} is cut short (the file "
             f"ends inside its header): the file is truncated; recreate it")
       length, length_crc = struct.unpack("<QI", header)
       if header not in good_headers:
         if _masked_crc32c(header[:8]) != length_crc:
-          raise script_utils.UserError(
+          raise errors.UserError(
               f"--{flag_name}: {path} is not a TFRecord file (bad record header {index} at "
               f"byte {offset}); pass TFRecords written by this project's scripts")
         good_headers.add(header)
       end = offset + 12 + length + 4
       if end > size:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--{flag_name}: {path} record {index} at byte {offset} needs {end - offset} "
             f"bytes but the file ends after {size - offset}: the file is truncated (an "
             "interrupted copy or write?); recreate it")

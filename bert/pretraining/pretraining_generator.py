@@ -5,7 +5,7 @@ create_pretraining_data.py parses its flags and calls `check_run` and
 This module is the driver (flag and corpus checks, the output writers, progress, the
 summary); the work is done by pretraining_corpus (documents and chunks),
 pretraining_tokenizer (in-graph tokenization), pretraining_workers (the process pool),
-pretraining_instances (the algorithm) and example_encoder (the records' bytes).
+pretraining_instances (the algorithm) and pretraining_records (the records' bytes).
 
 The algorithm is the original's, each step drawing from the same distribution as the
 original's: `dupe_factor` passes, a target length drawn per document pass, segment A/B with
@@ -39,7 +39,7 @@ from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 _PROGRESS_EVERY_S = 10.0
@@ -48,7 +48,7 @@ _PROGRESS_EVERY_S = 10.0
 def _instance_options(vocab, vocab_file, **kwargs):
   missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
   if missing:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--vocab_file={vocab_file}: has no {', '.join(missing)} token; use a BERT "
         "WordPiece vocabulary (one token a line)")
   ids = list(vocab.values())
@@ -76,7 +76,7 @@ _LIMITS = {"max_seq_length": MAX_SEQ_LENGTH_LIMIT,
 
 def _check_limit(name, value):
   if value is not None and value > _LIMITS[name]:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--{name}={value}: more than {_LIMITS[name]:,}, beyond any sane run")
 
 
@@ -84,15 +84,15 @@ def output_paths(output_file, num_output_shards=None):
   """The files to write: the comma-separated list, or N numbered shards of one name."""
   files = [f.strip() for f in str(output_file or "").split(",") if f.strip()]
   if not files:
-    raise script_utils.UserError("--output_file is required")
+    raise errors.UserError("--output_file is required")
   if num_output_shards is None:
     return files
   if num_output_shards < 1:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--num_output_shards={num_output_shards}: must be at least 1")
   _check_limit("num_output_shards", num_output_shards)
   if len(files) != 1:
-    raise script_utils.UserError(
+    raise errors.UserError(
         "--num_output_shards needs a single --output_file name, not a list")
   return [f"{files[0]}-{i:05d}-of-{num_output_shards:05d}"
           for i in range(num_output_shards)]
@@ -123,7 +123,7 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
   ]
   for ok, message in checks:
     if not ok:
-      raise script_utils.UserError(message)
+      raise errors.UserError(message)
   for name, value in [("max_seq_length", max_seq_length),
                       ("max_predictions_per_seq", max_predictions_per_seq),
                       ("dupe_factor", dupe_factor),
@@ -144,14 +144,14 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
   for name, value in (("input_file", input_patterns), ("output_file", output_file),
                       ("vocab_file", vocab_file)):
     if not value:
-      raise script_utils.UserError(f"--{name} is required")
-  input_files = script_utils.expand_file_patterns(input_patterns, "input_file")
+      raise errors.UserError(f"--{name} is required")
+  input_files = errors.expand_file_patterns(input_patterns, "input_file")
   outputs = output_paths(output_file, num_output_shards)
   check_options(**{k: v for k, v in options.items()
                    if k not in ("do_whole_word_mask", "random_seed")})
   for path in input_files:
-    script_utils.check_input_file(path, "input_file", allow_empty=True)
-  script_utils.check_input_file(vocab_file, "vocab_file")
+    errors.check_input_file(path, "input_file", allow_empty=True)
+  errors.check_input_file(vocab_file, "vocab_file")
   if prepare_outputs:
     for path in outputs:
       atomic_output.prepare_output_file(path, "output_file")
@@ -238,15 +238,15 @@ def _check_corpus_shape(totals, input_files):
   """Corpora the algorithm cannot make pairs from -> UserError naming the input."""
   shown = ",".join(input_files)
   if totals["documents"] == 0:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--input_file={shown}: no text found (empty corpus); expected one sentence a "
         "line with blank lines between documents")
   if totals["documents"] < 2:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--input_file={shown}: only one document; random-next sentences need at least "
         "two documents separated by blank lines")
   if totals["sentences"] == totals["documents"]:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--input_file={shown}: every document has a single sentence, too short to "
         "make a sentence pair; put one sentence a line and a blank line only between "
         "documents")
@@ -255,8 +255,8 @@ def _check_corpus_shape(totals, input_files):
 def _validate(input_files, output_files, vocab_file, options):
   check_options(**options)
   for path in input_files:
-    script_utils.check_input_file(path, "input_file", allow_empty=True)
-  script_utils.check_input_file(vocab_file, "vocab_file")
+    errors.check_input_file(path, "input_file", allow_empty=True)
+  errors.check_input_file(vocab_file, "vocab_file")
   for path in output_files:
     atomic_output.prepare_output_file(path, "output_file")
 
@@ -291,7 +291,7 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(pretraining_instances.STAT_KEYS + ("unk_tokens",), 0)
   report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
-  with script_utils.disk_full_names(", ".join(output_files)), contextlib.ExitStack() as stack:
+  with errors.disk_full_names(", ".join(output_files)), contextlib.ExitStack() as stack:
     pool = pretraining_workers.start_workers(opt, num_workers)
     if pool is not None:
       stack.callback(pool.terminate)

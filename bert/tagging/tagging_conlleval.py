@@ -1,6 +1,6 @@
 """The CoNLL evaluation script (conlleval): its chunk rules, and its scores.
 
-Plain Python: used by tagging.py (IOB re-tagging) and by every task that
+Plain Python: used by tagging_data.py (IOB re-tagging) and by every task that
 scores IOB chunk tags (NER, chunking); reads no absl FLAGS.
 
 Chunks are found with conlleval's rules, which read IOB1 and IOB2 alike: a chunk starts at

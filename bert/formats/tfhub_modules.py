@@ -62,15 +62,15 @@ import keras
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
-from bert.export import serving
+from bert.formats import serving
 from bert import fast_tokenization
-from bert.export import litert as litert_models
+from bert.formats import litert_convert as litert_models
 from bert import modeling
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 ENCODER_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 # Our BertModel's names for the same three inputs, in the same order.
@@ -265,18 +265,18 @@ def save_module(root, path, signatures):
 def check_export_dir(export_dir, overwrite=False):
   """Refuses an export_dir that is a file, or a non-empty directory unless overwrite."""
   if not export_dir:
-    raise script_utils.UserError("--export_dir is required")
+    raise errors.UserError("--export_dir is required")
   if file_io.exists(export_dir):
     if not file_io.isdir(export_dir):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not a directory")
     if file_io.listdir(export_dir) and not overwrite:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not empty; choose a new directory "
           "or pass --overwrite to replace it")
   parent = file_io.dirname(file_io.abspath(export_dir))
   if not file_io.is_url(parent) and not file_io.isdir(parent):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--export_dir={export_dir}: its parent directory {parent} does not exist")
 
 
@@ -284,8 +284,8 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
                                     seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
                                     log=None, normalize=None, litert=None):
   """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once, and with
-  `litert` (a litert.Request) `<export_dir>/litert`: the encoder's serving_default as
-  LiteRT models, each checked against the encoder SavedModel (litert.py).
+  `litert` (a litert_convert.Request) `<export_dir>/litert`: the encoder's serving_default as
+  LiteRT models, each checked against the encoder SavedModel (litert_convert.py).
 
   model: a modeling.BertModel holding the weights to export. Both SavedModels are
   written under a temporary directory beside export_dir that is renamed into place
@@ -298,7 +298,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
   check_export_dir(export_dir, overwrite)
   # Under the export's lock: another export of export_dir waits, and what a killed one
   # left beside it is removed; the check again, for what was written meanwhile.
-  with output_lock.lock_export(export_dir), script_utils.disk_full_names(
+  with output_lock.lock_export(export_dir), errors.disk_full_names(
       export_dir, "export_dir"), atomic_output.atomic_path(
       export_dir, overwrite=True) as tmp:  # a full disk: one line naming it
     check_export_dir(export_dir, overwrite)

@@ -35,7 +35,7 @@ the 408 dev rows' by up to 0.069; a quantization gone wrong moves them by far mo
 Integer outputs
 (label_id, predictions) must be equal in float32; in int8 they follow the quantized
 probabilities and are not compared. A model outside its tolerance, or a conversion that
-fails, stops the export with one line naming the model (script_utils.UserError): the
+fails, stops the export with one line naming the model (errors.UserError): the
 export is written under temporary names, so nothing of it lands (serving.py).
 
 model.json (`METADATA_FILE`) says what the model is, so that a predictor refuses a model
@@ -74,7 +74,7 @@ import numpy as np
 
 from bert import tokenization
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 PRECISIONS = ("float32", "int8")
 CHOICES = ("both", "float32", "int8", "none")  # --litert
@@ -105,7 +105,7 @@ _ROLES = {"input_ids": "ids", "input_mask": "mask", "segment_ids": "segments",
 def precisions_of(choice):
   """--litert's value -> the precisions to write: both -> (float32, int8), none -> ()."""
   if choice not in CHOICES:
-    raise script_utils.UserError(f"--litert={choice}: choose one of {', '.join(CHOICES)}")
+    raise errors.UserError(f"--litert={choice}: choose one of {', '.join(CHOICES)}")
   if choice == "both":
     return PRECISIONS
   return () if choice == "none" else (choice,)
@@ -238,14 +238,14 @@ def check(signature, flatbuffer, precision, feeds, where):
     try:
       found = differences(_saved_model_outputs(signature, feed), runner(**feed), precision)
     except ValueError as exc:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: the converted {precision} model does not answer as the SavedModel "
           f"does ({exc}); nothing was exported; pass --litert=none to export the "
           "SavedModels alone") from None
     for name, (largest, mean, allowed) in found.items():
       diff = largest if statistic == "max" else mean
       if not diff <= allowed:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"{where}: the converted {precision} model's {name} differs from the "
             f"SavedModel's by {diff:.3g} ({statistic} over the check rows; allowed "
             f"{allowed:.3g}); nothing was exported; pass --litert="
@@ -283,7 +283,7 @@ def write(saved_model_dir, out_dir, spec, final_dir=None, log=None):
       flatbuffer = convert(saved_model_dir, precision)
     except Exception as exc:  # the converter's errors are many kinds, all of one meaning
       first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{where}: the SavedModel does not convert to LiteRT with built-in ops "
           f"({type(exc).__name__}: {first}); nothing was exported; pass --litert=none to "
           "export the SavedModels alone") from None
@@ -343,19 +343,19 @@ def read_metadata(model_file):
   directory = os.path.dirname(os.path.abspath(model_file))
   path = os.path.join(directory, METADATA_FILE)
   if not os.path.isfile(path):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{model_file}: no {METADATA_FILE} beside it; a LiteRT model of an export "
         "(--export_dir's litert/ folder) has one, saying its task, labels and tokenizer")
   try:
     with open(path, encoding="utf-8") as handle:
       metadata = json.load(handle)
   except (OSError, ValueError) as exc:
-    raise script_utils.UserError(f"{path}: not readable JSON ({exc})") from None
+    raise errors.UserError(f"{path}: not readable JSON ({exc})") from None
   if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
-    raise script_utils.UserError(f"{path}: not a {FORMAT} description (no \"format\": "
+    raise errors.UserError(f"{path}: not a {FORMAT} description (no \"format\": "
                                  f"\"{FORMAT}\")")
   if metadata.get("format_version") not in READABLE_VERSIONS:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: format_version {metadata.get('format_version')!r}; this version of the "
         f"project reads {' and '.join(map(str, READABLE_VERSIONS))}")
   return metadata

@@ -1,6 +1,6 @@
 """Hugging Face BERT checkpoints: Google's variable names to theirs, and the writer.
 
-Imports modeling (the core), atomic_output and script_utils; never reads absl FLAGS.
+Imports modeling (the core), atomic_output and errors; never reads absl FLAGS.
 export_encoder.py --format=huggingface is the command-line front end.
 
 `write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case)` writes a
@@ -67,7 +67,7 @@ from bert import modeling
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 VOCAB_NAME, TOKENIZER_CONFIG_NAME = "vocab.txt", "tokenizer_config.json"
@@ -127,10 +127,10 @@ _HF_ACTIVATIONS = {"gelu": "gelu_exact", "gelu_new": "gelu", "gelu_pytorch_tanh"
 def config_from_hugging_face(data, source="config.json"):
   model_type = data.get("model_type", "bert")
   if model_type not in ("bert",):
-    raise script_utils.UserError(f"{source}: model_type {model_type!r} is not a BERT model")
+    raise errors.UserError(f"{source}: model_type {model_type!r} is not a BERT model")
   act = data.get("hidden_act", "gelu")
   if act not in _HF_ACTIVATIONS:
-    raise script_utils.UserError(f"{source}: unsupported hidden_act {act!r}")
+    raise errors.UserError(f"{source}: unsupported hidden_act {act!r}")
   values = {k: v for k, v in data.items() if k in _HF_CONFIG_KEYS}
   values["hidden_act"] = _HF_ACTIVATIONS[act]
   return modeling.BertConfig.from_dict(values, source=source)
@@ -168,7 +168,7 @@ def read_hugging_face_checkpoint(path):
   try:
     raw = load_bytes(file_io.read_bytes(path))
   except Exception as exc:  # safetensors raises its own error types for bad files
-    raise script_utils.UserError(f"{path}: not a readable safetensors file ({exc})") from None
+    raise errors.UserError(f"{path}: not a readable safetensors file ({exc})") from None
   tensors = {}
   for hf_name, value in raw.items():
     name = hugging_face_to_google_name(hf_name)
@@ -238,7 +238,7 @@ def hugging_face_state_dict(tensors, head=None):
   for name, value in tensors.items():
     hf_name = google_to_hugging_face_name(name, head)
     if hf_name is None:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{name}: no Hugging Face BertForPreTraining weight corresponds to it")
     value = np.asarray(value, dtype=np.float32)
     if _is_dense_kernel(name):
@@ -254,18 +254,18 @@ def exportable_names(names, head_info=None):
   head_info: what a fine-tuned head means (Task.head_info()), or None (pretraining heads
   or the encoder alone, decided by the names present).
   Returns (sorted exportable names, architecture). ValueError for a head that is only
-  partly present, which would otherwise load half random; script_utils.UserError for a
+  partly present, which would otherwise load half random; errors.UserError for a
   head with no Hugging Face counterpart.
   """
   names = set(names)
   head = (head_info or {}).get("head")
   if (head_info or {}).get("ltr"):
-    raise script_utils.UserError(
+    raise errors.UserError(
         "cannot export a left-to-right (--ltr) model to Hugging Face: its attention is "
         "causal, and Hugging Face's BERT classes attend in both directions, so they would "
         "compute other numbers than this model; use it with this project's scripts (--ltr)")
   if head in REFUSED_HEADS:
-    raise script_utils.UserError(f"cannot export a {head} head to Hugging Face: "
+    raise errors.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{REFUSED_HEADS[head]}")
   if head in _TASK_HEADS:
     architecture, prefix, _, pooler = _TASK_HEADS[head]
@@ -278,13 +278,13 @@ def exportable_names(names, head_info=None):
         and (pooler or not n.startswith("bert/pooler/"))))
     return keep, architecture
   if head not in (None, "pretraining"):
-    raise script_utils.UserError(f"head {head!r}: no Hugging Face export is known for it")
+    raise errors.UserError(f"head {head!r}: no Hugging Face export is known for it")
   present = {}
   for prefix, required in _HEAD_WEIGHTS.items():
     have = [n for n in required if n in names]
     if have and len(have) != len(required):
       missing = sorted(set(required) - set(have))[0]
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"the checkpoint has {have[0]} but not {missing}: an incomplete "
           f"{prefix.rstrip('/')} head")
     present[prefix] = bool(have)
@@ -312,8 +312,8 @@ def head_labels(head_info):
   labels = (head_info or {}).get("labels")
   if head in ("classifier", "multi_label", "token_classification") and labels:
     labels = [str(label) for label in labels]
-    if script_utils.first_repeat(labels):
-      raise script_utils.UserError(f"the run's label list repeats a label: {labels}")
+    if errors.first_repeat(labels):
+      raise errors.UserError(f"the run's label list repeats a label: {labels}")
     values["id2label"] = {str(i): label for i, label in enumerate(labels)}
     values["label2id"] = {label: i for i, label in enumerate(labels)}
     values["num_labels"] = len(labels)
@@ -330,7 +330,7 @@ def hugging_face_config(config, architecture="BertModel", pad_token_id=0, head_i
   """modeling.BertConfig -> the dict of a Hugging Face BertConfig with the same numbers
   (and, for a fine-tuned head, its labels and problem type: head_labels)."""
   if config.hidden_act not in _ACTIVATIONS_TO_HF:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"hidden_act {config.hidden_act!r} has no Hugging Face equivalent")
   known = set(_ARCHITECTURES.values()) | {v[0] for v in _TASK_HEADS.values()}
   if architecture not in known:
@@ -364,9 +364,9 @@ def tokenizer_config(do_lower_case, model_max_length):
 
 def _check_target(export_dir, overwrite):
   if file_io.isfile(export_dir):
-    raise script_utils.UserError(f"{export_dir}: exists and is not a directory")
+    raise errors.UserError(f"{export_dir}: exists and is not a directory")
   if file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite:
-    raise script_utils.UserError(f"{export_dir}: exists and is not empty; choose a new "
+    raise errors.UserError(f"{export_dir}: exists and is not empty; choose a new "
                                  "directory or pass --overwrite to replace it")
 
 
@@ -391,11 +391,11 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   names, architecture = exportable_names(tensors, head_info)
   if set(names) != set(tensors):
     extra = sorted(set(tensors) - set(names))[0]
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{extra}: no Hugging Face {architecture} weight corresponds to it")
   state = hugging_face_state_dict(tensors, (head_info or {}).get("head"))
   _check_shapes(state, config)
-  vocab = [line.strip() for _, line in script_utils.read_text_lines(vocab_file)]
+  vocab = [line.strip() for _, line in errors.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
   _check_target(export_dir, overwrite)
   # Under the export's lock: another export of export_dir waits, and what a killed one
@@ -438,14 +438,14 @@ def _check_shapes(state, config):
                                                        config.hidden_size)}
   for name, shape in expected.items():
     if name not in state:
-      raise script_utils.UserError(f"{name}: missing; the encoder's weights are incomplete")
+      raise errors.UserError(f"{name}: missing; the encoder's weights are incomplete")
     if tuple(state[name].shape) != shape:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{name}: shape {list(state[name].shape)} does not fit the config "
           f"({list(shape)})")
   layers = {int(m.group(1)) for m in map(re.compile(r"bert\.encoder\.layer\.(\d+)\.").match,
                                          state) if m}
   if layers != set(range(config.num_hidden_layers)):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"the weights hold encoder layers {sorted(layers)}, the config "
         f"num_hidden_layers={config.num_hidden_layers}")

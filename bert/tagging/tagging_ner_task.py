@@ -1,10 +1,10 @@
 """CoNLL-2003 named-entity recognition (paper Table 7) as a finetune.Task.
 
 NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True,
-the entity tags in the last column): reading, windows and decoding are in tagging.py,
-conlleval's scores in conlleval.py, the entity label set in ner_data.py, the
+the entity tags in the last column): reading, windows and decoding are in tagging_data.py,
+conlleval's scores in tagging_conlleval.py, the entity label set in tagging_ner_data.py, the
 feature-based machinery (layer combinations, activation cache, BiLSTM) in
-ner_features.py, the token head and its loss in heads.py.
+tagging_ner_features.py, the token head and its loss in heads.py.
 
 mode "finetune" (Table 7, top): the whole encoder is trained with one output layer on
 top of every token; a word's label and prediction sit on its first WordPiece.
@@ -30,13 +30,13 @@ import keras
 
 from bert import input_pipeline
 from bert import modeling
-from bert.tagging import ner_data
-from bert.tagging import ner_features
+from bert.tagging import tagging_ner_data
+from bert.tagging import tagging_ner_features
 from bert.tagging import tagging_task
 from bert.training import checkpoints
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,7 @@ class NerSettings(tagging_task.TaggingSettings):
   """run_ner's task flags (see their help there): the tagging settings with IOB entity
   tags in the last column, plus the entity types and the feature-based mode's."""
   iob: bool = True
-  entity_types: Sequence[str] = ner_data.CONLL2003_ENTITY_TYPES
+  entity_types: Sequence[str] = tagging_ner_data.CONLL2003_ENTITY_TYPES
   mode: str = "finetune"                # finetune or feature
   feature_layers: str = "concat_last_four"
   lstm_units: int = 768
@@ -61,10 +61,10 @@ class NerTask(tagging_task.TaggingTask):
     super().__init__(options, settings)
     self.feature_mode = settings.mode == "feature"
     self.loads_init_checkpoint = not self.feature_mode
-    types = script_utils.check_label_list(
+    types = errors.check_label_list(
         [t.strip() for t in settings.entity_types if t.strip()],
         f"--entity_types={','.join(settings.entity_types)}", "each entity type once")
-    self.label_list = ner_data.make_label_list(types)
+    self.label_list = tagging_ner_data.make_label_list(types)
     self.feature_dim = None  # feature mode: width of the cached activations
 
   # ------------------------------------------------------------------ data
@@ -72,14 +72,14 @@ class NerTask(tagging_task.TaggingTask):
   def read_data(self, config):
     settings = self.settings
     if settings.mode not in ("finetune", "feature"):
-      raise script_utils.UserError(f"--mode={settings.mode}: use finetune or feature")
+      raise errors.UserError(f"--mode={settings.mode}: use finetune or feature")
     if self.feature_mode:
       for flag in ("lstm_units", "feature_batch_size"):
         if getattr(settings, flag) < 1:
-          raise script_utils.UserError(f"--{flag}={getattr(settings, flag)}: must be at "
+          raise errors.UserError(f"--{flag}={getattr(settings, flag)}: must be at "
                                        "least 1")
-      ner_features.check_layer_choice(settings.feature_layers, config.num_hidden_layers)
-      self.feature_dim = ner_features.feature_dim(settings.feature_layers,
+      tagging_ner_features.check_layer_choice(settings.feature_layers, config.num_hidden_layers)
+      self.feature_dim = tagging_ner_features.feature_dim(settings.feature_layers,
                                                   config.hidden_size)
     super().read_data(config)
     if self.feature_mode:
@@ -89,7 +89,7 @@ class NerTask(tagging_task.TaggingTask):
                            "the last column; run_tagger.py --tag_column learns other tags")
 
   def check_labels(self, examples, path):
-    ner_data.check_labels(examples, self.label_list, path)
+    tagging_ner_data.check_labels(examples, self.label_list, path)
 
   def _cache_activations(self, config):
     """Feature mode: every split's frozen activations, written once to the cache."""
@@ -106,14 +106,14 @@ class NerTask(tagging_task.TaggingTask):
     else:
       logging.warning("No --init_checkpoint: features come from a random encoder")
     for split in self.splits.values():
-      split.cache = ner_features.cache_path(cache_dir, split.name, settings.feature_layers,
+      split.cache = tagging_ner_features.cache_path(cache_dir, split.name, settings.feature_layers,
                                             self._fingerprint(split, config))
       if file_io.exists(split.cache):
         logging.info("Using cached %s features: %s", split.name, split.cache)
         continue
       dataset = tagging_task.make_dataset(split.arrays, settings.feature_batch_size, False,
                                           multiple=input_pipeline.TRAINING_LENGTH_MULTIPLE)
-      ner_features.write_feature_cache(split.cache, encoder, dataset,
+      tagging_ner_features.write_feature_cache(split.cache, encoder, dataset,
                                        settings.feature_layers, len(split.features),
                                        label=f"{split.name} features")
       logging.info("Cached %s features in %s", split.name, split.cache)
@@ -121,9 +121,9 @@ class NerTask(tagging_task.TaggingTask):
   def _fingerprint(self, split, config):
     """Hash of everything that determines a split's cached activations."""
     settings, options = self.settings, self.options
-    return ner_data.settings_fingerprint(
-        data=ner_features.file_identity(split.path),
-        checkpoint=ner_features.checkpoint_identity(options.init_checkpoint),
+    return tagging_ner_data.settings_fingerprint(
+        data=tagging_ner_features.file_identity(split.path),
+        checkpoint=tagging_ner_features.checkpoint_identity(options.init_checkpoint),
         config=config.to_dict(), vocab=file_io.realpath(options.vocab_file),
         lower=options.do_lower_case, max_seq_length=options.max_seq_length,
         doc_stride=settings.doc_stride,
@@ -132,7 +132,7 @@ class NerTask(tagging_task.TaggingTask):
 
   def dataset(self, split, batch_size, training_data, input_context=None):
     if self.feature_mode:
-      return ner_features.feature_dataset(split.cache, self.feature_dim, batch_size,
+      return tagging_ner_features.feature_dataset(split.cache, self.feature_dim, batch_size,
                                           training_data, seed=self.options.seed,
                                           input_context=input_context)
     return super().dataset(split, batch_size, training_data, input_context)
@@ -147,6 +147,6 @@ class NerTask(tagging_task.TaggingTask):
 
   def build_model(self, config):
     if self.feature_mode:
-      return ner_features.build_bilstm_tagger(self.feature_dim, len(self.label_list),
+      return tagging_ner_features.build_bilstm_tagger(self.feature_dim, len(self.label_list),
                                               self.settings.lstm_units)
     return super().build_model(config)

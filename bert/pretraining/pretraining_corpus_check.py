@@ -30,7 +30,7 @@ from absl import logging
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert import tokenization
-from bert.utils import script_utils
+from bert.utils import errors
 
 # Lines read from the start of the corpus (fewer when the first MAX_SAMPLE_CHARS run out).
 SAMPLE_LINES = 5000
@@ -85,7 +85,7 @@ def read_sample(input_files, max_lines=SAMPLE_LINES, max_chars=MAX_SAMPLE_CHARS)
   """
   documents, document, lines, chars = [], [], 0, 0
   for path in input_files:
-    for _, line in script_utils.read_text_lines(path, "skip"):
+    for _, line in errors.read_text_lines(path, "skip"):
       line = line.strip()
       if not line:
         if document:
@@ -252,7 +252,7 @@ def _estimate_pairs(report, documents, count_tokens, split_sentences, max_seq_le
   if split_sentences is None and _looks_like_paragraphs(report):
     try:
       splitter = pretraining_corpus.sentence_splitter("pysbd")
-    except script_utils.UserError:
+    except errors.UserError:
       return
     report.splitter = "pysbd"
     report.random_next_split = estimate_random_next(

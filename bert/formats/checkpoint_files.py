@@ -24,7 +24,7 @@ import tensorflow as tf
 from bert import modeling
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
@@ -72,7 +72,7 @@ def reading(prefix):
     yield
   except (IndexError, tf.errors.DataLossError, tf.errors.OutOfRangeError,
           tf.errors.InternalError) as exc:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{prefix}: the checkpoint is truncated or corrupt ({' '.join(str(exc).split())[:160]}"
         "); copy or download it again") from None
 
@@ -80,7 +80,7 @@ def reading(prefix):
 def resolve_checkpoint(path):
   """(kind, path) for a checkpoint given as a prefix, a directory or a safetensors file."""
   if not path:
-    raise script_utils.UserError("no checkpoint path given")
+    raise errors.UserError("no checkpoint path given")
   path = strip_file_suffix(str(path))
   st = _safetensors_file(path)
   if st:
@@ -96,23 +96,23 @@ def resolve_checkpoint(path):
       if file_io.exists(google + ".index"):
         prefix = google
       else:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
             "bert_model.ckpt.index or model.safetensors)")
   if not file_io.exists(prefix + ".index"):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
         "prefix, e.g. .../bert_model.ckpt")
   try:
     names = checkpoint_variables(prefix)
   except (tf.errors.OpError, ValueError) as exc:
-    raise script_utils.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
+    raise errors.UserError(f"{prefix}: unreadable checkpoint ({exc})") from None
   _check_data_files(prefix)
   if any(n.startswith("bert/") or n.startswith("cls/") for n in names):
     return GOOGLE, prefix
   if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
     return OURS, prefix
-  raise script_utils.UserError(
+  raise errors.UserError(
       f"{prefix}: neither a Google BERT checkpoint (no bert/* variables) "
       "nor one of ours")
 
@@ -133,7 +133,7 @@ def _check_state_file(directory):
   # the directory `run`): joining it again would look in run/run/.
   prefix = named = state.model_checkpoint_path
   if not file_io.exists(prefix + ".index"):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{directory}: its 'checkpoint' file names {file_io.basename(named)}, which does "
         f"not exist ({prefix}.index is missing); restore the files, pass an existing "
         "ckpt-N prefix, or delete the 'checkpoint' file")
@@ -152,11 +152,11 @@ def _check_data_files(prefix):
   shards = [file_io.join(directory, n) for n in file_io.listdir(directory)
             if n.startswith(base + ".data-")]
   if not shards:
-    raise script_utils.UserError(f"{prefix}: the checkpoint has no .data file beside its "
+    raise errors.UserError(f"{prefix}: the checkpoint has no .data file beside its "
                                  ".index; copy the whole checkpoint")
   have = sum(file_io.getsize(f) for f in shards)
   if have < needed:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{prefix}: the checkpoint is truncated ({have} bytes of data, its index needs at "
         f"least {needed}); copy or download it again")
 
@@ -182,7 +182,7 @@ def assign_by_name(model, tensors, source, strict_encoder=True):
     variable.assign(value.astype(variable.dtype))
     loaded.append(name)
   if mismatched:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{source}: {len(mismatched)} shape mismatch(es) with the BERT config, "
         f"first: {mismatched[0]}; use the bert_config.json of this checkpoint")
   missing = sorted(set(targets) - set(loaded))
@@ -194,13 +194,13 @@ def assign_by_name(model, tensors, source, strict_encoder=True):
     bad_unused = [n for n in unused if _LAYER_RE.match(n) or n.startswith("bert/")]
     if bad_missing or bad_unused:
       config = modeling.find_encoder(model).config
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{source}: the checkpoint does not fit the BERT config "
           f"(num_hidden_layers={config.num_hidden_layers}): "
           + (f"missing {bad_missing[0]}" if bad_missing else f"extra {bad_unused[0]}")
           + "; use the bert_config.json of this checkpoint")
   if not loaded:
-    raise script_utils.UserError(f"{source}: no variable of the checkpoint matches the model")
+    raise errors.UserError(f"{source}: no variable of the checkpoint matches the model")
   return {"format": None, "path": source, "loaded": sorted(loaded), "missing": missing,
           "unused": unused}
 
@@ -239,7 +239,7 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
   bad = [n for n, v in sorted(values.items())
          if v.dtype.kind == "f" and not np.isfinite(v).all()]
   if bad:  # the file every other script loads never holds NaN/inf
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
         "the training diverged; lower --learning_rate and train again from the last good "
         "checkpoint")

@@ -29,10 +29,10 @@ refused before any work (`check_export_target`) unless asked to replace it
 An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
 (or export_dir/ids/N/) alone.
 
-Given a litert.Request, the export also holds the token-id model as TensorFlow Lite
+Given a litert_convert.Request, the export also holds the token-id model as TensorFlow Lite
 models (float32 and/or dynamic-range int8, each checked against the ids SavedModel
 before anything is renamed into place) with model.json and vocab.txt, beside ids/:
-export_dir/litert/ (version 0) or export_dir/litert/N/ (litert.py says what and why).
+export_dir/litert/ (version 0) or export_dir/litert/N/ (litert_convert.py says what and why).
 
 API (generic pieces first, then the classifier's export built from them):
   * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
@@ -67,11 +67,11 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.export import litert as litert_models
+from bert.formats import litert_convert as litert_models
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
-from bert.utils import script_utils
+from bert.utils import errors
 
 TEXT_NAMES = ("text_a", "text_b")
 TOKEN_ID_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -192,20 +192,20 @@ def check_export_target(export_dir, version=0, overwrite=False):
   isdir = file_io.isdir
   exists = file_io.exists(export_dir)
   if exists and not isdir(export_dir):
-    raise script_utils.UserError(f"{flag}: exists and is not a directory")
+    raise errors.UserError(f"{flag}: exists and is not a directory")
   if version:
     for kind in _VERSIONED_KINDS:
       base = f"{export_dir.rstrip('/')}/{kind}"
       if file_io.exists(base) and not isdir(base):
-        raise script_utils.UserError(f"{flag}: {base} exists and is not a directory")
+        raise errors.UserError(f"{flag}: {base} exists and is not a directory")
       target = f"{base}/{version}"
       if file_io.exists(target) and not isdir(target):
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--export_version={version}: {target} is a file, not an exported version (a "
             "folder); it is left as it is, even with --overwrite_export: move it away, or "
             "choose another version number")
       if version in versions(base) and not overwrite:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--export_version={version}: {base}/{version} already exists (versions there: "
             f"{', '.join(map(str, versions(base)))}); a server may be serving it: choose a "
             "new version number, or pass --overwrite_export to replace that version")
@@ -214,11 +214,11 @@ def check_export_target(export_dir, version=0, overwrite=False):
     held = {kind: versions(f"{export_dir.rstrip('/')}/{kind}") for kind in _VERSIONED_KINDS}
     if any(held.values()):
       listed = "; ".join(f"{kind}/ {', '.join(map(str, v))}" for kind, v in held.items() if v)
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{flag}: holds versioned exports ({listed}); an export without "
           "--export_version would replace them all: pass --export_version=N (a new N)")
     if not overwrite:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{flag}: exists and is not empty; choose a new directory, pass "
           "--export_version=N to add a version beside others, or --overwrite_export to "
           "replace it")
@@ -233,12 +233,12 @@ def _check_still_free(export_dir, version, overwrite, checked):
       taken = [f"{export_dir.rstrip('/')}/{kind}/{version}" for kind in _VERSIONED_KINDS]
       taken = [path for path in taken if file_io.isdir(path)]
       if taken:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"--export_version={version}: another run has just written {taken[0]} (it was "
             "not there when this run started); this run's export is not written: choose a "
             "new version number, or pass --overwrite_export to replace that version")
     elif file_io.isdir(export_dir) and _listdir(export_dir):
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--export_dir={export_dir}: another run has just written an export there (it "
           "was empty or missing when this run started); this run's export is not written: "
           "choose a new directory, or pass --overwrite_export to replace it")
@@ -249,7 +249,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
                          checked=False, litert=None, log=None):
   """Writes the serving layout (module docstring); returns serving_paths.
 
-  litert: a litert.Request (the LiteRT models to convert from the ids model, checked
+  litert: a litert_convert.Request (the LiteRT models to convert from the ids model, checked
   against it, into litert/ or litert/N/ under the same temporary-then-rename rule), or
   None for none. With `overwrite` and no litert, a litert/N of the version replaced is
   removed too (it would describe the old weights). log: absl's logging.info or None.
@@ -282,7 +282,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   with contextlib.ExitStack() as locked:
     locked.enter_context(output_lock.lock_export(export_dir, version))
     _check_still_free(export_dir, version, overwrite, checked)
-    locked.enter_context(script_utils.disk_full_names(export_dir, "export_dir"))
+    locked.enter_context(errors.disk_full_names(export_dir, "export_dir"))
     if version:
       parts = [("ids", ids_endpoints, ids_track)] + (
           [("text", endpoints, track)] if has_text else [])
@@ -369,7 +369,7 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
                       overwrite=False, checked=False, litert=None, log=None):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
   in the serving layout (write_serving_models; litert: its LiteRT models, a
-  litert.Request or None); returns its paths."""
+  litert_convert.Request or None); returns its paths."""
   packer = None
   if tokenizer is not None:
     packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)

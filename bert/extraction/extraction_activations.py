@@ -27,7 +27,7 @@ from bert.training import model_config
 from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import progress
-from bert.utils import script_utils
+from bert.utils import errors
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -41,7 +41,7 @@ def read_examples(input_file):
   an example of no text). A file without any line is a UserError: there is nothing to
   extract, and an empty output under the final name would look like a finished run."""
   examples = []
-  for number, line in script_utils.read_text_lines(input_file):
+  for number, line in errors.read_text_lines(input_file):
     line = line.strip()
     match = _PAIR_RE.match(line)
     if match is None:
@@ -49,7 +49,7 @@ def read_examples(input_file):
     else:
       examples.append(InputExample(number - 1, match.group(1), match.group(2)))
   if not examples:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--input_file={input_file}: the file is empty; give one example a line "
         "('text_a' or 'text_a ||| text_b')")
   return examples
@@ -73,13 +73,13 @@ def parse_layers(text, num_layers):
   try:
     indexes = [int(x) for x in text.split(",") if x.strip()]
   except ValueError:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--layers={text}: expected comma-separated integers such as -1,-2,-3,-4") from None
   if not indexes:
-    raise script_utils.UserError("--layers is empty")
+    raise errors.UserError("--layers is empty")
   for index in indexes:
     if not -num_layers <= index < num_layers:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"--layers: {index} is out of range for a model with {num_layers} layers "
           f"(use -{num_layers}..{num_layers - 1})")
   return indexes
@@ -148,7 +148,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   "nfc").
   """
   if batch_size <= 0:
-    raise script_utils.UserError(f"--batch_size={batch_size} must be positive")
+    raise errors.UserError(f"--batch_size={batch_size} must be positive")
   config = model_config.load_bert_config(bert_config_file)
   model_config.check_max_seq_length(max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
@@ -158,7 +158,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   examples = read_examples(input_file)
   pairs = [e for e in examples if e.text_b is not None]
   if pairs and config.type_vocab_size < 2:  # segment 1 has no embedding
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{input_file}:{pairs[0].unique_id + 1}: the line is a pair ('text_a ||| text_b', "
         f"segment 1), but {bert_config_file} has type_vocab_size "
         f"{config.type_vocab_size}; give single texts or a config with type_vocab_size 2")
@@ -167,7 +167,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   checkpoints.load_checkpoint(encoder, init_checkpoint)
   # One run per output file; a killed run's hidden temporary is removed.
   with output_lock.lock_output(output_file, "output_file", is_file=True):
-    with script_utils.disk_full_names(output_file, "output_file"):
+    with errors.disk_full_names(output_file, "output_file"):
       with atomic_output.atomic_open(output_file) as writer:
         extract(features, encoder, layer_indexes, batch_size, writer)
   return len(features)

@@ -1,6 +1,6 @@
 """What every token-level task needs: a CoNLL column file in, one tag per word out.
 
-NumPy only; reads no absl FLAGS. NER (ner_task.py) and the tagger of any
+NumPy only; reads no absl FLAGS. NER (tagging_ner_task.py) and the tagger of any
 column (tagging_task.py: part-of-speech tags, chunks) are built on it.
 
   * `read_conll`: a CoNLL column file (`word col2 col3 ...`, a blank line between
@@ -14,7 +14,7 @@ column (tagging_task.py: part-of-speech tags, chunks) are built on it.
     window, the one where it has the most context on both sides (the max-context rule
     run_squad uses for document spans);
   * IOB re-tagging is an option, for tags that are IOB chunks (NER, chunking):
-    `iob=True` learns every gold tag as IOB2 (conlleval.convert_tags; the file may be
+    `iob=True` learns every gold tag as IOB2 (tagging_conlleval.convert_tags; the file may be
     IOB1 or IOB2) and the task writes predictions back in the file's scheme. Without it
     (part-of-speech tags) each tag is a label exactly as written;
   * `decode_positions` / `decode_predictions`: per-position ids back to one tag per
@@ -27,10 +27,10 @@ from typing import List, Optional
 
 import numpy as np
 
-from bert.tagging import conlleval
+from bert.tagging import tagging_conlleval
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,
 # [CLS], [SEP] and padding. Loss and decoding skip it.
@@ -60,7 +60,7 @@ class TaggedSentence:
 def check_tag_column(tag_column):
   """Refuses --tag_column 1 or less: column 1 holds the words (None: the last column)."""
   if tag_column is not None and tag_column < 2:
-    raise script_utils.UserError(f"--tag_column={tag_column}: the tags are column 2 or "
+    raise errors.UserError(f"--tag_column={tag_column}: the tags are column 2 or "
                                  "later (column 1 holds the words)")
 
 
@@ -93,7 +93,7 @@ def read_conll(path, tag_column=None):
       document_start = False
     words, labels, columns = [], [], []
 
-  for number, line in script_utils.read_text_lines(path):
+  for number, line in errors.read_text_lines(path):
     fields = line.split()
     if not fields:
       flush()
@@ -105,11 +105,11 @@ def read_conll(path, tag_column=None):
     if num_columns is None:
       num_columns = len(fields)
       if 1 < num_columns <= tag_index:
-        raise script_utils.UserError(
+        raise errors.UserError(
             f"{path}:{number}: {num_columns} columns, no column {tag_column} to take the "
             f"tags from (--tag_column={tag_column})")
     elif len(fields) != num_columns:
-      raise script_utils.UserError(
+      raise errors.UserError(
           f"{path}:{number}: expected {num_columns} columns like the file's first line, "
           f"found {len(fields)} ({line.strip()!r}); CoNLL lines are `word POS chunk TAG` "
           "separated by spaces, with a blank line between sentences")
@@ -124,7 +124,7 @@ def read_conll(path, tag_column=None):
       columns.append([])
   flush()
   if not examples:
-    raise script_utils.UserError(f"{path}: no sentences found (expected CoNLL columns "
+    raise errors.UserError(f"{path}: no sentences found (expected CoNLL columns "
                                  "`word POS chunk TAG`, blank lines between sentences)")
   return examples
 
@@ -134,7 +134,7 @@ def read_conll(path, tag_column=None):
 
 def learned_tags(example, iob):
   """The tags the model learns for one sentence: IOB2 when `iob`, else as written."""
-  return conlleval.convert_tags(example.labels, conlleval.IOB2) if iob else example.labels
+  return tagging_conlleval.convert_tags(example.labels, tagging_conlleval.IOB2) if iob else example.labels
 
 
 def label_list_from(examples, iob):
@@ -171,7 +171,7 @@ def check_chunk_tags(examples, path, tag_column, remedy):
     column = f"column {tag_column}" if tag_column else "the last column"
     shown = ", ".join(repr(tag) for tag in found[:5])
     more = f" and {len(found) - 5} more" if len(found) > 5 else ""
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"{path}:{first}: {column} holds tags that are not IOB chunk tags (B-X, I-X or "
         f"O): {shown}{more}; {remedy}")
 
@@ -276,10 +276,10 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
   Unlabelled examples get IGNORE_LABEL_ID everywhere.
   """
   if max_seq_length < 3:
-    raise script_utils.UserError(f"max_seq_length={max_seq_length}: must be at least 3 "
+    raise errors.UserError(f"max_seq_length={max_seq_length}: must be at least 3 "
                                  "([CLS], one WordPiece, [SEP])")
   if doc_stride < 1:
-    raise script_utils.UserError(f"doc_stride={doc_stride}: must be at least 1")
+    raise errors.UserError(f"doc_stride={doc_stride}: must be at least 1")
   label_map = {label: i for i, label in enumerate(label_list)}
   max_tokens = max_seq_length - 2
   features = []
@@ -420,10 +420,10 @@ def write_conll_predictions(path, examples, predicted_tags, scheme=None):
   into (the input file's scheme), None to write them as they are. Unlabelled input gets
   only the predicted column. -DOCSTART- lines are left out so that the file's conlleval
   token count equals the words scored."""
-  with script_utils.disk_full_names(path), atomic_output.atomic_open(path) as handle:
+  with errors.disk_full_names(path), atomic_output.atomic_open(path) as handle:
     for example, tags in zip(examples, predicted_tags, strict=True):
       if scheme is not None:
-        tags = conlleval.convert_tags(tags, scheme)
+        tags = tagging_conlleval.convert_tags(tags, scheme)
       for index, word in enumerate(example.words):
         fields = [word] + list(example.columns[index])
         if example.labels is not None:

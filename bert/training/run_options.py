@@ -1,8 +1,8 @@
 """RunOptions: every setting the fine-tuning driver (finetune.py) and the training loop
 read, in one frozen object, checked when it is made.
 
-A command's main() builds it once from its flags (cli/flags_common.run_options); code of
-your own builds it directly, `settings.RunOptions(output_dir=..., do_train=True, ...)`:
+A command's main() builds it once from its flags (cli/flags_common.options_from_flags); code of
+your own builds it directly, `run_options.RunOptions(output_dir=..., do_train=True, ...)`:
 the field names are the flags' names, the defaults the original's. A value that cannot work
 is a FlagError naming the flag (one line, exit status 2 in a command). Light: no TensorFlow,
 so a command's --help and its flag errors answer before TensorFlow loads.
@@ -11,7 +11,7 @@ so a command's --help and its flag errors answer before TensorFlow loads.
 import dataclasses
 import math
 
-from bert.export import litert as litert_models
+from bert.formats import litert_convert as litert_models
 from bert.utils import file_io
 
 

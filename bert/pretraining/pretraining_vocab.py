@@ -21,12 +21,12 @@ from absl import logging
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
 from bert import modeling
-from bert.pretraining import corpus_check
+from bert.pretraining import pretraining_corpus_check
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
-from bert.utils import script_utils
+from bert.utils import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,10 +95,10 @@ def check_options(options):
   ]
   for name, ok, message in checks:
     if not ok:
-      raise script_utils.UserError(f"--{name}={getattr(o, name)}: {message}")
+      raise errors.UserError(f"--{name}={getattr(o, name)}: {message}")
   reserved = reserved_tokens(o.num_unused)
   if o.vocab_size <= len(reserved):
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--vocab_size={o.vocab_size}: must exceed the {len(reserved)} reserved tokens "
         "(lower --num_unused or raise --vocab_size)")
   return reserved
@@ -141,7 +141,7 @@ def read_corpus(files, counter, holdout_every, log_every, normalize=None):
   done_bytes, num_lines, held_out = 0, 0, []
   rates = progress.Progress(total_bytes)
   for path in files:
-    for _, line in script_utils.read_text_lines(path):
+    for _, line in errors.read_text_lines(path):
       done_bytes += len(line.encode("utf-8"))
       line = line.strip()
       if not line:
@@ -184,7 +184,7 @@ def unk_rate(vocab_file, do_lower_case, lines, normalize=None):
 def write_config(path, template, vocab_size):
   """bert_config.json: the template's architecture (or BERT-Base's) with `vocab_size`."""
   if template:
-    script_utils.check_input_file(template, "bert_config_template")
+    errors.check_input_file(template, "bert_config_template")
     config = modeling.BertConfig.from_json_file(template)
   else:
     config = modeling.BertConfig.from_dict(dict(_BERT_BASE), source="BERT-Base defaults")
@@ -201,22 +201,22 @@ def config_path(output_file, output_config_file):
 
 
 def log_corpus_check(files, do_lower_case, normalize):
-  """Logs corpus_check's summary block of a sample of `files` (warnings as warnings)."""
-  corpus_check.log_report(corpus_check.check_corpus(
-      corpus_check.read_sample(files), do_lower_case, normalize=normalize,
+  """Logs pretraining_corpus_check's summary block of a sample of `files` (warnings as warnings)."""
+  pretraining_corpus_check.log_report(pretraining_corpus_check.check_corpus(
+      pretraining_corpus_check.read_sample(files), do_lower_case, normalize=normalize,
       source=",".join(files)))
 
 
 def unk_warning(rate, counter, max_unique_chars):
   """A warning line when the new vocabulary leaves too many [UNK], with the likely cause."""
-  if rate <= corpus_check.UNK_WARN_RATE:
+  if rate <= pretraining_corpus_check.UNK_WARN_RATE:
     return None
   alphabet = len({c for word in counter.words for c in word})
   cause = (f"the corpus has {alphabet:,} distinct characters but --max_unique_chars="
            f"{max_unique_chars}: raise it" if alphabet > max_unique_chars else
            "raise --vocab_size, or lower --lower_thresh for a small corpus")
   return (f"WARNING: [UNK] rate {rate:.3f} of the new vocabulary (above "
-          f"{corpus_check.UNK_WARN_RATE}); likely cause: {cause}")
+          f"{pretraining_corpus_check.UNK_WARN_RATE}); likely cause: {cause}")
 
 
 def learn(files, reserved, options, source=None):
@@ -229,7 +229,7 @@ def learn(files, reserved, options, source=None):
   num_lines, held_out = read_corpus(files, counter, o.holdout_every, o.log_every_lines,
                                     o.normalize)
   if not counter.words:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--input_file={source or ','.join(files)}: no words to learn from (the corpus is "
         "empty)")
   logging.info("counted %d words (%d distinct) in %d lines in %.1f s; learning (the "
@@ -248,7 +248,7 @@ def learn(files, reserved, options, source=None):
 
 def _training_lines(files):
   for path in files:
-    for _, line in script_utils.read_text_lines(path):
+    for _, line in errors.read_text_lines(path):
       if line.strip():
         yield line.strip()
 
@@ -256,14 +256,14 @@ def _training_lines(files):
 def _check_inputs(files, output_file, bert_config_template, options, check_only):
   """Everything that can fail before the corpus is read; returns the reserved tokens."""
   for path in files:
-    script_utils.check_input_file(path, "input_file", allow_empty=True)
+    errors.check_input_file(path, "input_file", allow_empty=True)
   if not output_file and not check_only:
-    raise script_utils.UserError("--output_file is required (where to write vocab.txt)")
+    raise errors.UserError("--output_file is required (where to write vocab.txt)")
   reserved = check_options(options)
   if bert_config_template:
     # Read now: a typo in the template must not cost a whole learning run (and leave a
     # vocab.txt without its bert_config.json).
-    script_utils.check_input_file(bert_config_template, "bert_config_template")
+    errors.check_input_file(bert_config_template, "bert_config_template")
     modeling.BertConfig.from_json_file(bert_config_template)
   return reserved
 
@@ -276,7 +276,7 @@ def create_vocab(input_patterns, output_file, options, output_config_file=None,
   output_file), "" (none) or a path. check_only: log the corpus check and stop (no
   output_file needed).
   """
-  files = script_utils.expand_file_patterns(input_patterns, "input_file")
+  files = errors.expand_file_patterns(input_patterns, "input_file")
   reserved = _check_inputs(files, output_file, bert_config_template, options, check_only)
   log_corpus_check(files, options.do_lower_case, options.normalize)
   if check_only:

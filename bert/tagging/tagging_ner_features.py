@@ -1,6 +1,6 @@
 """Feature-based NER (paper Table 7, bottom): frozen BERT activations and a BiLSTM tagger.
 
-Used by ner_task.py; reads no absl FLAGS.
+Used by tagging_ner_task.py; reads no absl FLAGS.
 
 The encoder is frozen, so its activations are computed once per split and cached as a
 TFRecord file (`write_feature_cache`), one record per window:
@@ -21,10 +21,10 @@ import numpy as np
 import tensorflow as tf
 
 from bert import input_pipeline
-from bert.training import checkpoint_formats
+from bert.formats import checkpoint_files
 from bert.utils import atomic_output
 from bert.utils import file_io
-from bert.utils import script_utils
+from bert.utils import errors
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.
 LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
@@ -43,11 +43,11 @@ _LOG_EVERY_BATCHES = 20
 def check_layer_choice(choice, num_layers):
   """Raises UserError when `choice` needs more encoder layers than `num_layers`."""
   if choice not in LAYER_CHOICES:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--feature_layers={choice}: use one of {', '.join(LAYER_CHOICES)}")
   needed = _LAYERS_NEEDED.get(choice, 1)
   if num_layers < needed:
-    raise script_utils.UserError(
+    raise errors.UserError(
         f"--feature_layers={choice} needs at least {needed} encoder layers; the model "
         f"has {num_layers}")
 
@@ -88,7 +88,7 @@ def checkpoint_identity(path):
   safetensors file) with the size and modification time of each of its files."""
   if not path:
     return "random"
-  _, resolved = checkpoint_formats.resolve_checkpoint(path)
+  _, resolved = checkpoint_files.resolve_checkpoint(path)
   # Real paths: the same checkpoint typed relative, with ../ or through a symlink is the
   # same identity (and shares the cache).
   resolved = file_io.realpath(resolved)

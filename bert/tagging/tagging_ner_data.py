@@ -1,18 +1,18 @@
 """CoNLL-2003 named-entity recognition's own data: its label set and its checks.
 
-Used by ner_task.py; reads no absl FLAGS. Everything a token-level task
+Used by tagging_ner_task.py; reads no absl FLAGS. Everything a token-level task
 shares (reading CoNLL columns, first-WordPiece labels, windows over long sentences with
-the max-context rule, decoding, the conlleval-format writer) is in tagging.py, and
-conlleval's chunk rules and scores in conlleval.py; NER is their IOB case: the entity
+the max-context rule, decoding, the conlleval-format writer) is in tagging_data.py, and
+conlleval's chunk rules and scores in tagging_conlleval.py; NER is their IOB case: the entity
 tags (the last column) are learned as IOB2 (`make_label_list`) whether the file is IOB1
 or IOB2, and predictions are written back in the file's scheme.
 """
 
 import hashlib
 
-from bert.tagging import conlleval
-from bert.tagging import tagging
-from bert.utils import script_utils
+from bert.tagging import tagging_conlleval
+from bert.tagging import tagging_data
+from bert.utils import errors
 
 # The four CoNLL-2003 entity types, in the order of the shared task's description.
 CONLL2003_ENTITY_TYPES = ("PER", "ORG", "LOC", "MISC")
@@ -28,11 +28,11 @@ def make_label_list(entity_types=CONLL2003_ENTITY_TYPES):
 
 def check_labels(examples, label_list, path):
   """Every gold tag, read as IOB2, must be in label_list; else a UserError naming the line."""
-  unknown = tagging.first_unknown_tag(examples, label_list, iob=True)
+  unknown = tagging_data.first_unknown_tag(examples, label_list, iob=True)
   if unknown:
     example, offset = unknown
-    types = sorted({conlleval.split_tag(t)[1] for t in label_list if t != "O"})
-    raise script_utils.UserError(
+    types = sorted({tagging_conlleval.split_tag(t)[1] for t in label_list if t != "O"})
+    raise errors.UserError(
         f"{path}:{example.line_number + offset}: tag {example.labels[offset]!r} is not "
         f"one of the entity types {types}; pass the data's types with --entity_types")
 
