@@ -124,12 +124,16 @@ def _last_line(result):
   return result.stderr.strip().splitlines()[-1]
 
 
+# One process each (8 s): the first case runs by default, the others with make test-slow.
 @pytest.mark.parametrize("args,message", [
     (["--num_iterations=0"], "--num_iterations=0: must be at least 1"),
-    (["--vocab_size=1000000000"],
-     "--vocab_size=1000000000: more than 1,000,000, beyond any sane vocabulary"),
-    (["--lower_thresh=0"], "--lower_thresh=0: must be at least 1"),
-    (["--slack_ratio=1.5"], "--slack_ratio=1.5: must be in [0, 1)"),
+    pytest.param(["--vocab_size=1000000000"],
+                 "--vocab_size=1000000000: more than 1,000,000, beyond any sane vocabulary",
+                 marks=pytest.mark.slow),
+    pytest.param(["--lower_thresh=0"], "--lower_thresh=0: must be at least 1",
+                 marks=pytest.mark.slow),
+    pytest.param(["--slack_ratio=1.5"], "--slack_ratio=1.5: must be in [0, 1)",
+                 marks=pytest.mark.slow),
 ])
 def test_flag_errors_are_one_line_before_learning(tmp_path, args, message):
   corpus = tmp_path / "ko.txt"

@@ -140,6 +140,9 @@ def _weights(output_dir, config_file, step):
   return {k: v.numpy() for k, v in modeling.google_variable_map(model).items()}
 
 
+# 50 s; stop and resume by default: test_training.py's resume-equals-uninterrupted (make test-
+# slow)
+@pytest.mark.slow
 def test_train_stop_resume_eval_predict(tmp_path, config_file):
   out, straight = tmp_path / "run", tmp_path / "straight"
   # A SIGTERM while the second batch is read: the loop saves and exits (at step 1 or 2).

@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from conftest import MINILM_DIR, ROOT, SHARED_DATA
 import tiny
 
@@ -81,6 +82,9 @@ def _run(script, *args):
   return result
 
 
+# minutes: seven fine-tuning and export jobs; each call it makes has its own default test (make
+# test-slow)
+@pytest.mark.slow
 def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
   shared = os.path.exists(os.path.join(MINILM_DIR, "bert_model.ckpt.index"))
   bert_dir = MINILM_DIR if shared else _tiny_model(str(tmp_path / "tiny"))

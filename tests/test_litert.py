@@ -1,13 +1,13 @@
 """LiteRT models of every export and predict_litert.py, the predictor without TensorFlow.
 
-One module fixture writes three tiny models' checkpoints (random weights, so that
-their outputs differ from row to row) and runs, in three processes at once, each one's
---do_predict and --export_dir (LiteRT models on by default) on synthetic task folders
-(tests/litert_data.py): MRPC pairs (classification, GLUE submission file), a csv
-regression task read through the column flags (exported as version 3), and multi-label
-lines. Every test reads those: the exported files, the predictor's output
-against --do_predict's (float32 to 1e-5, int8 within litert_convert.INT8_TOLERANCE), TensorFlow
-absent from the predictor's process, and the predictor's one-line refusals.
+Tiny models' checkpoints (random weights, so that their outputs differ from row to row)
+run each one's --do_predict and --export_dir (LiteRT models on by default) on synthetic
+task folders (tests/litert_data.py): MRPC pairs (classification, GLUE submission file;
+the `mrpc_run` fixture, by default), a csv regression task read through the column flags
+(exported as version 3) and multi-label lines (`runs`, every task, with the slow tests).
+The tests read those: the exported files, the predictor's output against --do_predict's
+(float32 to 1e-5, int8 within litert_convert.INT8_TOLERANCE), TensorFlow absent from the
+predictor's process, and the predictor's one-line refusals.
 """
 import json
 import os
@@ -69,23 +69,29 @@ def _checkpoint(output_dir, task, seed):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-  """{task: (data folder, output_dir, litert folder)}: each task's --do_predict and
-  --export_dir (LiteRT models by default) in one process, the three at once."""
+def root(tmp_path_factory):
+  """The tasks' folders, vocabulary and tiny config."""
   root = tmp_path_factory.mktemp("litert")
-  vocab = litert_data.write_vocab(root / "vocab.txt")
-  config = tiny.write_tiny_config(root / "bert_config.json", len(litert_data.VOCAB))
+  litert_data.write_vocab(root / "vocab.txt")
+  tiny.write_tiny_config(root / "bert_config.json", len(litert_data.VOCAB))
   litert_data.mrpc_folder(root / "mrpc")
   litert_data.regression_folder(root / "reg")
   litert_data.multilabel_folder(root / "ml")
+  return root
+
+
+def _predict_and_export(root, tasks):
+  """{task: (data folder, output_dir, litert folder)}: each task's --do_predict and
+  --export_dir (LiteRT models by default) in one process, the tasks at once."""
   processes = {}
-  for seed, (task, spec) in enumerate(TASKS.items()):
-    out = root / f"out-{task}"
-    _checkpoint(out, task, seed)
+  for task in tasks:
+    spec, out = TASKS[task], root / f"out-{task}"
+    _checkpoint(out, task, list(TASKS).index(task))
     command = [sys.executable, os.path.join(ROOT, spec["script"]), *spec["flags"],
-               f"--data_dir={root / spec['folder']}", f"--vocab_file={vocab}",
-               f"--bert_config_file={config}", "--do_predict", "--max_seq_length=32",
-               "--predict_batch_size=5", f"--output_dir={out}", f"--export_dir={out}/export"]
+               f"--data_dir={root / spec['folder']}", f"--vocab_file={root / 'vocab.txt'}",
+               f"--bert_config_file={root / 'bert_config.json'}", "--do_predict",
+               "--max_seq_length=32", "--predict_batch_size=5", f"--output_dir={out}",
+               f"--export_dir={out}/export"]
     processes[task] = (subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True, env=ENV,
                                         cwd=ROOT), out)
@@ -96,6 +102,25 @@ def runs(tmp_path_factory):
     found[task] = (root / TASKS[task]["folder"], out,
                    out / "export" / TASKS[task]["export"])
   return found
+
+
+@pytest.fixture(scope="module")
+def mrpc_run(root):
+  """MRPC's run alone: what the default tests use."""
+  return _predict_and_export(root, ["mrpc"])
+
+
+@pytest.fixture(scope="module")
+def runs(root, mrpc_run):
+  """Every task's run (the slow tests): MRPC's, and the other two at once."""
+  return {**mrpc_run, **_predict_and_export(root, [t for t in TASKS if t != "mrpc"])}
+
+
+# The tests that use every task's run (`runs`: three models trained and exported, minutes)
+# run with make test-slow; by default MRPC's run answers the predictor's own tests, and
+# test_url_paths.py, test_package.py and test_reliability_catalogue_4.py run the rest of
+# the LiteRT path.
+_EVERY_TASK = pytest.mark.slow
 
 
 def _predict(model, data_dir, output_dir, *flags, expect=0, python=sys.executable):
@@ -116,6 +141,7 @@ def _numbers(path):
   return np.array([[float(v) for v in row] for row in lines])
 
 
+@_EVERY_TASK
 def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
   interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
   for task, (_, out, folder) in runs.items():
@@ -159,10 +185,11 @@ def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
 
 
 @pytest.mark.parametrize("precision", litert_convert.PRECISIONS)
-@pytest.mark.parametrize("task", sorted(TASKS))
-def test_predictor_writes_what_do_predict_writes(runs, tmp_path, task, precision):
+@pytest.mark.parametrize("task", ["mrpc", pytest.param("multilabel", marks=_EVERY_TASK),
+                                  pytest.param("regression", marks=_EVERY_TASK)])
+def test_predictor_writes_what_do_predict_writes(request, tmp_path, task, precision):
   pytest.importorskip("ai_edge_litert")
-  data_dir, out, folder = runs[task]
+  data_dir, out, folder = request.getfixturevalue("mrpc_run" if task == "mrpc" else "runs")[task]
   predicted = tmp_path / "predicted"
   proc = _predict(folder / f"model_{precision}.tflite", data_dir, predicted,
                   *PREDICT_FLAGS[task], "--num_threads=1", "--predict_batch_size=4")
@@ -195,10 +222,10 @@ def test_predictor_writes_what_do_predict_writes(runs, tmp_path, task, precision
       assert [l.split("\t")[0] for l in lines] == [l.split("\t")[0] for l in reference]
 
 
-def test_no_tensorflow_in_the_predictors_process(runs, tmp_path):
+def test_no_tensorflow_in_the_predictors_process(mrpc_run, tmp_path):
   """The whole command, run as `python predict_litert.py` runs it, then sys.modules."""
   pytest.importorskip("ai_edge_litert")
-  data_dir, _, folder = runs["mrpc"]
+  data_dir, _, folder = mrpc_run["mrpc"]
   argv = ["predict_litert.py", f"--model={folder / 'model_int8.tflite'}",
           f"--data_dir={data_dir}", f"--output_dir={tmp_path / 'p'}", "--task_name=mrpc"]
   code = (
@@ -227,6 +254,7 @@ def serving_python(tmp_path_factory):
   return python
 
 
+@_EVERY_TASK
 def test_the_serving_install_runs_the_predictor(runs, serving_python, tmp_path):
   """bert-predict-litert of the serving install, outside the clone, writes the files
   the clone's predict_litert.py writes, byte for byte."""
@@ -254,6 +282,7 @@ def _one_line_error(proc):
   return error_lines[0][len("predict_litert.py: error: "):]
 
 
+@_EVERY_TASK
 def test_bad_inputs_are_one_line_and_exit_2(runs, tmp_path):
   mrpc_data, _, mrpc = runs["mrpc"]
   ml_data, _, ml = runs["multilabel"]
@@ -296,6 +325,7 @@ def test_bad_inputs_are_one_line_and_exit_2(runs, tmp_path):
   assert not out.exists()  # every refusal came before anything was written
 
 
+@_EVERY_TASK
 def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
   """The check every export runs before a LiteRT model lands, against a stand-in for the
   SavedModel's signature: the model's own answers pass; the same answers moved past the

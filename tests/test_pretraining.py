@@ -145,6 +145,9 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
   assert "Traceback" not in result.stderr
 
 
+# 17 s; run_pretraining's one-line refusals by default: test_reliability_catalogue.py (make test-
+# slow)
+@pytest.mark.slow
 def test_no_match_and_checkpoint_mismatch_are_one_line_errors(tmp_path):
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(4)))
@@ -286,6 +289,7 @@ def test_mirrored_and_multi_worker_reach_the_single_device_weights(tmp_path):
   assert not os.path.exists(workers[1][1])  # only the chief writes
 
 
+@pytest.mark.slow  # 18 s; run_pretraining's flags by default: test_url_paths.py (make test-slow)
 def test_short_budget_recipe_flags_in_process(tmp_path):
   """The short-budget recipe (docs/new_language.md) through the driver on the tiny model:
   dropout off while pretraining, NSP off, two accumulated micro-batches per update and the

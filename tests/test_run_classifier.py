@@ -64,7 +64,8 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
       "--task_name=MRPC", "--do_train=true", "--do_eval=true", "--do_predict=true",
       f"--data_dir={data}", f"--vocab_file={UNCASED_VOCAB}", f"--bert_config_file={config}",
       "--max_seq_length=48", "--train_batch_size=8", "--learning_rate=1e-3",
-      "--num_train_epochs=1", f"--output_dir={out}", f"--export_dir={export_dir}"])
+      "--num_train_epochs=1", f"--output_dir={out}", f"--export_dir={export_dir}",
+      "--litert=none"])  # the LiteRT models have tests of their own (test_litert.py)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "step 3/3" in result.stderr  # 24 examples / 8 per batch * 1 epoch
 
@@ -174,7 +175,7 @@ def test_normalize_nfc_reads_decomposed_text_as_composed_in_training_and_export(
                  f"--vocab_file={vocab}", f"--bert_config_file={config}",
                  "--max_seq_length=16", "--train_batch_size=3", "--learning_rate=1e-2",
                  "--num_train_epochs=2", "--label_list=0,1", f"--output_dir={out}",
-                 f"--export_dir={export_dir}"])
+                 f"--export_dir={export_dir}", "--litert=none"])
   assert result.returncode == 0, result.stderr[-3000:]
   probabilities = np.loadtxt(out / "test_results.tsv", delimiter="\t", ndmin=2)
   serve = tf.saved_model.load(str(export_dir)).signatures["serve_text"]

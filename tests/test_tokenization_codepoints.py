@@ -178,6 +178,9 @@ def test_basic_tokenizer_equals_reference_on_every_code_point():
 
 # The vocabulary the test writes runs by default (no ../shared needed); the two real
 # vocabularies, 20 s each, with the slow tests (`make test-slow`).
+# both tokenizers on every code point (40 s); the Python path on every code point runs by default
+# above, and test_tokenization_fuzz.py compares the two on random text (make test-slow)
+@pytest.mark.slow
 @pytest.mark.parametrize("vocab_name", ["small", pytest.param("uncased", marks=pytest.mark.slow),
                                         pytest.param("cased", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("lower", [True, False])
