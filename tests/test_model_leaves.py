@@ -53,6 +53,11 @@ def _glue_subset(folder, task, rows):
     (folder / f"{split}.tsv").write_bytes(b"\n".join(lines[:rows + 1]) + b"\n")
 
 
+# The tiny MRPC run (a minute) and the four tests that read it run with make test-slow;
+# TensorBoard's eval curves by default: test_checkpoint_flows.py.
+_THE_MRPC_RUN = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def mrpc_run(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("mrpc_run")
@@ -82,6 +87,7 @@ def _scalars(folder):
           for tag in accumulator.Tags()["scalars"]}
 
 
+@_THE_MRPC_RUN
 def test_eval_every_steps_draws_eval_curves_under_the_training_tags(mrpc_run):
   train, evals = _scalars(mrpc_run["out"] / "train"), _scalars(mrpc_run["out"] / "eval")
   assert {"loss", "accuracy"} <= set(train)
@@ -117,6 +123,7 @@ print(json.dumps(out["probabilities"].numpy().tolist()))
 """
 
 
+@_THE_MRPC_RUN
 def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
@@ -145,6 +152,7 @@ def test_ids_saved_model_answers_without_tensorflow_text(mrpc_run):
   assert probabilities.shape == (6, 2)
 
 
+@_THE_MRPC_RUN
 def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
   target = mrpc_run["tmp"] / "hf"
   result = _script("export_encoder.py", [
@@ -180,6 +188,7 @@ def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
                                 variables["bert/encoder/layer_2/output/dense/kernel"].numpy().T)
 
 
+@_THE_MRPC_RUN
 def test_another_tasks_evaluation_into_the_output_dir_is_refused(mrpc_run):
   cola = mrpc_run["tmp"] / "cola"
   cola.mkdir()

@@ -156,6 +156,10 @@ def _same_trees(tmp, name, files, inputs=None):
   return ram_files
 
 
+# Slow (a minute): `make test` runs this command on gs:// right after the default suite
+# (test_gcs_pipeline.py, the whole pipeline against a local GCS emulator); make test-slow
+# runs it on ram://.
+@pytest.mark.slow
 def test_run_classifier_on_urls_equals_local(inputs, tmp_path):
   """The tiny MRPC run: data, vocabulary, config, Google checkpoint, output_dir and the
   export (SavedModels, LiteRT) on ram://, then a second run from that run's own
@@ -209,6 +213,10 @@ def test_create_vocab_and_pretraining_data_on_urls_equal_local(inputs, tmp_path)
   assert os.path.getsize(f"{tmp}/cpd-ram/data/pt.tfrecord") > 1000
 
 
+# Slow (a minute): `make test` runs this command on gs:// right after the default suite
+# (test_gcs_pipeline.py, the whole pipeline against a local GCS emulator); make test-slow
+# runs it on ram://.
+@pytest.mark.slow
 def test_run_pretraining_on_urls_equals_local(inputs, tmp_path):
   tmp = str(tmp_path)
   records = {"tfrecord": f"{inputs}/pt/train.tfrecord", "features": PRETRAINING_FEATURES,
