@@ -33,6 +33,7 @@ from bert.formats import litert_convert as litert_models  # noqa: E402
 from bert.litert import export_check  # noqa: E402
 from bert.litert import predictor  # noqa: E402
 from bert.utils import errors  # noqa: E402
+from bert.utils import input_checks  # noqa: E402
 
 
 def define_flags():
@@ -55,7 +56,7 @@ def define_flags():
 
 def read_key_values(path):
   values = {}
-  for _, line in errors.read_text_lines(path):
+  for _, line in input_checks.read_text_lines(path):
     key, _, value = line.strip().partition(" = ")
     try:
       values[key] = float(value)
@@ -114,7 +115,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
         row["labels_moved_vs_first"] = int(np.sum(outputs.argmax(1) != reference.argmax(1)))
     found.append(row)
   if eval_results:
-    errors.check_input_file(eval_results, "eval_results")
+    input_checks.check_input_file(eval_results, "eval_results")
     evaluated = read_key_values(eval_results)
     found.insert(0, {"model": "SavedModel (--do_eval)", **{
         k[len("eval_"):]: v for k, v in evaluated.items()

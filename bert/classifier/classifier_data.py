@@ -82,7 +82,7 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   try:
     text = file_io.decode_text(data)
   except UnicodeDecodeError as exc:
-    raise UserError(file_io.not_utf8_message(path, exc, data)) from None
+    raise UserError(errors.not_utf8_message(path, exc, data)) from None
   kwargs = {"delimiter": delimiter, "quoting": quoting}
   if quoting == csv.QUOTE_NONE:
     kwargs["quotechar"] = None

@@ -19,6 +19,7 @@ import re
 from bert.classifier import classifier_data
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -313,7 +314,7 @@ class XnliProcessor(classifier_data.DataProcessor):
 def _check_label_list(labels):
   """--label_list as a tuple; a label given twice or an empty one would give two ids to
   one class or train a class no row has, so either is a UserError."""
-  return errors.check_label_list(labels, f"--label_list={','.join(map(str, labels))}")
+  return input_checks.check_label_list(labels, f"--label_list={','.join(map(str, labels))}")
 
 
 # Label-column names seen in public data sets' headers (lower-cased).

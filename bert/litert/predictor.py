@@ -35,6 +35,7 @@ from bert.multilabel import multilabel_data
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import errors
+from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -309,7 +310,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
       raise UserError(f"{model.metadata_file()}: a multi-label model without labels")
     model.runner()
     path = multilabel_data.data_file(data_dir, "test")
-    errors.check_input_file(path, "data_dir")
+    input_checks.check_input_file(path, "data_dir")
     examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
     log("%d test lines from %s", len(examples), path)
     probabilities = predict_multilabel(model, examples, batch_size)

@@ -54,8 +54,8 @@ def _not_utf8(path):
   try:
     file_io.decode_text(data)
   except UnicodeDecodeError as exc:
-    return errors.UserError(file_io.not_utf8_message(path, exc, data))
-  return errors.UserError(file_io.not_utf8_message(path))
+    return errors.UserError(errors.not_utf8_message(path, exc, data))
+  return errors.UserError(errors.not_utf8_message(path))
 
 
 def _open_text(path):

@@ -22,6 +22,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -72,7 +73,7 @@ class SwagTask(finetune.Task):
 
   def _read_split(self, split, tokenizer):
     path = swag_data.swag_file(self.data_dir, split)
-    errors.check_input_file(path, "data_dir")
+    input_checks.check_input_file(path, "data_dir")
     examples = swag_data.read_swag_examples(path, require_label=split != "test")
     limit = (self.options.max_train_examples if split == "train"
              else self.options.max_eval_examples)
