@@ -104,23 +104,26 @@ class SwagTask(finetune.Task):
 
   def evaluate(self, model, strategy):
     del strategy
-    split = self.splits["dev"]
-    logits = evaluation.predict_in_order(
-        model, make_dataset(split.arrays, self.options.eval_batch_size, False),
-        len(split.examples), what="dev")["logits"]
+    split, logits = self._predict_split(model, "dev", self.options.eval_batch_size)
     labels = split.arrays["label_ids"]
-    swag_data.write_predictions(file_io.join(self.options.output_dir,
-                                             "dev_predictions.csv"), split.examples, logits)
     return {"eval_accuracy": metrics.accuracy(np.argmax(logits, -1), labels),
             "eval_loss": metrics.cross_entropy(logits, labels),
             "num_examples": len(split.examples)}
 
   def predict(self, model, global_step):
     del global_step
-    split = self.splits["test"]
+    split, _ = self._predict_split(model, "test", self.options.predict_batch_size)
+    logging.info("Wrote %d test predictions to %s", len(split.examples),
+                 file_io.join(self.options.output_dir, "test_predictions.csv"))
+
+  def _predict_split(self, model, name, batch_size):
+    """(split, logits [examples, NUM_CHOICES] in file order) of split `name`, whose
+    predictions are written to <name>_predictions.csv."""
+    split = self.splits[name]
     logits = evaluation.predict_in_order(
-        model, make_dataset(split.arrays, self.options.predict_batch_size, False),
-        len(split.examples), what="test")["logits"]
-    path = file_io.join(self.options.output_dir, "test_predictions.csv")
-    swag_data.write_predictions(path, split.examples, logits)
-    logging.info("Wrote %d test predictions to %s", len(split.examples), path)
+        model, make_dataset(split.arrays, batch_size, False), len(split.examples),
+        what=name)["logits"]
+    swag_data.write_predictions(
+        file_io.join(self.options.output_dir, f"{name}_predictions.csv"), split.examples,
+        logits)
+    return split, logits
