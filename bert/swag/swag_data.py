@@ -58,10 +58,6 @@ def _not_utf8(path):
   return errors.UserError(errors.not_utf8_message(path))
 
 
-def _open_text(path):
-  return file_io.open_text(path)
-
-
 def read_swag_examples(path, require_label=None):
   """Reads a SWAG CSV into SwagExample objects.
 
@@ -69,7 +65,7 @@ def read_swag_examples(path, require_label=None):
   None (use it when present). Problems are UserErrors naming file, line and column.
   """
   examples = []
-  with _open_text(path) as handle:
+  with file_io.open_text(path) as handle:
     reader = csv.reader(handle)
     try:
       header = next(reader)
