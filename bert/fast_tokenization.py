@@ -1,7 +1,7 @@
 """The in-graph twin of tokenization.FullTokenizer: the same tokens and ids in TensorFlow.
 
 Beside `tokenization` (the pure-Python tokenizer, which stays free of TensorFlow);
-imports only it and file_io of ours. `FastTokenizer` runs the original's
+imports only it and errors of ours. `FastTokenizer` runs the original's
 tokenization inside a graph (tf.data, SavedModels) on tensorflow-text's
 `FastWordpieceTokenizer`; `pack_inputs` packs one or two segments into BERT's inputs
 with the original's truncation. The character classes come from this Python's `unicodedata`, the
@@ -17,7 +17,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert import tokenization
-from bert.utils import file_io
+from bert.utils import errors
 
 
 @functools.lru_cache(maxsize=1)
@@ -143,7 +143,7 @@ def _placeholder_for_long_words(vocab_tokens):
   for cp in _noncharacters():
     if chr(cp) not in used:
       return chr(cp)
-  raise file_io.InputError("vocabulary uses every Unicode noncharacter; cannot mark long words")
+  raise errors.UserError("vocabulary uses every Unicode noncharacter; cannot mark long words")
 
 
 def _flat_segment(segment):
@@ -163,7 +163,7 @@ def _checked_seq_length(seq_length, num_segments):
   static = tf.get_static_value(seq_length) if tf.is_tensor(seq_length) else seq_length
   if static is not None:
     if not float(static).is_integer() or static < least:
-      raise file_io.InputError(
+      raise errors.UserError(
           f"seq_length={static} leaves no room for the tokens (needs >= {least})")
     return tf.constant(int(static), tf.int64), int(static)
   seq_length = tf.cast(seq_length, tf.int64)
@@ -257,8 +257,8 @@ class FastTokenizer(tf.Module):
     missing = [t for t in (tokenization.UNK_TOKEN, tokenization.CLS_TOKEN,
                            tokenization.SEP_TOKEN) if t not in vocab]
     if missing:
-      raise file_io.InputError(f"vocab file {vocab_file}: lacks {', '.join(missing)}; a "
-                               "BERT vocabulary needs [UNK], [CLS] and [SEP]")
+      raise errors.UserError(f"vocab file {vocab_file}: lacks {', '.join(missing)}; a "
+                             "BERT vocabulary needs [UNK], [CLS] and [SEP]")
     self.vocab_size = len(tokens)
     self.unk_id = vocab[tokenization.UNK_TOKEN]
     self.cls_id = vocab[tokenization.CLS_TOKEN]

@@ -223,7 +223,7 @@ def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_si
                         is_training, input_context=None, seed=12345):
   """Batches of pretraining features, each a dict of int32/float32 [batch_size, length].
 
-  files: list of TFRecord paths (errors.expand_file_patterns). batch_size: the
+  files: list of TFRecord paths (input_checks.expand_file_patterns). batch_size: the
   per-replica batch. Training repeats forever with shuffled file order, a parallel
   (deterministic) interleave over up to 4 files and a 100-record shuffle; eval reads the
   files in order and also repeats, as the original did. With several input pipelines

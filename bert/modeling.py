@@ -29,6 +29,7 @@ import math
 import keras
 from keras import ops
 
+from bert.utils import errors
 from bert.utils import file_io
 
 # --------------------------------------------------------------------------- config
@@ -80,25 +81,25 @@ class BertConfig:
     def positive_int(key):
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise file_io.InputError(f"{source}: {key} must be a positive integer, got {value!r}")
+        raise errors.UserError(f"{source}: {key} must be a positive integer, got {value!r}")
 
     for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                 "intermediate_size", "max_position_embeddings", "type_vocab_size"):
       positive_int(key)
     if self.hidden_size % self.num_attention_heads:
-      raise file_io.InputError(
+      raise errors.UserError(
           f"{source}: hidden_size ({self.hidden_size}) is not a multiple of "
           f"num_attention_heads ({self.num_attention_heads})")
     for key in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
       value = getattr(self, key)
       if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise file_io.InputError(f"{source}: {key} must be in [0, 1), got {value!r}")
+        raise errors.UserError(f"{source}: {key} must be in [0, 1), got {value!r}")
     value = self.initializer_range
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-      raise file_io.InputError(f"{source}: initializer_range must be positive, got {value!r}")
+      raise errors.UserError(f"{source}: initializer_range must be positive, got {value!r}")
     if self.hidden_act not in ACTIVATIONS:
-      raise file_io.InputError(f"{source}: hidden_act {self.hidden_act!r} is not one of "
-                               f"{', '.join(ACTIVATIONS)}")
+      raise errors.UserError(f"{source}: hidden_act {self.hidden_act!r} is not one of "
+                             f"{', '.join(ACTIVATIONS)}")
 
   @classmethod
   def from_dict(cls, json_object, source="bert config"):
@@ -110,16 +111,16 @@ class BertConfig:
     (hidden_act, the dropout rates, initializer_range) take the original's defaults.
     """
     if not isinstance(json_object, dict):
-      raise file_io.InputError(
+      raise errors.UserError(
           f"{source}: expected a JSON object, got {type(json_object).__name__}")
     unknown = sorted(set(json_object) - set(_CONFIG_KEYS))
     if unknown:
-      raise file_io.InputError(f"{source}: unknown key(s) {', '.join(unknown)}; "
-                               f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
+      raise errors.UserError(f"{source}: unknown key(s) {', '.join(unknown)}; "
+                             f"a bert_config.json holds only {', '.join(_CONFIG_KEYS)}")
     missing = [key for key in REQUIRED_CONFIG_KEYS if key not in json_object]
     if missing:
-      raise file_io.InputError(f"{source}: missing required key(s) {', '.join(missing)}; "
-                               "every weight shape depends on them, so none has a default")
+      raise errors.UserError(f"{source}: missing required key(s) {', '.join(missing)}; "
+                             "every weight shape depends on them, so none has a default")
     config = cls.__new__(cls)
     defaults = cls(vocab_size=1).to_dict()
     defaults.update(json_object)
@@ -132,18 +133,18 @@ class BertConfig:
   def from_json_file(cls, json_file):
     """Reads a bert_config.json; ValueError/OSError messages name the file."""
     try:
-      with file_io.open(json_file, "r", encoding="utf-8") as reader:
+      with file_io.open_text(json_file, newline=None) as reader:
         text = reader.read()
     except UnicodeDecodeError:
-      raise file_io.InputError(file_io.not_utf8_message(json_file)) from None
+      raise errors.UserError(errors.not_utf8_message(json_file)) from None
     except IsADirectoryError:
-      raise file_io.InputError(
+      raise errors.UserError(
           f"{json_file}: is a directory, expected bert_config.json") from None
     try:
-      data = json.loads(file_io.without_byte_order_mark(text))
+      data = json.loads(text)
     except json.JSONDecodeError as exc:
-      raise file_io.InputError(f"{json_file}: invalid JSON at line {exc.lineno} column "
-                               f"{exc.colno}: {exc.msg}") from None
+      raise errors.UserError(f"{json_file}: invalid JSON at line {exc.lineno} column "
+                             f"{exc.colno}: {exc.msg}") from None
     return cls.from_dict(data, source=str(json_file))
 
   def to_dict(self):
@@ -182,7 +183,7 @@ def get_activation(name):
   table = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": ops.relu, "tanh": ops.tanh,
            "linear": None}
   if name not in table:
-    raise file_io.InputError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
+    raise errors.UserError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
   return table[name]
 
 

@@ -1,12 +1,12 @@
 """WordPiece tokenization, token-for-token the original BERT release, in pure Python.
 
-Imports only file_io of ours. The pure-Python classes (`FullTokenizer`,
-`BasicTokenizer`, `WordpieceTokenizer`) follow the original algorithm exactly, quirks
-included (no never-split list, so the text "[MASK]" becomes `[`, `mask`, `]`).
+The pure-Python classes (`FullTokenizer`, `BasicTokenizer`, `WordpieceTokenizer`) follow
+the original algorithm exactly, quirks included (no never-split list, so the text
+"[MASK]" becomes `[`, `mask`, `]`).
 
 Free of TensorFlow: its in-graph twin, `fast_tokenization.FastTokenizer` (tensorflow-text,
 the same tokens and ids) and `fast_tokenization.pack_inputs`, live in fast_tokenization.py.
-Bad vocabulary files raise file_io.InputError (a ValueError), shown as one line.
+Bad vocabulary files raise errors.UserError (a ValueError), shown as one line.
 """
 
 import collections
@@ -15,6 +15,7 @@ import os
 import re
 import unicodedata
 
+from bert.utils import errors
 from bert.utils import file_io
 
 # The original's special tokens; their ids come from the vocabulary file.
@@ -75,7 +76,7 @@ def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
     actual, kind, wanted = "True", "cased", "False"
   else:
     return
-  raise file_io.InputError(
+  raise errors.UserError(
       f"You passed in `--do_lower_case={actual}` with `--init_checkpoint={init_checkpoint}`. "
       f"However, `{model_name}` seems to be a {kind} model, so you should pass in "
       f"`--do_lower_case={wanted}` so that the fine-tuning matches how the model was "
@@ -124,8 +125,8 @@ def check_normalize(normalize):
   """None or one of NORMALIZATIONS (any case) -> None or its lower-case name."""
   if normalize is None or str(normalize).lower() in NORMALIZATIONS:
     return None if normalize is None else str(normalize).lower()
-  raise file_io.InputError(f"normalize={normalize!r}: expected None (none, as the original) or "
-                           f"one of {', '.join(NORMALIZATIONS)}")
+  raise errors.UserError(f"normalize={normalize!r}: expected None (none, as the original) or "
+                         f"one of {', '.join(NORMALIZATIONS)}")
 
 
 def convert_to_unicode(text):
@@ -159,19 +160,19 @@ def load_vocab(vocab_file):
     lines.pop()  # the newline that ends the last line does not start another
   for index, raw in enumerate(lines):
     try:
-      token = raw.decode("utf-8")
-      token = (file_io.without_byte_order_mark(token) if index == 0 else token).strip()
+      # Only the file's start may hold a byte-order mark; anywhere else it is text.
+      token = (file_io.decode_text(raw) if index == 0 else raw.decode("utf-8")).strip()
     except UnicodeDecodeError as exc:
-      raise file_io.InputError(file_io.not_utf8_message(f"vocab file {vocab_file}", exc,
-                                                        line=index + 1)) from None
+      raise errors.UserError(errors.not_utf8_message(f"vocab file {vocab_file}", exc,
+                                                     line=index + 1)) from None
     if token in vocab:
-      raise file_io.InputError(
+      raise errors.UserError(
           f"vocab file {vocab_file}:{index + 1}: token {token!r} duplicates "
           f"line {first_line[token]}; every token must appear once")
     vocab[token] = index
     first_line[token] = index + 1
   if not vocab:
-    raise file_io.InputError(f"vocab file {vocab_file}: the file is empty")
+    raise errors.UserError(f"vocab file {vocab_file}: the file is empty")
   return vocab
 
 
@@ -244,8 +245,8 @@ class FullTokenizer:
     if UNK_TOKEN not in self.vocab:
       # The original loads such a file and fails later, on the first word outside it,
       # with a bare KeyError: '[UNK]'.
-      raise file_io.InputError(f"vocab file {vocab_file}: has no {UNK_TOKEN}, which the "
-                               "tokenizer emits for every word outside the vocabulary")
+      raise errors.UserError(f"vocab file {vocab_file}: has no {UNK_TOKEN}, which the "
+                             "tokenizer emits for every word outside the vocabulary")
     self.inv_vocab = {v: k for k, v in self.vocab.items()}
     self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case,
                                           normalize=normalize)

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from bert.utils import file_io
-from bert.utils import errors
+from bert.utils import input_checks
 
 BOM = "\ufeff"
 
@@ -49,7 +49,7 @@ def test_the_helpers_drop_the_mark_at_the_start_only():
 
 def test_line_readers(tmp_path):
   lines = _same(tmp_path, "lines.txt", "first line\nsecond\n",
-                lambda p: list(errors.read_text_lines(p)))
+                lambda p: list(input_checks.read_text_lines(p)))
   assert lines == [(1, "first line\n"), (2, "second\n")]
   with file_io.open_text(_pair(tmp_path, "open.txt", "a,b\nc,d\n")[1]) as handle:
     assert list(handle) == ["a,b\n", "c,d\n"]

@@ -12,6 +12,7 @@ from absl import flags
 from bert.cli import flags_common
 from bert.training import run_options
 from bert.utils import cpu_choice
+from bert.utils import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -242,7 +243,7 @@ def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
   options = flags_common.options_from_flags(_flag_values(["--enable_xla"]), phase="pretraining",
                                      cpu=zen3)
   assert options.enable_xla is True  # a flag still wins
-  with pytest.raises(run_options.FlagError, match="--dtype=auto"):
+  with pytest.raises(errors.UserError, match="--dtype=auto"):
     run_options.RunOptions(output_dir="out", dtype="auto")
 
 

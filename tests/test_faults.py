@@ -169,6 +169,6 @@ def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
     ("save_checkpoints_steps", 0, "--save_checkpoints_steps=0: must be at least 1"),
 ])
 def test_flags_that_cannot_work_are_refused_by_name(flag, value, message):
-  with pytest.raises(run_options.FlagError) as error:
+  with pytest.raises(errors.UserError) as error:
     run_options.RunOptions(output_dir="out", do_train=True, **{flag: value})
   assert str(error.value).startswith(message)

@@ -16,7 +16,6 @@ from bert.training import checkpoints
 from bert.training import finetune
 from bert.training import run_options
 from bert.utils import atomic_output
-from bert.utils import file_io
 from bert.utils import errors
 import tiny
 from bert.training import evaluation
@@ -228,7 +227,7 @@ def test_a_bug_in_a_task_keeps_its_traceback(tmp_path, config_file, capsys):
   with pytest.raises(ValueError, match="Dimensions must be equal, but are 3 and 2") as info:
     with errors.report_user_errors(program="toy.py"):
       finetune.run(ToyTask(options, loss_bug=True), options)
-  assert not isinstance(info.value, file_io.InputError)
+  assert not isinstance(info.value, errors.UserError)
   assert "toy.py: error:" not in capsys.readouterr().err
   assert any(entry.name == "run" and entry.path.name == "finetune.py"
              for entry in info.traceback)

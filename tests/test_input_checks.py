@@ -17,6 +17,7 @@ from bert import heads
 from bert import modeling
 from bert import tokenization
 from bert.cli import flags_common
+from bert.utils import errors
 
 VOCAB = 100
 CONFIG = tiny.tiny_config(VOCAB, max_position_embeddings=16, type_vocab_size=2)
@@ -210,7 +211,7 @@ def test_a_flag_given_without_its_partner_is_refused(flag, partner, typed):
   flags.DEFINE_bool("use_tpu", False, "", flag_values=values)
   values(["prog", typed])
   what = {entry[0]: entry[2] for entry in flags_common.PARTNERS}[flag]
-  with pytest.raises(flags_common.settings.FlagError) as raised:
+  with pytest.raises(errors.UserError) as raised:
     flags_common.check_partners(values)
   assert str(raised.value) == (f"{typed} {what}: it needs --{partner} (without it the flag "
                                "does nothing)")

@@ -114,9 +114,9 @@ def test_a_bug_keeps_its_traceback(bug):
 
 def test_input_errors_are_one_line_without_a_verbose_hint(capsys):
   from bert.utils import file_io  # pylint: disable=g-import-not-at-top
-  assert issubclass(errors.UserError, file_io.InputError)
-  assert issubclass(file_io.InputError, ValueError)
-  for exc in (errors.UserError("--x=1: bad"), file_io.InputError("--x=1: bad")):
+  assert issubclass(errors.UserError, ValueError)
+  assert issubclass(file_io.UrlError, errors.UserError)
+  for exc in (errors.UserError("--x=1: bad"), file_io.UrlError("--x=1", "bad")):
     assert _report(exc, capsys) == (2, "p.py: error: --x=1: bad\n")
 
 

@@ -20,6 +20,7 @@ from bert.tagging import tagging_data  # noqa: E402
 from bert.utils import file_io  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import errors  # noqa: E402
+from bert.utils import input_checks  # noqa: E402
 
 SPLITS = (("train.txt", "train.tsv"), ("valid.txt", "dev.tsv"), ("test.txt", "test.tsv"))
 
@@ -42,7 +43,7 @@ def convert(conll_dir, output_dir):
   rows, counts = {}, {}
   for source, target in SPLITS:
     path = file_io.join(conll_dir, source)
-    errors.check_input_file(path, "conll_dir")
+    input_checks.check_input_file(path, "conll_dir")
     examples = tagging_data.read_conll(path)
     if examples[0].labels is None:
       raise errors.UserError(f"{path}: no NER column (one column per line)")

@@ -58,6 +58,7 @@ from bert import modeling  # noqa: E402
 from bert.training import model_config  # noqa: E402
 from bert.utils import file_io  # noqa: E402
 from bert.utils import errors  # noqa: E402
+from bert.utils import input_checks  # noqa: E402
 
 FEATURES = ("cls", "pooled", "mean", "embeddings")
 L2 = 1e-3           # logistic regression's weight decay (standardised features)
@@ -216,11 +217,11 @@ def main(_):
     check_probe_data(file_io.join(data_dir, processor.train_file),
                      file_io.join(data_dir, processor.dev_file), train_examples,
                      dev_examples, label_list)
-    config = model_config.load_bert_config(errors.check_input_file(
+    config = model_config.load_bert_config(input_checks.check_input_file(
         FLAGS.bert_config_file, "bert_config_file"))
     model_config.check_max_seq_length(FLAGS.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
-        errors.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
+        input_checks.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
     model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
     model = modeling.BertModel(config)

@@ -27,12 +27,14 @@ from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert import metrics  # noqa: E402
+from bert.classifier import classifier_data  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
 from bert.formats import litert_convert as litert_models  # noqa: E402
 from bert.litert import export_check  # noqa: E402
 from bert.litert import predictor  # noqa: E402
 from bert.utils import errors  # noqa: E402
+from bert.utils import input_checks  # noqa: E402
 
 
 def define_flags():
@@ -55,7 +57,7 @@ def define_flags():
 
 def read_key_values(path):
   values = {}
-  for _, line in errors.read_text_lines(path):
+  for _, line in input_checks.read_text_lines(path):
     key, _, value = line.strip().partition(" = ")
     try:
       values[key] = float(value)
@@ -114,7 +116,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
         row["labels_moved_vs_first"] = int(np.sum(outputs.argmax(1) != reference.argmax(1)))
     found.append(row)
   if eval_results:
-    errors.check_input_file(eval_results, "eval_results")
+    input_checks.check_input_file(eval_results, "eval_results")
     evaluated = read_key_values(eval_results)
     found.insert(0, {"model": "SavedModel (--do_eval)", **{
         k[len("eval_"):]: v for k, v in evaluated.items()
@@ -125,7 +127,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
 def main(_):
   with errors.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
-    columns = predictor.GenericColumns(
+    columns = classifier_data.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column,

@@ -1,7 +1,7 @@
-"""Classification data: examples, the DataProcessor base, delimited files, output files.
+"""Classification data: examples, reading delimited files, the tsv/csv task's columns, and
+the output files (class probabilities, GLUE submissions).
 
-Never reads absl FLAGS. Each task's reader (a DataProcessor subclass) is in classifier_processors.py,
-token ids are made in classifier_features.py, metrics in metrics.py.
+Each task's reader (a DataProcessor) is in classifier_processors.py.
 
 Files are read exactly as GLUE distributes them: tab-separated, csv quoting off (MRPC's
 sentences hold unbalanced double quotes that a quoting reader would swallow across lines),
@@ -10,7 +10,7 @@ CoLA train/dev. Every row must have as many columns as the header (or, without o
 the task's layout or the first row): with quoting off, a tab inside a sentence would
 otherwise shift text_a/text_b/label silently. Every problem a user can fix (missing
 file, short or long row, unknown label, a regression label that is not a finite number,
-empty split, an unparsable CSV quote) is a `errors.UserError` naming the file and
+empty split, an unparsable CSV quote) is an `errors.UserError` naming the file and
 line.
 """
 
@@ -18,7 +18,7 @@ import csv
 import dataclasses
 import io
 import sys
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -82,7 +82,7 @@ def read_delimited(path, delimiter="\t", quoting=csv.QUOTE_NONE):
   try:
     text = file_io.decode_text(data)
   except UnicodeDecodeError as exc:
-    raise UserError(file_io.not_utf8_message(path, exc, data)) from None
+    raise UserError(errors.not_utf8_message(path, exc, data)) from None
   kwargs = {"delimiter": delimiter, "quoting": quoting}
   if quoting == csv.QUOTE_NONE:
     kwargs["quotechar"] = None
@@ -147,62 +147,6 @@ def data_rows(path, rows, header, width=None, delimiter="\t"):
     yield number, fields
 
 
-# --------------------------------------------------------------------------- processors
-
-
-class DataProcessor:
-  """Base class for data converters for sequence classification data sets.
-
-  A subclass implements get_train_examples, get_dev_examples, get_test_examples and
-  get_labels (the original's four methods). Tasks with several dev or test files (MNLI)
-  override get_eval_sets / get_predict_sets.
-  """
-
-  # "accuracy", "accuracy_f1", "matthews" or "pearson_spearman" (see compute_metrics).
-  metric = "accuracy"
-  is_regression = False
-  # The GLUE server's file name for this task's test predictions (None: not a GLUE task).
-  submission_file = None
-
-  def get_train_examples(self, data_dir):
-    """Gets a collection of `InputExample`s for the train set."""
-    raise NotImplementedError()
-
-  def get_dev_examples(self, data_dir):
-    """Gets a collection of `InputExample`s for the dev set."""
-    raise NotImplementedError()
-
-  def get_test_examples(self, data_dir):
-    """Gets a collection of `InputExample`s for prediction."""
-    raise NotImplementedError()
-
-  def get_labels(self):
-    """Gets the list of labels for this data set (None for regression)."""
-    raise NotImplementedError()
-
-  def get_eval_sets(self, data_dir):
-    return [EvalSet("dev", self.get_dev_examples(data_dir))]
-
-  def get_predict_sets(self, data_dir):
-    return [PredictSet("test", self.get_test_examples(data_dir),
-                       submission_file=self.submission_file)]
-
-  @property
-  def num_texts(self):
-    """1 for single-sentence tasks, 2 for sentence pairs."""
-    return 1
-
-  @property
-  def num_outputs(self):
-    return 1 if self.is_regression else len(self.get_labels())
-
-  def format_prediction(self, value):
-    """A prediction (label index, or a float for regression) as the GLUE server wants it."""
-    if self.is_regression:
-      return f"{float(value):.3f}"
-    return self.get_labels()[int(value)]
-
-
 # Column layout of one split: texts, label, and the id column that names the guid
 # ("<split>-<id>"; without one the guid is "<split>-<row number>"). None: absent.
 @dataclasses.dataclass(frozen=True)
@@ -214,6 +158,37 @@ class Columns:
   header: bool = True
   # The number of fields of every row of a file without a header (None: the first row's).
   width: Optional[int] = None
+
+
+# The tsv/csv task (users' own files), as run_classifier.py's and predict_litert.py's flags
+# give it.
+@dataclasses.dataclass(frozen=True)
+class GenericColumns:
+  """The columns (0-based numbers or header names), header, delimiter, labels and
+  regression of a tsv/csv task.
+
+  has_header None: not given (a first row that looks like a header is refused, rather
+  than read as data). label_list and regression None: not given; a trained model's own
+  are used where there is one (a different one given is refused: litert/predictor.py).
+  """
+  text_a_column: str = "0"
+  text_b_column: Optional[str] = None
+  label_column: str = "1"
+  test_text_a_column: Optional[str] = None
+  test_text_b_column: Optional[str] = None
+  label_list: Optional[Sequence[str]] = None
+  has_header: Optional[bool] = False
+  delimiter: Optional[str] = None
+  regression: Optional[bool] = None
+
+  def processor_options(self):
+    """The keyword arguments of classifier_processors.get_processor for these files."""
+    return dict(text_a_column=self.text_a_column, text_b_column=self.text_b_column,
+                label_column=self.label_column,
+                test_text_a_column=self.test_text_a_column,
+                test_text_b_column=self.test_text_b_column, labels=self.label_list,
+                has_header=self.has_header, is_regression=bool(self.regression),
+                delimiter=self.delimiter)
 
 
 # --------------------------------------------------------------------------- labels

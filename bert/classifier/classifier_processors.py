@@ -1,5 +1,5 @@
-"""Every classification task's reader, one small DataProcessor each, and the one chosen
-by --task_name (`get_processor`).
+"""Every classification task's reader: the `DataProcessor` base class, one small subclass
+per task, and the one chosen by --task_name (`get_processor`).
 
 The original's pattern is kept: a task is a `DataProcessor` subclass with
 `get_train_examples`, `get_dev_examples`, `get_test_examples` and `get_labels`, and
@@ -19,14 +19,71 @@ import re
 from bert.classifier import classifier_data
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 UserError = errors.UserError
+
+
+# --------------------------------------------------------------------------- the base class
+
+
+class DataProcessor:
+  """Base class for data converters for sequence classification data sets.
+
+  A subclass implements get_train_examples, get_dev_examples, get_test_examples and
+  get_labels (the original's four methods). Tasks with several dev or test files (MNLI)
+  override get_eval_sets / get_predict_sets.
+  """
+
+  # "accuracy", "accuracy_f1", "matthews" or "pearson_spearman" (see compute_metrics).
+  metric = "accuracy"
+  is_regression = False
+  # The GLUE server's file name for this task's test predictions (None: not a GLUE task).
+  submission_file = None
+
+  def get_train_examples(self, data_dir):
+    """Gets a collection of `classifier_data.InputExample`s for the train set."""
+    raise NotImplementedError()
+
+  def get_dev_examples(self, data_dir):
+    """Gets a collection of `InputExample`s for the dev set."""
+    raise NotImplementedError()
+
+  def get_test_examples(self, data_dir):
+    """Gets a collection of `InputExample`s for prediction."""
+    raise NotImplementedError()
+
+  def get_labels(self):
+    """Gets the list of labels for this data set (None for regression)."""
+    raise NotImplementedError()
+
+  def get_eval_sets(self, data_dir):
+    return [classifier_data.EvalSet("dev", self.get_dev_examples(data_dir))]
+
+  def get_predict_sets(self, data_dir):
+    return [classifier_data.PredictSet("test", self.get_test_examples(data_dir),
+                                       submission_file=self.submission_file)]
+
+  @property
+  def num_texts(self):
+    """1 for single-sentence tasks, 2 for sentence pairs."""
+    return 1
+
+  @property
+  def num_outputs(self):
+    return 1 if self.is_regression else len(self.get_labels())
+
+  def format_prediction(self, value):
+    """A prediction (label index, or a float for regression) as the GLUE server wants it."""
+    if self.is_regression:
+      return f"{float(value):.3f}"
+    return self.get_labels()[int(value)]
 
 
 # --------------------------------------------------------------------------- GLUE and XNLI
 
 
-class GlueTsvProcessor(classifier_data.DataProcessor):
+class GlueTsvProcessor(DataProcessor):
   """A GLUE task whose splits are <data_dir>/{train,dev,test}.tsv with fixed columns.
 
   Subclasses set `labels`, `train_columns` (also used for dev unless `dev_columns`),
@@ -103,19 +160,26 @@ class GlueTsvProcessor(classifier_data.DataProcessor):
     return label
 
 
+# The layouts several GLUE files share: "index, sentence" (CoLA's and SST-2's test files)
+# and "index, sentence1, sentence2[, label]" (QNLI, RTE and WNLI; QQP's and AX's test files).
+_INDEX_SENTENCE = classifier_data.Columns(text_a=1, index=0)
+_INDEX_PAIR = classifier_data.Columns(text_a=1, text_b=2, index=0)
+_INDEX_PAIR_LABEL = classifier_data.Columns(text_a=1, text_b=2, label=3)
+
+
 class ColaProcessor(GlueTsvProcessor):
   """CoLA: train/dev have no header, label in column 1, sentence in 3; test: index, sentence."""
   metric = "matthews"
   submission_file = "CoLA.tsv"
   train_columns = classifier_data.Columns(text_a=3, label=1, header=False, width=4)
-  test_columns = classifier_data.Columns(text_a=1, index=0)
+  test_columns = _INDEX_SENTENCE
 
 
 class Sst2Processor(GlueTsvProcessor):
   """SST-2: sentence, label (header); test: index, sentence."""
   submission_file = "SST-2.tsv"
   train_columns = classifier_data.Columns(text_a=0, label=1)
-  test_columns = classifier_data.Columns(text_a=1, index=0)
+  test_columns = _INDEX_SENTENCE
 
 
 class MrpcProcessor(GlueTsvProcessor):
@@ -140,15 +204,15 @@ class QqpProcessor(GlueTsvProcessor):
   metric = "accuracy_f1"
   submission_file = "QQP.tsv"
   train_columns = classifier_data.Columns(text_a=3, text_b=4, label=5)
-  test_columns = classifier_data.Columns(text_a=1, text_b=2, index=0)
+  test_columns = _INDEX_PAIR
 
 
 class QnliProcessor(GlueTsvProcessor):
   """QNLI: index, question, sentence, label."""
   labels = ("entailment", "not_entailment")
   submission_file = "QNLI.tsv"
-  train_columns = classifier_data.Columns(text_a=1, text_b=2, label=3)
-  test_columns = classifier_data.Columns(text_a=1, text_b=2, index=0)
+  train_columns = _INDEX_PAIR_LABEL
+  test_columns = _INDEX_PAIR
 
 
 class RteProcessor(QnliProcessor):
@@ -156,11 +220,10 @@ class RteProcessor(QnliProcessor):
   submission_file = "RTE.tsv"
 
 
-class WnliProcessor(GlueTsvProcessor):
-  """WNLI: index, sentence1, sentence2, label (0/1)."""
+class WnliProcessor(QnliProcessor):
+  """WNLI: index, sentence1, sentence2, label (QNLI's layout; the labels 0/1)."""
+  labels = ("0", "1")
   submission_file = "WNLI.tsv"
-  train_columns = classifier_data.Columns(text_a=1, text_b=2, label=3)
-  test_columns = classifier_data.Columns(text_a=1, text_b=2, index=0)
 
 
 class MnliProcessor(GlueTsvProcessor):
@@ -178,7 +241,7 @@ class MnliProcessor(GlueTsvProcessor):
   # The original's MNLI guid is "<split>-<index column>".
   train_columns = classifier_data.Columns(text_a=8, text_b=9, label=-1, index=0)
   test_columns = classifier_data.Columns(text_a=8, text_b=9, index=0)
-  ax_columns = classifier_data.Columns(text_a=1, text_b=2, index=0)
+  ax_columns = _INDEX_PAIR
 
   def get_dev_examples(self, data_dir):
     return self.read_split(file_io.join(data_dir, "dev_matched.tsv"), "dev_matched",
@@ -232,7 +295,7 @@ class MnliProcessor(GlueTsvProcessor):
     return sets
 
 
-class XnliProcessor(classifier_data.DataProcessor):
+class XnliProcessor(DataProcessor):
   """XNLI: train on the machine-translated MultiNLI of one language, dev on XNLI-1.0.
 
   Train: <data_dir>/multinli/multinli.train.<lang>.tsv (premise, hypo, label; header),
@@ -310,12 +373,6 @@ class XnliProcessor(classifier_data.DataProcessor):
 # --------------------------------------------------------------------------- users' own files
 
 
-def _check_label_list(labels):
-  """--label_list as a tuple; a label given twice or an empty one would give two ids to
-  one class or train a class no row has, so either is a UserError."""
-  return errors.check_label_list(labels, f"--label_list={','.join(map(str, labels))}")
-
-
 # Label-column names seen in public data sets' headers (lower-cased).
 _HEADER_WORDS = frozenset((
     "label", "labels", "gold_label", "class", "classes", "category", "target", "y",
@@ -357,7 +414,10 @@ class DelimitedFileProcessor(GlueTsvProcessor):
     self.test_spec = dict(text_a=test_text_a_column or text_a_column,
                           text_b=test_text_b_column if test_text_b_column is not None
                           else text_b_column, label=None)
-    self.labels = _check_label_list(labels) if labels else None
+    # A label given twice or an empty one would give two ids to one class or train a
+    # class no row has.
+    self.labels = input_checks.check_label_list(
+        labels, f"--label_list={','.join(map(str, labels))}") if labels else None
     self.has_header = has_header
     self.is_regression = is_regression
     self.metric = "pearson_spearman" if is_regression else "accuracy"
@@ -495,9 +555,6 @@ class DelimitedFileProcessor(GlueTsvProcessor):
 
   def get_test_examples(self, data_dir):
     return self._read(file_io.join(data_dir, self.test_file), "test", False)
-
-  def format_prediction(self, value):
-    return super().format_prediction(value)
 
 
 # --------------------------------------------------------------------------- by --task_name

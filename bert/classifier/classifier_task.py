@@ -10,14 +10,10 @@ and the GLUE submission file (CoLA.tsv, ...); a SavedModel with a token-id and a
 signature for --export_dir.
 """
 
-import dataclasses
-from typing import Optional, Sequence
-
 from absl import logging
 import numpy as np
 
 from bert.classifier import classifier_data
-
 from bert.classifier import classifier_features
 from bert.classifier import classifier_processors
 from bert.formats import serving
@@ -30,33 +26,12 @@ from bert.utils import file_io
 from bert.utils import errors
 
 
-@dataclasses.dataclass(frozen=True)
-class GenericColumns:
-  """The tsv/csv task's settings (users' own files): columns, labels, format."""
-  text_a_column: str = "0"
-  text_b_column: Optional[str] = None
-  label_column: str = "1"
-  test_text_a_column: Optional[str] = None
-  test_text_b_column: Optional[str] = None
-  label_list: Optional[Sequence[str]] = None
-  has_header: bool = False
-  delimiter: Optional[str] = None
-  regression: bool = False
-
-  def processor_options(self):
-    return dict(text_a_column=self.text_a_column, text_b_column=self.text_b_column,
-                label_column=self.label_column,
-                test_text_a_column=self.test_text_a_column,
-                test_text_b_column=self.test_text_b_column, labels=self.label_list,
-                has_header=self.has_header, is_regression=self.regression,
-                delimiter=self.delimiter)
-
-
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
-  """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`)."""
+  """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
+  classifier_data.GenericColumns)."""
   options = {}
   if task_name.lower() in classifier_processors.GENERIC_TASKS:
-    options = (columns or GenericColumns()).processor_options()
+    options = (columns or classifier_data.GenericColumns()).processor_options()
   processor = classifier_processors.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)

@@ -60,6 +60,7 @@ from bert import tokenization
 from bert.training import checkpoint_export as model_export
 from bert.training import model_config
 from bert.utils import errors
+from bert.utils import input_checks
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
@@ -97,7 +98,7 @@ def main(_):
     if FLAGS.verbose:
       logging.set_verbosity(logging.DEBUG)
     start = time.time()
-    errors.check_input_file(FLAGS.vocab_file, "vocab_file")
+    input_checks.check_input_file(FLAGS.vocab_file, "vocab_file")
     if not FLAGS.init_checkpoint:
       raise errors.UserError(
           "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "

@@ -33,6 +33,7 @@ from absl import logging
 from bert.cli import flags_common
 from bert.cli import launch
 from bert.utils import errors
+from bert.utils import input_checks
 
 flags_common.define_model_flags(max_seq_length=128)
 flags_common.define_normalize_flag("before tokenizing")
@@ -58,8 +59,8 @@ def main(_):
     if FLAGS.use_tpu:
       raise errors.UserError(
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")
-    errors.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
-    errors.check_input_file(FLAGS.vocab_file, "vocab_file")
+    input_checks.check_input_file(FLAGS.input_file, "input_file", allow_empty=True)
+    input_checks.check_input_file(FLAGS.vocab_file, "vocab_file")
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.extraction import extraction_activations
     count = extraction_activations.extract_file(

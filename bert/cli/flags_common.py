@@ -16,6 +16,7 @@ from absl import flags
 from bert.formats import litert_convert as litert_models
 from bert.training import run_options
 from bert.utils import cpu_choice
+from bert.utils import errors
 from bert.utils import file_io
 
 _DEFINED = set()
@@ -414,11 +415,11 @@ def _typed(flag_values, name):
 
 def check_partners(flag_values):
   """Refuses a flag given without the partner it acts with (PARTNERS): one line,
-  run_options.FlagError."""
+  errors.UserError."""
   for name, partner, what in PARTNERS:
     if name in flag_values and partner in flag_values and flag_values[name].present \
         and not flag_values[partner].value:
-      raise run_options.FlagError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
+      raise errors.UserError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
                                " (without it the flag does nothing)")
 
 

@@ -66,9 +66,10 @@ def main(_):
     from bert.litert import export_check  # pylint: disable=g-import-not-at-top
     export_check.refuse_urls({name: FLAGS[name].value for name in PATH_FLAGS},
                              "predict_litert.py", "run_classifier.py --do_predict")
-    from bert.litert import predictor  # deferred: --help stays fast
+    from bert.classifier import classifier_data  # deferred: --help stays fast
+    from bert.litert import predictor
     started = time.perf_counter()
-    columns = predictor.GenericColumns(
+    columns = classifier_data.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column,

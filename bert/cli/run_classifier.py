@@ -67,8 +67,9 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert.classifier import classifier_data
     from bert.classifier import classifier_task
-    columns = classifier_task.GenericColumns(
+    columns = classifier_data.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,

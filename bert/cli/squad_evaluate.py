@@ -22,6 +22,7 @@ from bert.squad import squad_metrics
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,
@@ -78,13 +79,13 @@ def main(argv):
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
     # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
     data_file, pred_file = (file_io.expand(arg) for arg in args)
-    errors.check_input_file(data_file, "data_file")
-    errors.check_input_file(pred_file, "pred_file")
+    input_checks.check_input_file(data_file, "data_file")
+    input_checks.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value
     if not math.isfinite(threshold):  # every comparison with NaN is false
       raise errors.UserError(f"--na-prob-thresh={threshold}: must be a finite number")
     if FLAGS["na-prob-file"].value:
-      errors.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")
+      input_checks.check_input_file(FLAGS["na-prob-file"].value, "na-prob-file")
     version, results = evaluate_files(
         data_file, pred_file, na_prob_file=FLAGS["na-prob-file"].value,
         na_prob_thresh=FLAGS["na-prob-thresh"].value, version=FLAGS["squad-version"].value)

@@ -28,6 +28,7 @@ from bert.utils import atomic_output
 from bert.utils import output_lock
 from bert.utils import progress
 from bert.utils import errors
+from bert.utils import input_checks
 
 InputExample = collections.namedtuple("InputExample", ["unique_id", "text_a", "text_b"])
 InputFeatures = collections.namedtuple(
@@ -41,7 +42,7 @@ def read_examples(input_file):
   an example of no text). A file without any line is a UserError: there is nothing to
   extract, and an empty output under the final name would look like a finished run."""
   examples = []
-  for number, line in errors.read_text_lines(input_file):
+  for number, line in input_checks.read_text_lines(input_file):
     line = line.strip()
     match = _PAIR_RE.match(line)
     if match is None:

@@ -68,6 +68,7 @@ from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import errors
+from bert.utils import input_checks
 
 WEIGHTS_NAME, CONFIG_NAME = "model.safetensors", "config.json"
 VOCAB_NAME, TOKENIZER_CONFIG_NAME = "vocab.txt", "tokenizer_config.json"
@@ -312,7 +313,7 @@ def head_labels(head_info):
   labels = (head_info or {}).get("labels")
   if head in ("classifier", "multi_label", "token_classification") and labels:
     labels = [str(label) for label in labels]
-    if errors.first_repeat(labels):
+    if input_checks.first_repeat(labels):
       raise errors.UserError(f"the run's label list repeats a label: {labels}")
     values["id2label"] = {str(i): label for i, label in enumerate(labels)}
     values["label2id"] = {label: i for i, label in enumerate(labels)}
@@ -395,7 +396,7 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
         f"{extra}: no Hugging Face {architecture} weight corresponds to it")
   state = hugging_face_state_dict(tensors, (head_info or {}).get("head"))
   _check_shapes(state, config)
-  vocab = [line.strip() for _, line in errors.read_text_lines(vocab_file)]
+  vocab = [line.strip() for _, line in input_checks.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
   _check_target(export_dir, overwrite)
   # Under the export's lock: another export of export_dir waits, and what a killed one

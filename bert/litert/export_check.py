@@ -22,6 +22,7 @@ import numpy as np
 from bert import tokenization
 from bert.formats import litert_convert as litert_models
 from bert.utils import errors
+from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -82,7 +83,7 @@ def check_metadata(metadata, metadata_file):
 def check_vocabulary(vocab_file, metadata, metadata_file):
   """vocab.txt is the vocabulary the model was exported with: its special tokens at
   their ids, its size and (format 2) its digest. Returns the vocabulary."""
-  errors.check_input_file(vocab_file, "model (its vocab.txt)")
+  input_checks.check_input_file(vocab_file, "model (its vocab.txt)")
   vocab = tokenization.load_vocab(vocab_file)
   fix = (f"put back the export's own vocab.txt (model.json {metadata_file} names "
          f"{metadata['vocab_file']!r}), or {REEXPORT}")

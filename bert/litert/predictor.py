@@ -21,9 +21,7 @@ other, one row of max_seq_length tokens through the model). A model of another t
 one line before any file is read. Paths are local (the runtime opens local files).
 """
 
-import dataclasses
 import os
-from typing import Optional
 
 import numpy as np
 
@@ -35,6 +33,7 @@ from bert.multilabel import multilabel_data
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import errors
+from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -56,22 +55,6 @@ def default_threads():
   if hasattr(os, "sched_getaffinity"):
     return len(os.sched_getaffinity(0))
   return os.cpu_count() or 1
-
-
-@dataclasses.dataclass(frozen=True)
-class GenericColumns:
-  """The tsv/csv task's file layout, as run_classifier.py's column flags give it; the
-  labels and regression come from the model (a different --label_list or --regression
-  is refused)."""
-  text_a_column: str = "0"
-  text_b_column: Optional[str] = None
-  label_column: str = "1"
-  test_text_a_column: Optional[str] = None
-  test_text_b_column: Optional[str] = None
-  has_header: Optional[bool] = False
-  delimiter: Optional[str] = None
-  label_list: Optional[tuple] = None
-  regression: Optional[bool] = None
 
 
 class LiteRTModel:
@@ -240,7 +223,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   regression = model.head == "regression"
   options = {}
   if task_name.lower() in classifier_processors.GENERIC_TASKS:
-    columns = columns or GenericColumns()
+    columns = columns or classifier_data.GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: {model.named} is "
                       f"{model.describe()}")
@@ -248,12 +231,9 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
       raise UserError(f"--label_list={','.join(columns.label_list)}: {model.named} is "
                       f"{model.describe()}; its labels are the model's own (leave "
                       "--label_list out)")
-    options = dict(text_a_column=columns.text_a_column, text_b_column=columns.text_b_column,
-                   label_column=columns.label_column,
-                   test_text_a_column=columns.test_text_a_column,
-                   test_text_b_column=columns.test_text_b_column,
-                   labels=model.labels, has_header=columns.has_header,
-                   is_regression=regression, delimiter=columns.delimiter)
+    # The model's own labels and head, which the flags may only repeat (checked above).
+    options = dict(columns.processor_options(), labels=model.labels,
+                   is_regression=regression)
   processor = classifier_processors.get_processor(task_name, xnli_language, **options)
   name = _processor_name(processor)
   labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
@@ -309,7 +289,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
       raise UserError(f"{model.metadata_file()}: a multi-label model without labels")
     model.runner()
     path = multilabel_data.data_file(data_dir, "test")
-    errors.check_input_file(path, "data_dir")
+    input_checks.check_input_file(path, "data_dir")
     examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
     log("%d test lines from %s", len(examples), path)
     probabilities = predict_multilabel(model, examples, batch_size)

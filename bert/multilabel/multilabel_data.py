@@ -30,6 +30,7 @@ from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 FILES = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
 LABELS_FILE = "labels.txt"
@@ -46,9 +47,9 @@ class MultiLabelExample:
 def read_label_list(path):
   """labels.txt -> the label names in order. Blank lines are skipped; a name with a
   comma or whitespace inside, or written twice, is a UserError naming file:line."""
-  errors.check_input_file(path, "labels_file")
+  input_checks.check_input_file(path, "labels_file")
   labels, numbers = [], []
-  for number, line in errors.read_text_lines(path):
+  for number, line in input_checks.read_text_lines(path):
     name = line.strip()
     if not name:
       continue
@@ -58,7 +59,7 @@ def read_label_list(path):
           "words (they are written comma-separated and name the per-label F1 keys)")
     labels.append(name)
     numbers.append(number)
-  repeat = errors.first_repeat(labels)
+  repeat = input_checks.first_repeat(labels)
   if repeat:
     first, again = repeat
     raise errors.UserError(f"{path}:{numbers[again]}: label {labels[again]!r} is "
@@ -89,7 +90,7 @@ def read_examples(path, label_list, require_labels=True):
   (text alone, or text<TAB>labels, the same on every line; labels are then kept).
   """
   examples, layout = [], None
-  for number, line in errors.read_text_lines(path):
+  for number, line in input_checks.read_text_lines(path):
     line = line.rstrip("\r\n")
     if not line.strip():
       continue

@@ -31,6 +31,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -69,7 +70,7 @@ class MultiLabelTask(finetune.Task):
                           ("test", self.options.do_predict)]:
       if needed:
         path = multilabel_data.data_file(self.data_dir, split)
-        errors.check_input_file(path, "data_dir")
+        input_checks.check_input_file(path, "data_dir")
         examples = multilabel_data.read_examples(path, self.labels, split != "test")
         limit = (self.options.max_train_examples if split == "train"
                  else self.options.max_eval_examples)

@@ -8,6 +8,8 @@ corpora of one paragraph a line (an optional library).
 
 from bert.utils import errors
 
+from bert.utils import input_checks
+
 
 def read_documents(input_files, on_encoding_error, counters, split_sentences=None):
   """Yields raw documents (list of stripped, non-blank lines) from the input files.
@@ -21,7 +23,7 @@ def read_documents(input_files, on_encoding_error, counters, split_sentences=Non
   document = []
   for path in input_files:
     previous = 0
-    for number, line in errors.read_text_lines(path, on_encoding_error):
+    for number, line in input_checks.read_text_lines(path, on_encoding_error):
       counters["skipped_lines"] += number - previous - 1
       previous = number
       counters["lines"] += 1

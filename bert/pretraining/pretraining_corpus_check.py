@@ -31,6 +31,7 @@ from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert import tokenization
 from bert.utils import errors
+from bert.utils import input_checks
 
 # Lines read from the start of the corpus (fewer when the first MAX_SAMPLE_CHARS run out).
 SAMPLE_LINES = 5000
@@ -85,7 +86,7 @@ def read_sample(input_files, max_lines=SAMPLE_LINES, max_chars=MAX_SAMPLE_CHARS)
   """
   documents, document, lines, chars = [], [], 0, 0
   for path in input_files:
-    for _, line in errors.read_text_lines(path, "skip"):
+    for _, line in input_checks.read_text_lines(path, "skip"):
       line = line.strip()
       if not line:
         if document:

@@ -25,7 +25,6 @@ and never by the workers: a spawned worker imports the script, and so this modul
 needs NumPy only. So neither is imported at the top.
 """
 
-import collections
 import contextlib
 import os
 import time
@@ -40,6 +39,7 @@ from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 _PROGRESS_EVERY_S = 10.0
@@ -145,13 +145,13 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
                       ("vocab_file", vocab_file)):
     if not value:
       raise errors.UserError(f"--{name} is required")
-  input_files = errors.expand_file_patterns(input_patterns, "input_file")
+  input_files = input_checks.expand_file_patterns(input_patterns, "input_file")
   outputs = output_paths(output_file, num_output_shards)
   check_options(**{k: v for k, v in options.items()
                    if k not in ("do_whole_word_mask", "random_seed")})
   for path in input_files:
-    errors.check_input_file(path, "input_file", allow_empty=True)
-  errors.check_input_file(vocab_file, "vocab_file")
+    input_checks.check_input_file(path, "input_file", allow_empty=True)
+  input_checks.check_input_file(vocab_file, "vocab_file")
   if prepare_outputs:
     for path in outputs:
       atomic_output.prepare_output_file(path, "output_file")
@@ -255,8 +255,8 @@ def _check_corpus_shape(totals, input_files):
 def _validate(input_files, output_files, vocab_file, options):
   check_options(**options)
   for path in input_files:
-    errors.check_input_file(path, "input_file", allow_empty=True)
-  errors.check_input_file(vocab_file, "vocab_file")
+    input_checks.check_input_file(path, "input_file", allow_empty=True)
+  input_checks.check_input_file(vocab_file, "vocab_file")
   for path in output_files:
     atomic_output.prepare_output_file(path, "output_file")
 

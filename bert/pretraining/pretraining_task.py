@@ -28,6 +28,7 @@ from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 def to_next_token_features(features):
@@ -85,10 +86,10 @@ class PretrainingTask(finetune.Task):
           f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "
           f"--max_seq_length={options.max_seq_length}")
     self.config = config
-    self.files = errors.expand_file_patterns(self.input_file, "input_file")
+    self.files = input_checks.expand_file_patterns(self.input_file, "input_file")
     self.eval_files = self.files
     if self.eval_input_file:
-      self.eval_files = errors.expand_file_patterns(self.eval_input_file,
+      self.eval_files = input_checks.expand_file_patterns(self.eval_input_file,
                                                           "eval_input_file")
     checks = [(self.files, "input_file")]
     if self.eval_input_file:

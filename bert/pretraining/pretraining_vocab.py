@@ -27,6 +27,7 @@ from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +142,7 @@ def read_corpus(files, counter, holdout_every, log_every, normalize=None):
   done_bytes, num_lines, held_out = 0, 0, []
   rates = progress.Progress(total_bytes)
   for path in files:
-    for _, line in errors.read_text_lines(path):
+    for _, line in input_checks.read_text_lines(path):
       done_bytes += len(line.encode("utf-8"))
       line = line.strip()
       if not line:
@@ -184,7 +185,7 @@ def unk_rate(vocab_file, do_lower_case, lines, normalize=None):
 def write_config(path, template, vocab_size):
   """bert_config.json: the template's architecture (or BERT-Base's) with `vocab_size`."""
   if template:
-    errors.check_input_file(template, "bert_config_template")
+    input_checks.check_input_file(template, "bert_config_template")
     config = modeling.BertConfig.from_json_file(template)
   else:
     config = modeling.BertConfig.from_dict(dict(_BERT_BASE), source="BERT-Base defaults")
@@ -248,7 +249,7 @@ def learn(files, reserved, options, source=None):
 
 def _training_lines(files):
   for path in files:
-    for _, line in errors.read_text_lines(path):
+    for _, line in input_checks.read_text_lines(path):
       if line.strip():
         yield line.strip()
 
@@ -256,14 +257,14 @@ def _training_lines(files):
 def _check_inputs(files, output_file, bert_config_template, options, check_only):
   """Everything that can fail before the corpus is read; returns the reserved tokens."""
   for path in files:
-    errors.check_input_file(path, "input_file", allow_empty=True)
+    input_checks.check_input_file(path, "input_file", allow_empty=True)
   if not output_file and not check_only:
     raise errors.UserError("--output_file is required (where to write vocab.txt)")
   reserved = check_options(options)
   if bert_config_template:
     # Read now: a typo in the template must not cost a whole learning run (and leave a
     # vocab.txt without its bert_config.json).
-    errors.check_input_file(bert_config_template, "bert_config_template")
+    input_checks.check_input_file(bert_config_template, "bert_config_template")
     modeling.BertConfig.from_json_file(bert_config_template)
   return reserved
 
@@ -276,7 +277,7 @@ def create_vocab(input_patterns, output_file, options, output_config_file=None,
   output_file), "" (none) or a path. check_only: log the corpus check and stop (no
   output_file needed).
   """
-  files = errors.expand_file_patterns(input_patterns, "input_file")
+  files = input_checks.expand_file_patterns(input_patterns, "input_file")
   reserved = _check_inputs(files, output_file, bert_config_template, options, check_only)
   log_corpus_check(files, options.do_lower_case, options.normalize)
   if check_only:

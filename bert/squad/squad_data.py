@@ -1,9 +1,8 @@
 """SQuAD data: read a SQuAD JSON file into questions (SquadExample) with word-level answers.
 
-Pure Python (no TensorFlow): imports tokenization (the core), errors and
-squad_metrics (the answer normalization).
-The rest of the SQuAD pipeline is in squad_features.py (windows, features, TFRecords)
-and squad_decoding.py (logits -> answer text, the prediction files).
+Pure Python (no TensorFlow). The rest of the SQuAD pipeline is in squad_features.py
+(windows, features, TFRecords) and squad_decoding.py (logits -> answer text, the
+prediction files).
 
 Faithful to the original run_squad.py's read_squad_examples: the context is split on
 whitespace (space, tab, CR, LF and U+202F) with a map from every character to its word,
@@ -17,6 +16,9 @@ a SQuAD 2.0 question ("is_impossible") read without version_2_with_negative, or 
 context fail with a one-line message.
 """
 
+import dataclasses
+from typing import List, Optional
+
 from absl import logging
 
 from bert.squad import squad_metrics
@@ -24,6 +26,8 @@ from bert import tokenization
 from bert.utils import errors
 
 
+# eq=False: an example is itself (compared and hashed by identity), as the original's class.
+@dataclasses.dataclass(eq=False)
 class SquadExample:
   """One question about one paragraph.
 
@@ -32,16 +36,13 @@ class SquadExample:
   Questions of the same paragraph share the same doc_tokens list, which lets the
   feature conversion tokenize each paragraph once.
   """
-
-  def __init__(self, qas_id, question_text, doc_tokens, orig_answer_text=None,
-               start_position=None, end_position=None, is_impossible=False):
-    self.qas_id = qas_id
-    self.question_text = question_text
-    self.doc_tokens = doc_tokens
-    self.orig_answer_text = orig_answer_text
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
+  qas_id: str
+  question_text: str
+  doc_tokens: List[str]
+  orig_answer_text: Optional[str] = None
+  start_position: Optional[int] = None
+  end_position: Optional[int] = None
+  is_impossible: bool = False
 
   def __repr__(self):
     parts = [f"qas_id: {self.qas_id}", f"question_text: {self.question_text}",
@@ -88,15 +89,14 @@ def whitespace_split(paragraph_text):
 # --------------------------------------------------------------------------- reading
 
 
+@dataclasses.dataclass
 class ReadStats:
   """What parse_squad_examples kept and skipped, for the log and for tests."""
-
-  def __init__(self):
-    self.questions = 0
-    self.examples = 0
-    self.skipped_answers = 0
-    self.multi_answer = 0
-    self.impossible = 0
+  questions: int = 0
+  examples: int = 0
+  skipped_answers: int = 0
+  multi_answer: int = 0
+  impossible: int = 0
 
 
 def _where(path, article_index, paragraph_index, question_index=None):

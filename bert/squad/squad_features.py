@@ -1,8 +1,5 @@
 """SQuAD features: questions -> windowed model inputs (InputFeatures), and their TFRecords.
 
-Imports tokenization, fast_tokenization and input_pipeline (the core), errors and
-squad_data (the questions it converts).
-
 Faithful to the original run_squad.py's convert_examples_to_features:
   * every word is WordPiece-tokenized; the answer span is tightened to the tokenized
     answer text (`_improve_answer_span`);
@@ -17,6 +14,8 @@ faster (tests compare them with a literal port of the original on real dev quest
 """
 
 import collections
+import dataclasses
+from typing import Dict, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -31,6 +30,8 @@ from bert.utils import errors
 FIRST_UNIQUE_ID = 1000000000
 
 
+# eq=False: a window is itself (compared and hashed by identity), as the original's class.
+@dataclasses.dataclass(eq=False)
 class InputFeatures:
   """One window of one example, as the model sees it.
 
@@ -40,22 +41,18 @@ class InputFeatures:
   input_ids, input_mask, segment_ids: int lists of length max_seq_length.
   start_position, end_position: the answer's positions in tokens (0 = [CLS]), training only.
   """
-
-  def __init__(self, unique_id, example_index, doc_span_index, tokens, token_to_orig_map,
-               token_is_max_context, input_ids, input_mask, segment_ids,
-               start_position=None, end_position=None, is_impossible=None):
-    self.unique_id = unique_id
-    self.example_index = example_index
-    self.doc_span_index = doc_span_index
-    self.tokens = tokens
-    self.token_to_orig_map = token_to_orig_map
-    self.token_is_max_context = token_is_max_context
-    self.input_ids = input_ids
-    self.input_mask = input_mask
-    self.segment_ids = segment_ids
-    self.start_position = start_position
-    self.end_position = end_position
-    self.is_impossible = is_impossible
+  unique_id: Optional[int]
+  example_index: int
+  doc_span_index: int
+  tokens: List[str]
+  token_to_orig_map: Dict[int, int]
+  token_is_max_context: Dict[int, bool]
+  input_ids: List[int]
+  input_mask: List[int]
+  segment_ids: List[int]
+  start_position: Optional[int] = None
+  end_position: Optional[int] = None
+  is_impossible: Optional[bool] = None
 
 
 DocSpan = collections.namedtuple("DocSpan", ["start", "length"])

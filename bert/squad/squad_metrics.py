@@ -339,7 +339,7 @@ def load_json(path, what="JSON file"):
         f"{path}: the key {exc.args[0]!r} appears twice in one JSON object; each {what} "
         "entry must be unique") from None
   except UnicodeDecodeError as exc:
-    raise errors.UserError(file_io.not_utf8_message(path, exc)) from None
+    raise errors.UserError(errors.not_utf8_message(path, exc)) from None
   except json.JSONDecodeError as exc:
     raise errors.UserError(
         f"{path}:{exc.lineno}:{exc.colno}: malformed {what} ({exc.msg})") from None

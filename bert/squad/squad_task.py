@@ -32,6 +32,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +146,7 @@ class SquadTask(finetune.Task):
 
   def _read(self, path, flag, is_training, articles, limit):
     """(the file's articles, their SquadExamples, at most `limit` of them)."""
-    errors.check_input_file(path, flag)
+    input_checks.check_input_file(path, flag)
     articles_flag = flag.replace("_file", "_articles")
     data = squad_data.load_squad_json(path)["data"][article_slice(articles, articles_flag)]
     stats = squad_data.ReadStats()

@@ -54,12 +54,8 @@ def _not_utf8(path):
   try:
     file_io.decode_text(data)
   except UnicodeDecodeError as exc:
-    return errors.UserError(file_io.not_utf8_message(path, exc, data))
-  return errors.UserError(file_io.not_utf8_message(path))
-
-
-def _open_text(path):
-  return file_io.open_text(path)
+    return errors.UserError(errors.not_utf8_message(path, exc, data))
+  return errors.UserError(errors.not_utf8_message(path))
 
 
 def read_swag_examples(path, require_label=None):
@@ -69,7 +65,7 @@ def read_swag_examples(path, require_label=None):
   None (use it when present). Problems are UserErrors naming file, line and column.
   """
   examples = []
-  with _open_text(path) as handle:
+  with file_io.open_text(path) as handle:
     reader = csv.reader(handle)
     try:
       header = next(reader)

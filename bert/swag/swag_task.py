@@ -22,6 +22,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 _SEQUENCE_KEYS = ("input_ids", "input_mask", "segment_ids")
 
@@ -72,7 +73,7 @@ class SwagTask(finetune.Task):
 
   def _read_split(self, split, tokenizer):
     path = swag_data.swag_file(self.data_dir, split)
-    errors.check_input_file(path, "data_dir")
+    input_checks.check_input_file(path, "data_dir")
     examples = swag_data.read_swag_examples(path, require_label=split != "test")
     limit = (self.options.max_train_examples if split == "train"
              else self.options.max_eval_examples)
@@ -103,23 +104,26 @@ class SwagTask(finetune.Task):
 
   def evaluate(self, model, strategy):
     del strategy
-    split = self.splits["dev"]
-    logits = evaluation.predict_in_order(
-        model, make_dataset(split.arrays, self.options.eval_batch_size, False),
-        len(split.examples), what="dev")["logits"]
+    split, logits = self._predict_split(model, "dev", self.options.eval_batch_size)
     labels = split.arrays["label_ids"]
-    swag_data.write_predictions(file_io.join(self.options.output_dir,
-                                             "dev_predictions.csv"), split.examples, logits)
     return {"eval_accuracy": metrics.accuracy(np.argmax(logits, -1), labels),
             "eval_loss": metrics.cross_entropy(logits, labels),
             "num_examples": len(split.examples)}
 
   def predict(self, model, global_step):
     del global_step
-    split = self.splits["test"]
+    split, _ = self._predict_split(model, "test", self.options.predict_batch_size)
+    logging.info("Wrote %d test predictions to %s", len(split.examples),
+                 file_io.join(self.options.output_dir, "test_predictions.csv"))
+
+  def _predict_split(self, model, name, batch_size):
+    """(split, logits [examples, NUM_CHOICES] in file order) of split `name`, whose
+    predictions are written to <name>_predictions.csv."""
+    split = self.splits[name]
     logits = evaluation.predict_in_order(
-        model, make_dataset(split.arrays, self.options.predict_batch_size, False),
-        len(split.examples), what="test")["logits"]
-    path = file_io.join(self.options.output_dir, "test_predictions.csv")
-    swag_data.write_predictions(path, split.examples, logits)
-    logging.info("Wrote %d test predictions to %s", len(split.examples), path)
+        model, make_dataset(split.arrays, batch_size, False), len(split.examples),
+        what=name)["logits"]
+    swag_data.write_predictions(
+        file_io.join(self.options.output_dir, f"{name}_predictions.csv"), split.examples,
+        logits)
+    return split, logits

@@ -26,24 +26,33 @@ def split_tag(tag):
   return (prefix, entity_type) if sep else (tag, "")
 
 
+# The (previous tag, this tag) pairs at which conlleval's endOfChunk / startOfChunk say yes
+# whatever the types.
+_ENDS = frozenset({("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"), ("E", "I"),
+                   ("E", "O")})
+_STARTS = frozenset({("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"), ("E", "I"),
+                     ("O", "E")})
+
+
+def _boundary(pairs, prev_tag, tag, side_tag, prev_type, this_type):
+  """conlleval's one rule for both ends of a chunk: yes at one of `pairs`; at a change of
+  type, unless `side_tag` (the previous tag for an end, this one for a start) is outside
+  every chunk (O or .); and at a bracket tag."""
+  if (prev_tag, tag) in pairs:
+    return True
+  if side_tag not in ("O", ".") and prev_type != this_type:
+    return True
+  return side_tag in ("[", "]")
+
+
 def _end_of_chunk(prev_tag, tag, prev_type, this_type):
   """conlleval's endOfChunk: did a chunk end between the previous word and this one?"""
-  if (prev_tag, tag) in {("B", "B"), ("B", "O"), ("I", "B"), ("I", "O"), ("E", "E"),
-                         ("E", "I"), ("E", "O")}:
-    return True
-  if prev_tag not in ("O", ".") and prev_type != this_type:
-    return True
-  return prev_tag in ("]", "[")
+  return _boundary(_ENDS, prev_tag, tag, prev_tag, prev_type, this_type)
 
 
 def _start_of_chunk(prev_tag, tag, prev_type, this_type):
   """conlleval's startOfChunk: does a chunk start at this word?"""
-  if (prev_tag, tag) in {("B", "B"), ("I", "B"), ("O", "B"), ("O", "I"), ("E", "E"),
-                         ("E", "I"), ("O", "E")}:
-    return True
-  if tag not in ("O", ".") and prev_type != this_type:
-    return True
-  return tag in ("[", "]")
+  return _boundary(_STARTS, prev_tag, tag, tag, prev_type, this_type)
 
 
 def get_chunks(tags):

@@ -31,6 +31,7 @@ from bert.tagging import tagging_conlleval
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 # Label id of positions that carry no word label: WordPieces after a word's first one,
 # [CLS], [SEP] and padding. Loss and decoding skip it.
@@ -93,7 +94,7 @@ def read_conll(path, tag_column=None):
       document_start = False
     words, labels, columns = [], [], []
 
-  for number, line in errors.read_text_lines(path):
+  for number, line in input_checks.read_text_lines(path):
     fields = line.split()
     if not fields:
       flush()

@@ -37,6 +37,7 @@ from bert.training import checkpoints
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ class NerTask(tagging_task.TaggingTask):
     super().__init__(options, settings)
     self.feature_mode = settings.mode == "feature"
     self.loads_init_checkpoint = not self.feature_mode
-    types = errors.check_label_list(
+    types = input_checks.check_label_list(
         [t.strip() for t in settings.entity_types if t.strip()],
         f"--entity_types={','.join(settings.entity_types)}", "each entity type once")
     self.label_list = tagging_ner_data.make_label_list(types)

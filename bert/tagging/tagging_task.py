@@ -42,6 +42,7 @@ from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 # Default file names in data_dir, tried in order (ours, then CoNLL-2003's own names).
 DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
@@ -75,7 +76,7 @@ class TaggingSettings:
 
   def __post_init__(self):
     if self.labels:
-      errors.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
+      input_checks.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
     tagging_data.check_tag_column(self.tag_column)
     if self.label_scheme not in (AUTO, tagging_conlleval.IOB1, tagging_conlleval.IOB2):
       raise errors.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
@@ -175,11 +176,11 @@ class TaggingTask(finetune.Task):
              "test": settings.test_file}[split]
     if given:
       path = given if file_io.exists(given) else file_io.join(settings.data_dir, given)
-      return errors.check_input_file(path, f"{split}_file")
+      return input_checks.check_input_file(path, f"{split}_file")
     for name in DEFAULT_FILES[split]:
       path = file_io.join(settings.data_dir, name)
       if file_io.isfile(path):
-        return errors.check_input_file(path, "data_dir")
+        return input_checks.check_input_file(path, "data_dir")
     raise errors.UserError(
         f"--data_dir={settings.data_dir}: no {split} file "
         f"({' or '.join(DEFAULT_FILES[split])}); name it with --{split}_file")

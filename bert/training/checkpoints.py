@@ -36,6 +36,7 @@ from bert.formats import checkpoint_files
 from bert.training import loop as training_loop
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 # --------------------------------------------------------------------------- loading
@@ -164,8 +165,8 @@ def _head_info_problem(info):
   if labels is not None and (not isinstance(labels, list) or not labels
                              or not all(isinstance(x, str) for x in labels)):
     return "has \"labels\" that are not a non-empty list of strings"
-  repeat = labels and errors.first_repeat(labels)
-  if repeat:  # runs refuse a label list that repeats (errors.check_label_list)
+  repeat = labels and input_checks.first_repeat(labels)
+  if repeat:  # runs refuse a label list that repeats (input_checks.check_label_list)
     return f"lists the label {labels[repeat[0]]!r} twice (a run never records that)"
   if head in _HEADS_WITH_CHOICES:
     choices = info.get("num_choices")

@@ -79,6 +79,7 @@ from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 class Task:
@@ -382,7 +383,7 @@ def check_segments(task, config, options):
 
 def check_vocab(options, config):
   """vocab_file exists, fits the config's vocab_size, and fits --do_lower_case."""
-  errors.check_input_file(options.vocab_file, "vocab_file")
+  input_checks.check_input_file(options.vocab_file, "vocab_file")
   tokenization.validate_case_matches_checkpoint(options.do_lower_case,
                                                 options.init_checkpoint)
   vocab = tokenization.load_vocab(options.vocab_file)

@@ -8,6 +8,7 @@ from bert.formats import hugging_face
 from bert import modeling
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 
 
 def load_bert_config(path):
@@ -16,16 +17,16 @@ def load_bert_config(path):
   A Hugging Face config is recognised by its `model_type`/`architectures` keys; its
   activation name is translated (HF "gelu" = our "gelu_exact").
   """
-  errors.check_input_file(path, "bert_config_file")
+  input_checks.check_input_file(path, "bert_config_file")
   try:
-    with file_io.open(path, "r", encoding="utf-8") as handle:
-      data = json.loads(file_io.without_byte_order_mark(handle.read()))
+    with file_io.open_text(path, newline=None) as handle:
+      data = json.loads(handle.read())
   except json.JSONDecodeError as exc:
     raise errors.UserError(
         f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
         f"{exc.msg}") from None
   except UnicodeDecodeError:
-    raise errors.UserError(file_io.not_utf8_message(path)) from None
+    raise errors.UserError(errors.not_utf8_message(path)) from None
   if isinstance(data, dict) and ("model_type" in data or "architectures" in data):
     return hugging_face.config_from_hugging_face(data, source=path)
   return modeling.BertConfig.from_dict(data, source=path)

@@ -4,19 +4,15 @@ read, in one frozen object, checked when it is made.
 A command's main() builds it once from its flags (cli/flags_common.options_from_flags); code of
 your own builds it directly, `run_options.RunOptions(output_dir=..., do_train=True, ...)`:
 the field names are the flags' names, the defaults the original's. A value that cannot work
-is a FlagError naming the flag (one line, exit status 2 in a command). Light: no TensorFlow,
+is a UserError naming the flag (one line, exit status 2 in a command). Light: no TensorFlow,
 so a command's --help and its flag errors answer before TensorFlow loads.
 """
 
 import dataclasses
 import math
 
-from bert.formats import litert_convert as litert_models
-from bert.utils import file_io
-
-
-class FlagError(file_io.InputError):
-  """A flag value that cannot work; the message names the flag and its value (one line)."""
+from bert.formats import litert_convert
+from bert.utils import errors
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,53 +82,60 @@ def check_positive(values, names):
   for name in names:
     value = getattr(values, name)
     if value is not None and value < 1:
-      raise FlagError(f"--{name}={value}: must be at least 1")
+      raise errors.UserError(f"--{name}={value}: must be at least 1")
 
 
 def _check_options(options):
   """Fails on flag values that cannot work, naming the flag (exit status 2 in scripts)."""
   lr = options.learning_rate
   if not (math.isfinite(lr) and lr > 0):
-    raise FlagError(f"--learning_rate={lr}: must be a positive finite number (a negative "
-                    "rate trains by gradient ascent)")
+    raise errors.UserError(f"--learning_rate={lr}: must be a positive finite number (a "
+                           "negative rate trains by gradient ascent)")
   epochs = options.num_train_epochs
   if not math.isfinite(epochs) or (options.do_train and options.num_train_steps is None
                                    and epochs <= 0):
-    raise FlagError(f"--num_train_epochs={epochs}: must be a positive finite number")
+    raise errors.UserError(f"--num_train_epochs={epochs}: must be a positive finite number")
   if not (0.0 <= options.warmup_proportion <= 1.0):
-    raise FlagError(f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
+    raise errors.UserError(
+        f"--warmup_proportion={options.warmup_proportion}: must be in [0, 1]")
   if options.num_warmup_steps is not None and options.num_warmup_steps < 0:
-    raise FlagError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
+    raise errors.UserError(f"--num_warmup_steps={options.num_warmup_steps}: must be >= 0")
   check_positive(options, (
       "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
       "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
       "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
   if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
-    raise FlagError(f"--max_seq_length={options.max_seq_length}: must be between 3 and "
-                    f"{MAX_SEQ_LENGTH_BOUND}")
+    raise errors.UserError(f"--max_seq_length={options.max_seq_length}: must be between 3 "
+                           f"and {MAX_SEQ_LENGTH_BOUND}")
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
-    raise FlagError("--max_train_examples/--max_eval_examples: must be >= 0")
-  if options.export_version < 0:
-    raise FlagError(f"--export_version={options.export_version}: must be >= 0 (0: no "
-                    "version folder)")
-  if options.export_version and not options.export_dir:
-    raise FlagError(f"--export_version={options.export_version} names the version folder "
-                    "of an export: it needs --export_dir")
-  if options.overwrite_export and not options.export_dir:
-    raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
-  if options.litert not in litert_models.CHOICES:
-    raise FlagError(f"--litert={options.litert}: choose one of "
-                    f"{', '.join(litert_models.CHOICES)}")
+    raise errors.UserError("--max_train_examples/--max_eval_examples: must be >= 0")
+  _check_export(options)
   timeout = options.multi_worker_timeout
   if not (math.isfinite(timeout) and timeout >= 0):
-    raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
-                    ">= 0 (0: wait as long as it takes)")
+    raise errors.UserError(f"--multi_worker_timeout={timeout}: must be a finite number of "
+                           "seconds >= 0 (0: wait as long as it takes)")
   if options.dtype not in ("float32", "bfloat16", "float16"):
-    raise FlagError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
-                    "float16 (run_options turns auto into one of them)")
+    raise errors.UserError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
+                           "float16 (run_options turns auto into one of them)")
   if options.eval_every_steps < 0:
-    raise FlagError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
-                    "(0: evaluate once, at the end)")
+    raise errors.UserError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
+                           "(0: evaluate once, at the end)")
+
+
+def _check_export(options):
+  """The export flags: a version or an overwrite needs an export, and --litert a choice."""
+  if options.export_version < 0:
+    raise errors.UserError(f"--export_version={options.export_version}: must be >= 0 (0: "
+                           "no version folder)")
+  if options.export_version and not options.export_dir:
+    raise errors.UserError(f"--export_version={options.export_version} names the version "
+                           "folder of an export: it needs --export_dir")
+  if options.overwrite_export and not options.export_dir:
+    raise errors.UserError(
+        "--overwrite_export replaces part of an export: it needs --export_dir")
+  if options.litert not in litert_convert.CHOICES:
+    raise errors.UserError(f"--litert={options.litert}: choose one of "
+                           f"{', '.join(litert_convert.CHOICES)}")
 
 
 # No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.

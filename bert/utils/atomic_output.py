@@ -209,7 +209,7 @@ def remove_stale_temporaries(directory, name=None, pattern=None):
         continue
     elif not _is_stale_temporary(entry):
       continue
-    with contextlib.suppress(OSError, file_io.InputError):
+    with contextlib.suppress(OSError, errors.UserError):
       file_io.remove_any(file_io.join(directory, entry))
     removed.append(entry)
   return removed

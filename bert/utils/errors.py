@@ -1,7 +1,7 @@
-"""Errors a user can act on: the UserError class, reporting it in one line, input checks.
+"""Errors a user can act on: the one UserError class, and reporting it in one line.
 
-Imported by the commands and the library; never reads absl FLAGS itself. A script's `main()`
-passes the flag values it read (for example `verbose`) to these helpers.
+Never reads absl FLAGS itself: a script's `main()` passes the flag values it read (for
+example `verbose`) to these helpers.
 
 The contract with users (docs/reliability.md says it in full, with the tests that hold
 the scripts to it):
@@ -12,8 +12,9 @@ the scripts to it):
   * nothing half-written is left behind: outputs are written under a temporary name in
     the same directory and renamed into place when complete (atomic_output.py).
 
-Beside it: atomic_output.py (writing outputs), output_lock.py (one run per output),
-tfrecord_framing.py (checking a TFRecord file's framing up front).
+Beside it: input_checks.py (a user's files and values, checked up front), atomic_output.py
+(writing outputs), output_lock.py (one run per output), tfrecord_framing.py (checking a
+TFRecord file's framing up front).
 """
 
 import contextlib
@@ -26,19 +27,33 @@ import traceback
 
 from absl import flags as absl_flags
 
-from bert.utils import file_io
-
 # Exit status for errors the user can fix (bad flag, file or config). 1 is left to
 # Python for unexpected crashes, so scripts and tests can tell the two apart.
 USER_ERROR_EXIT_CODE = 2
 
 
-class UserError(file_io.InputError):
-  """An error caused by the user's input; its message is shown as one line, without traceback.
+class UserError(ValueError):
+  """Bad input from the user (a file, config, flag or value): shown as one line, without
+  traceback, exit status 2.
 
-  A file_io.InputError (the class for bad input of the modules that import only file_io:
-  tokenization raise), so one `except` and one isinstance test cover both.
+  A ValueError, so that code and tests that expect one keep working; but only this class
+  (and its subclasses, file_io.UrlError), never a bare ValueError, is reported without a
+  traceback: a bare one is a bug in our code.
   """
+
+
+def not_utf8_message(path, exc=None, data=None, line=None):
+  """The one line for a file that is not valid UTF-8, for every reader of ours.
+
+  Names the file, the line (given, or counted in `data`, the file's bytes, up to the bad
+  byte) and the bad byte's offset when the UnicodeDecodeError `exc` is known:
+  `{path}:{line}: not valid UTF-8 (byte {n}); convert the file to UTF-8`.
+  """
+  if line is None and data is not None and exc is not None:
+    line = data[:exc.start].count(b"\n") + 1
+  where = f"{path}:{line}" if line is not None else str(path)
+  byte = f" (byte {exc.start})" if exc is not None else ""
+  return f"{where}: not valid UTF-8{byte}; convert the file to UTF-8"
 
 
 def _one_line(message):
@@ -49,7 +64,7 @@ def _one_line(message):
 # reported in one line; --verbose shows the traceback for bug reports. Anything else (a
 # bare ValueError, a TypeError, a Keras shape error) is a bug and keeps its traceback.
 def _user_facing_exceptions():
-  types = [file_io.InputError, OSError, UnicodeError, json.JSONDecodeError,
+  types = [UserError, OSError, UnicodeError, json.JSONDecodeError,
            absl_flags.Error]
   # Only when TensorFlow is already loaded: a TF error cannot have happened otherwise,
   # and importing it here would make every early one-line error cost seconds.
@@ -64,7 +79,7 @@ def _user_facing_exceptions():
 # by a check of ours, with nothing in the message that points at the input): their one
 # line says how to see the traceback.
 def _may_hide_a_bug(exc):
-  if isinstance(exc, (file_io.InputError, absl_flags.Error)):
+  if isinstance(exc, (UserError, absl_flags.Error)):
     return False
   if isinstance(exc, OSError):
     return not getattr(exc, "filename", None)
@@ -115,10 +130,10 @@ def _clean_tf_message(message):
 
 def _describe(exc):
   # Our own errors already say what went wrong (a full disk included, with the path).
-  if is_disk_full(exc) and not isinstance(exc, file_io.InputError):
+  if is_disk_full(exc) and not isinstance(exc, UserError):
     return disk_full_message(_disk_full_path(exc))
   if isinstance(exc, UnicodeDecodeError):
-    return f"{file_io.not_utf8_message('input', exc)} (--verbose shows the traceback)"
+    return f"{not_utf8_message('input', exc)} (--verbose shows the traceback)"
   if isinstance(exc, OSError) and getattr(exc, "filename", None):
     return f"{exc.filename}: {exc.strerror or exc}"
   message = getattr(exc, "message", None) or str(exc)
@@ -152,8 +167,8 @@ def report_user_errors(verbose=False, program=None):
   """Turns bad-input exceptions into one stderr line and exit status 2.
 
   Usage, in a script's main():  `with report_user_errors(FLAGS.verbose): ...`.
-  Caught: UserError and file_io.InputError (modeling and tokenization
-  raise it for bad files and configs), absl flag errors, OS and decoding errors, and
+  Caught: UserError (the library raises it for bad files, configs and values), absl
+  flag errors, OS and decoding errors, and
   TensorFlow's not-found, data-loss, permission and resource errors. A full disk, whoever
   raises it (an OSError ENOSPC, TensorFlow, safetensors), is one line naming the file.
   Every other exception is a bug in our code and propagates with its traceback.
@@ -167,102 +182,6 @@ def report_user_errors(verbose=False, program=None):
     if not is_disk_full(exc):  # e.g. safetensors' SafetensorError: no class to name
       raise
     _report_and_exit(program, exc, verbose)
-
-
-# --------------------------------------------------------------------------- inputs
-
-
-def check_input_file(path, flag_name, allow_empty=False):
-  """Fails with a one-line UserError unless `path` is a readable, non-empty file."""
-  if not path:
-    raise UserError(f"--{flag_name} is required")
-  try:
-    if not file_io.exists(path):
-      raise UserError(f"--{flag_name}={path}: no such file")
-    if file_io.isdir(path):
-      raise UserError(f"--{flag_name}={path}: is a directory, expected a file")
-    if not file_io.readable(path):
-      raise UserError(f"--{flag_name}={path}: not readable (check its permissions)")
-    if not allow_empty and file_io.getsize(path) == 0:
-      raise UserError(f"--{flag_name}={path}: the file is empty")
-  except file_io.UrlError as exc:
-    raise UserError(f"--{flag_name}={path}: {exc.reason}") from None
-  return path
-
-
-def expand_file_patterns(patterns, flag_name):
-  """Comma-separated files and globs -> sorted unique list; fails if nothing matches."""
-  files = []
-  for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
-    try:
-      if file_io.has_magic(pattern):
-        matched = file_io.glob(pattern)
-      else:
-        matched = [pattern] if file_io.exists(pattern) else []
-      if not matched:
-        raise UserError(f"--{flag_name}: no file matches {pattern!r}")
-      for path in matched:
-        if file_io.isdir(path):
-          raise UserError(f"--{flag_name}: {path} is a directory, expected files")
-        if path not in files:
-          files.append(path)
-    except file_io.UrlError as exc:
-      raise UserError(f"--{flag_name}={pattern}: {exc.reason}") from None
-  if not files:
-    raise UserError(f"--{flag_name} is required (comma-separated files or globs)")
-  return files
-
-
-def read_text_lines(path, encoding_errors="strict"):
-  """Yields (line_number, line) of a UTF-8 text file; line numbers start at 1.
-
-  A non-UTF-8 line raises UserError naming the file and line, unless
-  `encoding_errors="skip"`, where the line is skipped (and counted by the caller
-  through the `skipped` attribute of the returned generator's owner, if any).
-  """
-  with file_io.open_binary(path) as handle:
-    for number, raw in enumerate(handle, start=1):
-      try:
-        line = raw.decode("utf-8")
-        yield number, file_io.without_byte_order_mark(line) if number == 1 else line
-      except UnicodeDecodeError as exc:
-        if encoding_errors == "skip":
-          continue
-        raise UserError(file_io.not_utf8_message(path, exc, line=number)) from None
-
-
-# --------------------------------------------------------------------------- label lists
-
-
-def first_repeat(labels):
-  """(first, again): the two positions of the first label that `labels` lists twice, or
-  None when each label is there once.
-
-  A label list orders a model's outputs: a label listed twice gets two output rows that
-  compete for the same examples (one of them is never the answer), and a reader of the
-  run (the Hugging Face export, keras-hub, a serving client) cannot tell which id means
-  it. So every place that takes a label list refuses a repeat, through this function.
-  """
-  seen = {}
-  for index, label in enumerate(labels):
-    if label in seen:
-      return seen[label], index
-    seen[label] = index
-  return None
-
-
-def check_label_list(labels, where, hint="each label once, in label-id order"):
-  """`labels` as a tuple of strings; a label listed twice, or an empty one, is a UserError
-  `{where}: ...; {hint}` (where: the flag and its value, or the file)."""
-  labels = tuple(str(label) for label in labels)
-  for label in labels:
-    if not label.strip():
-      raise UserError(f"{where}: holds an empty label")
-  repeat = first_repeat(labels)
-  if repeat:
-    label = labels[repeat[0]]
-    raise UserError(f"{where}: {label!r} is given {labels.count(label)} times; {hint}")
-  return labels
 
 
 # --------------------------------------------------------------------------- full disks at the writer

@@ -8,8 +8,7 @@ standard library, URLs through `tf.io.gfile`. A URL is never normalized as a loc
 (`os.path.normpath("gs://b/x")` is `gs:/b/x`, which no filesystem knows), and no other
 module calls `open`, `os.path` or `glob` on a user's path: they call these.
 
-It also holds `InputError` (a bad file, config or value from the user: one line, exit
-status 2) and the UTF-8 helpers every text reader shares. TensorFlow is imported only
+It also holds the UTF-8 helpers every text reader shares. TensorFlow is imported only
 when a URL is used: the pure-Python tokenizer and the commands' flag checks must not pay
 seconds for it. The TensorFlow-free LiteRT predictor reads local paths only
 (bert/litert/export_check.refuse_urls).
@@ -23,19 +22,12 @@ import posixpath
 import re
 import uuid
 
+from bert.utils import errors
+
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
 
 
-class InputError(ValueError):
-  """Bad input from the user (a file, config or value): shown as one line, exit status 2.
-
-  A ValueError, so that code and tests that expect one keep working; but only this
-  class (and its subclass errors.UserError), never a bare ValueError, is reported
-  without a traceback.
-  """
-
-
-class UrlError(InputError):
+class UrlError(errors.UserError):
   """A filesystem refused an operation on a URL: `{path}: {reason}`, one line."""
 
   def __init__(self, path, reason):
@@ -161,7 +153,7 @@ def url_error(path, exc):
 
 
 class _UrlErrors:
-  """A context manager turning TensorFlow's filesystem errors on `path` into InputError."""
+  """A context manager turning TensorFlow's filesystem errors on `path` into UrlError."""
 
   def __init__(self, path):
     self.path = path
@@ -381,7 +373,7 @@ def rmdir_if_empty(path):
         gfile().rmtree(path)
     else:
       os.rmdir(path)
-  except (OSError, InputError):
+  except (OSError, errors.UserError):
     pass
   except Exception as exc:  # pylint: disable=broad-except
     if not isinstance(exc, _tf_errors().OpError):
@@ -517,16 +509,16 @@ def open_binary(path, mode="rb"):
 
 
 def read_bytes(path, label="", missing_hint="", expected="a file"):
-  """The whole file as bytes; a missing file or a directory is an InputError naming it.
+  """The whole file as bytes; a missing file or a directory is a UserError naming it.
 
   The messages: `{label}{path}: no such file{missing_hint}` and `{label}{path}: is a
   directory, expected {expected}` (for example label "vocab file ", missing_hint
   "; check --data_dir").
   """
   if not exists(path):
-    raise InputError(f"{label}{path}: no such file{missing_hint}")
+    raise errors.UserError(f"{label}{path}: no such file{missing_hint}")
   if isdir(path):
-    raise InputError(f"{label}{path}: is a directory, expected {expected}")
+    raise errors.UserError(f"{label}{path}: is a directory, expected {expected}")
   with open_binary(path) as handle:
     return handle.read()
 
@@ -537,78 +529,47 @@ def write_bytes(path, data):
     handle.write(data)
 
 
-def not_utf8_message(path, exc=None, data=None, line=None):
-  """The one line for a file that is not valid UTF-8, for every reader of ours.
-
-  Names the file, the line (given, or counted in `data`, the file's bytes, up to the bad
-  byte) and the bad byte's offset when the UnicodeDecodeError `exc` is known:
-  `{path}:{line}: not valid UTF-8 (byte {n}); convert the file to UTF-8`.
-  """
-  if line is None and data is not None and exc is not None:
-    line = data[:exc.start].count(b"\n") + 1
-  where = f"{path}:{line}" if line is not None else str(path)
-  byte = f" (byte {exc.start})" if exc is not None else ""
-  return f"{where}: not valid UTF-8{byte}; convert the file to UTF-8"
-
-
+# UTF-8 that drops a byte-order mark at the start of a file, and only there (anywhere else
+# it is text). Notepad and other Windows editors save UTF-8 with U+FEFF first; kept, it
+# would be part of the first word, field, header name or JSON key (a CoNLL reader would
+# take "\ufeff-DOCSTART-" for a word). Every reader of ours decodes a file's start with it.
+_TEXT_ENCODING = "utf-8-sig"
 BYTE_ORDER_MARK = "\ufeff"
 
 
 def without_byte_order_mark(text):
-  """`text` (a file's whole text or its first line) without a leading byte-order mark.
-
-  Notepad and other Windows editors save UTF-8 with U+FEFF first. Kept, it would be
-  part of the first word, field, header name or JSON key (a CoNLL reader would take
-  "\ufeff-DOCSTART-" for a word); every reader of ours drops it through this function,
-  and only at the start of a file (anywhere else it is text).
-  """
-  return text[1:] if text.startswith(BYTE_ORDER_MARK) else text
+  """`text` (a file's whole text or its first line, already decoded) without a leading
+  byte-order mark."""
+  return text.removeprefix(BYTE_ORDER_MARK)
 
 
 def decode_text(data):
-  """A whole file's bytes as text: UTF-8, a leading byte-order mark dropped.
+  """A whole file's bytes (or its first line's) as text: UTF-8, a leading byte-order mark
+  dropped.
 
-  Raises UnicodeDecodeError (the caller names the file: not_utf8_message)."""
-  return without_byte_order_mark(data.decode("utf-8"))
-
-
-class _TextLines:
-  """A text file's lines (iterable, a context manager) with the byte-order mark dropped
-  from the first one."""
-
-  def __init__(self, handle):
-    self._handle = handle
-    self._first = True
-
-  def __iter__(self):
-    return self
-
-  def __next__(self):
-    line = next(self._handle)
-    if self._first:
-      self._first = False
-      line = without_byte_order_mark(line)
-    return line
-
-  def close(self):
-    self._handle.close()
-
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *exc_info):
-    self.close()
+  Raises UnicodeDecodeError (the caller names the file: errors.not_utf8_message), whose
+  offsets count the file's bytes, the mark's included.
+  """
+  try:
+    return data.decode(_TEXT_ENCODING)
+  except UnicodeDecodeError as exc:
+    # The codec counts from after the mark it dropped: the offsets a user reads are the
+    # file's own.
+    skipped = len(data) - len(exc.object)
+    raise UnicodeDecodeError(exc.encoding, data, exc.start + skipped, exc.end + skipped,
+                             exc.reason) from None
 
 
-def open_text(path):
-  """The lines of a UTF-8 text file, local or a URL, without a leading byte-order mark
-  (universal newlines off, as csv wants); decoding errors are raised as they are met."""
-  return _TextLines(open(path, encoding="utf-8", newline=""))
+def open_text(path, newline=""):
+  """A UTF-8 text file, local or a URL, read without its leading byte-order mark;
+  decoding errors are raised as they are met. Universal newlines are off unless `newline`
+  is None (csv wants them off)."""
+  return open(path, encoding=_TEXT_ENCODING, newline=newline)
 
 
 def local_size(path):
   """Size in bytes of a file (progress shares only); 0 where it cannot be known."""
   try:
     return getsize(path)
-  except (OSError, InputError):
+  except (OSError, errors.UserError):
     return 0

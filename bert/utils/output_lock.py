@@ -176,7 +176,7 @@ class ObjectLock(OutputLock):
     try:
       with file_io.open(self.lock_path) as handle:
         return json.loads(handle.read())
-    except (OSError, ValueError, file_io.InputError):
+    except (OSError, ValueError, errors.UserError):
       return None
     except Exception as exc:  # pylint: disable=broad-except
       if type(exc).__module__.startswith("tensorflow"):  # not found meanwhile
@@ -219,7 +219,7 @@ class ObjectLock(OutputLock):
         continue
       try:
         self._write()
-      except file_io.InputError as exc:
+      except errors.UserError as exc:
         raise errors.UserError(f"{self._where()}: cannot write its run lock: {exc}") from None
       time.sleep(settle)
       holder = self._holder()
@@ -294,7 +294,7 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
     except OSError as exc:
       raise errors.UserError(
           f"--{flag_name}={export_dir}: cannot create it ({exc.strerror})") from None
-    except file_io.InputError as exc:
+    except errors.UserError as exc:
       raise errors.UserError(f"--{flag_name}={export_dir}: cannot create it: {exc}") from None
     lock = _lock(export_dir, flag_name, clean=False, wait=True, lock_name=EXPORT_LOCK)
   else:
