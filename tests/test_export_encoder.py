@@ -326,6 +326,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
   int8 within the export's documented bound (mean |difference| <= 0.1 x scale)."""
   interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
   from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
   _, _, pairs = tiny_reloaded
   folder = tiny_export["dir"] / "litert"
   with open(folder / "model.json", encoding="utf-8") as handle:
@@ -336,7 +337,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
       "do_lower_case": False, "inputs": ["input_mask", "input_type_ids", "input_word_ids"]}
   inputs, _, expected = _in_process_outputs(tiny_export, pairs)
   feed = {name: np.asarray(inputs[name], np.int32) for name in metadata["inputs"]}
-  for precision in litert_convert.PRECISIONS:
+  for precision in litert_metadata.PRECISIONS:
     runner = interpreter_module.Interpreter(
         model_path=str(folder / f"model_{precision}.tflite")).get_signature_runner()
     got = runner(**feed)

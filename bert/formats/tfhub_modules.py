@@ -64,7 +64,8 @@ import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the prepro
 
 from bert.formats import serving
 from bert import fast_tokenization
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_convert
+from bert.formats import litert_metadata
 from bert import modeling
 from bert import tokenization
 from bert.utils import atomic_output
@@ -284,7 +285,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
                                     seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
                                     log=None, normalize=None, litert=None):
   """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once, and with
-  `litert` (a litert_convert.Request) `<export_dir>/litert`: the encoder's serving_default as
+  `litert` (a litert_metadata.Request) `<export_dir>/litert`: the encoder's serving_default as
   LiteRT models, each checked against the encoder SavedModel (litert_convert.py).
 
   model: a modeling.BertModel holding the weights to export. Both SavedModels are
@@ -314,9 +315,9 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       save_module(root, file_io.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
     if litert is not None:
-      litert_models.write(file_io.join(tmp, ENCODER_DIR),
-                          file_io.join(tmp, litert_models.FOLDER), litert,
-                          litert_models.folder(export_dir), log)
+      litert_convert.write(file_io.join(tmp, ENCODER_DIR),
+                          file_io.join(tmp, litert_metadata.FOLDER), litert,
+                          litert_metadata.folder(export_dir), log)
   return file_io.join(export_dir, ENCODER_DIR), file_io.join(export_dir, PREPROCESSOR_DIR)
 
 

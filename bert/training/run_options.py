@@ -11,7 +11,7 @@ so a command's --help and its flag errors answer before TensorFlow loads.
 import dataclasses
 import math
 
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_metadata
 from bert.utils import file_io
 
 
@@ -120,9 +120,9 @@ def _check_options(options):
                     "of an export: it needs --export_dir")
   if options.overwrite_export and not options.export_dir:
     raise FlagError("--overwrite_export replaces part of an export: it needs --export_dir")
-  if options.litert not in litert_models.CHOICES:
+  if options.litert not in litert_metadata.CHOICES:
     raise FlagError(f"--litert={options.litert}: choose one of "
-                    f"{', '.join(litert_models.CHOICES)}")
+                    f"{', '.join(litert_metadata.CHOICES)}")
   timeout = options.multi_worker_timeout
   if not (math.isfinite(timeout) and timeout >= 0):
     raise FlagError(f"--multi_worker_timeout={timeout}: must be a finite number of seconds "
