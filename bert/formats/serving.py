@@ -278,12 +278,11 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   has_text = len(ids_endpoints) != len(endpoints)
   paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
-  if not checked:  # before the lock creates anything
-    check_export_target(export_dir, version, overwrite)
-  with contextlib.ExitStack() as locked:
-    locked.enter_context(output_lock.lock_export(export_dir, version))
-    _check_still_free(export_dir, version, overwrite, checked)
-    locked.enter_context(errors.disk_full_names(export_dir, "export_dir"))
+  # Checked before the lock unless the driver checked it before training.
+  check = None if checked else lambda: check_export_target(export_dir, version, overwrite)
+  with output_lock.locked_export(
+      export_dir, check, lambda: _check_still_free(export_dir, version, overwrite, checked),
+      version):
     if version:
       parts = [("ids", ids_endpoints, ids_track)] + (
           [("text", endpoints, track)] if has_text else [])
