@@ -22,10 +22,13 @@ from bert.formats import checkpoint_files
 from bert.training import checkpoints
 
 from bert.formats import tfhub_modules
+from bert.formats import writers
 from bert import fast_tokenization
 from bert import modeling
 from bert import tokenization
+from bert.training import export_loading
 from bert.training import model_config
+from bert.utils import errors
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
@@ -326,6 +329,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
   int8 within the export's documented bound (mean |difference| <= 0.1 x scale)."""
   interpreter_module = pytest.importorskip("ai_edge_litert.interpreter")
   from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
   _, _, pairs = tiny_reloaded
   folder = tiny_export["dir"] / "litert"
   with open(folder / "model.json", encoding="utf-8") as handle:
@@ -336,7 +340,7 @@ def test_litert_encoder_answers_as_the_in_process_model(tiny_export, tiny_reload
       "do_lower_case": False, "inputs": ["input_mask", "input_type_ids", "input_word_ids"]}
   inputs, _, expected = _in_process_outputs(tiny_export, pairs)
   feed = {name: np.asarray(inputs[name], np.int32) for name in metadata["inputs"]}
-  for precision in litert_convert.PRECISIONS:
+  for precision in litert_metadata.PRECISIONS:
     runner = interpreter_module.Interpreter(
         model_path=str(folder / f"model_{precision}.tflite")).get_signature_runner()
     got = runner(**feed)
@@ -502,32 +506,31 @@ def test_keras3_preprocessor_pairs_and_default_length(tiny_export, tiny_reloaded
 # --------------------------------------------------------------------------- bad input
 
 
-_ERRORS_DRIVER = textwrap.dedent(r"""
-    import contextlib, io, json, sys
-    sys.path.insert(0, sys.argv[1])
-    from absl import flags
-    from bert.cli import export_encoder
-    results = []
-    for argv in json.loads(sys.argv[2]):
-      flags.FLAGS.unparse_flags()
-      flags.FLAGS(["export_encoder.py"] + argv)
-      stderr = io.StringIO()
-      with contextlib.redirect_stderr(stderr):
-        try:
-          export_encoder.main(None)
-          code = 0
-        except SystemExit as exc:
-          code = exc.code
-      results.append([code, stderr.getvalue()])
-    print(json.dumps(results))
-""")
+def _export(capsys, export_format, export_dir, config_file, vocab_file, init_checkpoint,
+            seq_length=None, litert=None):
+  """export_encoder.py's work through the library it calls: the checks before any weight
+  is read (export_loading), then the format's writer (writers.WRITERS), under the one-line
+  report of bad input; returns (exit status, stderr)."""
+  try:
+    with errors.report_user_errors(program="export_encoder.py"):
+      config = model_config.load_bert_config(config_file)
+      seq_length = export_loading.resolve_seq_length(
+          export_format, seq_length, tfhub_modules.DEFAULT_SEQ_LENGTH,
+          seq_length is not None, False)
+      export_loading.check_export(export_format, export_dir, config, init_checkpoint,
+                                  vocab_file, True, seq_length, litert=litert)
+      writers.WRITERS[export_format](export_dir, export_loading.source(
+          config, init_checkpoint, vocab_file, True, seq_length, litert=litert or "both"))
+    code = 0
+  except SystemExit as exc:
+    code = exc.code
+  return code, capsys.readouterr().err
 
 
-def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
+def test_bad_input_fails_with_one_line(tiny_export, tmp_path, capsys):
   tmp = tiny_export["tmp"]
-  base = [f"--bert_config_file={tmp}/bert_config.json",
-          f"--vocab_file={tiny_export['vocab_file']}",
-          f"--init_checkpoint={tmp}/bert_model.ckpt", f"--seq_length={SEQ_LENGTH}"]
+  config, vocab = f"{tmp}/bert_config.json", tiny_export["vocab_file"]
+  checkpoint = f"{tmp}/bert_model.ckpt"
   full_vocab = shared_path("vocab", "cased_vocab.txt")
   not_a_checkpoint = tmp_path / "weights.bin"
   not_a_checkpoint.write_bytes(b"\x00" * 64)
@@ -535,24 +538,17 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
   occupied.mkdir()
   (occupied / "keep.txt").write_text("mine")
   cases = [
-      base + [f"--export_dir={occupied}"],
-      [a if not a.startswith("--vocab_file") else f"--vocab_file={full_vocab}"
-       for a in base] + [f"--export_dir={tmp_path}/a"],
-      base[:2] + base[3:] + [f"--init_checkpoint={not_a_checkpoint}",
-                             f"--export_dir={tmp_path}/b"],
-      base + [f"--export_dir={tmp_path}/c", "--seq_length=41"],
-      base[:3] + [f"--export_dir={tmp_path}/d", "--format=huggingface", "--litert=int8"],
+      ("tfhub", str(occupied), config, vocab, checkpoint, SEQ_LENGTH, None),
+      ("tfhub", f"{tmp_path}/a", config, full_vocab, checkpoint, SEQ_LENGTH, None),
+      ("tfhub", f"{tmp_path}/b", config, vocab, str(not_a_checkpoint), SEQ_LENGTH, None),
+      ("tfhub", f"{tmp_path}/c", config, vocab, checkpoint, 41, None),
+      ("huggingface", f"{tmp_path}/d", config, vocab, checkpoint, None, "int8"),
   ]
-  script = tmp_path / "driver.py"
-  script.write_text(_ERRORS_DRIVER, encoding="utf-8")
-  result = subprocess.run([sys.executable, str(script), ROOT, json.dumps(cases)],
-                          capture_output=True, text=True, env=_env(), timeout=300)
-  assert result.returncode == 0, result.stderr[-3000:]
-  results = json.loads(result.stdout.strip().splitlines()[-1])
   expected = ["exists and is not empty", "vocab_size=", "not a checkpoint",
               "max_position_embeddings=40",
               "--litert=int8 with --format=huggingface: the LiteRT models are the encoder's"]
-  for (code, stderr), words in zip(results, expected):
+  for case, words in zip(cases, expected):
+    code, stderr = _export(capsys, *case)
     lines = [line for line in stderr.splitlines() if ": error: " in line]
     assert code == 2, stderr
     assert len(lines) == 1 and words in lines[0], stderr
@@ -561,6 +557,11 @@ def test_bad_input_fails_with_one_line(tiny_export, tmp_path):
   assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
   assert not (tmp_path / "d").exists()
   assert not [n for n in os.listdir(tmp_path) if ".tmp-" in n]
+
+
+def test_the_tfhub_row_names_the_folders_it_writes():
+  assert writers.WRITERS["tfhub"].parts == (tfhub_modules.ENCODER_DIR,
+                                            tfhub_modules.PREPROCESSOR_DIR)
 
 
 def test_check_export_dir(tmp_path):

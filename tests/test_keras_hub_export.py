@@ -15,7 +15,7 @@ import pytest
 
 from bert import heads
 from bert import tokenization
-from bert.training import checkpoint_export as model_export
+from bert.formats import keras_hub_presets
 from bert.training import checkpoints
 from bert.utils import errors
 from conftest import ROOT
@@ -70,7 +70,7 @@ def _ours(model, vocab_file):
 def test_the_keras_hub_format_without_keras_hub_is_one_line(monkeypatch):
   monkeypatch.setitem(sys.modules, "keras_hub", None)  # import keras_hub raises ImportError
   with pytest.raises(errors.UserError) as error:
-    model_export.import_keras_hub()
+    keras_hub_presets.import_keras_hub()
   assert str(error.value) == (
       "--format=keras_hub needs the keras-hub package, which this project does not "
       "install: pip install keras-hub==0.32.0")

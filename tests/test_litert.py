@@ -22,7 +22,7 @@ from conftest import ROOT
 import litert_data
 import serving_install
 import tiny
-from bert.formats import litert_convert
+from bert.formats import litert_metadata
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 LOGS = ("I", "W", "E")  # absl's log line prefixes (I1127 ...)
@@ -153,7 +153,7 @@ def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
     assert metadata["format"] == "bert-litert" and metadata["max_seq_length"] == 32
     assert metadata["inputs"] == ["input_ids", "input_mask", "segment_ids"]
     assert (folder / "vocab.txt").read_text() == "".join(t + "\n" for t in litert_data.VOCAB)
-    for precision in litert_convert.PRECISIONS:
+    for precision in litert_metadata.PRECISIONS:
       entry = metadata["models"][precision]
       assert entry["file"] == f"model_{precision}.tflite"
       assert entry["bytes"] == os.path.getsize(folder / entry["file"])
@@ -184,7 +184,7 @@ def test_every_export_writes_both_litert_models_with_builtin_ops_only(runs):
       "threshold": 0.5, "num_texts": 1}
 
 
-@pytest.mark.parametrize("precision", litert_convert.PRECISIONS)
+@pytest.mark.parametrize("precision", litert_metadata.PRECISIONS)
 @pytest.mark.parametrize("task", ["mrpc", pytest.param("multilabel", marks=_EVERY_TASK),
                                   pytest.param("regression", marks=_EVERY_TASK)])
 def test_predictor_writes_what_do_predict_writes(request, tmp_path, task, precision):
@@ -202,6 +202,7 @@ def test_predictor_writes_what_do_predict_writes(request, tmp_path, task, precis
   if precision == "float32":
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
   else:
+    from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top  (TensorFlow)
     scale = max(1.0, float(np.abs(expected).max()))
     assert difference.mean() <= litert_convert.INT8_TOLERANCE * scale, difference.mean()
   if task == "mrpc":  # the GLUE submission file: the same labels, in the same layout
@@ -331,6 +332,7 @@ def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
   SavedModel's signature: the model's own answers pass; the same answers moved past the
   tolerance, a missing output or an integer output changed in float32 are refused."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
   from bert.utils import errors  # pylint: disable=g-import-not-at-top
   _, _, folder = runs["mrpc"]
   with open(folder / "model.json", encoding="utf-8") as handle:
@@ -338,7 +340,7 @@ def test_the_export_check_refuses_a_model_that_answers_otherwise(runs):
   flatbuffer = (folder / "model_float32.tflite").read_bytes()
   feeds = litert_convert.check_rows(metadata["inputs"], len(litert_data.VOCAB), 32)
   runner = litert_convert.interpreter(model_content=flatbuffer)[0].get_signature_runner(
-      litert_convert.SIGNATURE)
+      litert_metadata.SIGNATURE)
 
   def signature(shift=0.0, drop=None):
     def answer(**feed):

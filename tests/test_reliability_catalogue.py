@@ -2061,11 +2061,11 @@ def _litert_materials(ws, folder):
   made = ws.path("litert-export")
   if not os.path.isdir(made):
     from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
-    from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+    from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
     from bert.formats import serving  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
     model, _ = heads.build_classifier_model(model_config.load_bert_config(ws.config), 2)
-    serving.export_classifier(made, model, ["0", "1"], litert=litert_convert.request(
+    serving.export_classifier(made, model, ["0", "1"], litert=litert_metadata.request(
         "float32", {"task": "Mrpc", "task_name": "mrpc", "head": "classifier",
                     "labels": ["0", "1"], "num_texts": 2, "max_seq_length": 32,
                     "do_lower_case": True, "normalize": None}, ws.vocab))
@@ -2893,8 +2893,8 @@ def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_
   whose name only looks like one stays, and so does a version folder."""
   import threading  # pylint: disable=g-import-not-at-top
   from bert.utils import output_lock  # pylint: disable=g-import-not-at-top
-  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
-  assert litert_convert.FOLDER in output_lock.VERSIONED_KINDS
+  from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
+  assert litert_metadata.FOLDER in output_lock.VERSIONED_KINDS
   export = tmp_path / "exp"
   for path in ("ids/1/saved_model.pb", "ids/.1.tmp-0123abcd/saved_model.pb",
                "text/.7.tmp-89abcdef/variables/variables.index", "ids/.1.tmp-notes",

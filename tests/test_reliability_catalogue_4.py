@@ -40,12 +40,12 @@ def _export(root, name, labels, head_info):
   """A tiny classifier (labels) or regression model (None) exported with its float32
   LiteRT model; returns its litert/ folder."""
   from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
-  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
   from bert.formats import serving  # pylint: disable=g-import-not-at-top
   config = tiny.tiny_config(len(litert_data.VOCAB))
   model, _ = heads.build_classifier_model(config, len(labels) if labels else 1)
   export = os.path.join(root, name)
-  serving.export_classifier(export, model, labels, litert=litert_convert.request(
+  serving.export_classifier(export, model, labels, litert=litert_metadata.request(
       "float32", {**head_info, "num_texts": 2, "max_seq_length": SEQ, "do_lower_case": True,
                   "normalize": None, "max_position_embeddings": config.max_position_embeddings,
                   "type_vocab_size": config.type_vocab_size},
@@ -58,13 +58,14 @@ def _encoder_export(root):
   Hub's input names); returns its litert/ folder."""
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_metadata  # pylint: disable=g-import-not-at-top
   from bert.formats import tfhub_modules  # pylint: disable=g-import-not-at-top
   config = tiny.tiny_config(len(litert_data.VOCAB))
   module, signatures = tfhub_modules.build_encoder_module(modeling.BertModel(config))
   saved = os.path.join(root, "encoder", "encoder")
   tfhub_modules.save_module(module, saved, signatures)
   folder = os.path.join(root, "encoder", "litert")
-  litert_convert.write(saved, folder, litert_convert.request(
+  litert_convert.write(saved, folder, litert_metadata.request(
       "float32", {"task": "encoder", "head": "encoder", "max_seq_length": SEQ,
                   "do_lower_case": True, "normalize": None, "num_texts": 2,
                   "max_position_embeddings": config.max_position_embeddings,

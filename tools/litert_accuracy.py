@@ -30,7 +30,7 @@ from bert import metrics  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
-from bert.formats import litert_convert as litert_models  # noqa: E402
+from bert.formats import litert_metadata  # noqa: E402
 from bert.litert import export_check  # noqa: E402
 from bert.litert import predictor  # noqa: E402
 from bert.utils import errors  # noqa: E402
@@ -84,12 +84,12 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
       "litert_accuracy.py", "run_classifier.py --do_eval")
   if not os.path.isdir(litert_dir):
     raise errors.UserError(f"--litert_dir={litert_dir}: no such folder")
-  if not os.path.isfile(os.path.join(litert_dir, litert_models.METADATA_FILE)):
-    raise errors.UserError(f"--litert_dir={litert_dir}: no {litert_models.METADATA_FILE}"
+  if not os.path.isfile(os.path.join(litert_dir, litert_metadata.METADATA_FILE)):
+    raise errors.UserError(f"--litert_dir={litert_dir}: no {litert_metadata.METADATA_FILE}"
                                  "; an export's litert/ folder has one")
-  listed = litert_models.read_metadata(
-      os.path.join(litert_dir, litert_models.MODEL_FILES["float32"]))["models"]
-  names = models or [listed[p]["file"] for p in litert_models.PRECISIONS if p in listed]
+  listed = litert_metadata.read_metadata(
+      os.path.join(litert_dir, litert_metadata.MODEL_FILES["float32"]))["models"]
+  names = models or [listed[p]["file"] for p in litert_metadata.PRECISIONS if p in listed]
   files = sorted(entry["file"] for entry in listed.values())
   for name in names:
     if name not in files:

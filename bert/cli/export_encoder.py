@@ -21,7 +21,7 @@ the checkpoint holds: the masked-LM and next-sentence heads (BertForPreTraining)
 fine-tuned run's head under the class transformers' pipeline() and AutoModelFor* pick
 (BertForSequenceClassification with the run's labels, BertForQuestionAnswering,
 BertForTokenClassification, BertForMultipleChoice); every checkpoint weight not written
-is named in a warning (export/hugging_face.py, training/checkpoint_export.py).
+is named in a warning (formats/hugging_face.py).
 
 --format=keras_hub writes a fine-tuned classifier (classification, multi-label or
 regression run) as a keras-hub preset: `keras_hub.models.BertTextClassifier.from_preset(
@@ -56,8 +56,8 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.formats import tfhub_modules
-from bert import tokenization
-from bert.training import checkpoint_export as model_export
+from bert.formats import writers
+from bert.training import export_loading
 from bert.training import model_config
 from bert.utils import errors
 from bert.utils import input_checks
@@ -66,15 +66,7 @@ flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
                                 require_vocab=True)
 flags_common.define_runtime_flags()
 flags_common.define_normalize_flag("in the preprocessor, before tokenizing (--format=tfhub)")
-flags.DEFINE_enum(
-    "format", "tfhub", ["tfhub", "huggingface", "keras_hub"],
-    "tfhub: the encoder and preprocessor SavedModels (TF Hub's BERT API). huggingface: "
-    "model.safetensors, config.json, vocab.txt and tokenizer_config.json that "
-    "transformers' AutoModel* / pipeline() and BertTokenizer load, with the head the "
-    "checkpoint holds (a fine-tuned run's head under its task's class and labels). "
-    "keras_hub: a fine-tuned classifier as a keras-hub preset that "
-    "keras_hub.models.BertTextClassifier.from_preset loads with its head; labels in "
-    "metadata.json (needs the keras-hub package).")
+flags.DEFINE_enum("format", "tfhub", list(writers.WRITERS), writers.format_help())
 flags_common.define_path(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
@@ -104,46 +96,20 @@ def main(_):
           "--init_checkpoint is required: the weights to export (a Google bert_model.ckpt "
           "prefix, one of our checkpoints, or a Hugging Face model.safetensors)")
     config = model_config.load_bert_config(FLAGS.bert_config_file)
-    seq_length = model_export.resolve_seq_length(
+    seq_length = export_loading.resolve_seq_length(
         FLAGS.format, FLAGS.seq_length, FLAGS.max_seq_length, FLAGS["seq_length"].present,
         FLAGS["max_seq_length"].present)
-    if seq_length is not None:
-      model_config.check_max_seq_length(seq_length, config, flag="seq_length")
-    tokenization.validate_case_matches_checkpoint(FLAGS.do_lower_case,
-                                                  FLAGS.init_checkpoint)
-    vocab = tokenization.load_vocab(FLAGS.vocab_file)
-    model_config.check_vocab_matches_config(len(vocab), config, FLAGS.vocab_file)
-    tfhub_modules.check_export_dir(FLAGS.export_dir, FLAGS.overwrite)
     normalize = flags_common.normalize_option(FLAGS.normalize)
-    if normalize and FLAGS.format != "tfhub":
-      raise errors.UserError(
-          f"--normalize={FLAGS.normalize} with --format={FLAGS.format}: its "
-          "tokenizer has no NFC step, so the export would tokenize decomposed text "
-          "differently from training; normalise the text before it reaches the tokenizer "
-          "or export --format=tfhub")
-    if FLAGS.format != "tfhub" and FLAGS["litert"].present and FLAGS.litert != "none":
-      raise errors.UserError(
-          f"--litert={FLAGS.litert} with --format={FLAGS.format}: the LiteRT models are "
-          "the encoder's of --format=tfhub (export_dir/litert beside encoder/)")
-    if FLAGS.format == "keras_hub":
-      model_export.export_keras_hub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
-                                    FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
-                                    overwrite=FLAGS.overwrite)
-      logging.info("Wrote %s in %.0f s", file_io.abspath(FLAGS.export_dir),
-                   time.time() - start)
-      return
-    if FLAGS.format == "huggingface":
-      model_export.export_hugging_face(FLAGS.export_dir, config, FLAGS.init_checkpoint,
-                                       FLAGS.vocab_file, FLAGS.do_lower_case,
-                                       overwrite=FLAGS.overwrite)
-      logging.info("Wrote %s in %.0f s", file_io.abspath(FLAGS.export_dir),
-                   time.time() - start)
-      return
-    paths = model_export.export_tfhub(FLAGS.export_dir, config, FLAGS.init_checkpoint,
-                                      FLAGS.vocab_file, FLAGS.do_lower_case, seq_length,
-                                      overwrite=FLAGS.overwrite, normalize=normalize,
-                                      litert=FLAGS.litert)
-    logging.info("Wrote %s and %s in %.0f s", *map(file_io.abspath, paths),
+    export_loading.check_export(
+        FLAGS.format, FLAGS.export_dir, config, FLAGS.init_checkpoint, FLAGS.vocab_file,
+        FLAGS.do_lower_case, seq_length, overwrite=FLAGS.overwrite, normalize=normalize,
+        litert=FLAGS.litert if FLAGS["litert"].present else None)
+    source = export_loading.source(config, FLAGS.init_checkpoint, FLAGS.vocab_file,
+                                   FLAGS.do_lower_case, seq_length, normalize, FLAGS.litert)
+    writer = writers.WRITERS[FLAGS.format]
+    writer(FLAGS.export_dir, source, overwrite=FLAGS.overwrite)
+    logging.info("Wrote %s in %.0f s",
+                 " and ".join(map(file_io.abspath, writer.paths(FLAGS.export_dir))),
                  time.time() - start)
 
 

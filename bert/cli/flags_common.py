@@ -1,6 +1,6 @@
 """absl flag definitions shared by the scripts, defined here once and never copied.
 
-Imports cpu_choice, training/run_options (RunOptions) and formats/litert_convert (its precision
+Imports cpu_choice, training/run_options (RunOptions) and formats/litert_metadata (its precision
 names), none of which loads TensorFlow. Each command calls the
 `define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
 original release's, so a command from the original README runs unchanged; a script passes
@@ -13,7 +13,7 @@ import os
 
 from absl import flags
 
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_metadata
 from bert.training import run_options
 from bert.utils import cpu_choice
 from bert.utils import errors
@@ -305,7 +305,7 @@ def define_litert_flag():
   if not _once("litert"):
     return
   flags.DEFINE_enum(
-      "litert", "both", list(litert_models.CHOICES),
+      "litert", "both", list(litert_metadata.CHOICES),
       "With --export_dir: also write the token-id model (export_encoder.py: the encoder of "
       "--format=tfhub) for the LiteRT runtime (TensorFlow Lite without TensorFlow; "
       "predict_litert.py runs it) in export_dir/litert/ (or litert/N/ with "

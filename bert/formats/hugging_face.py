@@ -1,8 +1,8 @@
-"""Hugging Face BERT checkpoints: Google's variable names to theirs, and the writer.
+"""Hugging Face BERT checkpoints: Google's variable names to theirs, the writer, and the
+reader that loads theirs.
 
-Imports modeling (the core), atomic_output and errors; never reads absl FLAGS.
-export_encoder.py --format=huggingface is the command-line front end.
-
+`export(export_dir, source)` is export_encoder.py --format=huggingface's writer (a row of
+writers.py): the model a checkpoint holds, its head included.
 `write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case)` writes a
 directory that Hugging Face transformers (5.x, PyTorch) loads with
 `BertModel.from_pretrained(export_dir)` / `BertForPreTraining.from_pretrained(...)` and
@@ -59,12 +59,12 @@ import errno
 import json
 import re
 
+from absl import logging
 import numpy as np
 from safetensors.numpy import load as load_bytes
 from safetensors.numpy import save as save_bytes
 
 from bert import modeling
-from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import errors
@@ -398,12 +398,10 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   _check_shapes(state, config)
   vocab = [line.strip() for _, line in input_checks.read_text_lines(vocab_file)]
   pad_token_id = vocab.index("[PAD]") if "[PAD]" in vocab else 0
-  _check_target(export_dir, overwrite)
-  # Under the export's lock: another export of export_dir waits, and what a killed one
-  # left beside it is removed; the check again, for what was written meanwhile.
-  with output_lock.lock_export(export_dir), atomic_output.atomic_path(
-      export_dir, overwrite=True) as tmp:
-    _check_target(export_dir, overwrite)
+  # A full disk is named below, where the weights are written (an OSError naming
+  # export_dir).
+  with output_lock.writing_export(export_dir, lambda: _check_target(export_dir, overwrite),
+                                  name_full_disk=False) as tmp:
     file_io.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
     weights_file = file_io.join(tmp, WEIGHTS_NAME)
@@ -427,6 +425,35 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
     _write_json(file_io.join(tmp, TOKENIZER_CONFIG_NAME),
                 tokenizer_config(do_lower_case, config.max_position_embeddings))
   return architecture
+
+
+def export(export_dir, source, overwrite=False, log=None, warn=None):
+  """export_encoder.py --format=huggingface: the encoder and head a checkpoint holds
+  (source: a writers.Source) as a Hugging Face model directory.
+
+  Returns (architecture, names written, names not written). Every checkpoint weight not
+  written is named through `warn` (absl logging.warning by default): nothing is dropped
+  silently.
+  """
+  log = log or logging.info
+  warn = warn or logging.warning
+  loaded = source.load_model()
+  variables = modeling.google_variable_map(loaded.model)
+  held = loaded.weight_names
+  names, architecture = exportable_names([n for n in held if n in variables],
+                                         loaded.head_info)
+  if loaded.head_info:
+    log("The checkpoint holds %s", loaded.description)
+  log("Exporting %d weights as Hugging Face %s", len(names), architecture)
+  left_out = sorted(set(held) - set(names))
+  if left_out:
+    warn("Not exported (no place in Hugging Face's %s): %s", architecture,
+         ", ".join(left_out))
+  tensors = {name: variables[name].numpy() for name in names}
+  write_hugging_face(export_dir, tensors, source.config, source.vocab_file,
+                     source.do_lower_case, overwrite=overwrite, log=log,
+                     head_info=loaded.head_info)
+  return architecture, names, left_out
 
 
 def _check_shapes(state, config):

@@ -29,7 +29,7 @@ refused before any work (`check_export_target`) unless asked to replace it
 An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
 (or export_dir/ids/N/) alone.
 
-Given a litert_convert.Request, the export also holds the token-id model as TensorFlow Lite
+Given a litert_metadata.Request, the export also holds the token-id model as TensorFlow Lite
 models (float32 and/or dynamic-range int8, each checked against the ids SavedModel
 before anything is renamed into place) with model.json and vocab.txt, beside ids/:
 export_dir/litert/ (version 0) or export_dir/litert/N/ (litert_convert.py says what and why).
@@ -67,7 +67,8 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import input_pipeline
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_convert
+from bert.formats import litert_metadata
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
@@ -156,7 +157,7 @@ def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
     paths = {"text": export_dir if has_text else None,
              "ids": f"{export_dir}/ids" if has_text else export_dir}
   if has_litert:
-    paths["litert"] = litert_models.folder(export_dir, version)
+    paths["litert"] = litert_metadata.folder(export_dir, version)
   return paths
 
 
@@ -249,7 +250,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
                          checked=False, litert=None, log=None):
   """Writes the serving layout (module docstring); returns serving_paths.
 
-  litert: a litert_convert.Request (the LiteRT models to convert from the ids model, checked
+  litert: a litert_metadata.Request (the LiteRT models to convert from the ids model, checked
   against it, into litert/ or litert/N/ under the same temporary-then-rename rule), or
   None for none. With `overwrite` and no litert, a litert/N of the version replaced is
   removed too (it would describe the old weights). log: absl's logging.info or None.
@@ -277,16 +278,15 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   has_text = len(ids_endpoints) != len(endpoints)
   paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
-  if not checked:  # before the lock creates anything
-    check_export_target(export_dir, version, overwrite)
-  with contextlib.ExitStack() as locked:
-    locked.enter_context(output_lock.lock_export(export_dir, version))
-    _check_still_free(export_dir, version, overwrite, checked)
-    locked.enter_context(errors.disk_full_names(export_dir, "export_dir"))
+  # Checked before the lock unless the driver checked it before training.
+  check = None if checked else lambda: check_export_target(export_dir, version, overwrite)
+  with output_lock.locked_export(
+      export_dir, check, lambda: _check_still_free(export_dir, version, overwrite, checked),
+      version):
     if version:
       parts = [("ids", ids_endpoints, ids_track)] + (
           [("text", endpoints, track)] if has_text else [])
-      stale_litert = litert_models.folder(export_dir, version)
+      stale_litert = litert_metadata.folder(export_dir, version)
       with contextlib.ExitStack() as stack:
         temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
@@ -299,7 +299,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
           file_io.makedirs(file_io.dirname(paths["litert"]))
           tmp = stack.enter_context(atomic_output.atomic_path(
               paths["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
-          litert_models.write(temporaries["ids"], tmp, litert, paths["litert"], log)
+          litert_convert.write(temporaries["ids"], tmp, litert, paths["litert"], log)
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):
@@ -315,7 +315,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
       file_io.makedirs(file_io.dirname(local["ids"]) or os.curdir)
       _write_archive(local["ids"], ids_endpoints, ids_track)
       if litert is not None:
-        litert_models.write(local["ids"], local["litert"], litert, paths["litert"], log)
+        litert_convert.write(local["ids"], local["litert"], litert, paths["litert"], log)
   return paths
 
 
@@ -369,7 +369,7 @@ def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_len
                       overwrite=False, checked=False, litert=None, log=None):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures
   in the serving layout (write_serving_models; litert: its LiteRT models, a
-  litert_convert.Request or None); returns its paths."""
+  litert_metadata.Request or None); returns its paths."""
   packer = None
   if tokenizer is not None:
     packer = TextPacker(tokenizer, max_seq_length, cls_id, sep_id)

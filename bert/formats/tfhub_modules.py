@@ -1,7 +1,8 @@
-"""A BERT encoder and its preprocessing as two TF-Hub-style SavedModels.
+"""A BERT encoder and its preprocessing as two TF-Hub-style SavedModels, and Keras 3
+layers that fine-tune them.
 
-Imports tokenization, fast_tokenization and modeling (the core), serving and bert/utils;
-never reads absl FLAGS. export_encoder.py is the command-line front end.
+`export(export_dir, source)` is export_encoder.py --format=tfhub's writer (a row of
+writers.py): a checkpoint's encoder, its preprocessor and the encoder's LiteRT models.
 
 The two SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so
 code written for Google's published BERT SavedModels runs on ours unchanged:
@@ -58,16 +59,17 @@ logits out) that serves with only tensorflow and tensorflow_text.
 
 import time
 
+from absl import logging
 import keras
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  pylint: disable=unused-import  (the preprocessor's ops)
 
 from bert.formats import serving
 from bert import fast_tokenization
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_convert
+from bert.formats import litert_metadata
 from bert import modeling
 from bert import tokenization
-from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import output_lock
 from bert.utils import errors
@@ -284,7 +286,7 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
                                     seq_length=DEFAULT_SEQ_LENGTH, overwrite=False,
                                     log=None, normalize=None, litert=None):
   """Writes `<export_dir>/encoder` and `<export_dir>/preprocessor`, all at once, and with
-  `litert` (a litert_convert.Request) `<export_dir>/litert`: the encoder's serving_default as
+  `litert` (a litert_metadata.Request) `<export_dir>/litert`: the encoder's serving_default as
   LiteRT models, each checked against the encoder SavedModel (litert_convert.py).
 
   model: a modeling.BertModel holding the weights to export. Both SavedModels are
@@ -295,13 +297,8 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
   Returns (encoder_path, preprocessor_path).
   """
   log = log or (lambda *args: None)
-  check_export_dir(export_dir, overwrite)
-  # Under the export's lock: another export of export_dir waits, and what a killed one
-  # left beside it is removed; the check again, for what was written meanwhile.
-  with output_lock.lock_export(export_dir), errors.disk_full_names(
-      export_dir, "export_dir"), atomic_output.atomic_path(
-      export_dir, overwrite=True) as tmp:  # a full disk: one line naming it
-    check_export_dir(export_dir, overwrite)
+  with output_lock.writing_export(
+      export_dir, lambda: check_export_dir(export_dir, overwrite)) as tmp:
     file_io.makedirs(tmp)
     for name, build, args in (
         (ENCODER_DIR, build_encoder_module, (model,)),
@@ -314,10 +311,29 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       save_module(root, file_io.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
     if litert is not None:
-      litert_models.write(file_io.join(tmp, ENCODER_DIR),
-                          file_io.join(tmp, litert_models.FOLDER), litert,
-                          litert_models.folder(export_dir), log)
+      litert_convert.write(file_io.join(tmp, ENCODER_DIR),
+                           file_io.join(tmp, litert_metadata.FOLDER), litert,
+                           litert_metadata.folder(export_dir), log)
   return file_io.join(export_dir, ENCODER_DIR), file_io.join(export_dir, PREPROCESSOR_DIR)
+
+
+def export(export_dir, source, overwrite=False, log=None):
+  """export_encoder.py --format=tfhub: the encoder of a checkpoint (source: a
+  writers.Source) and its preprocessor, with the encoder's LiteRT models as source.litert
+  says (export_dir/litert); returns the two SavedModels' paths."""
+  log = log or logging.info
+  encoder = source.load_encoder()
+  config = source.config
+  request = litert_metadata.request(
+      source.litert, {"task": "encoder", "head": "encoder", "max_seq_length": source.seq_length,
+                      "do_lower_case": bool(source.do_lower_case),
+                      "normalize": source.normalize, "num_texts": 2,
+                      "max_position_embeddings": config.max_position_embeddings,
+                      "type_vocab_size": config.type_vocab_size}, source.vocab_file)
+  return export_encoder_and_preprocessor(
+      export_dir, encoder, source.vocab_file, source.do_lower_case,
+      seq_length=source.seq_length, overwrite=overwrite, log=log,
+      normalize=source.normalize, litert=request)
 
 
 # --------------------------------------------------------------------------- Keras 3

@@ -2,7 +2,7 @@
 the .tflite's own signature against each other.
 
 Level 5 (bert/litert), beside predictor.py; no TensorFlow. model.json records what the
-model was exported with (bert/formats/litert_convert.py): the vocabulary's size, SHA-256 digest and
+model was exported with (bert/formats/litert_metadata.py): the vocabulary's size, SHA-256 digest and
 special tokens' ids, the head and its outputs' names and shapes, max_seq_length and the
 encoder's max_position_embeddings. A file edited or swapped since (another vocabulary,
 another task's .tflite, a max_seq_length past the model's positions) would give plausible
@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from bert import tokenization
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_metadata
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -114,7 +114,7 @@ def check_signature(named, signature, metadata, metadata_file):
   """The .tflite's serving signature {"inputs": [...], "outputs": [...]} is the one
   model.json describes (another task's model, an encoder put in its place: refused)."""
   if signature is None:
-    raise UserError(f"{named}: has no {litert_models.SIGNATURE} signature; not a model "
+    raise UserError(f"{named}: has no {litert_metadata.SIGNATURE} signature; not a model "
                     f"of an export: {REEXPORT}")
   inputs, outputs = sorted(signature["inputs"]), sorted(signature["outputs"])
   if inputs != sorted(metadata["inputs"]) or outputs != sorted(metadata["outputs"]):

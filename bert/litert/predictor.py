@@ -1,7 +1,7 @@
 """Prediction files from a LiteRT model of an export, in a process without TensorFlow.
 
 Level 5, above the task families: imports the classifier and multi-label data modules
-(readers and writers), tokenization, formats/litert_convert.py's model.json reader and the utils,
+(readers and writers), tokenization, formats/litert_metadata.py's model.json reader and the utils,
 none of which loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
 import Interpreter`), an optional dependency.
 
@@ -13,7 +13,7 @@ batches of rows of similar length, each padded only to its longest row, and writ
 test_results.tsv (and the GLUE submission file) with the writers --do_predict uses
 (classifier_data.write_probabilities / write_submission, multilabel_data.write_results).
 
-What the model is comes from model.json beside it (bert/formats/litert_convert.py): its task, head
+What the model is comes from model.json beside it (bert/formats/litert_metadata.py): its task, head
 and labels, max_seq_length, lower-casing and vocabulary. The export is checked whole at
 load (export_check.py: model.json, vocab.txt and the .tflite's signature against each
 other, one row of max_seq_length tokens through the model). A model of another task than
@@ -27,7 +27,7 @@ import numpy as np
 
 from bert.classifier import classifier_data
 from bert.classifier import classifier_processors
-from bert.formats import litert_convert as litert_models
+from bert.formats import litert_metadata
 from bert.litert import export_check
 from bert.multilabel import multilabel_data
 from bert import tokenization
@@ -73,10 +73,10 @@ class LiteRTModel:
     if not os.path.isfile(model_file):
       raise UserError(f"{self.named}: no such file"
                       + (" (a folder: name the .tflite file in it, e.g. "
-                         f"{litert_models.MODEL_FILES['int8']})"
+                         f"{litert_metadata.MODEL_FILES['int8']})"
                          if os.path.isdir(model_file) else ""))
-    self.metadata = litert_models.read_metadata(model_file)
-    self.precision = litert_models.precision_of_file(model_file, self.metadata)
+    self.metadata = litert_metadata.read_metadata(model_file)
+    self.precision = litert_metadata.precision_of_file(model_file, self.metadata)
     if self.precision is None:
       raise UserError(f"{self.named}: model.json beside it lists "
                       f"{', '.join(sorted(e['file'] for e in self.metadata['models'].values()))}"
@@ -98,7 +98,7 @@ class LiteRTModel:
 
   def metadata_file(self):
     """The model.json beside the model (named in messages)."""
-    return os.path.join(os.path.dirname(self.model_file), litert_models.METADATA_FILE)
+    return os.path.join(os.path.dirname(self.model_file), litert_metadata.METADATA_FILE)
 
   def describe(self):
     """"Mrpc's classifier (labels 0, 1)": what the model predicts, for messages."""
@@ -117,13 +117,13 @@ class LiteRTModel:
                         f"ai-edge-litert package: {INSTALL_HINT}") from None
       try:
         interpreter = Interpreter(model_path=self.model_file, num_threads=self.num_threads)
-        signature = interpreter.get_signature_list().get(litert_models.SIGNATURE)
+        signature = interpreter.get_signature_list().get(litert_metadata.SIGNATURE)
       except (ValueError, RuntimeError) as exc:
         raise UserError(f"{self.named}: not a LiteRT model this runtime loads "
                         f"({export_check.first_line(exc)})") from None
       export_check.check_signature(self.named, signature, self.metadata,
                                    self.metadata_file())
-      self._runner = interpreter.get_signature_runner(litert_models.SIGNATURE)
+      self._runner = interpreter.get_signature_runner(litert_metadata.SIGNATURE)
       try:
         self._probe()
       except UserError:

@@ -33,7 +33,7 @@ import tensorflow as tf
 from bert.formats import hugging_face
 from bert import modeling
 from bert.formats import checkpoint_files
-from bert.training import loop as training_loop
+from bert.training import loop
 from bert.utils import file_io
 from bert.utils import errors
 from bert.utils import input_checks
@@ -286,6 +286,11 @@ def is_chief(strategy):
   return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
+def _loop_state(model, loss_scaling):
+  # Here, not in RunCheckpoint.__init__: its `loop` argument hides the module there.
+  return loop.LoopState(model, loss_scaling)
+
+
 class RunCheckpoint:
   """A run's state in output_dir, in our TF2 layout (see above): save, find, restore.
 
@@ -293,7 +298,7 @@ class RunCheckpoint:
   slots are created at once (optimizer.build), so a restore fills them immediately.
   On a multi-worker run only the chief writes to output_dir; the others write their
   share to a temporary folder that `cleanup` removes. loop: the run's
-  training_loop.LoopState (built here, under the strategy's scope, when not given).
+  loop.LoopState (built here, under the strategy's scope, when not given).
   """
 
   def __init__(self, output_dir, model, optimizer=None, strategy=None, keep=3,
@@ -306,7 +311,7 @@ class RunCheckpoint:
       if optimizer is not None:
         optimizer.build(model.trainable_variables)
       # The loop's variables are loop.LoopState's; this class only tracks them.
-      self.loop = loop or training_loop.LoopState(model, loss_scaling)
+      self.loop = loop or _loop_state(model, loss_scaling)
     self.step = self.loop.step  # the global step: names ckpt-<step>
     tracked = dict(model=model,
                    model_signature=tf.Variable(model_signature(model), trainable=False),

@@ -66,7 +66,7 @@ import math
 
 from absl import logging
 
-from bert.formats import litert_convert
+from bert.formats import litert_metadata
 from bert.formats import serving
 from bert import optimization
 from bert import tokenization
@@ -184,7 +184,7 @@ class Task:
     raise errors.UserError(f"{self.name}: --export_dir is not supported")
 
   def litert_request(self, num_texts=2, **fields):
-    """The LiteRT models --litert asks the export for (litert_convert.Request; None for none),
+    """The LiteRT models --litert asks the export for (litert_metadata.Request; None for none),
     their model.json holding this run's head_info, how it tokenizes (max_seq_length,
     do_lower_case, normalize; the vocabulary is copied beside them) and `fields`.
     num_texts: 1 when every input is one text (the check then feeds one segment)."""
@@ -198,8 +198,8 @@ class Task:
       config = model_config.load_bert_config(options.bert_config_file)
       metadata.update(max_position_embeddings=config.max_position_embeddings,
                       type_vocab_size=config.type_vocab_size)
-    return litert_convert.request(options.litert, metadata, options.vocab_file,
-                          num_segments=num_texts)
+    return litert_metadata.request(options.litert, metadata, options.vocab_file,
+                                 num_segments=num_texts)
 
   def after_training(self, model, global_step):
     """Called once training has reached its last step (on the chief only)."""

@@ -11,7 +11,7 @@ so a command's --help and its flag errors answer before TensorFlow loads.
 import dataclasses
 import math
 
-from bert.formats import litert_convert
+from bert.formats import litert_metadata
 from bert.utils import errors
 
 
@@ -133,9 +133,9 @@ def _check_export(options):
   if options.overwrite_export and not options.export_dir:
     raise errors.UserError(
         "--overwrite_export replaces part of an export: it needs --export_dir")
-  if options.litert not in litert_convert.CHOICES:
+  if options.litert not in litert_metadata.CHOICES:
     raise errors.UserError(f"--litert={options.litert}: choose one of "
-                           f"{', '.join(litert_convert.CHOICES)}")
+                           f"{', '.join(litert_metadata.CHOICES)}")
 
 
 # No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.

@@ -311,3 +311,34 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
         logging.info("Removed %d temporary folder(s) an interrupted earlier export left in "
                      "%s: %s", len(removed), export_dir, ", ".join(removed[:5]))
     yield
+
+
+@contextlib.contextmanager
+def locked_export(export_dir, check=None, again=None, version=0, name_full_disk=True):
+  """Holds an export's lock (lock_export) with its target checked on both sides of it.
+
+  `check()` runs before the lock, so that a refused export creates nothing (not even the
+  lock); `again()` (by default `check`) runs holding it, for what another export of the
+  same folder wrote while this one waited. With name_full_disk, a full disk while the
+  block writes is one line naming --export_dir (errors.disk_full_names).
+  """
+  again = again or check
+  if check is not None:
+    check()
+  with contextlib.ExitStack() as stack:
+    if name_full_disk:
+      stack.enter_context(errors.disk_full_names(export_dir, "export_dir"))
+    stack.enter_context(lock_export(export_dir, version))
+    if again is not None:
+      again()
+    yield
+
+
+@contextlib.contextmanager
+def writing_export(export_dir, check=None, overwrite=True, name_full_disk=True):
+  """locked_export of a folder written whole: yields a temporary path beside export_dir,
+  renamed into place when the block succeeds (atomic_output.atomic_path; `overwrite`:
+  whether a folder another run put at export_dir meanwhile is replaced)."""
+  with locked_export(export_dir, check, name_full_disk=name_full_disk), \
+      atomic_output.atomic_path(export_dir, overwrite=overwrite) as tmp:
+    yield tmp
