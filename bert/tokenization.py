@@ -1,8 +1,8 @@
 """WordPiece tokenization, token-for-token the original BERT release, in pure Python.
 
-Imports only file_io of ours. The pure-Python classes (`FullTokenizer`,
-`BasicTokenizer`, `WordpieceTokenizer`) follow the original algorithm exactly, quirks
-included (no never-split list, so the text "[MASK]" becomes `[`, `mask`, `]`).
+The pure-Python classes (`FullTokenizer`, `BasicTokenizer`, `WordpieceTokenizer`) follow
+the original algorithm exactly, quirks included (no never-split list, so the text
+"[MASK]" becomes `[`, `mask`, `]`).
 
 Free of TensorFlow: its in-graph twin, `fast_tokenization.FastTokenizer` (tensorflow-text,
 the same tokens and ids) and `fast_tokenization.pack_inputs`, live in fast_tokenization.py.
