@@ -35,7 +35,7 @@ SEQ, PREDS = 32, 5          # pretraining records: max_seq_length, max_predictio
 MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 MRPC_ROWS = ["1\t1\t2\tthe cat sat on the mat .\tthe cat is on the mat .",
              "0\t3\t4\ta man went home .\tshe said no ."]
-MRPC = MRPC_HEADER + "".join(row + "\n" for row in MRPC_ROWS)
+MRPC = MRPC_HEADER + "".join(r + "\n" for r in MRPC_ROWS)
 CONLL = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
          "German JJ B-NP B-MISC\ncall NN I-NP O\n. . O O\n\n"
          "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
