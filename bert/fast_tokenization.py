@@ -1,11 +1,10 @@
 """The in-graph twin of tokenization.FullTokenizer: the same tokens and ids in TensorFlow.
 
-Beside `tokenization` (the pure-Python tokenizer, which stays free of TensorFlow);
-imports only it and errors of ours. `FastTokenizer` runs the original's
-tokenization inside a graph (tf.data, SavedModels) on tensorflow-text's
-`FastWordpieceTokenizer`; `pack_inputs` packs one or two segments into BERT's inputs
-with the original's truncation. The character classes come from this Python's `unicodedata`, the
-tables the pure-Python tokenizer uses, so both paths agree code point for code point.
+`FastTokenizer` runs the original's tokenization inside a graph (tf.data, SavedModels)
+on tensorflow-text's `FastWordpieceTokenizer`; `pack_inputs` packs one or two segments
+into BERT's inputs with the original's truncation. The character classes come from this
+Python's `unicodedata`, the tables the pure-Python tokenizer uses, so both paths agree
+code point for code point.
 """
 
 import functools

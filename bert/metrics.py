@@ -1,7 +1,5 @@
 """Evaluation metrics and softmax in NumPy, for every task (the one metrics module).
 
-Imports NumPy only; never reads absl FLAGS.
-
 GLUE's metrics as its tasks report them: accuracy everywhere, F1 of class 1 (MRPC, QQP),
 Matthews correlation (CoLA), Pearson and Spearman with average ranks for ties (STS-B);
 `compute_metrics` picks them by a processor's `metric` name. Every metric takes

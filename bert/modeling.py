@@ -1,7 +1,6 @@
 """The BERT model: its config, the Keras 3 encoder, and Google's variable names.
 
-The core of the package (it imports only bert.utils). Faithful to google-research/bert's
-modeling.py:
+Faithful to google-research/bert's modeling.py:
 
   * "gelu" is the tanh approximation the original computes; the exact erf form is
     available as "gelu_exact" (Hugging Face's "gelu"), never silently substituted;

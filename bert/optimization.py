@@ -1,7 +1,5 @@
 """The original BERT optimizer as Keras 3 optimizers: AdamWeightDecay, LAMB and the schedule.
 
-Imports nothing of ours.
-
 What the original release does (google-research/bert, optimization.py), and what this
 module reproduces:
   * learning rate: `PolynomialDecay(init_lr, num_train_steps, end=0, power=1)` evaluated

@@ -61,7 +61,8 @@ PLACES = {
         _read(root, "pyproject.toml"), re.M) is not None,
     "docs/FLAGS.md": lambda root, script: f"\n## {script}\n" in _read(root, "docs/FLAGS.md"),
     "tests/test_reliability_catalogue.py": lambda root, script: (
-        f'@case("{script}"' in _read(root, "tests/test_reliability_catalogue.py")
+        re.search(rf'(@case|row)\("{re.escape(script)}"',
+                  _read(root, "tests/test_reliability_catalogue.py"))
         or script in _literal(root, "tests/test_reliability_catalogue.py",
                               "TESTED_ELSEWHERE")),
 }

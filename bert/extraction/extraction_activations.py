@@ -1,5 +1,5 @@
-"""Feature extraction (the original's extract_features.py): text lines -> JSON lines of the
-encoder's activations, for extract_features.py.
+"""Feature extraction, as the original's extract_features.py: text lines in, JSON lines of
+the encoder's activations out.
 
 One example a line (`text_a` or `text_a ||| text_b`), converted as the
 original did ([CLS] A [SEP] (B [SEP]), a pair truncated with truncate_seq_pair), run

@@ -1,8 +1,8 @@
 """An export's LiteRT folder checked whole before a row is read: model.json, vocab.txt and
 the .tflite's own signature against each other.
 
-Level 5 (bert/litert), beside predictor.py; no TensorFlow. model.json records what the
-model was exported with (bert/formats/litert_metadata.py): the vocabulary's size, SHA-256 digest and
+It runs without TensorFlow, as the predictor does. model.json records what the model was
+exported with (bert/formats/litert_metadata.py): the vocabulary's size, SHA-256 digest and
 special tokens' ids, the head and its outputs' names and shapes, max_seq_length and the
 encoder's max_position_embeddings. A file edited or swapped since (another vocabulary,
 another task's .tflite, a max_seq_length past the model's positions) would give plausible

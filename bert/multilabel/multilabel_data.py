@@ -1,7 +1,5 @@
 """Multi-label classification data: the label file, the TSV reader, features, results.
 
-Used by multilabel_task.py; reads no absl FLAGS.
-
 A multi-label example is one text with any number of labels (none included), as in
 tagging data sets (GoEmotions, toxic-comment data, the entity types of a CoNLL-2003
 sentence: tools/conll_entity_types.py). The format, in data_dir:

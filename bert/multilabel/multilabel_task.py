@@ -1,9 +1,9 @@
-"""Multi-label classification (one sigmoid per label) as a finetune.Task.
+"""Multi-label classification (one sigmoid per label) as a finetune.Task: run_multilabel.py's
+work.
 
-Reading and features are in multilabel_data.py, the head (the
-classifier's: output_weights [num_labels, H] on the pooled output) and its loss in
-heads.py (build_classifier_model, multi_label_loss), the metrics in metrics.py
-(multi_label_metrics); this module joins them for the driver (finetune.run).
+The model is the classifier's (output_weights [num_labels, H] on the pooled output) with
+a sigmoid, not a softmax, over its outputs: each label is a yes or no of its own, and an
+example may have any number of them, none included.
 
 Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,
 micro_precision/recall/f1, macro_f1, f1_<label>, num_examples and the driver's

@@ -1,24 +1,11 @@
 """The shared training loop: one step, a short loop, the loop's state, progress.
 
-The strategies are strategies.py's, evaluation and prediction evaluation.py's. The loop's
-own variables
-(global step, float16 loss scale, dropout RNG states) are `LoopState`'s, here beside the
-loop; checkpoints.RunCheckpoint saves and restores them. Every task trains through `train`;
-none writes its own loop. Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
+Every task trains through `train` (the driver, finetune.run, calls it); none writes its
+own loop. Keras 3's `model.fit` breaks under MultiWorkerMirroredStrategy
 (keras-team/keras#20585), so this is a plain loop around `strategy.run` and
-`tf.nn.compute_average_loss`, which works with every strategy. finetune.run drives it:
-
-    strategy = strategies.create_strategy(options.distribution_strategy, ...)
-    strategies.setup_precision(options.dtype)            # before building the model
-    strategies.setup_determinism(options.seed, options.deterministic)
-    with strategy.scope():
-      model = task.build_model(config)
-      optimizer = optimization.create_optimizer(lr, num_steps, warmup)
-    state = checkpoints.RunCheckpoint(output_dir, model, optimizer, strategy)
-    checkpoints.start_weights(state, init_checkpoint, for_training=True)  # resume / init
-    loop.train(strategy, model, optimizer, task.loss, task.train_dataset, state,
-               loop.TrainConfig(global_batch_size=32, num_train_steps=num_steps))
-    logits = evaluation.predict_in_order(model, dataset, n)["logits"]  # input order
+`tf.nn.compute_average_loss`, which works with every strategy. The loop's own variables
+(global step, float16 loss scale, dropout RNG states) are `LoopState`'s, here beside the
+loop; checkpoints.RunCheckpoint saves and restores them.
 
 What a task supplies:
   * `dataset_fn(input_context, per_replica_batch_size) -> tf.data.Dataset` of dicts,

@@ -7,8 +7,8 @@ the figures); a CPU not in the table gets the original's behaviour (XLA off, flo
 logged as not measured. `choose` returns the choice and the one log line that names the
 CPU, what was picked, why, and whether TensorFlow's oneDNN is on.
 
-Imports nothing of ours and no TensorFlow, so a script can ask it before TensorFlow
-loads (oneDNN's setting, for one, is read by TensorFlow once, when it starts).
+It needs no TensorFlow, so a script can ask it before TensorFlow loads (oneDNN's
+setting, for one, is read by TensorFlow once, when it starts).
 """
 
 import dataclasses

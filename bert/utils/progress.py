@@ -1,7 +1,4 @@
-"""Rates and ETAs for long phases: one helper for training, evaluation and data creation.
-
-Imports nothing of ours (nor TensorFlow).
-"""
+"""Rates and ETAs for long phases: one helper for training, evaluation and data creation."""
 
 import time
 

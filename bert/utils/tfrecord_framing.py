@@ -1,7 +1,8 @@
 """TFRecord framing, checked before a long run reads the file: CRC-32C and the record headers.
 
-input_pipeline checks every input TFRecord file with `check_tfrecord_framing`
-before training starts, so a file cut short fails now, naming the file and record.
+A TFRecord file cut short (an interrupted copy, a full disk) would fail inside a
+training step, without the file's name; `check_tfrecord_framing` walks its record
+headers before training starts and names the file and the first record cut short.
 """
 
 import struct
