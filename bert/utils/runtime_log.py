@@ -1,7 +1,7 @@
 """Quiet TensorFlow: its C++ runtime talk filtered out of stderr, unless asked for.
 
-Imports nothing of ours, and nothing of TensorFlow. Every command calls
-`runtime_log.quiet()` as its first statement, before TensorFlow is imported, because
+Imports nothing of ours, and nothing of TensorFlow. Every command that loads TensorFlow
+calls `runtime_log.quiet()` before TensorFlow is imported (bert/cli/launch.py), because
 TensorFlow 2.21 writes some lines before any Python setting can reach it ("All log
 messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard, and on a
 machine without a GPU `E0000 ... failed call to cuInit ... UNKNOWN ERROR (303)`: the word
