@@ -449,7 +449,7 @@ def flag_value(flag_values, name):
 
 
 def values_of(flag_values, names):
-  """{name: flag_value} of the named flags (those this command defines)."""
+  """{name: flag_value} of those of the named flags that this command defines."""
   return {name: flag_value(flag_values, name) for name in names if name in flag_values}
 
 
