@@ -1,7 +1,9 @@
 """cpu_choice: the CPU from /proc/cpuinfo text, the table's choice of XLA and precision
 for each measured CPU class and phase (docs/cpu.md), the flags winning over it, and the
-log line; flags_common.options_from_flags resolving --enable_xla unset and --dtype=auto."""
+log line; flags_common.options_from_flags resolving --enable_xla unset and --dtype=auto,
+and settings_from_flags, its step for any settings class."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -255,3 +257,31 @@ def test_cpu_choice_does_not_import_tensorflow():
       capture_output=True, text=True, check=True, cwd=ROOT)
   lines = result.stdout.splitlines()
   assert lines[0].startswith("CPU: ") and lines[1] == "False"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Settings:
+  output_dir: str
+  normalize: str = None
+  has_header: bool = False
+  threshold: float = 0.5
+
+
+def test_settings_come_from_the_flags_of_the_same_names():
+  """options_from_flags' step for any settings class: a field from its flag (--normalize
+  and --has_header as the readers take them), an override over it, a default where the
+  command has no such flag."""
+  def parsed(argv):
+    values = flags.FlagValues()
+    flags.DEFINE_string("output_dir", "out", "", flag_values=values)
+    flags.DEFINE_enum("normalize", "none", ["none", "nfc"], "", flag_values=values)
+    flags.DEFINE_bool("has_header", False, "", flag_values=values)
+    values(["prog"] + argv)
+    return values
+
+  assert flags_common.settings_from_flags(_Settings, parsed([])) == _Settings(
+      "out", normalize=None, has_header=None)
+  assert flags_common.settings_from_flags(
+      _Settings, parsed(["--normalize=nfc", "--has_header=false", "--output_dir=o"]),
+      threshold=0.25) == _Settings("o", "nfc", False, 0.25)
+  assert flags_common.options_from_flags(parsed(["--normalize=nfc"])).normalize == "nfc"

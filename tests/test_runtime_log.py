@@ -1,9 +1,13 @@
 """runtime_log: TensorFlow's C++ runtime talk is filtered out of every script's stderr;
-real errors, our own log lines and --runtime_log's full log get through."""
+real errors, our own log lines and --runtime_log's full log get through. Every way to
+start a command sets its process up (quiet log, glibc's freed memory) as bert.cli lists."""
 import os
 import subprocess
 import sys
 
+import pytest
+
+from bert import cli
 from bert.utils import runtime_log
 from conftest import ROOT
 
@@ -73,3 +77,46 @@ def test_a_script_prints_only_its_own_lines_unless_asked():
   assert any(runtime_log.is_noise(line.encode()) for line in full), full
   assert runtime_log.requested(["x.py", "--runtime_log"])
   assert not runtime_log.requested(["x.py", "--noruntime_log"])
+
+
+# A command started in one of its ways, with absl's app.run and glibc's setting stood in
+# for: what its process was set up with when main() would have started.
+_SETUP_PROGRAM = r"""
+import os, runpy, sys
+from absl import app
+from bert.utils import cpu_memory
+kept = []
+cpu_memory.keep_freed_memory = lambda: kept.append(True)
+def report(main):
+  print(os.environ.get("TF_CPP_MIN_LOG_LEVEL"), bool(kept), "tensorflow" in sys.modules)
+app.run = report
+way, command = sys.argv[1:3]
+if way == "root script":
+  sys.argv = [command + ".py"]
+  runpy.run_path(command + ".py", run_name="__main__")
+elif way == "module":
+  sys.argv = ["-m"]
+  runpy.run_module("bert.cli." + command, run_name="__main__", alter_sys=True)
+elif way == "python -m bert":
+  sys.argv = ["bert", command]
+  runpy.run_module("bert", run_name="__main__", alter_sys=True)
+else:  # the console script: pyproject.toml's bert.cli.<command>:run
+  sys.argv = ["bert-" + command.replace("_", "-")]
+  __import__("bert.cli." + command, fromlist=["run"]).run()
+"""
+
+
+@pytest.mark.parametrize("way", ["root script", "module", "python -m bert", "console"])
+@pytest.mark.parametrize("command, quiet, keeps_memory", [
+    ("run_swag", True, True), ("create_pretraining_data", True, False),
+    ("predict_litert", False, False)])
+def test_every_way_to_start_a_command_sets_its_process_up_before_tensorflow(
+    way, command, quiet, keeps_memory):
+  assert (command in cli.QUIET_RUNTIME_LOG, command in cli.KEEP_FREED_MEMORY) == (
+      quiet, keeps_memory)
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("TF_CPP_MIN_LOG_LEVEL", "BERT_RUNTIME_LOG")}
+  result = subprocess.run([sys.executable, "-c", _SETUP_PROGRAM, way, command], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=env)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.split() == [("2" if quiet else "None"), str(keeps_memory), "False"]

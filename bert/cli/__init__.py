@@ -1,4 +1,5 @@
-"""The commands: each module here is one command's absl flags and a short main().
+"""The commands: each module here is one command's absl flags, a short main() and
+`run = launch.entry_point(main)`.
 
 A command starts the same way from the root script (`python run_classifier.py`), as a
 module (`python -m bert.cli.run_classifier`) and as the installed console script
@@ -16,6 +17,18 @@ COMMANDS = ("create_vocab", "create_pretraining_data", "run_pretraining", "run_c
 # bert-tensorflow2`: NumPy and the LiteRT runtime); every other one needs the training
 # install and says so in one line where TensorFlow is missing (launch.py).
 WITHOUT_TENSORFLOW = ("squad_evaluate", "predict_litert")
+
+# What a command's process sets up before TensorFlow loads (launch.prepare). The
+# commands that load TensorFlow themselves quiet its runtime log (bert/utils/runtime_log.py);
+# quickstart does not: each of its steps is a command of its own, in a process of its own.
+QUIET_RUNTIME_LOG = tuple(command for command in COMMANDS
+                          if command not in WITHOUT_TENSORFLOW + ("quickstart",))
+# Those that run a TensorFlow model also keep the memory they free, so that big tensors
+# reuse warm pages (bert/utils/cpu_memory.py); the data tools, which make no model's
+# tensors, leave glibc's default (and so do the worker processes they start).
+DATA_TOOLS = ("create_vocab", "create_pretraining_data")
+KEEP_FREED_MEMORY = tuple(command for command in QUIET_RUNTIME_LOG
+                          if command not in DATA_TOOLS)
 
 # The install that brings TensorFlow, tensorflow-text and Keras (pyproject.toml's extra).
 TRAINING_INSTALL = 'pip install "bert-tensorflow2[tensorflow]"'

@@ -12,22 +12,16 @@ or globbed. Output: tf.train.Examples with the original's seven features, round-
 the comma-separated `--output_file` list (or `--num_output_shards` files), readable by the
 original run_pretraining.py and by ours.
 
-The algorithm (the original's, restated for speed) lives in pretraining_generator.py; its
-docstring and docs/pretraining_data.md say what differs. The output bytes depend on the
-seed only, not on --num_workers.
+The algorithm is the original's, restated for speed; docs/pretraining_data.md says what
+differs. The output bytes depend on the seed only, not on --num_workers.
 
-Before the run, a corpus check (pretraining_corpus_check.py) prints a summary block of a sample: its
-[UNK] rate with this vocabulary and case setting, caseless scripts under
---do_lower_case=True, decomposed (NFD) text, and paragraph-a-line corpora that would skew
-the next-sentence pairs, each with a warning naming the likely cause. --check_only stops
-there. Opt-in, not the original's: --normalize=nfc, --split_sentences=pysbd.
+Before the run, a corpus check prints a summary block of a sample: its [UNK] rate with
+this vocabulary and case setting, caseless scripts under --do_lower_case=True, decomposed
+(NFD) text, and paragraph-a-line corpora that would skew the next-sentence pairs, each
+with a warning naming the likely cause. --check_only stops there. Opt-in, not the
+original's: --normalize=nfc, --split_sentences=pysbd.
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 import sys
 
 from absl import flags
@@ -94,22 +88,22 @@ flags.DEFINE_string(
     "dependency): pysbd. For corpora of one paragraph a line; not the original's.")
 flags.DEFINE_string("sentence_language", "en",
                     "--split_sentences: the language (an ISO code the library supports).")
-flags.DEFINE_bool("check_only", False,
-                  "Print the corpus check (a sample's [UNK] rate, case, normalisation and "
-                  "sentence-pair warnings) and stop without writing anything.")
+flags_common.define_check_only_flag(
+    "a sample's [UNK] rate, case, normalisation and sentence-pair warnings",
+    "writing anything")
 
 FLAGS = flags.FLAGS
+
+# The flags that are generate's instance options of the same names.
+INSTANCE_FLAGS = ("do_whole_word_mask", "max_seq_length", "max_predictions_per_seq",
+                  "random_seed", "dupe_factor", "masked_lm_prob", "short_seq_prob",
+                  "mask_token_prob", "random_token_prob", "num_workers",
+                  "documents_per_chunk")
 
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    options = dict(
-        do_whole_word_mask=FLAGS.do_whole_word_mask, max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        random_seed=FLAGS.random_seed, dupe_factor=FLAGS.dupe_factor,
-        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        mask_token_prob=FLAGS.mask_token_prob, random_token_prob=FLAGS.random_token_prob,
-        num_workers=FLAGS.num_workers, documents_per_chunk=FLAGS.documents_per_chunk)
+    options = flags_common.values_of(FLAGS, INSTANCE_FLAGS)
     # Flags checked before check_run, which creates the output's folder.
     normalize = flags_common.normalize_option(FLAGS.normalize)
     splitter = (pretraining_corpus.sentence_splitter(FLAGS.split_sentences,
@@ -138,10 +132,7 @@ def main(_):
     sys.stdout.flush()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

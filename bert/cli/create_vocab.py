@@ -18,23 +18,17 @@ and the written vocab_size goes beside the vocabulary (--output_config_file).
 Every --holdout_every-th line is kept out of learning; the summary reports the [UNK]
 rate of the new vocabulary on those lines (with a warning above a few percent).
 
-Before learning, a corpus check (pretraining_corpus_check.py) prints a summary block of a sample:
-caseless scripts under --do_lower_case=True (Hangul syllables come apart into jamo),
-decomposed (NFD) text, paragraph-a-line corpora. --check_only stops there.
+Before learning, a corpus check prints a summary block of a sample: caseless scripts
+under --do_lower_case=True (Hangul syllables come apart into jamo), decomposed (NFD)
+text, paragraph-a-line corpora. --check_only stops there.
 --normalize=nfc (opt-in; the original does not normalise) puts every line in NFC form
 before counting; pass the same to create_pretraining_data.py.
-
-The work is pretraining_vocab.py's (`create_vocab`); this script is its flags and main().
 """
 
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+from bert.cli import launch
 
-runtime_log.quiet()
-
-from bert.cli import launch  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-# This module's own imports need TensorFlow: without it (the serving install), one line.
-launch.require_training_install(__name__)
+# This module's own imports load TensorFlow: the process is set up for it first.
+launch.prepare(__name__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import json
@@ -91,24 +85,16 @@ flags.DEFINE_integer("holdout_every", 100,
                      "(0: measure on the training lines instead).")
 flags.DEFINE_integer("log_every_lines", 200000, "Progress log interval, in lines.")
 flags_common.define_normalize_flag("before counting words")
-flags.DEFINE_bool("check_only", False,
-                  "Print the corpus check (case, normalisation, sentence-pair warnings on "
-                  "a sample) and stop without learning or writing anything.")
+flags_common.define_check_only_flag(
+    "case, normalisation, sentence-pair warnings on a sample",
+    "learning or writing anything")
 
 FLAGS = flags.FLAGS
 
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    options = pretraining_vocab.LearnOptions(
-        vocab_size=FLAGS.vocab_size, do_lower_case=FLAGS.do_lower_case,
-        num_unused=FLAGS.num_unused, max_input_chars_per_word=FLAGS.max_input_chars_per_word,
-        max_token_length=FLAGS.max_token_length, max_unique_chars=FLAGS.max_unique_chars,
-        lower_thresh=FLAGS.lower_thresh, upper_thresh=FLAGS.upper_thresh,
-        num_iterations=FLAGS.num_iterations, max_input_tokens=FLAGS.max_input_tokens,
-        slack_ratio=FLAGS.slack_ratio, holdout_every=FLAGS.holdout_every,
-        log_every_lines=FLAGS.log_every_lines,
-        normalize=flags_common.normalize_option(FLAGS.normalize))
+    options = flags_common.settings_from_flags(pretraining_vocab.LearnOptions, FLAGS)
     summary = pretraining_vocab.create_vocab(
         FLAGS.input_file, FLAGS.output_file, options,
         output_config_file=FLAGS.output_config_file,
@@ -120,10 +106,7 @@ def main(_):
 flags.mark_flag_as_required("input_file")
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -36,17 +36,10 @@ the keras-hub package (not a requirement of this project).
     --do_lower_case=True --export_dir=/tmp/bert_hub
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import file_io
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
+from bert.cli import launch
 
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-from bert.cli import launch  # pylint: disable=g-import-not-at-top,wrong-import-position
-
-# This module's own imports need TensorFlow: without it (the serving install), one line.
-launch.require_training_install(__name__)
+# This module's own imports load TensorFlow: the process is set up for it first.
+launch.prepare(__name__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import time
@@ -60,6 +53,7 @@ from bert.formats import writers
 from bert.training import export_loading
 from bert.training import model_config
 from bert.utils import errors
+from bert.utils import file_io
 from bert.utils import input_checks
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
@@ -113,10 +107,7 @@ def main(_):
                  time.time() - start)
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

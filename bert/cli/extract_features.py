@@ -20,13 +20,6 @@ Batches are padded to their own longest example, not to max_seq_length: padded p
 get -10000 in the attention mask and so change nothing in the real tokens' values.
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 from absl import logging
 
@@ -70,10 +63,7 @@ def main(_):
     logging.info("Wrote %d examples to %s", count, FLAGS.output_file)
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -1,11 +1,12 @@
-"""absl flag definitions shared by the scripts, defined here once and never copied.
+"""The commands' shared absl flags, defined here once and never copied, and the one step
+from parsed flags to the settings a command runs with (options_from_flags,
+settings_from_flags: each field from the flag of the same name).
 
-Imports cpu_choice, training/run_options (RunOptions) and formats/litert_metadata (its precision
-names), none of which loads TensorFlow. Each command calls the
-`define_*` groups it needs, at import time, before `app.run`. Names and defaults are the
-original release's, so a command from the original README runs unchanged; a script passes
-its own default where the original's script differed (run_squad's max_seq_length is 384,
-for example).
+Each command calls the `define_*` groups it needs, at import time, before `app.run`. Names
+and defaults are the original release's, so a command from the original README runs
+unchanged; a script passes its own default where the original's script differed
+(run_squad's max_seq_length is 384, for example). Nothing here loads TensorFlow, so that
+`--help` and flag errors answer at once.
 """
 
 import dataclasses
@@ -107,6 +108,15 @@ def define_normalize_flag(applies_to="before tokenizing"):
 def normalize_option(value):
   """--normalize's value as the tokenizers take it: None (the original) or "nfc"."""
   return None if value in (None, "none") else value
+
+
+def define_check_only_flag(checked, skipped):
+  """--check_only, for the commands that check a corpus before their work
+  (pretraining_corpus_check): print the check and stop.
+
+  checked: what the check looks at; skipped: what is then not done."""
+  flags.DEFINE_bool("check_only", False,
+                    f"Print the corpus check ({checked}) and stop without {skipped}.")
 
 
 def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
@@ -425,6 +435,31 @@ def check_partners(flag_values):
 
 # --------------------------------------------------------------------------- options
 
+# The flags whose settings field takes their value in another form than absl parses it:
+# --normalize=none is None (the original's tokenizers), --has_header not given is None.
+_FIELD_VALUES = {
+    "normalize": lambda flag_values: normalize_option(flag_values.normalize),
+    "has_header": has_header_option,
+}
+
+
+def flag_value(flag_values, name):
+  """The value of --name as a settings field of the same name takes it."""
+  convert = _FIELD_VALUES.get(name)
+  return convert(flag_values) if convert else flag_values[name].value
+
+
+def values_of(flag_values, names):
+  """{name: flag_value} of those of the named flags that this command defines."""
+  return {name: flag_value(flag_values, name) for name in names if name in flag_values}
+
+
+def settings_from_flags(cls, flag_values, **overrides):
+  """A settings dataclass from parsed absl flags: each field from the flag of the same
+  name, unless overrides gives it; a field with neither keeps its default."""
+  names = [field.name for field in dataclasses.fields(cls) if field.name not in overrides]
+  return cls(**values_of(flag_values, names), **overrides)
+
 
 def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
   """RunOptions (bert/training/run_options.py) from parsed absl flags (the ones this script
@@ -435,8 +470,7 @@ def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
   and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
   """
   check_partners(flag_values)
-  names = {f.name for f in dataclasses.fields(run_options.RunOptions)}
-  values = {n: flag_values[n].value for n in names if n in flag_values}
+  values = values_of(flag_values, [f.name for f in dataclasses.fields(run_options.RunOptions)])
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
   if "use_tpu" in flag_values and flag_values.use_tpu:
     values["distribution_strategy"] = "tpu"
@@ -445,8 +479,6 @@ def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
     values["num_tpu_cores"] = None
   if "iterations_per_loop" in flag_values:
     values["steps_per_loop"] = steps_per_loop(flag_values)
-  if "normalize" in values:
-    values["normalize"] = normalize_option(values["normalize"])
   values.update(overrides)
   values.update(resolve_speed(values, phase, cpu))
   return run_options.RunOptions(**values)

@@ -1,6 +1,14 @@
 """How every command starts, however it is typed: the root script (`python
-run_classifier.py`), `python -m bert.cli.run_classifier` and the installed console script
-(`bert-run-classifier`) all end in `launch.run(main, __name__)`.
+run_classifier.py`), `python -m bert.cli.run_classifier`, `python -m bert run_classifier`
+and the installed console script (`bert-run-classifier`) all call the command module's
+`run = launch.entry_point(main)`.
+
+Before TensorFlow loads, prepare() sets the command's process up: in the serving install
+a command that needs TensorFlow ends there in one line; TensorFlow's runtime log is
+quieted and glibc keeps the memory it frees, for the commands bert.cli lists
+(QUIET_RUNTIME_LOG, KEEP_FREED_MEMORY). run() calls it before main(), where every command
+but two loads TensorFlow; create_vocab and export_encoder, whose own imports need
+TensorFlow, call it before those imports.
 
 absl's `--help` prints the `__main__` module's docstring and the flags that module owns.
 The root script and the console script are only doors into a module of this package, so
@@ -17,6 +25,8 @@ from absl import app
 from absl import flags
 
 from bert import cli
+from bert.utils import cpu_memory
+from bert.utils import runtime_log
 
 # What the training install adds; a command of TensorFlow needs all three.
 TRAINING_MODULES = ("tensorflow", "tensorflow_text", "keras")
@@ -30,17 +40,22 @@ def missing_training_module():
   return None
 
 
+def command_of(command_module):
+  """The command a module name stands for: bert.cli.run_classifier -> run_classifier;
+  `__main__` (python -m bert.cli.<command>) is the module its spec names."""
+  if command_module == "__main__":
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    command_module = spec.name if spec else command_module
+  return command_module.rsplit(".", 1)[-1]
+
+
 def require_training_install(command_module):
   """In the serving install (no TensorFlow), a command that needs it ends here: one line
-  naming the training install, exit status 2, no traceback. Called by run(), and at the
-  top of the command modules whose own imports already need TensorFlow.
+  naming the training install, exit status 2, no traceback.
 
   command_module: the command module's `__name__` (or its bert.cli name).
   """
-  if command_module == "__main__":  # python -m bert.cli.<command>
-    spec = getattr(sys.modules["__main__"], "__spec__", None)
-    command_module = spec.name if spec else command_module
-  command = command_module.rsplit(".", 1)[-1]
+  command = command_of(command_module)
   if command in cli.WITHOUT_TENSORFLOW:
     return
   missing = missing_training_module()
@@ -53,6 +68,20 @@ def require_training_install(command_module):
                    f"{missing!r} here; this is the serving install): "
                    f"{cli.TRAINING_INSTALL}\n")
   sys.exit(2)
+
+
+def prepare(command_module):
+  """Sets up the command's process before TensorFlow loads (the module docstring says
+  what); calling it again changes nothing.
+
+  command_module: the command module's `__name__`.
+  """
+  require_training_install(command_module)
+  command = command_of(command_module)
+  if command in cli.QUIET_RUNTIME_LOG:
+    runtime_log.quiet()
+  if command in cli.KEEP_FREED_MEMORY:
+    cpu_memory.keep_freed_memory()
 
 
 def _lend_flags_to_main():
@@ -69,9 +98,20 @@ def run(main, command_module):
   command_module: the command module's `__name__`.
   """
   module = sys.modules[command_module]
-  require_training_install(command_module)
+  prepare(command_module)
   main_module = sys.modules["__main__"]
   if main_module is not module and module.__doc__:
     main_module.__doc__ = module.__doc__
   _lend_flags_to_main()
   app.run(main)
+
+
+def entry_point(main):
+  """A command module's `run`, the one entry point of every way to start it (the console
+  scripts of pyproject.toml name it): `run = launch.entry_point(main)`."""
+
+  def run_command():
+    """The entry point of every way to start this command (launch.py)."""
+    run(main, main.__module__)
+
+  return run_command

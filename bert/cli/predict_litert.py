@@ -69,14 +69,9 @@ def main(_):
     from bert.classifier import classifier_data  # deferred: --help stays fast
     from bert.litert import predictor
     started = time.perf_counter()
-    columns = classifier_data.GenericColumns(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
-        test_text_b_column=FLAGS.test_text_b_column,
-        # Not given at all: a first row that looks like a header is refused, as in
-        # run_classifier.py.
-        has_header=flags_common.has_header_option(FLAGS),
-        delimiter=FLAGS.delimiter,
+    # Not given: the model's labels and regression (a different one is refused).
+    columns = flags_common.settings_from_flags(
+        classifier_data.GenericColumns, FLAGS,
         label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
         regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
     written = predictor.predict_files(
@@ -88,10 +83,7 @@ def main(_):
     logging.info("Predicted in %.1f s", time.perf_counter() - started)
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

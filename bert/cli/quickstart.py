@@ -59,8 +59,7 @@ class DemoOptions:
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     started = time.time()
-    options = DemoOptions(FLAGS.vocab_size, FLAGS.max_seq_length, FLAGS.pretrain_steps,
-                          FLAGS.finetune_epochs)
+    options = flags_common.settings_from_flags(DemoOptions, FLAGS)
     check_flags(options)  # before any step writes a file
     out = file_io.abspath(FLAGS.output_dir)
     if file_io.scheme(out) == "ram":
@@ -172,10 +171,7 @@ def run_demo(out, started, options):
         f"TensorBoard:  tensorboard --logdir {out}")
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -18,13 +18,6 @@ probabilities per test row, as the original) and the GLUE submission file (CoLA.
 --export_dir writes a SavedModel with a token-id and a raw-text serving signature.
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -69,23 +62,14 @@ def main(_):
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.classifier import classifier_data
     from bert.classifier import classifier_task
-    columns = classifier_data.GenericColumns(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
-        test_text_b_column=FLAGS.test_text_b_column, label_list=FLAGS.label_list,
-        has_header=flags_common.has_header_option(FLAGS),
-        delimiter=FLAGS.delimiter,
-        regression=FLAGS.regression)
+    columns = flags_common.settings_from_flags(classifier_data.GenericColumns, FLAGS)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,
                                                FLAGS.xnli_language, columns)
     classifier_task.ClassifierTask(options, processor, FLAGS.data_dir,
                                    fixed_padding=FLAGS.fixed_padding).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -21,13 +21,6 @@ with a token-id and a raw-text serving signature, and export_dir/ids/ with the t
 signature alone (stock ops); --export_version=N writes TF Serving's versioned layout.
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -66,10 +59,7 @@ def main(_):
                                    FLAGS.threshold).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -21,13 +21,6 @@ tag, predicted tag), dev_conlleval.txt / test_conlleval.txt (conlleval's report)
 for a labelled test file, test_results.txt (test_f1, ...).
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -81,20 +74,12 @@ def main(_):
     options = flags_common.options_from_flags(
         FLAGS, **({"learning_rate": FLAGS.feature_learning_rate} if feature_mode else {}))
     from bert.tagging import tagging_ner_task  # deferred: TensorFlow loads here, so --help stays fast
-    settings = tagging_ner_task.NerSettings(
-        data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
-        test_file=FLAGS.test_file, label_scheme=FLAGS.label_scheme,
-        entity_types=tuple(FLAGS.entity_types), doc_stride=FLAGS.doc_stride,
-        mode=FLAGS.mode, feature_layers=FLAGS.feature_layers, lstm_units=FLAGS.lstm_units,
-        feature_cache_dir=FLAGS.feature_cache_dir,
-        feature_batch_size=FLAGS.feature_batch_size, dropout_rate=FLAGS.dropout_rate)
+    settings = flags_common.settings_from_flags(
+        tagging_ner_task.NerSettings, FLAGS, entity_types=tuple(FLAGS.entity_types))
     tagging_ner_task.NerTask(options, settings).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

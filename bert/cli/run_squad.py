@@ -11,19 +11,11 @@ SQuAD 2.0: add --version_2_with_negative (and --null_score_diff_threshold, tuned
 Outputs in --output_dir: train.tf_record and eval.tf_record (the features, as the
 original), checkpoints, predictions.json, nbest_predictions.json, null_odds.json (v2.0)
 and, when the predict file has answers, eval_results.txt with the official scores of the
-predicted questions (squad_metrics, no download needed). --export_dir writes a SavedModel
-whose serving signature maps input_ids/input_mask/segment_ids int32 [batch, seq] to
-start_logits/end_logits float32 [batch, seq]. The work is done by squad_task.SquadTask,
-run by the shared driver (finetune.py).
+predicted questions (the official definitions, no download needed). --export_dir writes a
+SavedModel whose serving signature maps input_ids/input_mask/segment_ids int32 [batch,
+seq] to start_logits/end_logits float32 [batch, seq].
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -95,23 +87,11 @@ def main(_):
     # (eval_results.txt with the global step).
     options = flags_common.options_from_flags(FLAGS)
     from bert.squad import squad_task  # deferred: TensorFlow loads here, so --help stays fast
-    settings = squad_task.SquadSettings(
-        train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
-        doc_stride=FLAGS.doc_stride, max_query_length=FLAGS.max_query_length,
-        n_best_size=FLAGS.n_best_size, max_answer_length=FLAGS.max_answer_length,
-        verbose_logging=FLAGS.verbose_logging,
-        version_2_with_negative=FLAGS.version_2_with_negative,
-        null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-        fast_tokenization=FLAGS.fast_tokenization,
-        max_predict_examples=FLAGS.max_predict_examples,
-        train_articles=FLAGS.train_articles, predict_articles=FLAGS.predict_articles)
-    squad_task.SquadTask(options, settings).run()
+    squad_task.SquadTask(
+        options, flags_common.settings_from_flags(squad_task.SquadSettings, FLAGS)).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

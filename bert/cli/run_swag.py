@@ -15,13 +15,6 @@ global_step), dev_predictions.csv and, with --do_predict, test_predictions.csv (
 predicted ending, the four probabilities).
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -47,10 +40,7 @@ def main(_):
     swag_task.SwagTask(options, FLAGS.data_dir).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

@@ -23,13 +23,6 @@ labelled test file test_results.txt. Entities with the paper's feature-based mod
 run_ner.py.
 """
 
-from bert.utils import cpu_memory  # glibc keeps what TensorFlow frees: big tensors reuse warm pages
-from bert.utils import runtime_log  # first: quiets TensorFlow's runtime log before TensorFlow loads
-
-runtime_log.quiet()
-cpu_memory.keep_freed_memory()
-
-# pylint: disable=g-import-not-at-top,wrong-import-position
 from absl import flags
 
 from bert.cli import flags_common
@@ -64,18 +57,11 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     options = flags_common.options_from_flags(FLAGS)
     from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
-    settings = tagging_task.TaggingSettings(
-        data_dir=FLAGS.data_dir, train_file=FLAGS.train_file, dev_file=FLAGS.dev_file,
-        test_file=FLAGS.test_file, tag_column=FLAGS.tag_column, iob=FLAGS.iob,
-        label_scheme=FLAGS.label_scheme, labels=FLAGS.labels, doc_stride=FLAGS.doc_stride,
-        dropout_rate=FLAGS.dropout_rate)
-    tagging_task.TaggingTask(options, settings).run()
+    tagging_task.TaggingTask(
+        options, flags_common.settings_from_flags(tagging_task.TaggingSettings, FLAGS)).run()
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

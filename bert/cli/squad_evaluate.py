@@ -99,10 +99,7 @@ def main(argv):
       print(json.dumps(results, indent=2))
 
 
-def run():
-  """The entry point of every way to start this command (launch.py)."""
-  launch.run(main, __name__)
-
+run = launch.entry_point(main)
 
 if __name__ == "__main__":
   run()

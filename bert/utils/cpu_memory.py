@@ -1,7 +1,7 @@
 """glibc told to keep the memory a process frees, so that big tensors reuse warm pages.
 
-The commands that run a model call `keep_freed_memory()` right after
-`runtime_log.quiet()`.
+The commands that run a TensorFlow
+model call `keep_freed_memory()` before their work (bert/cli/launch.py).
 
 Why: TensorFlow allocates every CPU tensor with malloc. glibc serves a block above its
 mmap threshold (adaptive, at most 32 MiB on 64-bit Linux) with a mapping of its own and

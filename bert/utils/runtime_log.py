@@ -1,10 +1,11 @@
 """Quiet TensorFlow: its C++ runtime talk filtered out of stderr, unless asked for.
 
-Every command calls `runtime_log.quiet()` as its first statement, before TensorFlow is
-imported, because TensorFlow 2.21 writes some lines before any Python setting can reach
-it ("All log messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard,
-and on a machine without a GPU `E0000 ... failed call to cuInit ... UNKNOWN ERROR (303)`:
-the word ERROR on every healthy run teaches users to ignore errors).
+Every command that loads TensorFlow
+calls `runtime_log.quiet()` before TensorFlow is imported (bert/cli/launch.py), because
+TensorFlow 2.21 writes some lines before any Python setting can reach it ("All log
+messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard, and on a
+machine without a GPU `E0000 ... failed call to cuInit ... UNKNOWN ERROR (303)`: the word
+ERROR on every healthy run teaches users to ignore errors).
 
 What it does:
   * sets TF_CPP_MIN_LOG_LEVEL=2 (C++ INFO and WARNING off; errors still shown) unless the
