@@ -120,8 +120,9 @@ def read_metadata(model_file):
   path = os.path.join(directory, METADATA_FILE)
   if not os.path.isfile(path):
     raise errors.UserError(
-        f"{model_file}: no {METADATA_FILE} beside it; a LiteRT model of an export "
-        "(--export_dir's litert/ folder) has one, saying its task, labels and tokenizer")
+        f"{model_file}: no {METADATA_FILE} beside it; a LiteRT model of an export (the "
+        "litert/ folder of run_classifier.py/run_multilabel.py --export_dir) has one, saying "
+        "its task, labels and tokenizer")
   try:
     with open(path, encoding="utf-8") as handle:
       metadata = json.load(handle)
