@@ -372,6 +372,9 @@ def _keras_classifier(encoder_path):
   return keras.Model(inputs, logits), encoder.encoder, x, labels
 
 
+# 12 s: make test-slow; the reloaded encoder's numbers and trainable variables are checked
+# by default above (test_reloaded_encoder_equals_in_process_model).
+@pytest.mark.slow
 def test_keras_model_fine_tunes_the_reloaded_encoder(tiny_export):
   import keras  # pylint: disable=g-import-not-at-top
   model, reloaded, x, labels = _keras_classifier(str(tiny_export["dir"] / "encoder"))

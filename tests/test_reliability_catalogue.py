@@ -2579,6 +2579,9 @@ def test_an_export_killed_with_sigkill_leaves_nothing_after_the_same_command(ws,
   assert (plain / "saved_model.pb").is_file() and (plain / "ids" / "saved_model.pb").is_file()
 
 
+# A whole training run and an export (25 s): make test-slow; the export lock's waits and
+# versions run by default in test_serving_versions.py.
+@pytest.mark.slow
 def test_a_run_whose_version_another_run_just_wrote_says_so_and_names_its_flag(ws, tmp_path):
   """Two exports of one version at once: the one that came second used to say
   ".../exp/text/1: exists; remove it or pass --overwrite", a flag run_classifier does not
