@@ -195,9 +195,9 @@ def main():
   with open(path, encoding="utf-8") as handle:
     source = handle.read()
   # Every command runs under absl (a root script through bert/cli/launch.py); a tool
-  # does when it starts through launch.run or app.run itself.
-  uses_absl = not script.startswith("tools/") or re.search(r"\b(app|launch)\.run\(",
-                                                           source) is not None
+  # does when it starts through launch.entry_point or app.run itself.
+  uses_absl = not script.startswith("tools/") or re.search(
+      r"\b(app\.run|launch\.entry_point)\(", source) is not None
   module = types.ModuleType("__main__" if uses_absl else "harnessed_tool")
   module.__file__ = path
   if uses_absl:

@@ -82,8 +82,8 @@ def _run(script, *args):
   return result
 
 
-# minutes: seven fine-tuning and export jobs; each call it makes has its own default test (make
-# test-slow)
+# Minutes: the page's seven jobs, each run both as the library call and as the command
+# (make test-slow).
 @pytest.mark.slow
 def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
   shared = os.path.exists(os.path.join(MINILM_DIR, "bert_model.ckpt.index"))

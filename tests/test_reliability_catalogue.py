@@ -2579,8 +2579,9 @@ def test_an_export_killed_with_sigkill_leaves_nothing_after_the_same_command(ws,
   assert (plain / "saved_model.pb").is_file() and (plain / "ids" / "saved_model.pb").is_file()
 
 
-# A whole training run and an export (25 s): make test-slow; the export lock's waits and
-# versions run by default in test_serving_versions.py.
+# A whole training run and an export (25 s): make test-slow. By default the run lock is
+# tested in test_file_io_urls.py and versions side by side in test_serving_versions.py;
+# waiting for another run's export lock is tested here only.
 @pytest.mark.slow
 def test_a_run_whose_version_another_run_just_wrote_says_so_and_names_its_flag(ws, tmp_path):
   """Two exports of one version at once: the one that came second used to say

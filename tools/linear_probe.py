@@ -264,4 +264,4 @@ FLAGS = flags.FLAGS
 
 if __name__ == "__main__":
   define_flags()
-  launch.run(main, __name__)  # as the commands start: --help lists every flag above
+  launch.entry_point(main)()  # as the commands start: --help lists every flag above

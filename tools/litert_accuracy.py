@@ -143,4 +143,4 @@ FLAGS = flags.FLAGS
 
 if __name__ == "__main__":
   define_flags()
-  launch.run(main, __name__)
+  launch.entry_point(main)()

@@ -6,7 +6,7 @@ and the installed console script (`bert-run-classifier`) all call the command mo
 Before TensorFlow loads, prepare() sets the command's process up: in the serving install
 a command that needs TensorFlow ends there in one line; TensorFlow's runtime log is
 quieted and glibc keeps the memory it frees, for the commands bert.cli lists
-(QUIET_RUNTIME_LOG, KEEP_FREED_MEMORY). run() calls it before main(), where every command
+(QUIET_RUNTIME_LOG, KEEP_FREED_MEMORY). The entry point calls it before main(), where every command
 but two loads TensorFlow; create_vocab and export_encoder, whose own imports need
 TensorFlow, call it before those imports.
 
@@ -92,7 +92,7 @@ def _lend_flags_to_main():
         flags.FLAGS.register_key_flag_for_module(main_name, flag)
 
 
-def run(main, command_module):
+def _run(main, command_module):
   """Runs a command's `main` under absl (flag parsing, --help, exit status).
 
   command_module: the command module's `__name__`.
@@ -112,6 +112,6 @@ def entry_point(main):
 
   def run_command():
     """The entry point of every way to start this command (launch.py)."""
-    run(main, main.__module__)
+    _run(main, main.__module__)
 
   return run_command

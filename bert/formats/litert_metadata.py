@@ -115,7 +115,8 @@ def encoder_sizes(loaded, metadata):
 
 def read_metadata(model_file):
   """model.json beside a .tflite file -> its dict; one line naming what is wrong when it
-  is missing or not ours. Needs no TensorFlow."""
+  is missing or not ours. Needs no TensorFlow, and so reads a local path only (the
+  TensorFlow-free predictor's rule: its callers refuse a URL first, in one line)."""
   directory = os.path.dirname(os.path.abspath(model_file))
   path = os.path.join(directory, METADATA_FILE)
   if not os.path.isfile(path):

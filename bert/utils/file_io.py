@@ -534,15 +534,6 @@ def write_bytes(path, data):
 # would be part of the first word, field, header name or JSON key (a CoNLL reader would
 # take "\ufeff-DOCSTART-" for a word). Every reader of ours decodes a file's start with it.
 _TEXT_ENCODING = "utf-8-sig"
-BYTE_ORDER_MARK = "\ufeff"
-
-
-def without_byte_order_mark(text):
-  """`text` (a file's whole text or its first line, already decoded) without a leading
-  byte-order mark."""
-  return text.removeprefix(BYTE_ORDER_MARK)
-
-
 def decode_text(data):
   """A whole file's bytes (or its first line's) as text: UTF-8, a leading byte-order mark
   dropped.
