@@ -13,7 +13,7 @@ TEST_JOBS ?= 2
 # The side environment of the local GCS emulator (target gcs-emulator); the tests find it
 # through BERT_GCS_VENV.
 GCS_VENV ?= .venv-gcs
-GCS_REQUIREMENTS ?= tests/gcs_emulator/requirements.txt
+GCS_REQUIREMENTS ?= tests/support/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
 .PHONY: demo test test-floor test-slow gcs-emulator bench bench-hf-setup bench-tf2onnx-setup bench-original-setup docs clean
@@ -62,7 +62,7 @@ test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -m slow
 
 ## gcs-emulator: a side venv (.venv-gcs) with a local Google Cloud Storage emulator and the
-## HTTPS proxy that puts it behind TensorFlow's own gs:// client (tests/gcs_emulator); `make
+## HTTPS proxy that puts it behind TensorFlow's own gs:// client (tests/support/gcs_emulator); `make
 ## test` builds it first. When it cannot be built (no package index), the tests of gs://
 ## paths skip, saying why, and the rest of the suite runs.
 gcs-emulator: $(GCS_VENV)/.installed

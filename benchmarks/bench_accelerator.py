@@ -61,7 +61,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _path in (HERE, ROOT):
+for _path in (HERE, os.path.join(HERE, "parts"), ROOT):
   if _path not in sys.path:
     sys.path.insert(0, _path)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")

@@ -23,7 +23,7 @@ each in its own process, both from the shared MiniLM weights:
     traces / warms up), then each side's dev accuracy. Ours groups batches by length;
     theirs are shuffled and padded per batch (their default), and once more grouped by
     length (Trainer's group_by_length style) for information.
-After the fine-tuning rows, the matmul floor (benchmarks/step_floor.py, in this process):
+After the fine-tuning rows, the matmul floor (benchmarks/parts/step_floor.py, in this process):
 the training ceiling at the subset's unpadded mean length, and its ratio to HF grouped.
 --quick: 256 sentences and fewer training steps (30 fine-tuning steps: too few for the
 two optimizers to reach the same accuracy; the full run's 200 do). --hf_only: only the
@@ -38,7 +38,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
+for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
   if _path not in sys.path:
     sys.path.insert(0, _path)
 
@@ -210,8 +210,8 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   """Fine-tuning the MiniLM on the same SST-2 train subset, same steps, batch, lr."""
   import random  # pylint: disable=g-import-not-at-top
 
-  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
-  processor = classifier_processors.Sst2Processor()
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  processor = classifier_data.Sst2Processor()
   train = random.Random(0).sample(processor.get_train_examples(SST2), FINETUNE_EXAMPLES[quick])
   dev = processor.get_dev_examples(SST2)
   timed = FINETUNE_TIMED_STEPS[quick]
@@ -280,7 +280,7 @@ def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
   return [
       {"name": "classifier_finetune_ceiling", "value": round(out["train_ceiling"], 1),
        "unit": "examples/s",
-       "note": f"benchmarks/step_floor.py: batch {BATCH} / (the step's matmuls alone + "
+       "note": f"benchmarks/parts/step_floor.py: batch {BATCH} / (the step's matmuls alone + "
                f"the optimizer update) at {mean:.2f} tokens a row, no padding; {notes}; "
                f"{hf_bridge.load_average()}"},
       {"name": "classifier_finetune_ceiling_vs_hf_grouped",
@@ -304,7 +304,7 @@ def run(quick=False, hf_only=False):
 
 
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
@@ -314,7 +314,7 @@ def run(quick=False, hf_only=False):
   config_file = os.path.join(MODEL_DIR, "bert_config.json")
   config = model_config.load_bert_config(config_file)
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
-  examples = classifier_processors.Sst2Processor().get_dev_examples(SST2)
+  examples = classifier_data.Sst2Processor().get_dev_examples(SST2)
   if quick:
     examples = examples[:256]
   lengths = [len(ids) + 2 for ids in tokenizer.tokenize_batch([e.text_a for e in examples])]

@@ -1,6 +1,6 @@
 """LiteRT against ONNX Runtime and TensorFlow with the same batches: equal comparisons only.
 
-Every side is a whole process (benchmarks/equal_side.py, timed from spawn to exit, and its
+Every side is a whole process (benchmarks/parts/equal_side.py, timed from spawn to exit, and its
 own model-only time), reads the same pre-tokenized rows (the export's vocabulary and
 tokenization, done once here) and runs the same batches: a plan file from
 equal_batching.make_batches that the driver writes once per order. Each side reports a
@@ -17,7 +17,7 @@ Sides, all from one fine-tuned SST-2 run (--finetuned_dir, its export --export_d
   tf_f32       the export's token-id SavedModel (ids/), float32, TensorFlow
   ort_int8     the fastest ONNX Runtime int8 setup of the search below
   ort_f32      the fastest ONNX Runtime float32 setup
-ONNX Runtime setup search (benchmarks/ort_setups.py; each timed on the first --screen rows,
+ONNX Runtime setup search (benchmarks/parts/ort_setups.py; each timed on the first --screen rows,
 sorted, one process each, the winner named in the output): source "hf" (transformers'
 model of our Hugging Face export, torch.onnx.export opset 17) or "tf2onnx" (tf2onnx opset
 17 of our ids/ SavedModel); ORT's transformer optimizer or not; spinning on or off;
@@ -47,7 +47,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
+for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
   if _path not in sys.path:
     sys.path.insert(0, _path)
 

@@ -30,6 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "parts"))
 
 import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
 

@@ -8,7 +8,7 @@ L6 H384 A12, and one classifier head), batch 32, max_seq_length 128:
         output_dir that holds the run's checkpoint (prepared, untimed);
   hf    transformers' BertForSequenceClassification (saved with save_pretrained,
         untimed), BertTokenizerFast, batches in file order padded to their longest row
-        (DataCollatorWithPadding), torch.inference_mode (benchmarks/hf_side.py
+        (DataCollatorWithPadding), torch.inference_mode (benchmarks/parts/hf_side.py
         predict_file);
   ort   the same model exported to ONNX and fused by ONNX Runtime's transformer optimizer
         (untimed), ORT_ENABLE_ALL, the `tokenizers` package's WordPiece, batches as HF's
@@ -44,7 +44,7 @@ every row, probabilities within PROBABILITY_TOLERANCE.
       [--finetuned_dir=DIR] [--ours_flags=...] [--baseline_tree=DIR]
 
 With an ORT side, the run ends with the matmul floor of the same sentences
-(benchmarks/step_floor.py, in this process): the forward matmuls alone at the sentences'
+(benchmarks/parts/step_floor.py, in this process): the forward matmuls alone at the sentences'
 unpadded mean length, and ORT's median time over it, the most any process built on this
 machine's matmul kernels could reach against ORT (--no_floor skips it).
 --quick: 1,000 sentences, 1 round. The HF and ORT sides need `make bench-hf-setup`
@@ -63,7 +63,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE):
+for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
   if _path not in sys.path:
     sys.path.insert(0, _path)
 
@@ -115,7 +115,7 @@ def prepare_ours(output_dir, head_file):
 
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
 
-  from bert.classifier import classifier_processors  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert import heads
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
@@ -129,7 +129,7 @@ def prepare_ours(output_dir, head_file):
   for name, variable in modeling.google_variable_map(model).items():
     if name.startswith("output_weights"):
       variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
-  processor = classifier_processors.Sst2Processor()
+  processor = classifier_data.Sst2Processor()
   head_info = {"task": type(processor).__name__.replace("Processor", ""),
                "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
   checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()
@@ -421,7 +421,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
 def _floor_rows(texts, their_seconds):
   """What stands in the way of 2x ONNX Runtime (the target): the forward matmuls alone of
   every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
-  LayerNorm or GELU), at the rate benchmarks/step_floor.py measures in this process."""
+  LayerNorm or GELU), at the rate benchmarks/parts/step_floor.py measures in this process."""
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   import step_floor  # pylint: disable=g-import-not-at-top
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
@@ -458,7 +458,7 @@ def main():
   parser.add_argument("--ours_flags", default="",
                       help="extra run_classifier flags for our side, e.g. an opt-in")
   parser.add_argument("--no_floor", action="store_true",
-                      help="skip the matmul floor rows (benchmarks/step_floor.py)")
+                      help="skip the matmul floor rows (benchmarks/parts/step_floor.py)")
   parser.add_argument("--baseline_tree", default=None,
                       help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
                            "its run_classifier.py is timed too, as side 'before'")

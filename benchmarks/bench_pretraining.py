@@ -5,7 +5,7 @@
   .venv/bin/python benchmarks/bench_pretraining.py --base [--rounds=3] [--steps=3] \
       [--batch=8] [--xla=0,1]   # BERT-Base float32, % of each round's peak
   .venv/bin/python benchmarks/bench_pretraining.py --small [--rounds=3] [--baseline=DIR]
-      # the Korean and demo shapes (benchmarks/small_step.py), XLA off and on,
+      # the Korean and demo shapes (benchmarks/parts/small_step.py), XLA off and on,
       # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
       # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
       # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
@@ -26,7 +26,7 @@ Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), 
 configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
 as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
 same way (the same number of timed steps, after at least as many warm-up steps), by
-benchmarks/hf_side.py in its own process; a ratio row compares our float32 XLA-off rate
+benchmarks/parts/hf_side.py in its own process; a ratio row compares our float32 XLA-off rate
 with it. Its masked-LM head computes logits at every position (the loss only counts the
 labelled ones), ours at the 20 predicted positions only, as the original does.
 """
@@ -40,8 +40,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-if HERE not in sys.path:
-  sys.path.insert(0, HERE)
+for _path in (HERE, os.path.join(HERE, "parts")):
+  if _path not in sys.path:
+    sys.path.insert(0, _path)
 
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 

@@ -10,7 +10,7 @@ The peers, each a process of its own, on the same corpus with the README's flags
   * ours: the command line, with its default workers (one per CPU);
   * the original: bert/create_pretraining_data.py of `bert-tensorflow` 1.0.4 from the
     package index, in a venv of its own (`make bench-original-setup`, or
-    $BERT_ORIGINAL_PYTHON), started by benchmarks/original_bridge.py so that it imports
+    $BERT_ORIGINAL_PYTHON), started by benchmarks/parts/original_bridge.py so that it imports
     its own tokenizer, never ours (checked on every run). 1.0.4 has no whole-word
     masking, so ours runs without it (--do_whole_word_mask=False, its default): both
     sides mask single WordPieces.
@@ -56,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "parts"))
 
 from bert.utils import tfrecord_framing  # noqa: E402  pylint: disable=g-import-not-at-top
 import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top

@@ -6,14 +6,14 @@ lower-cased. Our paths must give identical ids on every line, checked here.
 
 The original: `bert-tensorflow` 1.0.4's FullTokenizer from the package index, in a venv
 of its own (`make bench-original-setup`, or $BERT_ORIGINAL_PYTHON), started by
-benchmarks/original_bridge.py so that it imports its own tokenization.py, never ours
+benchmarks/parts/original_bridge.py so that it imports its own tokenization.py, never ours
 (checked on every call); one pass over all lines a round, timed inside its process
 (building the tokenizer outside the timer), its ids compared with ours. Where that venv
-is missing, its rows say so. benchmarks/tokenization_reference.py, the same algorithm
+is missing, its rows say so. benchmarks/parts/tokenization_reference.py, the same algorithm
 restated plainly in this process, is timed too. Where the
 Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), transformers'
 BertTokenizerFast (Rust) batch call is timed on the same lines in that interpreter
-(benchmarks/hf_side.py) and its ids are checked against ours; else the `tokenizers`
+(benchmarks/parts/hf_side.py) and its ids are checked against ours; else the `tokenizers`
 package's BertWordPieceTokenizer when importable here; else a row says how to enable it.
 Neither is ever a dependency of this project.
 
@@ -39,6 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "parts"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from bert import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
@@ -352,7 +353,7 @@ def run(quick=False, rounds=3):
   rows += [
       {"name": "the original's algorithm restated plainly, tokens/s",
        "value": statistics.median(rates["plain"]), "unit": "tokens/s",
-       "note": f"benchmarks/tokenization_reference.py, one pass a round: {rate('plain')}; "
+       "note": f"benchmarks/parts/tokenization_reference.py, one pass a round: {rate('plain')}; "
                + note},
       {"name": "FullTokenizer (pure Python, memoised) tokens/s",
        "value": statistics.median(rates["full"]), "unit": "tokens/s",

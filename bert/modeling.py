@@ -18,7 +18,7 @@ Mixed precision goes through Keras dtype policies: set the global policy (for ex
 "mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
 while the embedding sums, every LayerNorm (input and output), the residual stream between
 layers, the attention softmax and the losses stay float32, and every head returns float32
-logits (tests/test_precision.py checks the traced graph).
+logits (tests/training/test_precision.py checks the traced graph).
 """
 
 import copy

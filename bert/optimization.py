@@ -194,7 +194,7 @@ class AdamWeightDecay(_BertOptimizer):
   def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate):
     """Keras's TF-backend hook: all updates in one XLA call where that is possible.
 
-    Same expression as update_step (tests/test_optimization.py checks both paths against
+    Same expression as update_step (tests/core/test_optimization.py checks both paths against
     NumPy and against each other to 1e-6). Mirrored variables, sparse gradients,
     non-float32 variables and small models keep the per-variable path.
     """

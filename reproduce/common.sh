@@ -2,7 +2,7 @@
 #   * takes its checkpoint and data folders as positional arguments, plus an optional
 #     output folder (default out/reproduce/<table>);
 #   * with --smoke, runs the same commands for real on a few rows of the same data,
-#     one learning rate and one seed, in seconds per run (what tests/test_reproduce.py does);
+#     one learning rate and one seed, in seconds per run (what tests/reproduce/test_reproduce.py does);
 #   * records every run in <out>/runs.tsv, which reproduce/aggregate.py turns into the
 #     paper-vs-ours table. A finished run (its results file exists) is not run again, so an
 #     interrupted sweep continues where it stopped.

@@ -215,7 +215,7 @@ import json, sys
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer ops of the SavedModel
 ours = sorted(m for m in sys.modules if m.split(".")[0] in
-              {"tokenization", "modeling", "export", "run_classifier", "classifier_data"})
+              {"tokenization", "modeling", "export", "run_classifier", "classifier_examples"})
 assert not ours, ours
 serve = tf.saved_model.load(sys.argv[1]).signatures["serve_text"]
 queries = json.loads(sys.argv[2])

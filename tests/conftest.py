@@ -31,7 +31,7 @@ def repo_root():
   return ROOT
 
 
-# -- a local Google Cloud Storage for gs:// paths (tests/gcs_emulator) -----------------
+# -- a local Google Cloud Storage for gs:// paths (tests/support/gcs_emulator) -----------------
 
 from gcs_emulator import GcsEmulator, GcsEmulatorError  # noqa: E402
 

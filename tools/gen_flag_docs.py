@@ -3,7 +3,7 @@
   python tools/gen_flag_docs.py > docs/FLAGS.md
   python tools/gen_flag_docs.py --path_flags   # JSON: every script's path flags
 
-The docs never drift from the code: tests/test_docs.py runs this and compares. Scripts
+The docs never drift from the code: tests/project/test_docs.py runs this and compares. Scripts
 are imported (not run) one after another in this process; each one's flags are removed
 again before the next is imported, since several scripts define the same name. Only flags
 defined by this project's own modules are listed (a script that imports TensorFlow at the
@@ -122,7 +122,7 @@ def main():
       "as the absolute path: relative to the current folder, `./` and `../`, a trailing "
       "slash, `~` (expanded by the script: no shell expands it after `=`), spaces and "
       "non-ASCII names, a symlinked folder; a list's items (and globs, where the flag "
-      "takes them) each the same way. tests/test_reliability_catalogue.py runs every form "
+      "takes them) each the same way. tests/reliability/test_catalogue.py runs every form "
       "for every flag listed here.\n\n| script | path flags |\n|---|---|\n")
   parts.extend(f"| {script}.py | {', '.join(f'`--{name}`' for name in names)} |\n"
                for script, names in paths.items() if names)

@@ -50,9 +50,9 @@ import tensorflow as tf  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
 from bert.training import checkpoints  # noqa: E402
-from bert.classifier import classifier_data  # noqa: E402
+from bert.classifier import classifier_examples  # noqa: E402
 from bert.classifier import classifier_features  # noqa: E402
-from bert.classifier import classifier_processors  # noqa: E402
+from bert.classifier import classifier_data  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
 from bert.training import model_config  # noqa: E402
@@ -165,7 +165,7 @@ def cosine_scores(model, examples, labels, tokenizer, max_seq_length, batch_size
   labels and the cosine of each pair's two texts, each encoded alone (nothing fitted)."""
   alone = []
   for field in ("text_a", "text_b"):
-    texts = [classifier_data.InputExample(e.guid, getattr(e, field) or "", label=e.label)
+    texts = [classifier_examples.InputExample(e.guid, getattr(e, field) or "", label=e.label)
              for e in examples]
     alone.append(encoder_features(model, classifier_features.predict_batches(
         texts, None, tokenizer, max_seq_length, batch_size))[0])
@@ -206,7 +206,7 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose, "linear_probe.py"):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
-    processor = classifier_processors.DelimitedFileProcessor(
+    processor = classifier_data.DelimitedFileProcessor(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, has_header=flags_common.has_header_option(FLAGS),
         is_regression=FLAGS.regression)

@@ -27,7 +27,7 @@ from absl import flags  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bert import metrics  # noqa: E402
-from bert.classifier import classifier_data  # noqa: E402
+from bert.classifier import classifier_examples  # noqa: E402
 from bert.cli import flags_common  # noqa: E402
 from bert.cli import launch  # noqa: E402
 from bert.formats import litert_metadata  # noqa: E402
@@ -127,7 +127,7 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
 def main(_):
   with errors.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
-    columns = classifier_data.GenericColumns(
+    columns = classifier_examples.GenericColumns(
         text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
         label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
         test_text_b_column=FLAGS.test_text_b_column,

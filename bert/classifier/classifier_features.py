@@ -1,6 +1,6 @@
 """Classifier features: `InputExample`s -> BERT's token ids, in Python and in tf.data.
 
-Imports tokenization, fast_tokenization and input_pipeline (the core), classifier_data
+Imports tokenization, fast_tokenization and input_pipeline (the core), classifier_examples
 and errors; never reads absl FLAGS.
 
 Features come two ways, with identical token ids:
@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from bert.classifier import classifier_data
+from bert.classifier import classifier_examples
 from bert import fast_tokenization
 from bert import input_pipeline
 from bert import tokenization
@@ -64,7 +64,7 @@ def convert_single_example(example, label_list, max_seq_length, tokenizer):
   input_mask += [0] * padding
   segment_ids += [0] * padding
   return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
-                       label_id=classifier_data.label_to_id(example.label, label_list))
+                       label_id=classifier_examples.label_to_id(example.label, label_list))
 
 
 # --------------------------------------------------------------------------- graph path
@@ -119,7 +119,7 @@ def _text_columns(examples, label_list):
   regression = label_list is None
   columns = {
       "text_a": [e.text_a for e in examples],
-      "label_ids": np.array([classifier_data.label_to_id(e.label, label_list)
+      "label_ids": np.array([classifier_examples.label_to_id(e.label, label_list)
                              for e in examples], np.float32 if regression else np.int32),
       "example_index": np.arange(len(examples), dtype=np.int32),
   }
@@ -143,7 +143,7 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
                  pad_to_multiple_of=1, input_context=None):
   """A tf.data pipeline of batches for training, eval or prediction.
 
-  examples: list of classifier_data.InputExample. label_list: label strings, or None for
+  examples: list of classifier_examples.InputExample. label_list: label strings, or None for
   regression. tokenizer: fast_tokenization.FastTokenizer (runs in the graph; ids equal
   FullTokenizer's).
 

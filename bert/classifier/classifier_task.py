@@ -1,6 +1,6 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-The readers (one small DataProcessor per task) are in classifier_processors.py, the in-graph
+The readers (one small DataProcessor per task) are in classifier_data.py, the in-graph
 features in classifier_features.py, the metrics in metrics.py, the head and its loss in
 heads.py; this module joins them for the driver (finetune.run).
 
@@ -13,9 +13,9 @@ signature for --export_dir.
 from absl import logging
 import numpy as np
 
-from bert.classifier import classifier_data
+from bert.classifier import classifier_examples
 from bert.classifier import classifier_features
-from bert.classifier import classifier_processors
+from bert.classifier import classifier_data
 from bert.formats import serving
 from bert import fast_tokenization
 from bert import heads
@@ -28,11 +28,11 @@ from bert.utils import errors
 
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
-  classifier_data.GenericColumns)."""
+  classifier_examples.GenericColumns)."""
   options = {}
-  if task_name.lower() in classifier_processors.GENERIC_TASKS:
-    options = (columns or classifier_data.GenericColumns()).processor_options()
-  processor = classifier_processors.get_processor(task_name, xnli_language, **options)
+  if task_name.lower() in classifier_data.GENERIC_TASKS:
+    options = (columns or classifier_examples.GenericColumns()).processor_options()
+  processor = classifier_data.get_processor(task_name, xnli_language, **options)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor
@@ -53,7 +53,7 @@ def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_siz
 
 
 class ClassifierTask(finetune.Task):
-  """One classification or regression task, read by a classifier_data.DataProcessor."""
+  """One classification or regression task, read by a classifier_examples.DataProcessor."""
 
   exports = True
 
@@ -133,11 +133,11 @@ class ClassifierTask(finetune.Task):
         outputs = metrics.softmax(logits)
         predictions = outputs.argmax(axis=1)
       path = file_io.join(self.options.output_dir, predict_set.results_file)
-      classifier_data.write_probabilities(path, outputs)
+      classifier_examples.write_probabilities(path, outputs)
       logging.info("Wrote %s", path)
       if predict_set.submission_file:
         path = file_io.join(self.options.output_dir, predict_set.submission_file)
-        classifier_data.write_submission(path, self.processor, predict_set.examples,
+        classifier_examples.write_submission(path, self.processor, predict_set.examples,
                                          predictions)
         logging.info("Wrote %s (GLUE submission format)", path)
 
@@ -159,11 +159,11 @@ class ClassifierTask(finetune.Task):
     """model.json's task_name (the --task_name that reads this task's files: the first
     PROCESSORS key of the processor, tsv or csv for users' files) and XNLI's language."""
     processor = self.processor
-    if isinstance(processor, classifier_processors.DelimitedFileProcessor):
+    if isinstance(processor, classifier_data.DelimitedFileProcessor):
       return {"task_name": processor.test_file.rsplit(".", 1)[-1]}
-    names = [k for k, v in classifier_processors.PROCESSORS.items() if v is type(processor)]
+    names = [k for k, v in classifier_data.PROCESSORS.items() if v is type(processor)]
     fields = {"task_name": names[0] if names else None}
-    if isinstance(processor, classifier_processors.XnliProcessor):
+    if isinstance(processor, classifier_data.XnliProcessor):
       fields["xnli_language"] = processor.language
     return fields
 

@@ -7,7 +7,7 @@ module (`python -m bert.cli.run_classifier`) and as the installed console script
 """
 
 # Every command, in the order docs/FLAGS.md lists them; pyproject.toml's [project.scripts]
-# installs each as bert-<name with dashes> (tests/test_package.py holds the two together).
+# installs each as bert-<name with dashes> (tests/project/test_package.py holds the two together).
 COMMANDS = ("create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
             "run_squad", "squad_evaluate", "run_ner", "run_tagger", "run_swag",
             "run_multilabel", "extract_features", "export_encoder", "predict_litert",

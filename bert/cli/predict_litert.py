@@ -66,12 +66,12 @@ def main(_):
     from bert.litert import export_check  # pylint: disable=g-import-not-at-top
     export_check.refuse_urls({name: FLAGS[name].value for name in PATH_FLAGS},
                              "predict_litert.py", "run_classifier.py --do_predict")
-    from bert.classifier import classifier_data  # deferred: --help stays fast
+    from bert.classifier import classifier_examples  # deferred: --help stays fast
     from bert.litert import predictor
     started = time.perf_counter()
     # Not given: the model's labels and regression (a different one is refused).
     columns = flags_common.settings_from_flags(
-        classifier_data.GenericColumns, FLAGS,
+        classifier_examples.GenericColumns, FLAGS,
         label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
         regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
     written = predictor.predict_files(

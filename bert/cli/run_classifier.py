@@ -60,9 +60,9 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
-    from bert.classifier import classifier_data
+    from bert.classifier import classifier_examples
     from bert.classifier import classifier_task
-    columns = flags_common.settings_from_flags(classifier_data.GenericColumns, FLAGS)
+    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,
                                                FLAGS.xnli_language, columns)
     classifier_task.ClassifierTask(options, processor, FLAGS.data_dir,

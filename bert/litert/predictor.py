@@ -11,7 +11,7 @@ pure-Python tokenizer (tokenization.FullTokenizer, token for token the tokenizer
 training) and the original's packing (tokenization.pack_tokens), runs the model in
 batches of rows of similar length, each padded only to its longest row, and writes
 test_results.tsv (and the GLUE submission file) with the writers --do_predict uses
-(classifier_data.write_probabilities / write_submission, multilabel_data.write_results).
+(classifier_examples.write_probabilities / write_submission, multilabel_data.write_results).
 
 What the model is comes from model.json beside it (bert/formats/litert_metadata.py): its task, head
 and labels, max_seq_length, lower-casing and vocabulary. The export is checked whole at
@@ -25,8 +25,8 @@ import os
 
 import numpy as np
 
+from bert.classifier import classifier_examples
 from bert.classifier import classifier_data
-from bert.classifier import classifier_processors
 from bert.formats import litert_metadata
 from bert.litert import export_check
 from bert.multilabel import multilabel_data
@@ -210,7 +210,7 @@ def _processor_name(processor):
 
 
 def classifier_processor(model, task_name=None, xnli_language=None, columns=None):
-  """The classifier_data processor that reads --task_name's files for `model`; refuses a
+  """The classifier_examples processor that reads --task_name's files for `model`; refuses a
   model of another task, or --label_list / --regression that differ from the model's."""
   metadata = model.metadata
   if model.head not in CLASSIFIER_HEADS:
@@ -222,8 +222,8 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
   regression = model.head == "regression"
   options = {}
-  if task_name.lower() in classifier_processors.GENERIC_TASKS:
-    columns = columns or classifier_data.GenericColumns()
+  if task_name.lower() in classifier_data.GENERIC_TASKS:
+    columns = columns or classifier_examples.GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: {model.named} is "
                       f"{model.describe()}")
@@ -234,7 +234,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
     # The model's own labels and head, which the flags may only repeat (checked above).
     options = dict(columns.processor_options(), labels=model.labels,
                    is_regression=regression)
-  processor = classifier_processors.get_processor(task_name, xnli_language, **options)
+  processor = classifier_data.get_processor(task_name, xnli_language, **options)
   name = _processor_name(processor)
   labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
   model_labels = None if regression else [str(l) for l in (model.labels or [])]
@@ -312,10 +312,10 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
     outputs = outputs.astype(np.float64)
     predictions = outputs if processor.is_regression else outputs.argmax(axis=1)
     path = os.path.join(output_dir, predict_set.results_file)
-    classifier_data.write_probabilities(path, outputs)
+    classifier_examples.write_probabilities(path, outputs)
     written.append(path)
     if predict_set.submission_file:
       path = os.path.join(output_dir, predict_set.submission_file)
-      classifier_data.write_submission(path, processor, predict_set.examples, predictions)
+      classifier_examples.write_submission(path, processor, predict_set.examples, predictions)
       written.append(path)
   return written

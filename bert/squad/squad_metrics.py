@@ -15,7 +15,7 @@ reproduced separately rather than merged:
     prediction normalise to nothing (that is how an unanswerable question is scored).
   * v2.0 drops gold answers that normalise to the empty string before taking the max.
 Results match evaluate-v1.1.py / evaluate-v2.0.py to the last digit on the real
-predictions in ../shared/data/squad (see tests/test_squad_metrics.py).
+predictions in ../shared/data/squad (see tests/squad/test_squad_metrics.py).
 """
 
 import collections

@@ -1,0 +1,95 @@
+"""benchmarks/bench_accelerator.py keeps working: `--quick` end to end, and its FLOP count."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tiny
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "benchmarks", "bench_accelerator.py")
+ROW_NUMBERS = ("examples_per_second", "seconds", "achieved_tflops",
+               "model_tflops_per_example", "peak_tflops", "mfu")
+
+
+def _positive_finite(value):
+  return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+@pytest.mark.slow  # 76 s: the whole --quick matrix (make test-slow)
+def test_quick_run_writes_the_whole_matrix_as_json(tmp_path):
+  out = tmp_path / "accelerator.json"
+  proc = subprocess.run([sys.executable, SCRIPT, "--quick", f"--json_out={out}"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=900,
+                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  report = json.loads(out.read_text())
+  device = report["device"]
+  assert device["kind"] in ("CPU", "GPU") and device["count"] >= 1
+  assert set(device["peaks"]) == {"float32", "bfloat16", "float16"}
+  assert all(_positive_finite(v) for v in device["peaks"].values())
+  rows = report["rows"]
+  # Every dtype x XLA setting on the first workload, the other two once; all measured.
+  assert [(r["workload"], r["dtype"], r["xla"]) for r in rows] == [
+      ("pretrain128", d, x) for d in ("float32", "bfloat16", "float16")
+      for x in (False, True)] + [("pretrain512", "float32", False),
+                                 ("squad384", "float32", False)]
+  assert [(r["seq"], r["predictions"]) for r in rows[-3:]] == [(32, 5), (64, 10), (48, 0)]
+  for r in rows:
+    assert r["status"] == "ok", r
+    assert r["model"] == "tiny" and r["steps"] == 2 and r["batch"] == 2
+    for key in ROW_NUMBERS:
+      assert _positive_finite(r[key]), (key, r)
+    assert r["peak_tflops"] == device["peaks"][r["dtype"]]
+    assert math.isclose(r["achieved_tflops"],
+                        r["examples_per_second"] * r["model_tflops_per_example"],
+                        rel_tol=1e-9)
+    assert math.isclose(r["examples_per_second"], r["steps"] * r["batch"] / r["seconds"],
+                        rel_tol=1e-9)
+    assert math.isfinite(r["loss"]) and r["loss"] > 0
+    if device["kind"] == "CPU":
+      assert r["peak_memory_bytes"] > 100 * 2**20  # TensorFlow alone is ~0.5 GB
+      assert r["max_batch"] is None and r["max_batch_note"] == "not searched"
+  assert "| tiny | pretrain128 | 32 | float16 | on | 2 |" in proc.stdout
+  assert "| tiny | squad384 | 48 | float32 | off | 2 |" in proc.stdout
+
+
+for _part in ("", "parts", "studies"):
+  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
+
+
+def test_matmul_parameter_count_matches_the_model():
+  import bench_accelerator  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  config = dict(tiny.TINY_SHAPE, vocab_size=53)
+  encoder = modeling.BertModel(modeling.BertConfig(type_vocab_size=2, **config))
+  dense = sum(int(np.prod(v.shape)) for v in encoder.weights
+              if "layer_" in v.path and "LayerNorm" not in v.path)
+  assert dense == bench_accelerator.encoder_matmul_params(**config) == 3 * (
+      4 * 32 * 32 + 2 * 32 * 37 + 5 * 32 + 37)
+  # BERT-Base: with the embeddings (and their LayerNorm), the layers' LayerNorms and the
+  # pooler, the published 109,482,240 (the count test_modeling checks on the real model).
+  base = bench_accelerator.MODELS["base"]
+  h = base["hidden_size"]
+  assert bench_accelerator.encoder_matmul_params(**base) == 85_017_600
+  assert ((30522 + 512 + 2) * h + 2 * h + 85_017_600 + 12 * 4 * h + h * h + h
+          == 109_482_240)
+  assert bench_accelerator.encoder_matmul_params(**bench_accelerator.MODELS["large"]) == (
+      24 * (4 * 1024**2 + 2 * 1024 * 4096 + 5 * 1024 + 4096))
+
+
+def test_flops_formula_by_hand():
+  import bench_accelerator  # pylint: disable=g-import-not-at-top
+  config = dict(hidden_size=4, num_hidden_layers=2, intermediate_size=6, vocab_size=10)
+  n = 2 * (4 * 16 + 2 * 4 * 6 + 5 * 4 + 6)                     # 300
+  attention = 12 * 2 * 4 * 8 * 8                               # 6144
+  mlm = 6 * (16 + 4 + 40 + 10) * 3 + 6 * (16 + 12 + 2)         # 1260 + 180
+  assert bench_accelerator.model_flops_per_example(config, "pretrain", 8, 3) == (
+      6 * n * 8 + attention + mlm)
+  assert bench_accelerator.model_flops_per_example(config, "squad", 8, 0) == (
+      6 * n * 8 + attention + 6 * 10 * 8)

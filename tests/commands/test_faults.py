@@ -1,0 +1,174 @@
+"""Real faults end in one line, not a traceback: a full disk while saving, a
+loss that turns NaN, a checkpoint cut short by an interrupted copy, and flag values that
+would train a plausible wrong model."""
+import contextlib
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert.formats import checkpoint_files
+
+from bert import input_pipeline
+from bert import modeling
+from bert import optimization
+from bert.training import checkpoints
+from bert.training import run_options
+from bert.utils import errors
+from conftest import ROOT
+import tiny
+
+CONFIG = tiny.tiny_config_dict(40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                               max_position_embeddings=16)
+
+
+def _records(path, n=16, seq=8):
+  rng = np.random.default_rng(0)
+
+  def record(i):
+    ids = [2] + [int(x) for x in rng.integers(5, 40, seq - 2)] + [3]
+    return {"input_ids": ids, "input_mask": [1] * seq, "segment_ids": [0] * seq,
+            "masked_lm_positions": [1, 2, 3], "masked_lm_ids": ids[1:4],
+            "masked_lm_weights": [1.0, 1.0, 1.0], "next_sentence_labels": [i % 2]}
+
+  input_pipeline.write_examples(str(path), (record(i) for i in range(n)))
+
+
+def _pretrain(tmp_path, out, *extra):
+  (tmp_path / "bert_config.json").write_text(json.dumps(CONFIG))
+  if not (tmp_path / "data.tfrecord").exists():
+    _records(tmp_path / "data.tfrecord")
+  return subprocess.run(
+      [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+       f"--input_file={tmp_path / 'data.tfrecord'}",
+       f"--bert_config_file={tmp_path / 'bert_config.json'}", f"--output_dir={out}",
+       "--do_train", "--max_seq_length=8", "--max_predictions_per_seq=3",
+       "--train_batch_size=4", "--num_warmup_steps=1", "--steps_per_loop=1", *extra],
+      capture_output=True, text=True, timeout=600, cwd=ROOT,
+      env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def test_a_nan_loss_names_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+  out = tmp_path / "out"
+  # Clipping keeps each update at lr * 1.0 in norm: a rate of 1e30 overflows at once.
+  result = _pretrain(tmp_path, out, "--num_train_steps=6", "--save_checkpoints_steps=1",
+                     "--log_every_steps=1", "--learning_rate=1e30")
+  assert result.returncode == 2, result.stderr[-2000:]
+  last = result.stderr.strip().splitlines()[-1]
+  assert last.startswith("run_pretraining.py: error: the training loss is nan at step ")
+  step = int(last.split(" at step ")[1].split(":")[0])
+  assert f"the last good checkpoint ckpt-{step - 1} is kept in {out}" in last
+  assert "lower --learning_rate" in last and "Traceback" not in result.stderr
+  saved = sorted(f for f in os.listdir(out) if f.endswith(".index"))
+  assert f"ckpt-{step}.index" not in saved and not (out / "pretrained").exists()
+  # The kept checkpoint holds finite weights: a rerun can resume from it.
+  reader = tf.train.load_checkpoint(str(out / f"ckpt-{step - 1}"))
+  dtypes = reader.get_variable_to_dtype_map()
+  weights = [reader.get_tensor(n) for n, d in dtypes.items() if d.is_floating]
+  assert len(weights) > 40 and all(np.isfinite(w).all() for w in weights)
+
+
+@contextlib.contextmanager
+def _small_filesystem(path, size):
+  """A tmpfs of `size` mounted at path (needs root and a kernel that allows it)."""
+  os.makedirs(path)
+  mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
+                            str(path)], capture_output=True).returncode == 0
+  try:
+    yield mounted
+  finally:
+    if mounted:
+      subprocess.run(["umount", str(path)], check=False)
+
+
+def _disk_full_through_injection(tmp_path):
+  """Where no tmpfs can be mounted: the save itself raises ENOSPC, as a full disk does."""
+  model = modeling.BertModel(modeling.BertConfig.from_dict(CONFIG))
+  optimizer = optimization.create_optimizer(1e-3, 10, 1)
+  state = checkpoints.RunCheckpoint(str(tmp_path / "out"), model, optimizer)
+  os.makedirs(tmp_path / "out")
+  original = tf.train.CheckpointManager.save
+
+  def full(self, checkpoint_number=None, **kwargs):
+    del kwargs
+    os.makedirs(os.path.join(self.directory, f"ckpt-{checkpoint_number}_temp"))
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+  tf.train.CheckpointManager.save = full
+  try:
+    with pytest.raises(errors.UserError) as error:
+      state.save()
+  finally:
+    tf.train.CheckpointManager.save = original
+  return str(error.value), tmp_path / "out"
+
+
+@pytest.mark.slow  # a full disk in the default suite: test_catalogue
+def test_a_full_disk_while_saving_is_one_line_and_leaves_no_temp_files(tmp_path):
+  small = tmp_path / "small"
+  with _small_filesystem(small, "200k") as mounted:
+    if mounted:
+      out = small / "out"
+      # The tiny model's checkpoint with its Adam slots is ~150 KB and its TensorBoard
+      # files a few KB: the second checkpoint cannot fit beside the first.
+      result = _pretrain(tmp_path, out, "--num_train_steps=4", "--save_checkpoints_steps=2",
+                         "--log_every_steps=2", "--learning_rate=1e-3",
+                         "--keep_checkpoint_max=5")
+      assert result.returncode == 2, result.stderr[-2000:]
+      last = result.stderr.strip().splitlines()[-1]
+      assert "Traceback" not in result.stderr
+      assert last.startswith(f"run_pretraining.py: error: --output_dir={out}: could not save "
+                             "ckpt-"), last
+      left = os.listdir(out)
+    else:
+      last, out = _disk_full_through_injection(tmp_path)
+      assert last.startswith(f"--output_dir={out}: could not save ckpt-0"), last
+      left = os.listdir(out)
+  assert "(the disk is full: No space left on device)" in last
+  assert [n for n in left if "_temp" in n or ".tempstate" in n] == []
+
+
+def test_a_truncated_checkpoint_is_named_before_anything_runs(tmp_path):
+  encoder = modeling.BertModel(modeling.BertConfig.from_dict(CONFIG))
+  prefix = str(tmp_path / "model" / "bert_model.ckpt")
+  checkpoint_files.save_google_checkpoint(encoder, prefix)
+  data = prefix + ".data-00000-of-00001"
+  size = os.path.getsize(data)
+  with open(data, "r+b") as handle:
+    handle.truncate(size // 2)
+  with pytest.raises(errors.UserError) as error:
+    checkpoint_files.resolve_checkpoint(prefix)
+  assert str(error.value) == (f"{prefix}: the checkpoint is truncated ({size // 2} bytes of "
+                              f"data, its index needs at least {size}); copy or download "
+                              "it again")
+  # The .index (or .data) file given for the prefix is understood, with a note.
+  os.remove(data)
+  checkpoint_files.save_google_checkpoint(encoder, prefix)
+  assert checkpoint_files.resolve_checkpoint(prefix + ".index") == (checkpoint_files.GOOGLE, prefix)
+  assert checkpoint_files.resolve_checkpoint(data) == (checkpoint_files.GOOGLE, prefix)
+
+
+@pytest.mark.parametrize("flag,value,message", [
+    ("learning_rate", -2e-5, "--learning_rate=-2e-05: must be a positive finite number"),
+    ("learning_rate", float("nan"), "--learning_rate=nan: must be a positive finite"),
+    ("learning_rate", float("inf"), "--learning_rate=inf: must be a positive finite"),
+    ("learning_rate", 0.0, "--learning_rate=0.0: must be a positive finite"),
+    ("num_train_epochs", float("nan"), "--num_train_epochs=nan: must be a positive"),
+    ("num_train_epochs", 0.0, "--num_train_epochs=0.0: must be a positive"),
+    ("max_seq_length", 2, "--max_seq_length=2: must be between 3 and 8192"),
+    ("max_seq_length", 10**9, "--max_seq_length=1000000000: must be between 3 and 8192"),
+    ("train_batch_size", 0, "--train_batch_size=0: must be at least 1"),
+    ("num_train_steps", 0, "--num_train_steps=0: must be at least 1"),
+    ("warmup_proportion", 1.5, "--warmup_proportion=1.5: must be in [0, 1]"),
+    ("num_warmup_steps", -1, "--num_warmup_steps=-1: must be >= 0"),
+    ("save_checkpoints_steps", 0, "--save_checkpoints_steps=0: must be at least 1"),
+])
+def test_flags_that_cannot_work_are_refused_by_name(flag, value, message):
+  with pytest.raises(errors.UserError) as error:
+    run_options.RunOptions(output_dir="out", do_train=True, **{flag: value})
+  assert str(error.value).startswith(message)

@@ -1,0 +1,254 @@
+"""Runs many command lines of ONE script in one process, through its real CLI path.
+
+Why: every `python run_x.py ...` pays 4-6 s of TensorFlow import on a 2-core machine, so a
+catalogue of 80 bad inputs as 80 subprocesses would cost minutes. Here the script file is
+executed once as `__main__` (so its `if __name__ == "__main__":` block runs too: some mark
+flags required there) with `absl.app.run` intercepted to capture `main`; then every case
+calls the real `app.run(main, argv)`: absl flag parsing, required-flag validators,
+`report_user_errors`, `SystemExit`. Between cases the flags are reset to their defaults.
+File descriptors 1 and 2 are redirected per case, so everything a user would see on the
+terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
+
+A tool that does not run under absl (tools/*.py reading argparse or sys.argv) is loaded
+as a module instead, and each case calls its `main(argv)`, which parses, reports and
+exits as the command line does.
+
+Usage (from the tests): python tests/support/cli_harness.py SCRIPT.py CASES.json RESULTS.json
+CASES.json: [{"id": str, "argv": [str, ...], "setup": [action, ...], "cwd": DIR,
+              "env": {NAME: VALUE}}, ...]
+  cwd (optional): the case runs from that directory (relative paths as a user types
+  them), back in the repository root afterwards; env (optional): environment variables
+  set for that case only (TF_CONFIG, HOME, ...).
+RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": bool,
+                    "seconds": float, "flags": [every flag the script defines],
+                    "after": [what each "after" action found]}}
+  A case's "after" actions (see _after) run in this process once the case is done.
+
+Setup actions (run in this process before the case, with TensorFlow available):
+  {"tfrecord": PATH, "features": {name: ["int64"|"float", [values...]]}, "count": N}
+      N identical tf.train.Examples; "truncate_by": B cuts the last B bytes off.
+  {"google_checkpoint": PREFIX, "bert_config": PATH}
+      a randomly initialised encoder saved in Google's TF1 layout.
+  {"upload": LOCAL, "to": URL}
+      copies a local file or folder to a URL (ram:// lives in this process only).
+  {"truncate": PATH, "by": B}
+      cuts the last B bytes off a file (a checkpoint's .data after an interrupted copy).
+  {"copy": SRC, "to": DST}
+      copies the folder SRC (made by an earlier case's setup) to DST.
+  {"scalars": DIR, "tag": NAME, "values": [v, ...]}
+      TensorBoard scalars NAME at steps 1, 2, ... in DIR (a run's train/ curves).
+  {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K, "head_info": STR}
+      a training-loop style checkpoint (step, model, encoder, model_signature) of a
+      classifier built from that config, as a previous run with a different model (another
+      size, or another task) would leave in output_dir; with "head_info", that string
+      recorded as the checkpoint's head_info (valid or not).
+"""
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import traceback
+import types
+
+
+def _setup(action):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  if "tfrecord" in action:
+    feature = {}
+    for name, (kind, values) in action["features"].items():
+      if kind == "int64":
+        feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values))
+      else:
+        feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values))
+    record = tf.train.Example(features=tf.train.Features(feature=feature))
+    os.makedirs(os.path.dirname(action["tfrecord"]), exist_ok=True)
+    with tf.io.TFRecordWriter(action["tfrecord"]) as writer:
+      for _ in range(int(action.get("count", 1))):
+        writer.write(record.SerializeToString())
+    if action.get("truncate_by"):
+      size = os.path.getsize(action["tfrecord"])
+      with open(action["tfrecord"], "r+b") as handle:
+        handle.truncate(size - int(action["truncate_by"]))
+  elif "google_checkpoint" in action:
+    from bert import modeling  # pylint: disable=g-import-not-at-top
+    from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
+    from bert.training import model_config  # pylint: disable=g-import-not-at-top
+    encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
+    checkpoint_files.save_google_checkpoint(encoder, action["google_checkpoint"])
+  elif "foreign_checkpoint" in action:
+    from bert import heads  # pylint: disable=g-import-not-at-top
+    from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+    from bert.training import model_config  # pylint: disable=g-import-not-at-top
+    config = model_config.load_bert_config(action["bert_config"])
+    model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
+    step = tf.Variable(7, dtype=tf.int64)
+    signature = tf.Variable(checkpoints.model_signature(model))
+    extra = {}
+    if "head_info" in action:
+      extra["head_info"] = tf.Variable(action["head_info"])
+    manager = tf.train.CheckpointManager(
+        tf.train.Checkpoint(step=step, model=model, encoder=encoder,
+                            model_signature=signature, **extra),
+        action["foreign_checkpoint"], max_to_keep=1, checkpoint_name="ckpt")
+    manager.save(checkpoint_number=7)
+  elif "scalars" in action:  # as the training loop writes them
+    from bert.training import loop  # pylint: disable=g-import-not-at-top
+    writer = tf.summary.create_file_writer(action["scalars"])
+    for step, value in enumerate(action["values"], start=1):
+      loop.write_scalars(writer, {action["tag"]: value}, step)
+    writer.close()
+  elif "copy" in action:
+    import shutil  # pylint: disable=g-import-not-at-top
+    if not os.path.exists(action["to"]):
+      shutil.copytree(action["copy"], action["to"])
+  elif "upload" in action:
+    from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+    source, target = action["upload"], action["to"]
+    if os.path.isdir(source):
+      file_io.copy_tree(source, target)
+    else:
+      file_io.makedirs(file_io.dirname(target))
+      file_io.copy(source, target)
+  elif "truncate" in action:
+    size = os.path.getsize(action["truncate"])
+    with open(action["truncate"], "r+b") as handle:
+      handle.truncate(size - int(action["by"]))
+  else:
+    raise ValueError(f"unknown setup action {action}")
+
+
+def _after(action):
+  """What a case's "after" action finds, run in this process once the case is done:
+    {"download": URL, "to": DIR}  copies every file under URL (a folder) into DIR and
+                                  returns the relative names copied;
+    {"list": URL}                 every file under URL, relative to it (a missing
+                                  folder: []).
+  An in-memory filesystem (ram://) lives in one process only: this is how a test reads
+  what a command wrote there."""
+  from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+  url = action.get("download") or action.get("list")
+  if not file_io.exists(url):
+    return []
+  if not file_io.isdir(url):  # one file
+    names = [""]
+  else:
+    names = file_io.walk_files(url)
+  if "download" in action:
+    for name in names:
+      source = file_io.join(url, name) if name else url
+      target = os.path.join(action["to"], name) if name else action["to"]
+      os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+      with open(target, "wb") as handle:
+        handle.write(file_io.read_bytes(source))
+  return names
+
+
+def _run_case(app, main, script, argv, uses_absl=True):
+  """(exit status, crashed, traceback text) of one `app.run(main, argv)` (or, for an
+  argparse tool, one `main(argv)`)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  flags.FLAGS.unparse_flags()
+  # absl refuses a second app.run in one process; reset its "already parsed" latch.
+  app._register_and_parse_flags_with_usage.done = False  # pylint: disable=protected-access
+  sys.argv = [script] + list(argv)
+  try:
+    if uses_absl:
+      app.run(main, argv=sys.argv)
+    else:
+      main(list(argv))
+  except SystemExit as exc:
+    code = exc.code
+    if code is None or code is False:
+      return 0, False, ""
+    return (code if isinstance(code, int) else 1), False, ""
+  except BaseException:  # pylint: disable=broad-except
+    # What the interpreter would do with an uncaught exception: traceback, status 1.
+    return 1, True, traceback.format_exc()
+  return 0, False, ""
+
+
+def main():
+  script, cases_file, results_file = sys.argv[1:4]
+  with open(cases_file, encoding="utf-8") as handle:
+    cases = json.load(handle)
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  sys.path.insert(0, root)
+  os.chdir(root)
+  # The scripts filter TensorFlow's runtime log through a pipe to the stderr they start
+  # with (runtime_log.py); here every case redirects fd 2 itself, so keep it unfiltered.
+  os.environ["BERT_RUNTIME_LOG"] = "1"
+
+  from absl import app  # pylint: disable=g-import-not-at-top
+  captured = {}
+  real_run = app.run
+
+  def capture(main_fn, *args, **kwargs):
+    del args, kwargs
+    captured["main"] = main_fn
+
+  # The script becomes this process's real __main__ (not runpy's temporary one), so that
+  # multiprocessing's spawn can find its worker functions by `__main__.<name>`.
+  path = os.path.join(root, script)
+  with open(path, encoding="utf-8") as handle:
+    source = handle.read()
+  # Every command runs under absl (a root script through bert/cli/launch.py); a tool
+  # does when it starts through launch.entry_point or app.run itself.
+  uses_absl = not script.startswith("tools/") or re.search(
+      r"\b(app\.run|launch\.entry_point)\(", source) is not None
+  module = types.ModuleType("__main__" if uses_absl else "harnessed_tool")
+  module.__file__ = path
+  if uses_absl:
+    sys.modules["__main__"] = module
+  app.run = capture
+  try:
+    exec(compile(source, path, "exec"), module.__dict__)  # noqa: S102 our own script
+  finally:
+    app.run = real_run
+  main_fn = captured["main"] if uses_absl else module.main
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  defined = sorted(flags.FLAGS) if uses_absl else []  # what the tool's messages may name
+
+  results = {}
+  saved_fds = os.dup(1), os.dup(2)
+  for case in cases:
+    for action in case.get("setup", []):
+      _setup(action)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+      sys.stdout.flush()
+      sys.stderr.flush()
+      os.dup2(out.fileno(), 1)
+      os.dup2(err.fileno(), 2)
+      start = time.time()
+      saved_env = {name: os.environ.get(name) for name in case.get("env", {})}
+      os.environ.update(case.get("env", {}))
+      try:
+        os.chdir(case.get("cwd") or root)
+        code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl)
+      finally:
+        os.chdir(root)
+        for name, value in saved_env.items():
+          if value is None:
+            os.environ.pop(name, None)
+          else:
+            os.environ[name] = value
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+      seconds = time.time() - start
+      out.seek(0)
+      err.seek(0)
+      results[case["id"]] = {
+          "exit": code, "crashed": crashed, "seconds": round(seconds, 2), "flags": defined,
+          "stdout": out.read().decode("utf-8", "replace"),
+          "stderr": err.read().decode("utf-8", "replace") + trace,
+          "after": [_after(action) for action in case.get("after", [])]}
+  with open(results_file, "w", encoding="utf-8") as handle:
+    json.dump(results, handle, indent=1)
+
+
+if __name__ == "__main__":
+  main()
