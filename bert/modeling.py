@@ -14,6 +14,11 @@ Weights are laid out exactly as in Google's TF1 checkpoints (query/key/value ker
 name with no reshaping; `google_variable_map(model)` gives that name for every weight.
 The task heads, each model's build_* function and its loss are in heads.py.
 
+Like the original, the encoder layers run every dense layer on [batch·seq, width]
+matrices: on that layout TensorFlow fuses each matmul with its bias (and, with oneDNN,
+with the GELU) into one CPU op, in float32 and in bfloat16
+(tests/core/test_modeling_cpu_graph.py reads the optimized graph).
+
 Mixed precision goes through Keras dtype policies: set the global policy (for example
 "mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
 while the embedding sums, every LayerNorm (input and output), the residual stream between
@@ -27,6 +32,7 @@ import math
 
 import keras
 from keras import ops
+import tensorflow as tf
 
 from bert.utils import errors
 from bert.utils import file_io
@@ -167,19 +173,22 @@ class BertConfig:
 
 
 def gelu(x):
-  """The original's "gelu": the tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³)))."""
-  cdf = 0.5 * (1.0 + ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * ops.power(x, 3))))
-  return x * cdf
+  """The original's "gelu": the tanh approximation 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))).
+
+  Computed by `tf.nn.gelu(approximate=True)`, the same formula, whose op pattern
+  TensorFlow's remapper fuses into the matmul before it (a hand-written copy is not
+  recognised)."""
+  return tf.nn.gelu(x, approximate=True)
 
 
 def gelu_exact(x):
-  """The exact GELU x·Φ(x) with erf (Hugging Face's "gelu")."""
-  return 0.5 * x * (1.0 + ops.erf(x / math.sqrt(2.0)))
+  """The exact GELU x·Φ(x) with erf (Hugging Face's "gelu"), by `tf.nn.gelu`."""
+  return tf.nn.gelu(x, approximate=False)
 
 
 def get_activation(name):
   """Maps a hidden_act string to a function; ValueError for unknown names."""
-  table = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": ops.relu, "tanh": ops.tanh,
+  table = {"gelu": gelu, "gelu_exact": gelu_exact, "relu": tf.nn.relu, "tanh": tf.tanh,
            "linear": None}
   if name not in table:
     raise errors.UserError(f"unsupported activation {name!r}; use one of {', '.join(table)}")
@@ -194,6 +203,16 @@ def layer_norm(name):
   # float32 whatever the global policy: LayerNorm statistics in bfloat16/float16 lose
   # too much precision for the 1e-12 epsilon to mean anything.
   return keras.layers.LayerNormalization(epsilon=1e-12, name=name, dtype="float32")
+
+
+def dense_2d(dense, x, activation=None):
+  """`dense` (a built keras Dense) applied to a 2-D x [rows, width] as MatMul, BiasAdd
+  and the activation: the op pattern TensorFlow's remapper fuses into one matmul
+  (oneDNN: with the GELU too). Keras' own call adds the bias with AddV2, which keeps the
+  activation out of the fusion. Call it inside a layer's call(), where the kernel reads
+  in the layer's compute dtype."""
+  y = tf.nn.bias_add(tf.matmul(x, dense.kernel), dense.bias)
+  return y if activation is None else activation(y)
 
 
 def dense_variables(prefix, dense):
@@ -295,13 +314,18 @@ class BertEmbeddings(ConfigLayer):
 
 
 class TransformerLayer(ConfigLayer):
-  """One post-LN encoder block: self-attention, add & norm, feed-forward, add & norm."""
+  """One post-LN encoder block: self-attention, add & norm, feed-forward, add & norm.
+
+  Like the original (its `reshape_to_matrix`), every dense layer runs on a
+  [batch·seq, width] matrix; only attention's scores need the heads apart. On that
+  layout the bias and the activation fuse into each matmul on CPU."""
 
   def __init__(self, config, **kwargs):
     super().__init__(config, **kwargs)
     h, init = config.hidden_size, initializer(config)
     self.num_heads = config.num_attention_heads
     self.head_size = h // config.num_attention_heads
+    self.activation = get_activation(config.hidden_act)
     self.query = keras.layers.Dense(h, kernel_initializer=init, name="query")
     self.key = keras.layers.Dense(h, kernel_initializer=init, name="key")
     self.value = keras.layers.Dense(h, kernel_initializer=init, name="value")
@@ -309,9 +333,9 @@ class TransformerLayer(ConfigLayer):
     self.attention_output = keras.layers.Dense(h, kernel_initializer=init, name="dense")
     self.attention_output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
+    # The activation is applied by call() (dense_2d), so that it fuses into the matmul.
     self.intermediate = keras.layers.Dense(
-        config.intermediate_size, activation=get_activation(config.hidden_act),
-        kernel_initializer=init, name="intermediate")
+        config.intermediate_size, kernel_initializer=init, name="intermediate")
     self.output_dense = keras.layers.Dense(h, kernel_initializer=init, name="output")
     self.output_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
     self.output_layer_norm = layer_norm("output_LayerNorm")
@@ -319,16 +343,15 @@ class TransformerLayer(ConfigLayer):
   def build(self, input_shape):
     h = self.config.hidden_size
     for dense in (self.query, self.key, self.value, self.attention_output):
-      dense.build((None, None, h))
-    self.intermediate.build((None, None, h))
-    self.output_dense.build((None, None, self.config.intermediate_size))
-    self.attention_layer_norm.build((None, None, h))
-    self.output_layer_norm.build((None, None, h))
+      dense.build((None, h))
+    self.intermediate.build((None, h))
+    self.output_dense.build((None, self.config.intermediate_size))
+    self.attention_layer_norm.build((None, h))
+    self.output_layer_norm.build((None, h))
     self.built = True
 
-  def _split_heads(self, x):
-    # [batch, seq, hidden] -> [batch, heads, seq, head_size]
-    batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+  def _split_heads(self, x, batch, seq):
+    # [batch·seq, hidden] -> [batch, heads, seq, head_size]
     x = ops.reshape(x, (batch, seq, self.num_heads, self.head_size))
     return ops.transpose(x, (0, 2, 1, 3))
 
@@ -342,32 +365,38 @@ class TransformerLayer(ConfigLayer):
     the query, output and feed-forward matmuls: all a last layer needs when only the
     pooled output is read.
     """
-    queries = hidden_states
+    h, dtype = self.config.hidden_size, self.compute_dtype
+    batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+    rows = ops.reshape(hidden_states, (-1, h))  # [batch·seq, hidden]
+    inputs = ops.cast(rows, dtype)  # one cast for the three projections
+    query_rows, query_inputs, query_seq = rows, inputs, seq
     if first_token_only:  # [CLS]'s query row, and its row of a causal mask
-      queries, attention_bias = hidden_states[:, :1, :], attention_bias[:, :, :1, :]
-    q = self._split_heads(self.query(queries))
-    k = self._split_heads(self.key(hidden_states))
-    v = self._split_heads(self.value(hidden_states))
-    scores = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
-    scores = scores * (1.0 / math.sqrt(float(self.head_size)))
-    # Softmax in float32: -10000 and large scores overflow or lose the mask in float16.
-    scores = ops.cast(scores, "float32") + ops.cast(attention_bias, "float32")
-    probs = ops.softmax(scores, axis=-1)
-    probs = self.attention_dropout(ops.cast(probs, self.compute_dtype), training=training)
-    context = ops.matmul(probs, v)
-    batch, seq = ops.shape(queries)[0], ops.shape(queries)[1]
-    context = ops.reshape(ops.transpose(context, (0, 2, 1, 3)),
-                          (batch, seq, self.config.hidden_size))
-    attention = self.attention_output_dropout(self.attention_output(context),
+      query_rows = hidden_states[:, 0, :]
+      query_inputs, query_seq = ops.cast(query_rows, dtype), 1
+      attention_bias = attention_bias[:, :, :1, :]
+    q = self._split_heads(dense_2d(self.query, query_inputs), batch, query_seq)
+    k = self._split_heads(dense_2d(self.key, inputs), batch, seq)
+    v = self._split_heads(dense_2d(self.value, inputs), batch, seq)
+    # Scale and mask in the matmul's dtype, so that oneDNN fuses both into the batch
+    # matmul. The mask loses nothing there: allowed positions add exactly 0, and a
+    # masked score near -10000 is exp() = 0 in any float type.
+    scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(float(self.head_size)))
+    scores = scores + ops.cast(attention_bias, dtype)
+    # The softmax in float32: its sum over a row in bfloat16/float16 would lose precision.
+    probs = ops.softmax(ops.cast(scores, "float32"), axis=-1)
+    probs = self.attention_dropout(ops.cast(probs, dtype), training=training)
+    context = ops.reshape(ops.transpose(tf.matmul(probs, v), (0, 2, 1, 3)), (-1, h))
+    attention = self.attention_output_dropout(dense_2d(self.attention_output, context),
                                               training=training)
     attention = self.attention_layer_norm(ops.cast(attention, "float32")
-                                          + ops.cast(queries, "float32"))
-    layer_output = self.output_dense(self.intermediate(attention))
-    layer_output = self.output_dropout(layer_output, training=training)
+                                          + ops.cast(query_rows, "float32"))
+    intermediate = dense_2d(self.intermediate, ops.cast(attention, dtype), self.activation)
+    layer_output = self.output_dropout(dense_2d(self.output_dense, intermediate),
+                                       training=training)
     # The residual sum in float32 (the LayerNorm's dtype): under a mixed policy the
     # feed-forward output is bfloat16/float16 while `attention` left a float32 LayerNorm.
-    return self.output_layer_norm(ops.cast(layer_output, "float32")
-                                  + ops.cast(attention, "float32"))
+    output = self.output_layer_norm(ops.cast(layer_output, "float32") + attention)
+    return ops.reshape(output, (batch, query_seq, h))
 
   def google_variables(self, prefix):
     variables = {}
