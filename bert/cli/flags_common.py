@@ -497,9 +497,10 @@ def resolve_speed(values, phase=None, cpu=None):
     reason = f"--distribution_strategy={strategy}: the table describes one-device CPU runs"
   elif cpu_choice.accelerator_visible():
     reason = "a GPU is visible: the table describes CPU runs"
+  on_cpu = strategy != "tpu" and not cpu_choice.accelerator_visible()
   choice = cpu_choice.choose(
       cpu if cpu is not None else cpu_choice.this_cpu(), phase,
       dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
-      table_applies=not reason, not_applies_reason=reason)
+      table_applies=not reason, not_applies_reason=reason, on_cpu=on_cpu)
   return {"dtype": choice.dtype, "enable_xla": choice.enable_xla,
           "speed_choice": choice.line}

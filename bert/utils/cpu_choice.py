@@ -168,6 +168,14 @@ UNMEASURED = Pick(False, "float32", "not measured: the original's XLA off and fl
 for _row in TABLE:
   assert set(_row.picks) == set(PHASES), _row.name
   assert all(p.dtype in AUTO_DTYPES for p in _row.picks.values()), _row.name
+  assert not any(p.dtype == "bfloat16" and p.enable_xla for p in _row.picks.values()), (
+      _row.name)
+
+# Why XLA and bfloat16 do not go together on a CPU: TensorFlow 2.21's XLA:CPU has no
+# bfloat16 matmul (the wheel's oneDNN lacks the mode XLA's rewrite needs), so it turns
+# each bfloat16 dot into convert -> float32 dot -> convert.
+XLA_BFLOAT16_COST = ("XLA:CPU computes bfloat16 matmuls in float32 (convert, float32 dot, "
+                     "convert), slower than bfloat16 without XLA")
 
 
 def table_pick(cpu, phase):
@@ -203,13 +211,15 @@ class Choice:
 
 
 def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
-           table_applies=True, not_applies_reason=""):
+           table_applies=True, not_applies_reason="", on_cpu=True):
   """The run's XLA and precision: the flags where given, else the table's for cpu and phase.
 
   dtype: the --dtype flag ("auto" asks the table; float32/bfloat16/float16 are kept).
   enable_xla: the --enable_xla flag (None, unset, asks the table).
   table_applies=False (a TPU, a GPU, several devices): what is not given is the
   original's (XLA off, float32); not_applies_reason says why in the log line.
+  on_cpu: the run computes on this CPU (no GPU or TPU): bfloat16 then leaves XLA off
+  unless --enable_xla asks for it, and the line says what asking costs.
   """
   row, pick = table_pick(cpu, phase)
   if not table_applies:
@@ -219,11 +229,19 @@ def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
   xla = pick.enable_xla if enable_xla is None else bool(enable_xla)
   dtype_why = "table" if dtype == "auto" else "flag"
   dtype = pick.dtype if dtype == "auto" else dtype
+  cost = ""
+  if on_cpu and dtype == "bfloat16" and xla:
+    if enable_xla is None:  # the table's XLA is for its own precision, never bfloat16
+      xla, xla_why = False, "bfloat16 on a CPU"
+    else:
+      cost = f" --enable_xla with bfloat16 costs time here: {XLA_BFLOAT16_COST}."
   onednn, onednn_why = onednn_state(cpu, environ)
   used = [w for w in (xla_why, dtype_why) if w == "table"]
   why = (f"table row '{row}' for {phase}: {pick.evidence}" if row
          else f"{phase}: {pick.evidence}") if used else "flags"
+  if xla_why == "bfloat16 on a CPU":
+    why += f"; XLA off because {XLA_BFLOAT16_COST}"
   line = (f"CPU: {cpu.describe()}; {phase}: XLA {'on' if xla else 'off'} ({xla_why}), "
-          f"{dtype} ({dtype_why}); oneDNN {'on' if onednn else 'off'} ({onednn_why}). "
+          f"{dtype} ({dtype_why}); oneDNN {'on' if onednn else 'off'} ({onednn_why}).{cost} "
           f"Why: {why}")
   return Choice(enable_xla=xla, dtype=dtype, line=line)

@@ -103,6 +103,32 @@ def test_flags_win_over_the_table():
   assert "XLA on (table), float32 (flag)" in choice.line
 
 
+def test_bfloat16_on_a_cpu_leaves_xla_off_or_says_what_it_costs():
+  xeon = cpu_choice.parse_cpuinfo(XEON)
+  # The Xeon's pretraining row has XLA on for float32; with bfloat16 the table's XLA is off.
+  choice = cpu_choice.choose(xeon, "pretraining", dtype="bfloat16", enable_xla=None,
+                             environ={})
+  assert (choice.enable_xla, choice.dtype) == (False, "bfloat16")
+  assert "XLA off (bfloat16 on a CPU), bfloat16 (flag)" in choice.line
+  assert choice.line.endswith("; XLA off because " + cpu_choice.XLA_BFLOAT16_COST)
+  # Both asked for: kept, and the line says why it costs.
+  choice = cpu_choice.choose(xeon, "pretraining", dtype="bfloat16", enable_xla=True,
+                             environ={})
+  assert (choice.enable_xla, choice.dtype) == (True, "bfloat16")
+  assert ("--enable_xla with bfloat16 costs time here: XLA:CPU computes bfloat16 matmuls "
+          "in float32 (convert, float32 dot, convert), slower than bfloat16 without XLA."
+          ) in choice.line
+  # Not on a CPU (a GPU, a TPU): XLA compiles bfloat16 dots there; nothing changes.
+  choice = cpu_choice.choose(xeon, "pretraining", dtype="bfloat16", enable_xla=True,
+                             environ={}, on_cpu=False)
+  assert choice.enable_xla and "costs time" not in choice.line
+  # float32 keeps the table's XLA.
+  assert cpu_choice.choose(xeon, "pretraining", dtype="float32", environ={}).enable_xla
+  for row in cpu_choice.TABLE:
+    for pick in row.picks.values():
+      assert not (pick.dtype == "bfloat16" and pick.enable_xla), row.name
+
+
 def test_auto_never_gives_float16():
   cpus = [cpu_choice.parse_cpuinfo(text) for text in ROWS]
   # Every row's own CPU, and each row's CPU stripped of its bfloat16 units.
