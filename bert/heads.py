@@ -117,7 +117,7 @@ class OutputProjection(modeling.ConfigLayer):
     self.num_outputs = num_outputs
     self.dropout_rate = dropout_rate
     self.scope = scope
-    self.dropout = keras.layers.Dropout(dropout_rate) if dropout_rate else None
+    self.dropout = modeling.Dropout(dropout_rate) if dropout_rate else None
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(

@@ -4,6 +4,7 @@ import json
 import os
 
 import keras
+import tensorflow as tf
 import numpy as np
 import pytest
 
@@ -357,3 +358,23 @@ def test_real_checkpoint_matches_numpy_reference():
   diff = max(np.abs(ours["sequence_output"].numpy() - ref["sequence_output"]).max(),
              np.abs(ours["pooled_output"].numpy() - ref["pooled_output"]).max())
   assert diff < 1e-4, diff
+
+
+def test_dropout_is_keras_dropout_in_float32_and_keeps_float32_masks_in_bfloat16():
+  x = tf.random.stateless_normal([64, 48], seed=[1, 2])
+  ours, theirs = modeling.Dropout(0.1, seed=7), keras.layers.Dropout(0.1, seed=7)
+  for _ in range(3):  # each call draws new masks, in step
+    a, b = ours(x, training=True), theirs(x, training=True)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+  dropped = float(np.mean(a.numpy() == 0))
+  assert 0.07 < dropped < 0.13
+  np.testing.assert_allclose(a.numpy()[a.numpy() != 0], (x.numpy() / 0.9)[a.numpy() != 0],
+                             rtol=1e-6)
+  # bfloat16 input: the same units dropped as for float32 with the same seed.
+  low = modeling.Dropout(0.1, seed=3, dtype="mixed_bfloat16")
+  high = modeling.Dropout(0.1, seed=3)
+  got = low(tf.cast(x, tf.bfloat16), training=True)
+  want = high(x, training=True)
+  assert got.dtype == tf.bfloat16
+  np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)
+  assert ours(x, training=False) is x
