@@ -19,8 +19,8 @@ import time
 import numpy as np
 import pytest
 
+from catalogue import MRPC_HEADER, TINY_CONFIG
 from conftest import ROOT, shared_path
-from test_catalogue import MRPC_HEADER, TINY_CONFIG
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
 TRAIN_ROWS, BATCH = 40, 2

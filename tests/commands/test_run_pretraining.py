@@ -298,7 +298,7 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
   from bert.training import run_options  # pylint: disable=g-import-not-at-top
-  from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
+  from lr_schedules import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))
   config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)

@@ -17,12 +17,12 @@ import sys
 
 import pytest
 
+from catalogue import check_case
+from catalogue import flags_named
+from catalogue import foreign_flags
+from catalogue import run_harness
 from conftest import ROOT
 import litert_data
-from test_catalogue import check_case
-from test_catalogue import flags_named
-from test_catalogue import foreign_flags
-from test_catalogue import run_harness
 import tiny
 
 pytest.importorskip("ai_edge_litert.interpreter")
