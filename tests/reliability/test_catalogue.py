@@ -2484,7 +2484,7 @@ def test_an_export_lock_waits_for_the_writer_and_cleans_only_killed_exports(tmp_
       ".plain.tmp-notes"]
 
 
-@pytest.mark.slow  # a NaN loss in the default suite: test_faults
+@pytest.mark.slow  # a NaN loss in the default suite: tests/commands/test_training_faults.py
 def test_a_diverging_pretraining_run_writes_no_weights_and_no_results(tmp_path):
   """run_pretraining --learning_rate=1e6 --num_train_steps=4 --do_eval used to export NaN
   weights to pretrained/bert_model.ckpt and `loss = nan` to eval_results.txt, exit 0."""
