@@ -145,8 +145,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
   assert "Traceback" not in result.stderr
 
 
-# 17 s; run_pretraining's one-line refusals by default: tests/reliability/test_catalogue.py (make test-
-# slow)
+# 17 s (make test-slow); run_pretraining's one-line refusals by default:
+# tests/reliability/test_each_command.py
 @pytest.mark.slow
 def test_no_match_and_checkpoint_mismatch_are_one_line_errors(tmp_path):
   data = str(tmp_path / "data.tfrecord")

@@ -124,7 +124,7 @@ def _disk_full_through_injection(tmp_path):
   return str(error.value), tmp_path / "out"
 
 
-@pytest.mark.slow  # a full disk in the default suite: test_catalogue
+@pytest.mark.slow  # a full disk in the default suite: tests/reliability/test_process_faults.py
 def test_a_full_disk_while_saving_is_one_line_and_leaves_no_temp_files(tmp_path):
   small = tmp_path / "small"
   with _small_filesystem(small, "200k") as mounted:

@@ -1,17 +1,26 @@
-"""The bad-input catalogue's shared parts: its small inputs, the harness that runs a script's
-cases in one process (tests/support/cli_harness.py), and what each case's result must be.
+"""The bad-input catalogue's machinery (its cases are tests/reliability's catalogue files).
 
-A refused case: exit status 2, ONE error line on stderr (`<script>: error: ...`) naming
-the offending file, no traceback, and nothing left behind that looks complete. A case
-that must work: exit 0 and its outputs byte for byte the reference's.
+A case spoils one place of a run of its command that would otherwise work and says what
+the command must answer. Refused: exit status 2, ONE error line on stderr (`<script>:
+error: ...`) naming the offending file, no traceback, and nothing left behind that looks
+complete. A run that must work: exit 0 and its outputs byte for byte the reference's.
+
+Here: the small inputs and the workspace (tiny model files, good inputs for every
+script), the registry of one file's cases (`Catalogue`: @case and table rows), each
+command's command line and a run of it that would work (`COMMANDS`, for a table's kind
+of fault to spoil), and the harness runs and checks. One `python script.py` costs 4-6 s
+of TensorFlow import on 2 cores, so the cases of one script and group run in ONE process
+through tests/support/cli_harness.py, which still goes through the real command-line path
+(absl parsing, required flags, report_user_errors, SystemExit).
 """
+import dataclasses
 import json
 import os
 import re
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, shared_path
 import tiny
 
 TINY_CONFIG = tiny.tiny_config_dict(2000)
@@ -35,6 +44,423 @@ CORPUS = ("the cat sat on the mat .\nit was a good day .\n\n"
 # TF_CPP_MIN_LOG_LEVEL=3 (oneDNN notice, "Could not find cuda drivers").
 LOG_LINE = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages "
                       r"before absl::InitializeLog\(\) is called are written to STDERR$)")
+
+
+# --------------------------------------------------------------------------- workspace
+
+
+class Workspace:
+  """Tiny model files, good inputs for every script, and places that cannot be written."""
+
+  def __init__(self, root):
+    self.root = str(root)
+    self.model = self.path("model")
+    os.makedirs(self.model)
+    with open(shared_path("vocab", "uncased_vocab.txt"), encoding="utf-8") as handle:
+      self.vocab_lines = [next(handle) for _ in range(TINY_CONFIG["vocab_size"])]
+    self.vocab = self.write("model/vocab.txt", "".join(self.vocab_lines))
+    self.config = self.write_config("model/bert_config.json")
+    self.other_config = self.write_config("model/other_config.json", hidden_size=48)
+    self.blocker = self.write("blocker", "a regular file: nothing can be created under it\n")
+    self.minilm = os.path.join(shared_path("models", "uncased_L-6_H-384_A-12"),
+                               "bert_model.ckpt")
+
+  def path(self, *parts):
+    return os.path.join(self.root, *parts)
+
+  def write(self, name, content, mode="w"):
+    path = self.path(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if isinstance(content, bytes):
+      with open(path, "wb") as handle:
+        handle.write(content)
+    else:
+      with open(path, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    return path
+
+  def mkdir(self, name):
+    path = self.path(name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+  def write_config(self, name, **overrides):
+    return self.write(name, json.dumps(dict(TINY_CONFIG, **overrides)))
+
+  def unwritable(self, name):
+    """An output directory that cannot be created or written, as root or not.
+
+    Tests often run as root, where mode 0o500 does not bind; a path under a regular file
+    fails for everyone.
+    """
+    if os.geteuid() != 0:
+      path = self.mkdir(name + "-readonly")
+      os.chmod(path, 0o500)
+      return os.path.join(path, "out")
+    return os.path.join(self.blocker, name)
+
+  def model_flags(self, config=None, vocab=None):
+    return [f"--vocab_file={vocab or self.vocab}",
+            f"--bert_config_file={config or self.config}"]
+
+
+def pretraining_features(seq=SEQ, preds=PREDS, drop=(), **lengths):
+  lengths = dict(dict(input_ids=seq, input_mask=seq, segment_ids=seq,
+                      masked_lm_positions=preds, masked_lm_ids=preds,
+                      masked_lm_weights=preds, next_sentence_labels=1), **lengths)
+  features = {}
+  for name, length in lengths.items():
+    if name in drop:
+      continue
+    if name == "masked_lm_weights":
+      features[name] = ["float", [1.0] * length]
+    else:
+      features[name] = ["int64", [(i % 7) + 1 if name == "input_ids" else 1
+                                  for i in range(length)]]
+  return features
+
+
+def mrpc_folder(ws, name, train=None, dev=None):
+  """An MRPC-layout data dir; `train`/`dev` are lists of data rows (None: no file)."""
+  directory = ws.mkdir(name)
+  for split, rows in (("train", train), ("dev", dev)):
+    if rows is not None:
+      ws.write(f"{name}/{split}.tsv",
+               MRPC if rows == "good" else MRPC_HEADER + "".join(r + "\n" for r in rows))
+  return directory
+
+
+def conll_folder(ws, name, train=None, valid=None):
+  directory = ws.mkdir(name)
+  for split, content in (("train.txt", train), ("valid.txt", valid)):
+    if content is not None:
+      ws.write(f"{name}/{split}", CONLL if content == "good" else content)
+  return directory
+
+
+def swag_folder(ws, name, train=None, val=None):
+  directory = ws.mkdir(name)
+  for split, content in (("train.csv", train), ("val.csv", val)):
+    if content is not None:
+      ws.write(f"{name}/{split}", SWAG if content == "good" else content)
+  return directory
+
+
+def squad_json(questions):
+  return json.dumps({"version": "1.1", "data": [{"title": "t", "paragraphs": [{
+      "context": "The cat sat on the mat in the house of the old man .",
+      "qas": questions}]}]})
+
+
+GOOD_QA = {"id": "q1", "question": "where did the cat sit ?",
+           "answers": [{"text": "on the mat", "answer_start": 12}]}
+
+
+LITERT_MRPC = {"format": "bert-litert", "format_version": 1, "task": "Mrpc",
+                "task_name": "mrpc", "head": "classifier", "labels": ["0", "1"],
+                "num_texts": 2, "max_seq_length": 32, "do_lower_case": True,
+                "normalize": None, "vocab_file": "vocab.txt", "vocab_size": 2000,
+                "inputs": ["input_ids", "input_mask", "segment_ids"],
+                "outputs": ["label_id", "probabilities"],
+                "models": {"int8": {"file": "model_int8.tflite"}}}
+
+
+def litert_folder(ws, name, describe=True):
+  """A litert/ folder as an export leaves it, whose .tflite is not a model."""
+  if describe:
+    ws.write(f"{name}/model.json", json.dumps(LITERT_MRPC))
+  ws.write(f"{name}/vocab.txt", "".join(ws.vocab_lines))
+  return ws.write(f"{name}/model_int8.tflite", b"not a flatbuffer" * 4)
+
+
+# --------------------------------------------------------------------------- the registry
+
+_EVERY_ID = set()  # the ids of every catalogue file's cases: an id names one case
+
+
+def case_id(script, name):
+  """A case's id: the script's name without .py, and the case's name."""
+  return f"{os.path.basename(script)[:-3]}-{name}"
+
+
+def row(script, name=None, default=False, **given):
+  """One command's case of a kind of fault: `name` where the case is not named after the
+  kind, `default` for the default subset (else slow), `given`: what differs for it."""
+  return script, name, default, given
+
+
+class Catalogue:
+  """The cases of one catalogue file, and their runs: the cases of one script and group
+  (the default subset, or the slow rest) run in ONE harness process, once.
+
+  default_scripts: the scripts of the file's default cases, one process each in the
+  default suite; a default case of another script fails the file's collection, so that
+  the default suite's cost changes only on purpose.
+  """
+
+  def __init__(self, default_scripts):
+    self.cases = {}  # id -> (script, default?, builder), in the order registered
+    self.default_scripts = set(default_scripts)
+    self._results = {}
+
+  def case(self, script, default=False):
+    """Registers a case of `script` (a root script, or a tool as "tools/<name>.py")."""
+    def register(builder):
+      cid = case_id(script, builder.__name__)
+      if cid in _EVERY_ID:
+        raise ValueError(f"two catalogue cases are named {cid}")
+      _EVERY_ID.add(cid)
+      self.cases[cid] = (script, default, builder)
+      return builder
+    return register
+
+  def table(self, kind, *rows):
+    """Registers a case of `kind` per row: kind(ws, command, name, **given)."""
+    for script, name, default, given in rows:
+      def builder(ws, kind=kind, script=script, name=name or kind.__name__, given=given):
+        return kind(ws, COMMANDS[script], case_id(script, name), **given)
+      builder.__name__ = name or kind.__name__
+      self.case(script, default)(builder)
+
+  def ids(self, default):
+    """The ids of the default subset (default=True) or of the slow rest, sorted."""
+    ids = sorted(cid for cid, (_, is_default, _) in self.cases.items()
+                 if is_default == default)
+    scripts = {self.cases[cid][0] for cid in ids}
+    if default and scripts != self.default_scripts:
+      raise AssertionError(f"the default cases run {sorted(scripts)}, not the "
+                           f"default_scripts {sorted(self.default_scripts)}")
+    return ids
+
+  def check(self, ws, cid):
+    """Runs (once) every case of this case's script and group in `ws`; checks this one."""
+    script, default, _ = self.cases[cid]
+    if (script, default) not in self._results:
+      group = {other: builder(ws) for other, (s, d, builder) in self.cases.items()
+               if s == script and d == default}
+      results = run_harness(script, group, ws.root)
+      self._results[script, default] = {other: (group[other], results[other])
+                                        for other in group}
+    spec, result = self._results[script, default][cid]
+    check_case(script, spec, result)
+
+
+# Each builder returns dict(argv=[...], expect=[substrings of the error line] or
+# line=the whole message after "<script>: error: ", absent=[paths that must not exist
+# afterwards], kept={path: content unchanged}, no_temporaries=[folders that must hold no
+# temporary afterwards], setup=[harness setup actions]); a run that must work: works=True,
+# with same=[(output, reference output)], exists=[paths], gone=[paths], contains={path:
+# exact content}, lines_in={path: [lines it holds]}, stdout_first=its first line of output.
+
+
+# --------------------------------------------------------------------------- the commands
+# Each command's command line, and a run of it that would work (good inputs, the tiny
+# model's files) for a case of the tables to spoil in one place.
+
+
+def checkpoint_flag(checkpoint):
+  return [f"--init_checkpoint={checkpoint}"] if checkpoint else []
+
+
+def classifier_args(ws, data_dir, out, *extra, config=None, vocab=None, checkpoint=None):
+  return ["--task_name=MRPC", f"--data_dir={data_dir}", *ws.model_flags(config, vocab),
+          f"--output_dir={out}", "--max_seq_length=32", "--train_batch_size=2",
+          "--num_train_epochs=1", *checkpoint_flag(checkpoint), *extra]
+
+
+def cpd_args(ws, input_file, output_file, *extra, vocab=None):
+  return [f"--input_file={input_file}", f"--output_file={output_file}",
+          f"--vocab_file={vocab or ws.vocab}", "--max_seq_length=32",
+          "--max_predictions_per_seq=5", "--dupe_factor=1", *extra]
+
+
+def pretraining_args(ws, input_file, out, *extra, config=None, checkpoint=None):
+  return [f"--input_file={input_file}", f"--bert_config_file={config or ws.config}",
+          f"--output_dir={out}", "--do_train", f"--max_seq_length={SEQ}",
+          f"--max_predictions_per_seq={PREDS}", "--train_batch_size=2",
+          "--num_train_steps=2", "--num_warmup_steps=1", *checkpoint_flag(checkpoint),
+          *extra]
+
+
+def squad_args(ws, out, *extra, config=None):
+  return [*ws.model_flags(config), f"--output_dir={out}", "--max_seq_length=48",
+          "--doc_stride=16", "--max_query_length=12", "--train_batch_size=2",
+          "--num_train_epochs=1", *extra]
+
+
+def ner_args(ws, data_dir, out, *extra, config=None):
+  return [f"--data_dir={data_dir}", *ws.model_flags(config), f"--output_dir={out}",
+          "--max_seq_length=16", "--doc_stride=8", "--train_batch_size=2",
+          "--num_train_epochs=1", *extra]
+
+
+def tagger_args(ws, data_dir, out, *extra):
+  return [f"--data_dir={data_dir}", *ws.model_flags(), f"--output_dir={out}",
+          "--max_seq_length=16", "--train_batch_size=2", "--num_train_epochs=1", *extra]
+
+
+def swag_args(ws, data_dir, out, *extra, config=None):
+  return [f"--data_dir={data_dir}", *ws.model_flags(config), f"--output_dir={out}",
+          "--max_seq_length=32", "--train_batch_size=2", "--num_train_epochs=1", *extra]
+
+
+def extract_args(ws, input_file, output_file, *extra, config=None, checkpoint=None):
+  return [f"--input_file={input_file}", f"--output_file={output_file}", *ws.model_flags(config),
+          f"--init_checkpoint={checkpoint or ws.path('ef-tiny', 'bert_model.ckpt')}",
+          "--max_seq_length=16", "--layers=-1", *extra]
+
+
+def vocab_args(ws, input_file, output_file, *extra):
+  return [f"--input_file={input_file}", f"--output_file={output_file}", "--vocab_size=200",
+          "--num_unused=5", *extra]
+
+
+def export_args(ws, export_dir, *extra, config=None, vocab=None, checkpoint=None):
+  return [*ws.model_flags(config, vocab), f"--export_dir={export_dir}",
+          f"--init_checkpoint={checkpoint or ws.path('ee-tiny', 'bert_model.ckpt')}",
+          "--max_seq_length=32", *extra]
+
+
+def google_checkpoint(ws, folder):
+  """Harness setup: the tiny encoder, saved in Google's layout in `folder`."""
+  return {"google_checkpoint": ws.path(folder, "bert_model.ckpt"), "bert_config": ws.config}
+
+
+def _text_input(content, file_name="input.txt"):
+  """Command.inputs of a command that reads one text file: `content` (TFRecords alone
+  hold a length)."""
+  def inputs(ws, name, length):  # pylint: disable=unused-argument
+    return ws.write(f"{name}/{file_name}", content), []
+  return inputs
+
+
+def records_input(ws, name, length):
+  """Command.inputs of run_pretraining.py: TFRecords of `length` tokens a sequence."""
+  path = ws.path(name, "records.tfrecord")
+  return path, [{"tfrecord": path, "features": pretraining_features(seq=length), "count": 8}]
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+  """How the tables' cases run one command.
+
+  args(ws, inputs, out, *flags, **model): its command line reading `inputs` (its data
+  folder or its input file) and writing `out`, `flags` last; model: config=, vocab=,
+  checkpoint= in place of the tiny model's files (each command takes those it has).
+  action: the flags of a run that would work (a training run, for the commands that
+  train), before a case's own.
+  data_files: {"train"|"dev": (file name, good content)} of a command's data folder;
+  a command that reads an input file has inputs(ws, name, length) -> (path, harness
+  setup) instead: good input, named `name`, for a run of max_seq_length `length`.
+  output: the file it writes (None: it writes an output folder).
+  checkpoint: the folder of the tiny checkpoint it reads unless told otherwise (made by
+  the harness's setup).
+  """
+  script: str
+  args: object
+  action: tuple = ()
+  data_files: dict = None
+  inputs: object = None
+  output: str = None
+  checkpoint: str = None
+
+  def run(self, ws, name, *extra, inputs=None, out=None, length=SEQ, **model):
+    """(argv, output, harness setup) of a run named `name` that would work: good inputs
+    (or `inputs`) for max_seq_length `length`, the tiny model (or `model`'s files), its
+    output <name>-out or <name>-<its output file> (or `out`), and `extra` flags."""
+    setup = []
+    if inputs is None and self.data_files:
+      inputs = data_folder(ws, self, name)
+    elif inputs is None:
+      inputs, setup = self.inputs(ws, name, length)
+    if self.checkpoint and "checkpoint" not in model:
+      setup = setup + [google_checkpoint(ws, self.checkpoint)]
+    out = out or ws.path(f"{name}-{self.output or 'out'}")
+    return self.args(ws, inputs, out, *self.action, *extra, **model), out, setup
+
+
+A_FOLDER = object()  # data_folder: a folder where the file should be
+
+
+def data_folder(ws, command, name, **files):
+  """`command`'s data folder `name`, each file good unless files[split] says otherwise:
+  None (no file), A_FOLDER (a folder in its place) or the file's content (str or bytes)."""
+  folder = ws.mkdir(name)
+  for split, (file_name, good) in command.data_files.items():
+    content = files.get(split, good)
+    if content is A_FOLDER:
+      ws.mkdir(f"{name}/{file_name}")
+    elif content is not None:
+      ws.write(f"{name}/{file_name}", content)
+  return folder
+
+
+def _squad_training(ws, train_file, out, *extra, config=None):
+  return squad_args(ws, out, f"--train_file={train_file}", *extra, config=config)
+
+
+def _export_run_args(ws, _, export_dir, *extra, **model):
+  """export_encoder.py's command line: it reads a checkpoint, no input of its own."""
+  return export_args(ws, export_dir, *extra, **model)
+
+
+COMMANDS = {command.script: command for command in (
+    Command("run_classifier.py", classifier_args, ("--do_train",),
+            data_files={"train": ("train.tsv", MRPC), "dev": ("dev.tsv", MRPC)}),
+    Command("run_ner.py", ner_args, ("--do_train",),
+            data_files={"train": ("train.txt", CONLL), "dev": ("valid.txt", CONLL)}),
+    Command("run_tagger.py", tagger_args, ("--do_train",),
+            data_files={"train": ("train.txt", CONLL), "dev": ("valid.txt", CONLL)}),
+    Command("run_swag.py", swag_args, ("--do_train",),
+            data_files={"train": ("train.csv", SWAG), "dev": ("val.csv", SWAG)}),
+    # SQuAD's one question is one training step only when told so.
+    Command("run_squad.py", _squad_training, ("--do_train", "--num_train_steps=1"),
+            inputs=_text_input(squad_json([GOOD_QA]), "train.json")),
+    Command("run_pretraining.py", pretraining_args, inputs=records_input),
+    Command("create_pretraining_data.py", cpd_args, inputs=_text_input(CORPUS),
+            output="out.tfrecord"),
+    Command("create_vocab.py", vocab_args, inputs=_text_input(CORPUS * 5),
+            output="vocab.txt"),
+    Command("extract_features.py", extract_args, inputs=_text_input("the cat sat .\n"),
+            output="features.jsonl", checkpoint="ef-tiny"),
+    Command("export_encoder.py", _export_run_args,
+            inputs=lambda ws, name, length: (None, []), checkpoint="ee-tiny"),
+)}
+
+
+def refused(ws, command, name, *extra, expect=(), line=None, **run):
+  """A run refused before it writes anything; the error line holds `expect` (or is
+  `line`). run: Command.run's keywords."""
+  argv, out, setup = command.run(ws, name, *extra, **run)
+  spec = dict(argv=argv, setup=setup, expect=list(expect), absent=[out])
+  if line is not None:
+    spec["line"] = line
+  return spec
+
+
+# --------------------------------------------------------------------------- the scripts and tools
+
+
+def listed_scripts():
+  """Every script, from the one list of them: bert.cli.COMMANDS."""
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  return {f"{name}.py" for name in cli.COMMANDS}
+
+
+def tools_users_run():
+  """Every tools/<name>.py that README.md, docs/ or reproduce/ names (for users to run)."""
+  found = set()
+  places = [os.path.join(ROOT, "README.md")] + [
+      os.path.join(parent, name) for folder in ("docs", "reproduce")
+      for parent, _, names in os.walk(os.path.join(ROOT, folder)) for name in names
+      if name.endswith((".md", ".sh"))]
+  for path in places:
+    with open(path, encoding="utf-8") as handle:
+      found.update(re.findall(r"\b(tools/[a-z_]+\.py)", handle.read()))
+  return found
+
+
+# --------------------------------------------------------------------------- running
 
 
 def run_harness(script, cases, workdir):
