@@ -35,7 +35,7 @@ PREDICT_FLAGS = {"mrpc": ["--task_name=mrpc"],
 # The tests that use every task's run (`litert_runs`: three models trained and exported,
 # minutes) run with make test-slow; by default MRPC's run answers the predictor's own
 # tests, and tests/commands/test_url_paths.py, tests/project/test_package.py and
-# tests/reliability/test_catalogue_exports_and_tools.py run the rest of the LiteRT path.
+# tests/reliability/test_litert_folders_and_flag_pairs.py run the rest of the LiteRT path.
 _EVERY_TASK = pytest.mark.slow
 
 
