@@ -357,9 +357,10 @@ COVERED = {
                          "init_checkpoint"},
     "export_encoder": {"vocab_file", "bert_config_file", "init_checkpoint", "export_dir"},
     "squad_evaluate": {"out-file", "na-prob-file"},
-    # Refused in one line (tests/test_url_refusals.py): the TensorFlow-free predictor
-    # reads local paths only, and the quickstart's steps are separate processes, which
-    # ram:// does not reach.
+    # Refused in one line (tests/reliability/test_litert_folders_and_flag_pairs.py's
+    # url_as_* cases, test_quickstart_refuses_ram_in_one_line below): the TensorFlow-free
+    # predictor reads local paths only, and the quickstart's steps are separate processes,
+    # which ram:// does not reach.
     "predict_litert": {"model", "data_dir", "output_dir"},
     "quickstart": {"output_dir"},
 }
