@@ -167,4 +167,3 @@ def test_the_export_check_refuses_a_model_that_answers_otherwise(litert_runs):
   assert litert_convert.differences(reference, {"label": np.array([1, 1]),
                                         "p": np.array([0.5, 0.5])}, "int8") == {
       "p": (0.25, 0.125, litert_convert.TOLERANCES["int8"])}
-
