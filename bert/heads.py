@@ -1,20 +1,9 @@
 """The task heads on the BERT encoder, each model's build_* function and its loss.
 
 Each head keeps its weights in the layout of Google's TF1 checkpoints and names them
-(`google_variables()`), so `modeling.google_variable_map` finds every weight of a model:
-  * masked LM: transform (dense + activation + LayerNorm) and logits against the tied
-    word embeddings (`cls/predictions/*`);
-  * next sentence, classifier, token tagging, multiple choice: `OutputProjection`, one
-    [num_outputs, H] weight at the original's scope (`cls/seq_relationship/*`,
-    `output_weights` / `output_bias` at the root);
-  * SQuAD: `SquadHead`, [2, H] split into start and end logits (`cls/squad/*`).
-
-Each build_*_model function is followed by its task's loss (pretraining_loss,
-classifier_loss, squad_loss, token_classification_loss, multiple_choice_loss, and
-multi_label_loss on the classifier's head): each takes (features, outputs) and returns
-(per_example_loss float32 [B], metrics {name: (numerator, denominator)} float32 scalars
-summed over the batch), computed in float32, whatever the model's precision policy.
-"""
+(`google_variables()`), so `modeling.google_variable_map` finds every weight of a model.
+Each loss takes (features, outputs) and returns (per_example_loss [B], {metric:
+(numerator, denominator)}), in float32 whatever the model's precision policy."""
 
 import keras
 from keras import ops

@@ -1,19 +1,9 @@
 """tf.data pipelines: the pretraining TFRecords, and TFRecord helpers for fine-tuning features.
 
-Task-specific feature conversion lives in the task packages
-(bert/classifier, bert/squad, ...); what is here is shared:
-  * `pretraining_dataset`: reads create_pretraining_data.py's TFRecords (the schema in
-    PRETRAINING_FEATURES) the way the original run_pretraining.py did: shuffled file
-    order, parallel interleave over files, a record shuffle buffer of 100, parse, batch
-    with drop_remainder; eval reads the files in order and repeats (max_eval_steps bounds
-    it). Unlike the original the interleave is deterministic (seeded), so a resumed run
-    sees the same batches as an uninterrupted one.
-  * `check_pretraining_files`: reads the first record of each file up front and fails
-    with a one-line message naming the file when it is not a TFRecord of the expected
-    schema and lengths (the original failed deep inside TF at the first batch).
-  * `int64_feature`, `float_feature`, `make_example`, `write_examples`, `read_examples`,
-    `decode_record`: writing and reading fixed-length int/float feature dicts.
-"""
+`pretraining_dataset` reads create_pretraining_data.py's records as the original did,
+except that its interleave is seeded, so a resumed run sees the same batches as an
+uninterrupted one; `check_pretraining_files` names a file of the wrong schema before the
+first batch, where the original failed deep inside TensorFlow."""
 
 import collections
 

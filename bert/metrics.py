@@ -1,16 +1,8 @@
 """Evaluation metrics and softmax in NumPy, for every task (the one metrics module).
 
-GLUE's metrics as its tasks report them: accuracy everywhere, F1 of class 1 (MRPC, QQP),
-Matthews correlation (CoLA), Pearson and Spearman with average ranks for ties (STS-B);
-`compute_metrics` picks them by a processor's `metric` name. Every metric takes
-*predictions* (label ids or scores), never logits: `accuracy(np.argmax(logits, -1), labels)`.
-Multi-label tasks (one sigmoid per label): `sigmoid`, `sigmoid_cross_entropy`,
-`multi_label_metrics` (micro/macro F1, per-label F1, subset accuracy).
-
-`softmax` / `log_softmax` shift by the maximum before exponentiating (no overflow for large
-logits) and compute in the input's floating dtype, so float32 logits give the same bits
-as the inline NumPy the scripts used; pass float64 for more precision.
-"""
+Every metric takes predictions (label ids or scores), never logits. `softmax` and
+`log_softmax` compute in the input's floating dtype, so float32 logits give the same
+bits as the inline NumPy the scripts used; pass float64 for more precision."""
 
 import numpy as np
 

@@ -1,40 +1,13 @@
 """The original BERT optimizer as Keras 3 optimizers: AdamWeightDecay, LAMB and the schedule.
 
-What the original release does (google-research/bert, optimization.py), and what this
-module reproduces:
-  * learning rate: `PolynomialDecay(init_lr, num_train_steps, end=0, power=1)` evaluated
-    at the global step, overridden by `init_lr * step / num_warmup_steps` while
-    `step < num_warmup_steps`. Note the decay is measured from step 0, not from the end of
-    warmup: right after warmup the rate is `init_lr * (1 - warmup / total)`.
-    `schedule="one_cycle"` (not the original's; for short pretraining budgets, as in
-    Cramming) measures the decay from the end of warmup instead: the rate climbs to
-    `init_lr` over the warmup steps and falls linearly to 0 over the rest, a triangle
-    whose peak sits at the warmup's end.
-  * AdamWeightDecay: Adam WITHOUT bias correction, epsilon 1e-6, and weight decay that is
-    decoupled from the gradient: `update = m / (sqrt(v) + eps) + wd * param`, then
-    `param -= lr * update`. Variables whose name contains "LayerNorm", "layer_norm" or
-    "bias" get no weight decay.
-  * the gradients are clipped to global norm 1.0 before the optimizer sees them. The
-    clipping is done by the training loop (training/loop.py) on the gradient that is
-    finally applied (after the cross-replica sum and gradient accumulation); Keras's own
-    `global_clipnorm` would clip per replica, before the all-reduce, which is not what the
-    original computes.
-  * the global norm counts the word-embedding gradient as one dense [vocab, hidden]
-    tensor (the rows of a token that occurs several times in the batch summed first),
-    which is what the original computes on TPU, where its embedding lookup is a one-hot
-    matmul (`use_one_hot_embeddings=use_tpu`). On CPU/GPU the original looks the rows up
-    with `tf.gather`, whose gradient is a `tf.IndexedSlices` of one row per token
-    occurrence, and `tf.clip_by_global_norm` sums the squares of those un-summed rows: a
-    different norm whenever a token repeats, so a clipped step is scaled differently. In
-    pretraining the masked-LM output layer multiplies by the same table, so the original's
-    gradient is dense there too. Measured against the original's code (dropout off, the
-    same batches): pretraining agrees to 2e-7 relative at every one of 300 steps; MRPC
-    fine-tuning (100 steps) agrees to 2.9e-6 when the original is given the summed
-    gradient, and drifts by up to 1% of the loss, with the same dev accuracy, against its
-    CPU/GPU path.
-
-`create_optimizer(...)` is the entry point the scripts use.
-"""
+What the original does, reproduced: the polynomial decay measured from step 0 under a
+linear warmup (`WarmupPolynomialDecay`), Adam without bias correction and with decoupled
+weight decay (`AdamWeightDecay`), and gradients clipped to global norm 1.0. The clipping
+is the training loop's (training/loop.py), on the gradient finally applied: Keras's own
+`global_clipnorm` would clip per replica, before the all-reduce. The norm counts the
+word-embedding gradient as one dense tensor, as the original computes it on TPU
+(docs/pretraining.md says why, and how close the numbers come). `create_optimizer` is
+the entry point the scripts use."""
 
 import functools
 import re

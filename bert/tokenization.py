@@ -1,13 +1,8 @@
 """WordPiece tokenization, token-for-token the original BERT release, in pure Python.
 
-The pure-Python classes (`FullTokenizer`, `BasicTokenizer`, `WordpieceTokenizer`) follow
-the original algorithm exactly, quirks included (no never-split list, so the text
-"[MASK]" becomes `[`, `mask`, `]`).
-
-Free of TensorFlow: its in-graph twin, `fast_tokenization.FastTokenizer` (tensorflow-text,
-the same tokens and ids) and `fast_tokenization.pack_inputs`, live in fast_tokenization.py.
-Bad vocabulary files raise errors.UserError (a ValueError), shown as one line.
-"""
+The original algorithm exactly, quirks included (no never-split list: "[MASK]" in text
+becomes `[`, `mask`, `]`). Free of TensorFlow; its in-graph twin is
+fast_tokenization.FastTokenizer (the same tokens and ids)."""
 
 import collections
 import functools

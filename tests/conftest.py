@@ -64,3 +64,24 @@ def gcs():
 def gcs_bucket(gcs, request):
   """"gs://<name>" of a new, empty, writable bucket for this test."""
   return gcs.new_bucket(request.node.name)
+
+
+# -- tiny models' runs with their LiteRT exports (tests/support/litert_exports.py) -----------
+# Session-wide: the converter's tests and the predictor's read the same runs.
+
+
+@pytest.fixture(scope="session")
+def litert_mrpc_run(tmp_path_factory):
+  """MRPC's run alone: what the default tests use."""
+  import litert_exports  # pylint: disable=g-import-not-at-top
+  root = litert_exports.task_folders(tmp_path_factory.mktemp("litert"))
+  return litert_exports.predict_and_export(root, ["mrpc"])
+
+
+@pytest.fixture(scope="session")
+def litert_runs(litert_mrpc_run):
+  """Every task's run (the slow tests): MRPC's, and the other two at once."""
+  import litert_exports  # pylint: disable=g-import-not-at-top
+  root = litert_mrpc_run["mrpc"][0].parent
+  return {**litert_mrpc_run, **litert_exports.predict_and_export(
+      root, [t for t in litert_exports.TASKS if t != "mrpc"])}

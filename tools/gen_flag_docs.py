@@ -122,8 +122,8 @@ def main():
       "as the absolute path: relative to the current folder, `./` and `../`, a trailing "
       "slash, `~` (expanded by the script: no shell expands it after `=`), spaces and "
       "non-ASCII names, a symlinked folder; a list's items (and globs, where the flag "
-      "takes them) each the same way. tests/reliability/test_catalogue.py runs every form "
-      "for every flag listed here.\n\n| script | path flags |\n|---|---|\n")
+      "takes them) each the same way. tests/reliability/test_across_commands.py runs every "
+      "form for every flag listed here.\n\n| script | path flags |\n|---|---|\n")
   parts.extend(f"| {script}.py | {', '.join(f'`--{name}`' for name in names)} |\n"
                for script, names in paths.items() if names)
   sys.stdout.write("".join(parts))

@@ -1,15 +1,11 @@
 """Every classification task's reader: the `DataProcessor` base class, one small subclass
 per task, and the one chosen by --task_name (`get_processor`).
 
-The original's pattern is kept: a task is a `DataProcessor` subclass with
-`get_train_examples`, `get_dev_examples`, `get_test_examples` and `get_labels`, and
-`PROCESSORS` maps `--task_name` to it. Most GLUE tasks only differ by which columns hold
-the texts and the label, so `GlueTsvProcessor` reads a split from a small table of column
-numbers; adding a task is a class of a few lines (see `RteProcessor`). Users' own TSV/CSV
-files (--task_name=tsv or csv) are `DelimitedFileProcessor`'s: columns by number or
-header name, the label list from the data, a header row told apart from data.
-The examples, the reading of delimited files and the output files are classifier_examples.py's.
-"""
+The original's pattern is kept (`get_train_examples`, `get_dev_examples`,
+`get_test_examples`, `get_labels`; `PROCESSORS` maps --task_name to a class), so a GLUE
+task is a few lines of column numbers (`GlueTsvProcessor`; see `RteProcessor`). Users'
+TSV/CSV files are `DelimitedFileProcessor`'s. Examples, the reading of delimited files
+and the output files are classifier_examples.py's."""
 
 import csv
 import math

@@ -1,18 +1,11 @@
 """Classification data: examples, reading delimited files, the tsv/csv task's columns, and
-the output files (class probabilities, GLUE submissions).
+the output files (class probabilities, GLUE submissions); each task's reader is in
+classifier_data.py.
 
-Each task's reader (a DataProcessor) is in classifier_data.py.
-
-Files are read exactly as GLUE distributes them: tab-separated, csv quoting off (MRPC's
-sentences hold unbalanced double quotes that a quoting reader would swallow across lines),
-a UTF-8 byte-order mark tolerated at the start (MRPC train/dev), a header line except in
-CoLA train/dev. Every row must have as many columns as the header (or, without one, as
-the task's layout or the first row): with quoting off, a tab inside a sentence would
-otherwise shift text_a/text_b/label silently. Every problem a user can fix (missing
-file, short or long row, unknown label, a regression label that is not a finite number,
-empty split, an unparsable CSV quote) is an `errors.UserError` naming the file and
-line.
-"""
+Files are read as GLUE distributes them: tab-separated with csv quoting off (MRPC's
+sentences hold unbalanced double quotes that a quoting reader would swallow across
+lines). So every row must have the header's number of columns: a tab inside a sentence
+would otherwise shift the text and label columns silently."""
 
 import csv
 import dataclasses

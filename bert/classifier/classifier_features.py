@@ -1,23 +1,11 @@
-"""Classifier features: `InputExample`s -> BERT's token ids, in Python and in tf.data.
+"""Classifier features: `InputExample`s -> BERT's token ids, in tf.data and in Python.
 
-Imports tokenization, fast_tokenization and input_pipeline (the core), classifier_examples
-and errors; never reads absl FLAGS.
-
-Features come two ways, with identical token ids:
-  * `make_dataset(...)`: the fast path. Texts go into tf.data, `fast_tokenization.FastTokenizer`
-    and `fast_tokenization.pack_inputs` run in the graph (`pack_texts`), and each batch is
-    padded only to its own longest row (`input_pipeline.trim_to_longest`; rows sorted by
-    length inside windows, shuffled ones while training) unless
-    `fixed_padding` asks for `max_seq_length` (TPUs want static shapes).
-  * `predict_batches(...)`: make_dataset's eval/predict batches, element for element the
-    same (rows, order, padding), made eagerly in NumPy without tf.data: a prediction
-    process that runs once does not pay for tracing the tokenizer into a dataset map.
-  * `convert_single_example(...)`: the original's Python conversion with FullTokenizer,
-    kept as the reference the fast path is tested against.
-
-Both follow the original's `if tokens_b:`: a second text that yields no tokens (empty,
-or only spaces, control or zero-width characters) makes a single-segment example.
-"""
+`make_dataset` tokenizes and packs in the graph and pads each batch to its own longest
+row; `predict_batches` makes the same eval/predict batches eagerly in NumPy, so that a
+prediction that runs once does not pay for tracing the tokenizer into a dataset map;
+`convert_single_example` is the original's Python conversion, kept as the reference the
+fast path is tested against. All follow the original's `if tokens_b:`: a second text
+that yields no tokens makes a single-segment example."""
 
 import dataclasses
 

@@ -1,14 +1,8 @@
 """Sentence (pair) classification and regression as a finetune.Task: GLUE, XNLI, TSV/CSV.
 
-The readers (one small DataProcessor per task) are in classifier_data.py, the in-graph
-features in classifier_features.py, the metrics in metrics.py, the head and its loss in
-heads.py; this module joins them for the driver (finetune.run).
-
-Outputs in output_dir: eval_results.txt (the task's GLUE metrics as eval_*, eval_loss,
-and the driver's loss and global_step), test_results.tsv (class probabilities per test row, as the original)
-and the GLUE submission file (CoLA.tsv, ...); a SavedModel with a token-id and a raw-text
-signature for --export_dir.
-"""
+It joins the readers (classifier_data.py), the in-graph features (classifier_features.py),
+the metrics and the head for the driver (finetune.run); docs/classifier.md lists its
+outputs."""
 
 from absl import logging
 import numpy as np

@@ -1,13 +1,9 @@
-"""The commands' shared absl flags, defined here once and never copied, and the one step
-from parsed flags to the settings a command runs with (options_from_flags,
-settings_from_flags: each field from the flag of the same name).
+"""The commands' shared absl flags, defined here once, and the one step from parsed flags to
+the settings a command runs with (options_from_flags, settings_from_flags).
 
-Each command calls the `define_*` groups it needs, at import time, before `app.run`. Names
-and defaults are the original release's, so a command from the original README runs
-unchanged; a script passes its own default where the original's script differed
-(run_squad's max_seq_length is 384, for example). Nothing here loads TensorFlow, so that
-`--help` and flag errors answer at once.
-"""
+Names and defaults are the original release's, so a command from the original README
+runs unchanged. Nothing here loads TensorFlow, so that `--help` and flag errors answer
+at once."""
 
 import dataclasses
 import os
@@ -403,7 +399,7 @@ def define_export_version_flag():
 # Flags that act only together with another: (flag, partner, what the flag does). Given
 # on the command line while its partner is unset (empty, false), the flag would do
 # nothing, silently; it is refused instead (check_partners), in every command that
-# defines both. tests/test_flag_partners.py lists, from the flag definitions, every flag
+# defines both. tests/core/test_argument_checks.py lists, from the flag definitions, every flag
 # whose help says it acts "With --X" or "Only used if" and checks that it is here.
 PARTNERS = (
     ("litert", "export_dir", "writes the LiteRT models of an export"),

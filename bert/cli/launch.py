@@ -1,21 +1,11 @@
-"""How every command starts, however it is typed: the root script (`python
-run_classifier.py`), `python -m bert.cli.run_classifier`, `python -m bert run_classifier`
-and the installed console script (`bert-run-classifier`) all call the command module's
-`run = launch.entry_point(main)`.
+"""How every command starts, however it is typed (the root script, `python -m
+bert.cli.<command>`, `python -m bert <command>`, the console script): each calls the
+command module's `run = launch.entry_point(main)`.
 
-Before TensorFlow loads, prepare() sets the command's process up: in the serving install
-a command that needs TensorFlow ends there in one line; TensorFlow's runtime log is
-quieted and glibc keeps the memory it frees, for the commands bert.cli lists
-(QUIET_RUNTIME_LOG, KEEP_FREED_MEMORY). The entry point calls it before main(), where every command
-but two loads TensorFlow; create_vocab and export_encoder, whose own imports need
-TensorFlow, call it before those imports.
-
-absl's `--help` prints the `__main__` module's docstring and the flags that module owns.
-The root script and the console script are only doors into a module of this package, so
-here they take on that module's docstring, and every flag the command's modules define
-(the command's own and flags_common's) becomes one of theirs: `--help` shows the command's
-flags, `--helpfull` everything, whichever door was used.
-"""
+prepare() sets the process up before TensorFlow loads (the serving install's one-line
+refusal, the quiet runtime log, glibc keeping freed memory). absl's `--help` shows the
+`__main__` module's docstring and flags, so the root and console scripts take on the
+command module's: `--help` shows the command's flags whichever door was used."""
 
 import importlib.util
 import os

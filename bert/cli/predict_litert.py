@@ -1,18 +1,10 @@
 """Prediction files from a LiteRT model of an export, without TensorFlow.
 
-Reads the test file(s) of --data_dir as `run_classifier.py --do_predict` (GLUE tasks,
-XNLI, tsv/csv with the same column flags) or `run_multilabel.py --do_predict` reads
-them, and writes the same test_results.tsv (and the GLUE submission file) into
---output_dir, with a .tflite model of an export's litert/ folder (--export_dir writes
-model_float32.tflite and model_int8.tflite there). TensorFlow is never imported: the
-tokenizer is the pure-Python one and the runtime is ai-edge-litert.
-
-  python predict_litert.py --model=/tmp/mrpc_export/litert/model_int8.tflite \\
-    --task_name=mrpc --data_dir=$GLUE_DIR/MRPC --output_dir=/tmp/mrpc_litert
-
-The model's task, labels, max_seq_length, lower-casing and vocabulary come from
-model.json and vocab.txt beside it; a model of another task than --task_name is refused.
-"""
+Reads --data_dir's test file(s) as `run_classifier.py --do_predict` or
+`run_multilabel.py --do_predict` does and writes the same files, with the pure-Python
+tokenizer and the ai-edge-litert runtime (bert/litert/predictor.py). The model's task,
+labels and tokenization come from model.json beside it, so a model of another task than
+--task_name is refused. docs/serving.md shows the command."""
 
 import time
 

@@ -1,10 +1,9 @@
 """Feature extraction, as the original's extract_features.py: text lines in, JSON lines of
 the encoder's activations out.
 
-One example a line (`text_a` or `text_a ||| text_b`), converted as the
-original did ([CLS] A [SEP] (B [SEP]), a pair truncated with truncate_seq_pair), run
-through the encoder, and written with the activations of the requested layers for every
-real token, values rounded to 6 decimals:
+One example a line (`text_a` or `text_a ||| text_b`), converted as the original did, is
+written with the requested layers' activations for every real token, values rounded to
+6 decimals, in the original's format:
 
   {"linex_index": 0, "features": [{"token": "[CLS]", "layers": [{"index": -1,
    "values": [...]}, ...]}, ...]}

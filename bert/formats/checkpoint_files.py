@@ -1,18 +1,9 @@
-"""Checkpoint files by format: what a path holds, and weights by Google's TF1 names in
-and out.
+"""Checkpoint files by format: what a path holds, and weights by Google's TF1 names in and out.
 
-  * `resolve_checkpoint(path)`: (kind, prefix or file) for a Google TF1 prefix (or its
-    .index/.data file), a run's output_dir or ckpt-N (ours), a Hugging Face
-    `model.safetensors` or the directory holding it; a missing, truncated or corrupt file
-    is one line naming it, before TensorFlow reads it;
-  * `assign_by_name(model, tensors, ...)`: {Google name: array} into a model through
-    `modeling.google_variable_map`, every shape checked (Google's checkpoints, and Hugging
-    Face's once hugging_face.py has renamed them); `log_report` lists what was loaded,
-    what the checkpoint lacks and what it holds that the model does not use;
-  * `save_google_checkpoint`: a model back out in Google's layout, so tools written for
-    the original read what we train.
-Our own TF2 layout, and the choice of what a run starts from, are checkpoints.py's.
-"""
+`resolve_checkpoint` names a missing, truncated or corrupt file in one line before
+TensorFlow reads it; `assign_by_name` checks every shape; `save_google_checkpoint`
+writes Google's layout, so tools written for the original read what we train. Our own
+TF2 layout, and what a run starts from, are checkpoints.py's."""
 
 import contextlib
 import re

@@ -1,59 +1,12 @@
 """Hugging Face BERT checkpoints: Google's variable names to theirs, the writer, and the
 reader that loads theirs.
 
-`export(export_dir, source)` is export_encoder.py --format=huggingface's writer (a row of
-writers.py): the model a checkpoint holds, its head included.
-`write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case)` writes a
-directory that Hugging Face transformers (5.x, PyTorch) loads with
-`BertModel.from_pretrained(export_dir)` / `BertForPreTraining.from_pretrained(...)` and
-`BertTokenizer.from_pretrained(export_dir)`:
-
-  model.safetensors      float32 weights under BertForPreTraining's names
-                         (`bert.embeddings.*`, `bert.encoder.layer.N.*`, `bert.pooler.*`,
-                         `cls.predictions.*`, `cls.seq_relationship.*`), as transformers'
-                         own save_pretrained writes them: dense kernels transposed to
-                         torch's [out, in]; the masked-LM decoder weight is not stored (it
-                         is tied to `bert.embeddings.word_embeddings.weight`) and its bias
-                         is `cls.predictions.bias`.
-  config.json            BertConfig: the same numbers as ours (hidden_act mapped: our
-                         tanh "gelu" is their "gelu_new", our "gelu_exact" their "gelu"),
-                         layer_norm_eps 1e-12, the architecture the weights fill.
-  vocab.txt              the vocabulary, byte for byte.
-  tokenizer_config.json  BertTokenizer with the case setting (do_lower_case; accents
-                         stripped exactly when lower-casing, as the original).
-
-Only the heads whose weights are all given are written, and the architecture follows:
-both pretraining heads -> BertForPreTraining, the masked-LM head alone ->
-BertForMaskedLM, next-sentence alone -> BertForNextSentencePrediction, none -> BertModel.
-
-A fine-tuned head is written when its meaning is given (`head_info`, what the run's
-Task.head_info() saved in its checkpoint), under the class that transformers'
-`pipeline()` and `AutoModelFor*` pick from config.json's `architectures`:
-
-  head (head_info)       architecture                    head weights (ours -> theirs)
-  classifier             BertForSequenceClassification   output_weights [n, H] ->
-                         (num_labels, id2label/label2id    classifier.weight [n, H];
-                         from the run's labels)            output_bias -> classifier.bias
-  regression (STS-B)     the same, num_labels 1, problem_type "regression"
-  multi_label            the same, problem_type "multi_label_classification"
-  token_classification   BertForTokenClassification      output_weights -> classifier.*
-                         (id2label: the tag names; no pooler)
-  multiple_choice        BertForMultipleChoice           output_weights [1, H] ->
-                                                           classifier.weight
-  squad                  BertForQuestionAnswering        cls/squad/output_weights [2, H]
-                         (no pooler)                       -> qa_outputs.weight (row 0
-                                                           start, row 1 end)
-  pretraining            BertForPreTraining (above)
-  feature_ner            refused: a BiLSTM over frozen features has no Hugging Face class
-
-Our [n, H] head weights already have torch Linear's [out, in] layout: not transposed.
-Weights that have no place in the chosen class (the pooler of a span or token head) are
-returned by `exportable_names` so the caller can name them in a warning.
-
-Reading theirs (checkpoints.load_checkpoint calls it): `read_hugging_face_checkpoint`
-and `config_from_hugging_face`; `google_to_hugging_face_name` is the exact inverse of
-`hugging_face_to_google_name`.
-"""
+`export` is export_encoder.py --format=huggingface's writer: a directory that
+transformers loads with `from_pretrained`, the weights under transformers' own names
+(dense kernels transposed to torch's [out, in]), and the head the checkpoint holds under
+the class that `pipeline()` and `AutoModelFor*` pick. docs/export_encoder.md lists the
+files and the class each head gets; `google_to_hugging_face_name` and its exact inverse
+map the names."""
 
 import errno
 import json
@@ -386,7 +339,8 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
   under a temporary directory beside export_dir, renamed into place when complete; an
   existing non-empty export_dir is refused unless `overwrite`. `log`: a function taking a
   %-format and arguments (absl's logging.info). head_info: what a fine-tuned head means
-  (see the module docstring). Returns the architecture written.
+  (finetune.Task.head_info; docs/export_encoder.md lists the class each head gets).
+  Returns the architecture written.
   """
   log = log or (lambda *args: None)
   names, architecture = exportable_names(tensors, head_info)

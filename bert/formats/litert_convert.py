@@ -1,36 +1,12 @@
-"""TensorFlow Lite (LiteRT) models converted from an export's token-id SavedModel and
+"""TensorFlow Lite (LiteRT) models converted from an export's token-id SavedModel, and
 checked against it before they land; litert_metadata.py names the folder and describes
 the model.json written beside them.
 
-Both models are converted from the ids SavedModel with TensorFlow Lite's built-in ops
-only (no TF Select ops, so the plain runtime runs them). int8 is dynamic-range
-quantization (`converter.optimizations = [tf.lite.Optimize.DEFAULT]`, no representative
-data): the fully-connected layers' weights and the word-embedding table are stored in
-int8, and those layers run in int8 with activations quantized per call; the attention's
-batch matmuls, softmax, LayerNorm and GELU stay float32.
-
-Each model is checked after conversion, before anything is renamed into place: the
-LiteRT interpreter and the SavedModel run the same CHECK_ROWS rows of token ids (random
-ids of the vocabulary, padded rows of several lengths in one batch, and one row alone,
-unpadded) and every float output must agree within
-
-  float32   max |difference|   <= FLOAT32_TOLERANCE * scale   (rounding)
-  int8      mean |difference|  <= INT8_TOLERANCE * scale      (quantization)
-  where scale = max(1, max |SavedModel output|)
-
-(for probabilities, which are at most 1: an absolute difference); for float32 the
-largest difference, for int8 the mean difference over the check's values (random ids
-are harder on int8 than text, docs/serving.md gives the differences measured; a
-quantization gone wrong moves them by far more). Integer outputs (label_id,
-predictions) must be equal in float32; in int8 they follow the quantized probabilities
-and are not compared. A model outside its tolerance, or a conversion that fails, stops
-the export with one line naming the model (errors.UserError): the export is written
-under temporary names, so nothing of it lands (serving.py).
-
-Why the tolerance is relative above 1: a regression score (STS-B, 0 to 5), SQuAD's
-logits and an encoder's hidden states are not bounded by 1, and int8's error grows with
-the values it quantizes.
-"""
+Built-in ops only (no TF Select ops, so the plain runtime runs them); int8 is
+dynamic-range quantization. Each converted model and the SavedModel run the same
+CHECK_ROWS rows and must agree within TOLERANCES; a model outside them, or a conversion
+that fails, stops the export in one line, and nothing of it lands (serving.py).
+docs/serving.md says what int8 quantizes and the differences measured."""
 
 import hashlib
 import importlib.metadata
@@ -45,6 +21,14 @@ from bert.formats import litert_metadata
 from bert.utils import file_io
 from bert.utils import errors
 
+# Each model is checked on every float output against the SavedModel's:
+#   float32   max |difference|   <= FLOAT32_TOLERANCE * scale   (rounding)
+#   int8      mean |difference|  <= INT8_TOLERANCE * scale      (quantization)
+#   where scale = max(1, max |SavedModel output|)
+# Relative above 1, because a regression score, SQuAD's logits and an encoder's hidden
+# states are not bounded by 1, and int8's error grows with the values it quantizes.
+# Integer outputs (label_id, predictions) must be equal in float32; in int8 they follow
+# the quantized probabilities and are not compared.
 FLOAT32_TOLERANCE = 1e-5
 INT8_TOLERANCE = 0.1
 TOLERANCES = {"float32": FLOAT32_TOLERANCE, "int8": INT8_TOLERANCE}

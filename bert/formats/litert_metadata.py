@@ -1,36 +1,11 @@
 """What an export's LiteRT folder holds and what its model.json says, read without
-TensorFlow: the serving install's predictor (bert/litert) reads these names and files,
-the converter (litert_convert.py) writes them.
+TensorFlow: the converter (litert_convert.py) writes these files, the serving install's
+predictor (bert/litert) reads them.
 
-Every export that writes a token-id SavedModel (run_classifier.py, run_multilabel.py,
-run_squad.py; export_encoder.py's encoder) also writes, by default, the same model for
-the LiteRT runtime (`ai-edge-litert`, TensorFlow Lite without TensorFlow), beside ids/:
-
-  export_version 0    export_dir/litert/     model_float32.tflite  float32 weights
-  export_version N    export_dir/litert/N/   model_int8.tflite     dynamic-range int8
-                                             model.json            what a predictor needs
-                                             vocab.txt             the export's vocabulary
-
-model.json (`METADATA_FILE`) says what the model is, so that a predictor refuses a model
-of another task instead of writing plausible numbers for the wrong labels:
-  format, format_version            "bert-litert", 2 (1: before the fields marked *)
-  task, head, labels, threshold     the run's head_info (finetune.Task.head_info); an
-                                    encoder has head "encoder"
-  task_name, num_texts, ltr         how the run read its text
-  max_seq_length, do_lower_case,    how to tokenize (tokenization.FullTokenizer with
-  normalize, vocab_file, vocab_size the vocabulary beside it)
-  vocab_sha256 *, special_ids *     the vocabulary's digest (SHA-256 of vocab.txt's bytes)
-                                    and the ids of its special tokens ([PAD], [UNK],
-                                    [CLS], [SEP], [MASK], those it has)
-  max_position_embeddings *,        the encoder's position and segment tables' rows
-  type_vocab_size *
-  inputs, outputs                   the signature's tensor names
-  output_shapes *                   each output's shape after the batch ([] for a
-                                    score, [labels] for probabilities; None: any length)
-  models                            per precision: file, bytes, the check's largest
-                                    and mean difference per output and its tolerance
-  converted_with, checked_with      the converter's and the runtime's versions
-"""
+model.json says what the model is (its head and labels, how to tokenize, the
+vocabulary's digest, the encoder's positions), so that a predictor refuses a model of
+another task, or an edited folder, instead of writing plausible numbers for the wrong
+labels. docs/serving.md lists the folder's files and model.json's fields."""
 
 import dataclasses
 import json

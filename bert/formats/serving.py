@@ -1,61 +1,11 @@
 """SavedModel export shared by the scripts: serving signatures on token ids and on raw text.
 
-Imports fast_tokenization and input_pipeline (the core) and bert/utils; never reads absl
-FLAGS.
-
-Why keras.export.ExportArchive: its signatures are what `saved_model_cli run` and TF
-Serving execute; `tf.saved_model.save` of a Keras 3 model reloads in Python but fails in
-`saved_model_cli run` ("Could not find variable ...").
-
-A SavedModel that contains the tokenizer (tensorflow-text ops) needs `import
-tensorflow_text` in the process that loads it; nothing else of this project is needed.
-Stock servers (tensorflow_model_server, `saved_model_cli run`) do not carry those ops, so
-every export that has a raw-text signature also writes the token-id signatures alone, in
-a SavedModel of stock ops (`write_serving_models`):
-
-  export_version 0 (default)    export_dir/       every signature (token ids and raw text)
-                                export_dir/ids/   the token-id signatures only (stock ops)
-  export_version N              export_dir/text/N/  every signature
-                                export_dir/ids/N/   the token-id signatures only
-                                (TF Serving's layout: export_dir/ids is a model_base_path)
-
-Versions live side by side, as TF Serving means them (roll back, canary): version N is
-added beside the versions already there, each folder written under a temporary name that
-is not an integer (so a server never loads a half-written version) and renamed into place
-when whole. An existing version N, or a non-empty export_dir without a version, is
-refused before any work (`check_export_target`) unless asked to replace it
-(--overwrite_export, which replaces that version folder only).
-
-An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
-(or export_dir/ids/N/) alone.
-
-Given a litert_metadata.Request, the export also holds the token-id model as TensorFlow Lite
-models (float32 and/or dynamic-range int8, each checked against the ids SavedModel
-before anything is renamed into place) with model.json and vocab.txt, beside ids/:
-export_dir/litert/ (version 0) or export_dir/litert/N/ (litert_convert.py says what and why).
-
-API (generic pieces first, then the classifier's export built from them):
-  * `Endpoint(name, fn, input_signature)`: one serving signature. `fn` takes the tensors
-    of `input_signature` positionally and returns a dict of named output tensors.
-  * `token_id_specs(batch_shape=(None,), seq_length=None)`: the three int32 TensorSpecs
-    `input_ids`, `input_mask`, `segment_ids` of shape batch_shape + [seq_length].
-  * `text_specs(num_texts)`: tf.string [batch] specs named text_a (and text_b).
-  * `TextPacker(tokenizer, seq_length, cls_id, sep_id, trim_to_longest=True)`: raw text
-    -> the model's input dict, in the graph (fast_tokenization.FastTokenizer +
-    fast_tokenization.pack_inputs, the original's truncation; input_pipeline.trim_to_longest
-    for the per-batch length); reusable by every task.
-  * `write_serving_models(export_dir, endpoints, track, version=0, overwrite=False,
-    litert=None)`:
-    the one writer of every script's exports: the layout above, each SavedModel (or
-    version folder, LiteRT's included) written under a temporary name and renamed into
-    place, so a failed
-    export never leaves a half-written one; the first endpoint is also `serving_default`
-    when none is named so; `check_export_target` is its
-    refusal, also called by the driver before training; `versions(base)` lists the whole
-    versions of a model base path as a server sees them.
-  * `classifier_endpoints(...)` / `export_classifier(...)`: run_classifier's two
-    signatures (see there).
-"""
+`write_serving_models` is every script's one writer. It uses keras.export.ExportArchive
+because its signatures are what `saved_model_cli run` and TF Serving execute
+(`tf.saved_model.save` of a Keras 3 model reloads in Python but fails there). Stock
+servers lack the tokenizer's tensorflow-text ops, so an export with a raw-text signature
+also writes the token-id signatures alone, in stock ops; versions sit side by side as TF
+Serving means them, each written under a temporary name and renamed when whole."""
 
 import contextlib
 import dataclasses
@@ -248,7 +198,17 @@ def _check_still_free(export_dir, version, overwrite, checked):
 
 def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=False,
                          checked=False, litert=None, log=None):
-  """Writes the serving layout (module docstring); returns serving_paths.
+  """Writes the serving layout; returns serving_paths.
+
+    export_version 0 (default)  export_dir/         every signature (token ids and raw text)
+                                export_dir/ids/     the token-id signatures only (stock ops)
+    export_version N            export_dir/text/N/  every signature
+                                export_dir/ids/N/   the token-id signatures only
+                                (TF Serving's layout: export_dir/ids is a model_base_path)
+
+  An export without a raw-text signature (run_squad) is itself of stock ops: export_dir/
+  (or export_dir/ids/N/) alone. The LiteRT models go beside ids/: export_dir/litert/ or
+  export_dir/litert/N/.
 
   litert: a litert_metadata.Request (the LiteRT models to convert from the ids model, checked
   against it, into litert/ or litert/N/ under the same temporary-then-rename rule), or

@@ -1,61 +1,14 @@
 """A BERT encoder and its preprocessing as two TF-Hub-style SavedModels, and Keras 3
 layers that fine-tune them.
 
-`export(export_dir, source)` is export_encoder.py --format=tfhub's writer (a row of
-writers.py): a checkpoint's encoder, its preprocessor and the encoder's LiteRT models.
-
-The two SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so
-code written for Google's published BERT SavedModels runs on ours unchanged:
-
-encoder (`export_encoder(...)`)
-  * `obj(inputs, training=False)`: inputs a dict of int32 [batch, seq] tensors
-    `input_word_ids`, `input_mask`, `input_type_ids`; returns a dict
-    `pooled_output` float32 [batch, hidden], `sequence_output` float32
-    [batch, seq, hidden], `encoder_outputs` a list of num_hidden_layers float32
-    [batch, seq, hidden] (the last one is sequence_output), and `default`
-    (= pooled_output). `training=True` switches dropout on.
-  * `obj.variables`, `obj.trainable_variables`, `obj.non_trainable_variables`: what a
-    fine-tuning loop differentiates and updates.
-  * signature `serving_default` (saved_model_cli, TF Serving): the same three inputs,
-    outputs `pooled_output`, `sequence_output`, `default` and `encoder_outputs_0` ...
-    `encoder_outputs_{L-1}` (a signature can only return a flat dict of tensors).
-
-preprocessor (`export_preprocessor(...)`)
-  * `obj.tokenize(strings)`: tf.string [batch] -> int32 tf.RaggedTensor
-    [batch, (words), (pieces)] of WordPiece ids, TF Hub's convention (a word is a
-    vocabulary piece that does not start with "##" and the "##" pieces that follow it).
-    The tokenization is the original FullTokenizer's, token for token
-    (fast_tokenization.FastTokenizer), with the case setting baked in.
-  * `obj.bert_pack_inputs(segments, seq_length=S)`: a list of one or two int32 ragged
-    [batch, (words), (pieces)] or [batch, (pieces)] tensors -> dict of int32 [batch, S]
-    `input_word_ids`, `input_mask`, `input_type_ids`: `[CLS] a [SEP] (b [SEP])`,
-    zero-padded. Too long pairs are trimmed as the original's `truncate_seq_pair` does
-    (always from the longer segment, which equals a round-robin budget split); a row
-    whose second segment is empty is packed as a single segment, as the original's
-    `if tokens_b:` does (fast_tokenization.pack_inputs does all of this).
-  * `obj(strings)` and signature `serving_default` (input `inputs`): one segment packed
-    to the export's default seq_length (128 unless chosen otherwise);
-    signature `serve_pair` (inputs `text_a`, `text_b`): a pair at that length.
-  * `obj.vocab_file` (an asset), `obj.do_lower_case` (a bool variable): how the text is
-    tokenized, as Google's BERT SavedModels expose it.
-
-Why not serving.write_serving_models (keras.export.ExportArchive): an ExportArchive endpoint
-becomes a signature, and a signature cannot take a Python `training` flag, ragged
-segments or a list of outputs. The objects here are saved with tf.saved_model.save, the
-way ExportArchive itself saves: a plain trackable holding the Keras variables in lists
-(never the Keras model object, which `saved_model_cli run` cannot execute), and
-tf.functions traced for each accepted call pattern.
-
-Loading needs only `import tensorflow` and, for the preprocessor, `import
-tensorflow_text` (its graph holds tensorflow-text ops).
-
-Keras 3 (`KerasEncoder`, `KerasPreprocessor`, `build_keras_classifier`): TF Hub's
-`hub.KerasLayer` is a Keras 2 layer (it needs tf-keras), and Keras 3's `TFSMLayer` cannot
-fine-tune the encoder (its variables keep the ":0" of their names, which Keras 3's
-optimizers refuse). These layers wrap the two reloaded SavedModels so that `model.fit`
-fine-tunes the encoder's own weights and `model.export(path)` writes a SavedModel (text in,
-logits out) that serves with only tensorflow and tensorflow_text.
-"""
+The SavedModels follow TF Hub's "text embeddings with Transformer encoders" API, so code
+written for Google's published BERT SavedModels runs on ours unchanged
+(docs/export_encoder.md lists the calls and signatures). They are saved with
+tf.saved_model.save, as plain trackables holding the Keras variables, not with serving's
+ExportArchive: a signature cannot take a Python `training` flag, ragged segments or a
+list of outputs. The Keras layers exist because `hub.KerasLayer` is Keras 2 and Keras
+3's `TFSMLayer` cannot fine-tune (its variables keep the ":0" of their names, which
+Keras 3's optimizers refuse)."""
 
 import time
 

@@ -1,22 +1,11 @@
 """The formats a checkpoint is exported to (export_encoder.py --format), one row each, and
 what every format's writer is handed.
 
-A row names the format's module under bert/formats, whose `export(export_dir, source,
-overwrite=False, log=None)` writes it; the words --format's help says of it; the options
-beyond the model and its vocabulary that it reads (the others are refused with it); and
-the folders under export_dir that the command's last line names (none: export_dir).
-docs/adding_a_format.md lists every other place a new format touches.
-
-A writer is handed a `Source`: the checkpoint's config and path, how its text is
-tokenized, and two loaders that read its weights when the writer asks, so that a writer
-refuses what it cannot write (a head, a package not installed) before any weight is read.
-bert/training/export_loading.py makes one (reading a checkpoint is training's work).
-
-The exports of a fine-tuning run (--export_dir of run_classifier.py, run_squad.py, ...)
-are not rows here: each task builds its serving signatures from the model in memory and
-writes them with serving.write_serving_models, which also writes their LiteRT models
-(litert_convert.py).
-"""
+A writer gets a `Source` (the checkpoint's config and path, its tokenization, and
+loaders of its weights) so that it refuses what it cannot write before any weight is
+read. docs/adding_a_format.md says what a row holds and every other place a new format
+touches. A fine-tuning run's --export_dir is not a row: it writes its serving signatures
+with serving.write_serving_models."""
 
 import dataclasses
 import importlib

@@ -1,18 +1,10 @@
 """An export's LiteRT folder checked whole before a row is read: model.json, vocab.txt and
-the .tflite's own signature against each other.
+the .tflite's own signature against each other, without TensorFlow.
 
-It runs without TensorFlow, as the predictor does. model.json records what the model was
-exported with (bert/formats/litert_metadata.py): the vocabulary's size, SHA-256 digest and
-special tokens' ids, the head and its outputs' names and shapes, max_seq_length and the
-encoder's max_position_embeddings. A file edited or swapped since (another vocabulary,
-another task's .tflite, a max_seq_length past the model's positions) would give plausible
-wrong answers or a traceback from the runtime; here it is one line naming the file and
-the fix (errors.UserError).
-
-format_version 1 (exports before the digest and positions were recorded) is checked as
-far as its fields allow: the vocabulary's size and special tokens, the signature, and one
-row of max_seq_length tokens run through the model at load.
-"""
+A file edited or swapped since the export (another vocabulary, another task's .tflite, a
+max_seq_length past the model's positions) would give plausible wrong answers or a
+traceback from the runtime; here it is one line naming the file and the fix. Folders of
+format_version 1 are checked as far as their fields allow."""
 
 import hashlib
 import os

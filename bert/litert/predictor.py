@@ -1,25 +1,11 @@
 """Prediction files from a LiteRT model of an export, in a process without TensorFlow.
 
-Level 5, above the task families: imports the classifier and multi-label data modules
-(readers and writers), tokenization, formats/litert_metadata.py's model.json reader and the utils,
-none of which loads TensorFlow; the runtime is `ai-edge-litert` (`from ai_edge_litert.interpreter
-import Interpreter`), an optional dependency.
-
-`predict_files(...)` reads the same input files as `run_classifier.py --do_predict` /
-`run_multilabel.py --do_predict` (the task's own format), tokenizes them with the
-pure-Python tokenizer (tokenization.FullTokenizer, token for token the tokenizer of
-training) and the original's packing (tokenization.pack_tokens), runs the model in
-batches of rows of similar length, each padded only to its longest row, and writes
-test_results.tsv (and the GLUE submission file) with the writers --do_predict uses
-(classifier_examples.write_probabilities / write_submission, multilabel_data.write_results).
-
-What the model is comes from model.json beside it (bert/formats/litert_metadata.py): its task, head
-and labels, max_seq_length, lower-casing and vocabulary. The export is checked whole at
-load (export_check.py: model.json, vocab.txt and the .tflite's signature against each
-other, one row of max_seq_length tokens through the model). A model of another task than
---task_name, or a head this predictor does not serve (SQuAD, an encoder), is refused in
-one line before any file is read. Paths are local (the runtime opens local files).
-"""
+`predict_files` reads what `run_classifier.py --do_predict` / `run_multilabel.py
+--do_predict` read, tokenizes with the pure-Python tokenizer (token for token the one of
+training) and writes their files with the same writers. What the model is comes from
+model.json, checked whole at load (export_check.py): a model of another task, or a head
+this predictor does not serve, is refused before any file is read. Paths are local: the
+runtime opens local files."""
 
 import os
 

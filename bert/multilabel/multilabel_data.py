@@ -1,22 +1,10 @@
 """Multi-label classification data: the label file, the TSV reader, features, results.
 
-A multi-label example is one text with any number of labels (none included), as in
-tagging data sets (GoEmotions, toxic-comment data, the entity types of a CoNLL-2003
-sentence: tools/conll_entity_types.py). The format, in data_dir:
-
-  labels.txt       one label per line, in output order (the head's row i is line i);
-  train.tsv        text<TAB>labels, labels comma-separated from labels.txt, possibly
-  dev.tsv          empty ("text<TAB>": an example with no label); no header line;
-  test.tsv         text alone on every line, or text<TAB>labels on every line.
-
 Anything that could be read two ways is refused with one line naming file:line: a line
-without exactly one tab (a tab inside the text?), a label not in labels.txt, a label
-written twice or an empty one, a test file mixing the two layouts.
-
-Features are the classifier's single-text packing ([CLS] text [SEP], the tail cut to
-max_seq_length: tokenization.pack_tokens), built in Python with FullTokenizer as
-swag_data does; labels become a multi-hot float32 row.
-"""
+without exactly one tab, a label not in labels.txt or written twice, a test file mixing
+two layouts. Features are the classifier's single-text packing, built in Python as
+swag_data does; labels become a multi-hot float32 row. docs/multilabel.md gives the
+format."""
 
 import dataclasses
 from typing import List, Optional
@@ -82,7 +70,12 @@ def _parse_labels(field, label_list, where):
 
 
 def read_examples(path, label_list, require_labels=True):
-  """A train/dev/test TSV -> MultiLabelExample list (module docstring: the format).
+  """A train/dev/test TSV -> MultiLabelExample list.
+
+  The format, in data_dir: labels.txt, one label per line, in output order (the head's
+  row i is line i); train.tsv and dev.tsv, `text<TAB>labels` with the labels
+  comma-separated from labels.txt, possibly empty (an example with no label), no header
+  line; test.tsv, the text alone on every line or text<TAB>labels on every line.
 
   require_labels: True for train/dev (every line is text<TAB>labels); False for test
   (text alone, or text<TAB>labels, the same on every line; labels are then kept).

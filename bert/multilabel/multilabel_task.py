@@ -1,19 +1,9 @@
 """Multi-label classification (one sigmoid per label) as a finetune.Task: run_multilabel.py's
 work.
 
-The model is the classifier's (output_weights [num_labels, H] on the pooled output) with
-a sigmoid, not a softmax, over its outputs: each label is a yes or no of its own, and an
-example may have any number of them, none included.
-
-Outputs in output_dir: eval_results.txt (eval_loss, eval_accuracy = subset accuracy,
-micro_precision/recall/f1, macro_f1, f1_<label>, num_examples and the driver's
-global_step) and, with do_predict, test_results.tsv (predicted labels and each label's
-probability per test line). --export_dir: a SavedModel whose signatures take token ids
-(serving_default) or raw text (serve_text) and return probabilities [batch, K],
-predictions [batch, K] (0/1 at the threshold) and, for text, the labels comma-joined;
-beside it export_dir/ids/, the token-id signature alone in stock TensorFlow ops (TF
-Serving's versioned layout with --export_version: serving.write_serving_models).
-"""
+The model is the classifier's with a sigmoid, not a softmax, over its outputs: each
+label is a yes or no of its own, and an example may have any number of them, none
+included. docs/multilabel.md lists the outputs and the export's signatures."""
 
 
 from absl import logging

@@ -1,23 +1,10 @@
 """A corpus check that warns before the hours are spent: the usual wrong turns of a new language.
 
-create_vocab.py and create_pretraining_data.py print its report at start
-(and stop after it with --check_only). It reads a sample from the start of the corpus and
-measures, on that sample:
-  * the [UNK] rate with the given vocabulary and case setting, and, above UNK_WARN_RATE,
-    the likely cause: the lower-casing path, decomposed text, or a vocabulary without
-    tokens for the corpus's characters;
-  * letters that --do_lower_case=True changes in scripts that have no case (Hangul
-    syllables come apart into jamo under NFD; kana lose their voicing marks; Thai, Arabic,
-    Devanagari lose vowel signs): the uncased recipe is for cased scripts only;
-  * decomposed (NFD) text, as text copied from macOS often is: a vocabulary learned from
-    it holds conjoining jamo and NFC text tokenizes to [UNK] (the opt-in remedy is
-    --normalize=nfc, which both scripts apply to every line);
-  * corpora of one paragraph a line (the generator takes a line for a sentence): the share
-    of next-sentence pairs that would be random-next, estimated by running the generator's
-    own pairing (pretraining_instances.plan_instances) over the sample, without and with a
-    sentence splitter; and wiki-style heading lines (" = Title = ").
-Nothing here reads FLAGS; the check never changes the data, it only reports.
-"""
+create_vocab.py and create_pretraining_data.py print its report of a sample at start
+(--check_only stops there): the [UNK] rate and its likely cause, letters that
+--do_lower_case=True breaks in caseless scripts, decomposed (NFD) text, and corpora of a
+paragraph a line (their random-next share, estimated with the generator's own pairing).
+It only reports; the data is never changed. docs/new_language.md explains each warning."""
 
 import dataclasses
 import random

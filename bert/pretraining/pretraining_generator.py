@@ -1,29 +1,12 @@
 """The pretraining-data generator: masked-LM / next-sentence tf.train.Examples from text.
 
-create_pretraining_data.py parses its flags and calls `check_run` and
-`generate`; tests and benchmarks call the functions here. Nothing here reads absl FLAGS.
-This module is the driver (flag and corpus checks, the output writers, progress, the
-summary); the work is done by pretraining_corpus (documents and chunks),
-pretraining_tokenizer (in-graph tokenization), pretraining_workers (the process pool),
-pretraining_instances (the algorithm) and pretraining_records (the records' bytes).
-
-The algorithm is the original's, each step drawing from the same distribution as the
-original's: `dupe_factor` passes, a target length drawn per document pass, segment A/B with
-random-next and put-back, random front/back truncation, 15% masking split 80/10/10,
-optional whole-word masking, the instances shuffled. Pairing walks the documents in Python;
-truncation, masking and serialization run in NumPy for thousands of instances at once.
-What differs (docs/pretraining_data.md): the random generators are not the original's
-(the same seed gives other, equally distributed, instances), and the corpus is streamed in
-chunks of `documents_per_chunk` documents, each chunk with its own generators seeded from
-(`random_seed`, chunk index), so random-next segments come from the same chunk and
-instances are shuffled within the chunk. Chunks go to `num_workers` processes and are
-written in order, so the output bytes do not depend on the number of workers.
-
-TensorFlow (and pretraining_tokenizer, which needs it) is imported by `generate` only
-after the worker pool has started (starting the workers first overlaps both start-ups),
-and never by the workers: a spawned worker imports the script, and so this module, but
-needs NumPy only. So neither is imported at the top.
-"""
+The driver of create_pretraining_data.py (checks, writers, progress, summary) over
+pretraining_corpus, pretraining_tokenizer, pretraining_workers, pretraining_instances and
+pretraining_records. The algorithm is the original's, drawing from the same
+distributions; docs/pretraining_data.md says what differs (the random generators, and a
+corpus streamed in seeded chunks written in order, so the bytes do not depend on
+--num_workers). TensorFlow is imported by `generate` only after the worker pool has
+started, and never by the workers, which need NumPy only."""
 
 import contextlib
 import os

@@ -1,18 +1,10 @@
 """Pretraining (masked LM + next sentence) as a finetune.Task, for run_pretraining.py.
 
-The TFRecord reader is input_pipeline.pretraining_dataset, the heads and
-their loss are heads.build_pretraining_model / heads.pretraining_loss; this module
-joins them for the driver (finetune.run) and adds the paper's ablations:
-  * no_nsp: the masked LM alone, without the next-sentence head and loss;
-  * ltr: a left-to-right model (causal attention mask) predicting the next token at every
-    position, without NSP, on the same TFRecords (the masked tokens are put back first);
-  * no_dropout: both dropout rates 0 while pretraining; the config written beside the
-    pretrained model keeps its own rates, which fine-tuning then uses.
-
-After training, the chief also writes the model in Google's TF1 layout to
-output_dir/pretrained/ (bert_model.ckpt.* + bert_config.json), which every other script
-accepts as --init_checkpoint / --bert_config_file.
-"""
+It joins input_pipeline.pretraining_dataset and heads.build_pretraining_model for the
+driver, with the paper's ablations (no_nsp, ltr) and no_dropout (the config written
+beside the pretrained model keeps its own rates, which fine-tuning then uses). After
+training the chief also writes the model in Google's TF1 layout to
+output_dir/pretrained/, which every other script accepts."""
 
 import copy
 import functools

@@ -1,15 +1,10 @@
-"""Learning a WordPiece vocabulary (and a matching bert_config.json) from a text corpus.
+"""Learning a WordPiece vocabulary (and a matching bert_config.json) from a text corpus:
+create_vocab.py's work.
 
-create_vocab.py reads its flags into a `LearnOptions` and calls
-`create_vocab`; tests call the functions here in-process. Nothing here reads absl FLAGS.
-Option names are the script's flag names, so an error names the flag (`--vocab_size=...`).
-
-Words are split by this project's BasicTokenizer (tokenization.py) with the same
-do_lower_case, so FullTokenizer and FastTokenizer split text exactly as the learner saw
-it; tensorflow-text's WordPiece learner makes the tokens. The vocabulary is laid out like
-Google's: [PAD] (id 0), [unused0]..[unused98], [UNK], [CLS], [SEP], [MASK] (ids 100-103
-with the default num_unused=99), any further [unusedN] tokens, then the learned tokens.
-"""
+Words are split by this project's BasicTokenizer with the same do_lower_case, so both
+tokenizers split text exactly as the learner saw it; the vocabulary is laid out like
+Google's ([PAD], [unused0]..., [UNK], [CLS], [SEP], [MASK], then the learned tokens).
+Option names are the script's flag names, so an error names the flag."""
 
 import collections
 import dataclasses

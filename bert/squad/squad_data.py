@@ -1,20 +1,10 @@
 """SQuAD data: read a SQuAD JSON file into questions (SquadExample) with word-level answers.
 
-Pure Python (no TensorFlow). The rest of the SQuAD pipeline is in squad_features.py
-(windows, features, TFRecords) and squad_decoding.py (logits -> answer text, the
-prediction files).
-
-Faithful to the original run_squad.py's read_squad_examples: the context is split on
-whitespace (space, tab, CR, LF and U+202F) with a map from every character to its word,
-so an answer's `answer_start` gives its word span; answers whose text cannot be found at
-their offset are skipped with a warning.
-
-Differences, all documented in docs/squad.md: a training question with several answers
-(a dev-format file) trains on its first answer where the original raised an error; a
-malformed file, a question without an id, a duplicate id (predictions are keyed by it),
-a SQuAD 2.0 question ("is_impossible") read without version_2_with_negative, or an empty
-context fail with a one-line message.
-"""
+Faithful to the original's read_squad_examples: the context split into whitespace
+words, an answer's offset giving its word span, answers not found at their offset
+skipped with a warning. What differs (docs/squad.md): a training question with several
+answers trains on its first, and a malformed file, a missing or repeated id, a v2.0
+question read without version_2_with_negative or an empty context is one line."""
 
 import dataclasses
 from typing import List, Optional

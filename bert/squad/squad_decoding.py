@@ -1,18 +1,9 @@
 """SQuAD decoding: the model's start/end logits -> answer text, n-best lists, null odds.
 
-No TensorFlow: imports tokenization (the core), atomic_output and errors. Works on
-squad_data.SquadExample and squad_features.InputFeatures (by attribute, so it imports
-neither).
-
-Faithful to the original run_squad.py's write_predictions: per window, the n-best start
-and end positions make candidate spans (inside the window's document part, where the
-window has the token's max context, end >= start, at most max_answer_length tokens);
-the best spans over all windows are projected back onto the original context
-(`get_final_text`), softmax over the n-best; for v2.0 the null score is the minimum over
-windows of start_logit[0] + end_logit[0], and the answer is "" when the null score beats
-the best span by more than null_score_diff_threshold. Per-word BasicTokenizer output is
-cached (`_BasicTokenCache`): the same text as the original, much faster.
-"""
+Faithful to the original's write_predictions (candidate spans per window, projected back
+onto the context by `get_final_text`; for v2.0 the null score against
+null_score_diff_threshold). Per-word BasicTokenizer output is cached: the same text as
+the original, much faster. No TensorFlow."""
 
 import collections
 import json

@@ -1,17 +1,10 @@
 """SQuAD features: questions -> windowed model inputs (InputFeatures), and their TFRecords.
 
-Faithful to the original run_squad.py's convert_examples_to_features:
-  * every word is WordPiece-tokenized; the answer span is tightened to the tokenized
-    answer text (`_improve_answer_span`);
-  * the document is cut into windows of max_seq_length - len(question) - 3 tokens that
-    start doc_stride tokens apart; a token's logits are only trusted in the window where
-    it has the most context (`max_context_flags`);
-  * training windows that miss the answer, and unanswerable v2.0 questions, point at
-    [CLS] (position 0).
-Paragraphs are tokenized once and shared by their questions (`_TokenCache`), and the
-max-context flags are computed with NumPy: the same features as the original, much
-faster (tests compare them with a literal port of the original on real dev questions).
-"""
+Faithful to the original's convert_examples_to_features: answer spans tightened to the
+tokenized answer, windows doc_stride tokens apart, a token trusted in the window where
+it has the most context, windows without the answer pointing at [CLS]. Paragraphs are
+tokenized once and the max-context flags computed in NumPy: the same features, much
+faster (tests compare them with a literal port of the original)."""
 
 import collections
 import dataclasses

@@ -1,22 +1,12 @@
 """The official SQuAD scoring definitions (v1.1 and v2.0), written here so no download is needed.
 
-Pure Python, no TensorFlow; imports only file_io and errors of ours.
-`squad_evaluate.py` (the command) and `squad_task.py` (run_squad scores its own
-predictions when the predict file has answers) both call into this module.
-
-The two official scripts differ in small ways that change the last digits, so each is
-reproduced separately rather than merged:
-  * v1.1 counts a question without a prediction as 0 and keeps it in the total; v2.0
-    leaves it out of the total ("Missing prediction"). The official v2.0 script then
-    crashes (HasAns/NoAns) or, with a no-answer file, reports best_exact/best_f1 over
-    inconsistent sets (above 100); here every v2.0 number covers the same set, the
-    predicted questions: the official script's numbers on the data file cut down to them.
-  * v1.1 F1 of an empty prediction is 0; v2.0 gives 1 when both the gold answer and the
-    prediction normalise to nothing (that is how an unanswerable question is scored).
-  * v2.0 drops gold answers that normalise to the empty string before taking the max.
-Results match evaluate-v1.1.py / evaluate-v2.0.py to the last digit on the real
-predictions in ../shared/data/squad (see tests/squad/test_squad_metrics.py).
-"""
+The two official scripts differ in ways that change the last digits, so each is
+reproduced separately: v1.1 counts a question without a prediction as 0, v2.0 leaves it
+out of the total (and here every v2.0 number covers the same set, the predicted
+questions, where the official script crashes or mixes sets); v2.0 gives an empty
+prediction F1 1 when the gold answer normalises to nothing too, and drops gold answers
+that normalise to nothing. The results match evaluate-v1.1.py / evaluate-v2.0.py to the
+last digit on real predictions (tests/squad/test_squad_metrics.py)."""
 
 import collections
 import json

@@ -1,15 +1,8 @@
 """SQuAD v1.1 / v2.0 question answering as a finetune.Task (the original run_squad.py's flow).
 
-Reading is in squad_data.py, windows and TFRecords in squad_features.py,
-logits -> answers in squad_decoding.py, the official scores in squad_metrics.py, the span
-head and its loss in heads.py; this module joins them for the driver (finetune.run).
-
-Outputs in output_dir: train.tf_record and eval.tf_record (the features, as the
-original), predictions.json, nbest_predictions.json, null_odds.json (v2.0) and, when the
-predict file has answers, eval_results.txt with the official scores of the predicted
-questions and the global step. The original has no --do_eval: its --do_predict both
-predicts and (here) scores; see `SquadTask.evaluate`.
-"""
+It joins squad_data, squad_features, squad_decoding, squad_metrics and the span head for
+the driver. The original has no --do_eval: --do_predict both predicts and, when the
+predict file has answers, scores (`SquadTask.evaluate`)."""
 
 import dataclasses
 import math

@@ -1,22 +1,10 @@
 """SWAG (Situations With Adversarial Generations): reading the CSV, multiple-choice features.
 
-Used by swag_task.py; reads no absl FLAGS.
-
-The paper (Section 4.4) builds, for every example, four input sequences, "each
-containing the concatenation of the given sentence (sentence A) and a possible
-continuation (sentence B)"; the only new parameter is a vector whose dot product with
-each sequence's [CLS] representation gives that choice's score, normalised with a
-softmax over the four. Here, as in the published SWAG fine-tuning code that followed the
-paper: sentence A = `sent1`; sentence B = `sent2 + " " + ending<i>` (sent2 is the
-beginning of the second sentence, which every ending continues). Each pair is packed as
-`[CLS] A [SEP] B [SEP]`, cut to max_seq_length by removing tokens from the end of the
-longer side (tokenization.truncate_seq_pair, the original's rule).
-
-The CSV is the one the SWAG authors distribute (train.csv, val.csv with a `label`
-column, test.csv without), read with standard CSV quoting: endings that contain commas
-are quoted. Columns are found by their header names, so the leading index column and
-`video-id`, `fold-ind`, `startphrase`, `gold-source` may be present or not.
-"""
+As in the published SWAG fine-tuning code that followed the paper (Section 4.4):
+sentence A is `sent1`, sentence B `sent2 + " " + ending<i>` (every ending continues
+sent2), each pair `[CLS] A [SEP] B [SEP]` cut as the original's truncate_seq_pair does.
+The CSV is the one the SWAG authors distribute, read with standard quoting (endings hold
+commas), its columns found by header name."""
 
 import csv
 import dataclasses

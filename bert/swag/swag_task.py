@@ -1,13 +1,7 @@
 """SWAG multiple choice (paper Section 4.4, Table 4) as a finetune.Task.
 
-Reading and features are in swag_data.py, the head and its loss in
-heads.py (build_multiple_choice_model, multiple_choice_loss), the metrics in
-metrics.py; this module joins them for the driver (finetune.run).
-
-Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, num_examples and the
-driver's global_step), dev_predictions.csv and, with do_predict, test_predictions.csv
-(id, predicted ending, the four probabilities; the gold label when the file has one).
-"""
+It joins swag_data's reading and features, heads.build_multiple_choice_model and the
+metrics for the driver (finetune.run); docs/ner_swag.md lists the outputs."""
 
 
 from absl import logging

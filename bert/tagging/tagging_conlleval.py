@@ -1,15 +1,8 @@
 """The CoNLL evaluation script (conlleval): its chunk rules, and its scores.
 
-Plain Python: used by tagging_data.py (IOB re-tagging) and by every task that
-scores IOB chunk tags (NER, chunking); reads no absl FLAGS.
-
-Chunks are found with conlleval's rules, which read IOB1 and IOB2 alike: a chunk starts at
-B-X, at an I-X after O, and at any tag whose type differs from the previous tag's type.
-CoNLL-2003 was released in IOB1 (I-X everywhere; B-X only between two adjacent chunks of
-the same type); most copies today use IOB2 (every chunk starts with B-X). Entity-level
-precision, recall and F1 follow conlleval's counting, so scores match `conlleval <
-predictions.txt`.
-"""
+Chunks are found with conlleval's rules, which read IOB1 and IOB2 alike (CoNLL-2003 was
+released in IOB1; most copies today use IOB2), and counted as conlleval counts them, so
+the scores match `conlleval < predictions.txt`."""
 
 import collections
 

@@ -1,25 +1,10 @@
 """What every token-level task needs: a CoNLL column file in, one tag per word out.
 
-NumPy only; reads no absl FLAGS. NER (tagging_ner_task.py) and the tagger of any
-column (tagging_task.py: part-of-speech tags, chunks) are built on it.
-
-  * `read_conll`: a CoNLL column file (`word col2 col3 ...`, a blank line between
-    sentences, `-DOCSTART-` lines between documents), the tags from any one column;
-  * the FIRST WordPiece of a word carries the word's label and its prediction; the other
-    pieces (and [CLS], [SEP], padding) get IGNORE_LABEL_ID, which the loss and the
-    decoder skip;
-  * a sentence longer than max_seq_length - 2 WordPieces is not truncated (truncation
-    would drop words from the score): it is cut into overlapping windows (starts on word
-    boundaries, `doc_stride` pieces apart), and every word is decoded from exactly one
-    window, the one where it has the most context on both sides (the max-context rule
-    run_squad uses for document spans);
-  * IOB re-tagging is an option, for tags that are IOB chunks (NER, chunking):
-    `iob=True` learns every gold tag as IOB2 (tagging_conlleval.convert_tags; the file may be
-    IOB1 or IOB2) and the task writes predictions back in the file's scheme. Without it
-    (part-of-speech tags) each tag is a label exactly as written;
-  * `decode_positions` / `decode_predictions`: per-position ids back to one tag per
-    word, in input order; `write_conll_predictions`: conlleval's input format.
-"""
+A word's first WordPiece carries its label and its prediction. A sentence longer than a
+window is not truncated (that would drop words from the score): it is cut into
+overlapping windows, and every word is decoded from the one where it has the most
+context, the max-context rule run_squad uses. Tags that are IOB chunks can be learned as
+IOB2 (iob=True) and written back in the file's scheme. NumPy only."""
 
 import collections
 import dataclasses

@@ -1,17 +1,10 @@
 """Feature-based NER (paper Table 7, bottom): frozen BERT activations and a BiLSTM tagger.
 
-Used by tagging_ner_task.py; reads no absl FLAGS.
-
 The encoder is frozen, so its activations are computed once per split and cached as a
-TFRecord file (`write_feature_cache`), one record per window:
-  features       bytes, float16 [length, D]  (real tokens only: length = sum(input_mask))
-  label_ids      int64 [length]              (-1 where no word label)
-  feature_index  int64                       (the window's row in the split's features)
-`feature_dataset` reads them back as padded batches; a randomly initialised two-layer
-BiLSTM (`build_bilstm_tagger`) is trained on them. The file name holds a fingerprint of
-every setting that determines the activations (`cache_path`), so a changed flag or
-checkpoint computes a new file and runs that differ only in the BiLSTM share one.
-"""
+TFRecord file (`write_feature_cache`); a two-layer BiLSTM is trained on them. The file's
+name holds a fingerprint of every setting that determines the activations
+(`cache_path`), so a changed flag or checkpoint computes a new file and runs that differ
+only in the BiLSTM share one."""
 
 import time
 
@@ -125,7 +118,11 @@ def write_feature_cache(path, encoder, dataset, choice, num_windows, label="feat
 
   dataset: batches in feature order with input_ids, input_mask, segment_ids, label_ids
   int32 [B, S] and feature_index int32 [B]. Written atomically: an interrupted run leaves
-  no file. Logs progress (windows/s, ETA) every few batches.
+  no file. Logs progress (windows/s, ETA) every few batches. One record per window:
+
+    features       bytes, float16 [length, D]  (real tokens only: length = sum(input_mask))
+    label_ids      int64 [length]              (-1 where no word label)
+    feature_index  int64                       (the window's row in the split's features)
   """
   @tf.function
   def extract(batch):

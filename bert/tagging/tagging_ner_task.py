@@ -1,26 +1,11 @@
 """CoNLL-2003 named-entity recognition (paper Table 7) as a finetune.Task.
 
-NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True,
-the entity tags in the last column): reading, windows and decoding are in tagging_data.py,
-conlleval's scores in tagging_conlleval.py, the entity label set in tagging_ner_data.py, the
-feature-based machinery (layer combinations, activation cache, BiLSTM) in
-tagging_ner_features.py, the token head and its loss in heads.py.
-
-mode "finetune" (Table 7, top): the whole encoder is trained with one output layer on
-top of every token; a word's label and prediction sit on its first WordPiece.
-mode "feature" (Table 7, bottom): the encoder is frozen. Its activations are computed
-once per split in `read_data` (from --init_checkpoint, which this task loads itself:
-loads_init_checkpoint is False) and cached as TFRecords; only a randomly initialised
-two-layer BiLSTM and an output layer are trained, on the cached activations.
-
-Outputs in output_dir: eval_results.txt (eval_f1, eval_precision, eval_recall,
-eval_accuracy, eval_loss, eval_sentences, eval_f1_<TYPE> and the driver's global_step),
-dev_predictions.txt / test_predictions.txt in conlleval's input format (word, the file's
-other columns, gold tag, predicted tag, in the file's tag scheme), dev_conlleval.txt /
-test_conlleval.txt (conlleval's report) and, for a labelled test file, test_results.txt
-(test_f1, ..., global_step). eval_loss is the token tasks' (tagging_task.py): the mean
-cross-entropy per word scored.
-"""
+NER is tagging of IOB chunk tags (tagging_task.TaggingTask with iob=True, the entity tags
+in the last column), in two modes: "finetune" trains the whole encoder with one output
+layer on every token; "feature" freezes it, computes its activations once per split in
+`read_data` (loading --init_checkpoint itself: loads_init_checkpoint is False) and trains
+only a BiLSTM and an output layer on them (tagging_ner_features.py). docs/ner_swag.md
+lists the outputs."""
 
 import dataclasses
 from typing import Optional, Sequence

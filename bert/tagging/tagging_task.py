@@ -1,29 +1,9 @@
 """Tagging one column of a CoNLL file, word by word, as a finetune.Task.
 
-Reading, windows and decoding are in tagging_data.py, conlleval's chunk rules
-and scores in tagging_conlleval.py, the token head and its loss in heads.py
-(build_token_classifier_model, token_classification_loss); this module joins them for
-the driver (finetune.run). run_tagger.py runs it on any column (part-of-speech tags,
-chunks); NerTask (tagging_ner_task.py) is its subclass for entity tags, with a feature-based mode.
-
-Two kinds of tags (TaggingSettings.iob):
-  * plain tags (part of speech): each tag is a label as written; scored by accuracy per
-    word.
-  * IOB chunk tags (chunks, entities): learned as IOB2 whether the file is IOB1 or IOB2,
-    written back in the file's scheme, scored by conlleval's span precision / recall /
-    F1 (and its per-word accuracy).
-
-Outputs in output_dir: eval_results.txt (eval_accuracy, eval_loss, eval_sentences and,
-for IOB tags, eval_f1, eval_precision, eval_recall, eval_f1_<TYPE>; the driver adds loss
-and global_step), dev_predictions.txt / test_predictions.txt in conlleval's input format
-(word, the file's other columns, gold tag, predicted tag), for IOB tags dev_conlleval.txt
-/ test_conlleval.txt (conlleval's report), and for a labelled test file test_results.txt
-(test_accuracy, ..., global_step).
-
-eval_loss is the token task's definition: the mean over the words scored of the
-cross-entropy of the word's gold label, read at the word's first WordPiece in the window
-that decodes it, so it counts exactly the words the accuracy counts.
-"""
+Plain tags (part of speech) are labels as written, scored by accuracy per word; IOB
+chunk tags are learned as IOB2, written back in the file's scheme and scored by
+conlleval's span F1. run_tagger.py runs it on any column; NerTask (tagging_ner_task.py)
+is its subclass for entities. docs/tagging.md lists the outputs."""
 
 import dataclasses
 from typing import Optional, Sequence

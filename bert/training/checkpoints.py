@@ -1,26 +1,10 @@
 """Checkpoints: loading any of the three formats, our TF2 layout, and what a run starts from.
 
-Every loader maps onto the Google TF1 variable names that
-`modeling.google_variable_map(model)` gives each weight, so one table of names serves
-all three formats:
-
-  * Google TF1 name-based checkpoints (`.../bert_model.ckpt` prefix): read by name with
-    `tf.train.load_checkpoint`, every shape checked;
-  * our TF2 object-based checkpoints, the layout of a run's output_dir, written and read
-    only here (`RunCheckpoint`): the whole model when the checkpoint holds this very
-    model (same weights and shapes, recorded as `model_signature`), else its BERT
-    encoder; saved with or without optimizer slots, by any of our scripts;
-  * Hugging Face BERT checkpoints (`model.safetensors`, or a directory holding it with
-    its `config.json`): torch `Linear.weight` [out, in] is transposed to a kernel [in, out].
-
-What a path holds, and the name-based loading and writing of Google's format, are
-checkpoint_files.py's; `load_checkpoint` here takes any of the three.
-
-`start_weights` is the one answer to "what does this run start from", for every script:
-resume from output_dir if it holds a checkpoint of this model (of another model: a
-one-line error); else --init_checkpoint of any kind above; else random weights when
-training, and a one-line error when there is nothing trained to evaluate or predict with.
-"""
+Every loader maps onto the Google TF1 names that `modeling.google_variable_map` gives
+each weight, so one table of names serves Google's checkpoints, ours (`RunCheckpoint`,
+the layout of a run's output_dir) and Hugging Face's. `start_weights` is the one answer,
+for every script, to "what does this run start from": resume, else --init_checkpoint,
+else random weights when training, else a one-line error."""
 
 import contextlib
 import errno

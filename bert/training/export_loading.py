@@ -1,14 +1,6 @@
 """A checkpoint loaded for export (export_encoder.py): the options checked before any
-weight is read, and the Source that the format writers (bert/formats/writers.py) read
-the weights from when they ask.
-
-  * `resolve_seq_length(...)`: --seq_length / --max_seq_length for the format;
-  * `check_export(...)`: what the checkpoint, config, vocabulary and options must agree on
-    before any weight is read, each refused in one line naming the flag;
-  * `source(...)`: the writers' Source: the model the checkpoint holds (`load_for_export`:
-    encoder and head, rebuilt from what the run recorded about its head) or its encoder
-    alone (`load_encoder`), loaded when the writer asks.
-"""
+weight is read (`check_export`), and the `Source` that the format writers
+(bert/formats/writers.py) read the weights from when they ask (`source`)."""
 
 import functools
 import json

@@ -1,66 +1,11 @@
-"""The task layer: one small `Task` class per task, and one driver that runs any of them.
+"""The task layer: one small `Task` class per task, and one driver (`run`) that runs any of them.
 
-Every command (bert/cli/run_*.py) is its flag definitions plus a short main():
-
-    def main(_):
-      with errors.report_user_errors(FLAGS.verbose):
-        options = flags_common.options_from_flags(FLAGS)
-        from bert.classifier import classifier_task  # the one deferred import: --help stays fast
-        classifier_task.ClassifierTask(options, processor, FLAGS.data_dir).run()
-
-The driver (`run`) does what every task shares, in this order, so that a flag like
---use_tpu or --init_checkpoint means the same in every script:
-  1. checks: the BERT config, the vocabulary (size and case), max_seq_length;
-  2. `task.read_data()`: every split this run needs is read and checked before any
-     model is built, so a bad file fails in seconds, not after hours of training;
-  3. the tf.distribute strategy, precision and determinism;
-  4. the model (`task.build_model`) and, when training, the optimizer;
-  5. the starting weights, decided in one place (`checkpoints.start_weights`): resume
-     from output_dir, else --init_checkpoint of any supported kind, else random (train)
-     or a one-line error (eval/predict with nothing trained to load);
-  6. training (`loop.train`, with `task.loss` and `task.train_dataset`), then
-     `task.after_training`;
-  7. `task.evaluate` -> output_dir/eval_results.txt and TensorBoard scalars in
-     output_dir/eval at the global step; `task.predict`; `task.export`.
-     With --eval_every_steps=N the dev set is also evaluated every N training steps
-     (scalars only; eval_results.txt holds the final evaluation).
-
-Evaluation results, the one convention every task follows: `Task.evaluate` returns
-{name: float} with the original's keys: `eval_loss`, `eval_accuracy` where it means
-something (counted over the same units as eval_loss), and the task's own metrics beside
-them (f1, exact_match, eval_f1, eval_matthews_corrcoef, ...). A task does not add
-`loss`: the driver writes it (= eval_loss, as the original's Estimator did) into
-eval_results.txt. TensorBoard gets the same values in output_dir/eval at their global
-step under the tags of their training twins (`eval_loss` -> `loss`, `eval_accuracy` ->
-`accuracy`, every other key unchanged: `eval_tags`), so TensorBoard draws the train and
-eval curves on one card; a loss's metric pair is therefore named `accuracy`, never
-`<something>_accuracy`, when it is the twin of eval_accuracy.
-
-eval_loss is the training loss's twin on the dev set, in NumPy float64 without dropout
-(metrics.py), one definition per kind of task:
-  * one label per example (classifier, multiple choice): the mean over the dev
-    examples of the softmax cross-entropy (metrics.cross_entropy); a regression: the
-    mean squared error;
-  * several labels per example (multi-label): the mean over the dev examples of each
-    example's mean sigmoid cross-entropy over the labels (metrics.sigmoid_cross_entropy);
-  * one label per word (NER, tagging_task): the mean over the words scored of the
-    softmax cross-entropy at each word's first WordPiece, in the one window that decodes
-    the word (each word once: the words eval_accuracy counts);
-  * pretraining: the mean per-example training loss over the eval batches
-    (evaluation.evaluate).
-SQuAD reports its official scores only, no eval_loss.
-
-What a head means, the other convention: `Task.head_info()` returns a JSON-able dict,
-{"task": "MRPC", "head": "classifier", "labels": ["0", "1"]}, with head one of
-HEAD_KINDS. The driver saves it in every checkpoint of the run (checkpoints.RunCheckpoint
-`head_info`): export_encoder.py --format=huggingface reads the task and label names from
-there, and a resume or evaluation into an output_dir whose checkpoint holds another task
-or label list is refused in one line.
-
-A Task subclass supplies (see each method's docstring): read_data, num_train_examples,
-build_model, loss, train_dataset, evaluate, predict, and optionally export and
-after_training. It keeps its own task-specific settings (constructor arguments).
-"""
+Every command is its flag definitions plus a main() that builds its Task and calls
+`run`. The driver does what every task shares, in one order (docs/ARCHITECTURE.md walks
+through it), so that a flag like --use_tpu or --init_checkpoint means the same in every
+script, and every split is read and checked before a model is built: a bad file fails
+in seconds, not after hours of training. docs/adding_a_task.md is the recipe for a new
+Task."""
 
 import math
 
@@ -91,6 +36,10 @@ class Task:
       model by the driver (feature-based NER loads it into its frozen encoder itself).
     needs_vocab: False for tasks that read no text (pretraining reads TFRecords).
     exports: True when the task writes a SavedModel for --export_dir.
+
+  A subclass supplies (see each method's docstring) read_data, num_train_examples,
+  build_model, loss, train_dataset, evaluate, predict, and optionally export and
+  after_training; it keeps its own task-specific settings (constructor arguments).
   """
 
   name = "task"
@@ -105,8 +54,11 @@ class Task:
       head    one of HEAD_KINDS
       labels  the label names, in the order of the head's outputs (classifier,
               multi_label, token_classification); absent where outputs are not labels
-    plus anything else the task's outputs depend on (num_choices, ...). Two runs whose
-    head_info differs never share an output_dir. None: nothing recorded.
+    plus anything else the task's outputs depend on (num_choices, ...). The driver saves
+    it in every checkpoint of the run (checkpoints.RunCheckpoint `head_info`):
+    export_encoder.py --format=huggingface reads the task and label names from there,
+    and two runs whose head_info differs never share an output_dir (a resume or an
+    evaluation into the other's is refused in one line). None: nothing recorded.
     """
     return None
 
@@ -167,6 +119,29 @@ class Task:
 
     Most tasks predict batch by batch with evaluation.predict (one device, input order);
     strategy is there for tasks that evaluate with evaluation.evaluate (pretraining).
+
+    The keys, the one convention every task follows, are the original's: `eval_loss`,
+    `eval_accuracy` where it means something (counted over the same units as
+    eval_loss), and the task's own metrics beside them (f1, exact_match, eval_f1,
+    eval_matthews_corrcoef, ...). A task does not add `loss`: the driver writes it (=
+    eval_loss, as the original's Estimator did) into eval_results.txt. TensorBoard gets
+    the same values under the tags of their training twins (`eval_tags`), so it draws
+    the train and eval curves on one card; a loss's metric pair is therefore named
+    `accuracy`, never `<something>_accuracy`, when it is the twin of eval_accuracy.
+
+    eval_loss is the training loss's twin on the dev set, in NumPy float64 without dropout
+    (metrics.py), one definition per kind of task:
+      * one label per example (classifier, multiple choice): the mean over the dev
+        examples of the softmax cross-entropy (metrics.cross_entropy); a regression: the
+        mean squared error;
+      * several labels per example (multi-label): the mean over the dev examples of each
+        example's mean sigmoid cross-entropy over the labels (metrics.sigmoid_cross_entropy);
+      * one label per word (NER, tagging_task): the mean over the words scored of the
+        softmax cross-entropy at each word's first WordPiece, in the one window that decodes
+        the word (each word once: the words eval_accuracy counts);
+      * pretraining: the mean per-example training loss over the eval batches
+        (evaluation.evaluate).
+    SQuAD reports its official scores only, no eval_loss.
     """
     raise errors.UserError(f"{self.name}: --do_eval is not supported")
 
@@ -229,7 +204,8 @@ def eval_tags(metrics):
 
 
 def run(task, options):
-  """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict."""
+  """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict
+  (docs/ARCHITECTURE.md: the order, step by step)."""
   if options.speed_choice:
     logging.info("%s", options.speed_choice)
   _check_requested(task, options)

@@ -1,26 +1,11 @@
 """glibc told to keep the memory a process frees, so that big tensors reuse warm pages.
 
-The commands that run a TensorFlow
-model call `keep_freed_memory()` before their work (bert/cli/launch.py).
-
-Why: TensorFlow allocates every CPU tensor with malloc. glibc serves a block above its
-mmap threshold (adaptive, at most 32 MiB on 64-bit Linux) with a mapping of its own and
-unmaps it on free, so the next tensor of that size faults in every 4 KiB page again, and
-the kernel zeroes each one. A fine-tuning step makes such tensors every step: the
-word-embedding gradient made dense (30,522 x 384 floats = 47 MB for the MiniLM, 94 MB
-for BERT-Base), and attention and feed-forward activations at long sequences.
-docs/benchmarks.md has the measurements: a fresh tensor's page faults, and the
-fine-tuning loop's speed with freed memory kept, at the same peak resident memory.
-
-What: mallopt(M_MMAP_MAX, 0): no block gets a mapping of its own, the heaps grow
-instead; mallopt(M_TRIM_THRESHOLD, 1 GiB): up to that much free memory at the top of a
-heap is kept, not handed back. What a process frees stays in it for its next allocation;
-its resident memory no longer shrinks after a peak.
-
-Left alone (returns False): a C library other than glibc, and a user who set any of
-glibc's MALLOC_* variables, a glibc.malloc tunable (their choice wins) or
-BERT_KEEP_FREED_MEMORY=0.
-"""
+Why: glibc maps each block above its mmap threshold on its own and unmaps it on free, so
+the next tensor of that size faults in every page again, zeroed by the kernel; a
+fine-tuning step makes such tensors every step (the dense word-embedding gradient,
+long-sequence activations). `keep_freed_memory` turns that off (bert/cli/launch.py
+calls it), unless the C library is not glibc or the user set glibc's own malloc settings
+or BERT_KEEP_FREED_MEMORY=0. docs/benchmarks.md has the measurements."""
 
 import ctypes
 import os

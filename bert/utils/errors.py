@@ -1,21 +1,9 @@
 """Errors a user can act on: the one UserError class, and reporting it in one line.
 
-Never reads absl FLAGS itself: a script's `main()` passes the flag values it read (for
-example `verbose`) to these helpers.
-
-The contract with users (docs/reliability.md says it in full, with the tests that hold
-the scripts to it):
-  * a bad file, flag or config fails fast with ONE line on stderr that names the file
-    (and line or record) and what to do, and a non-zero exit status;
-  * no Python traceback unless `--verbose`; but only bad input is reported that way: a
-    bug in our code (any other exception) keeps its traceback (report_user_errors);
-  * nothing half-written is left behind: outputs are written under a temporary name in
-    the same directory and renamed into place when complete (atomic_output.py).
-
-Beside it: input_checks.py (a user's files and values, checked up front), atomic_output.py
-(writing outputs), output_lock.py (one run per output), tfrecord_framing.py (checking a
-TFRecord file's framing up front).
-"""
+The contract (docs/reliability.md says it in full, with its tests): a bad file, flag or
+config fails fast with ONE line naming it and what to do, no traceback unless
+--verbose, and nothing half-written left behind; a bug in our code keeps its
+traceback. Never reads absl FLAGS: main() passes the flag values it read."""
 
 import contextlib
 import errno

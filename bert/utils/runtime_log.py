@@ -1,22 +1,11 @@
 """Quiet TensorFlow: its C++ runtime talk filtered out of stderr, unless asked for.
 
-Every command that loads TensorFlow
-calls `runtime_log.quiet()` before TensorFlow is imported (bert/cli/launch.py), because
-TensorFlow 2.21 writes some lines before any Python setting can reach it ("All log
-messages before absl::InitializeLog() ...", cudart_stub, cpu_feature_guard, and on a
-machine without a GPU `E0000 ... failed call to cuInit ... UNKNOWN ERROR (303)`: the word
-ERROR on every healthy run teaches users to ignore errors).
-
-What it does:
-  * sets TF_CPP_MIN_LOG_LEVEL=2 (C++ INFO and WARNING off; errors still shown) unless the
-    user set it, and quiets TensorFlow's Python logger to errors;
-  * puts a filter between file descriptor 2 and the terminal: a thread forwards every
-    line except C++ log lines of severity I and W, the known-harmless E lines
-    (_HARMLESS_ERRORS) and the other known runtime notices (_NOISE). A C++ error line
-    that is not known to be harmless, and every fatal (F) line, still gets through.
-`--runtime_log` (or BERT_RUNTIME_LOG=1) leaves everything as TensorFlow prints it; the
-flag is read from sys.argv here, since absl parses flags only after TensorFlow loaded.
-"""
+TensorFlow 2.21 writes some lines before any Python setting reaches it, among them an
+`E0000 ... cuInit` line on every machine without a GPU: the word ERROR on every healthy
+run teaches users to ignore errors. `quiet()`, called before TensorFlow is imported,
+filters file descriptor 2 line by line: C++ INFO and WARNING lines and known-harmless
+notices go, every other error and every fatal line gets through. --runtime_log (or
+BERT_RUNTIME_LOG=1) leaves everything as TensorFlow prints it."""
 
 import atexit
 import logging

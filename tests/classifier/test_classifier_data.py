@@ -1,4 +1,5 @@
-"""classifier_examples: every processor on the real GLUE files, errors, output files."""
+"""classifier_data, the family's reader: every processor on the real GLUE files, its errors;
+and classifier_examples' output files (GLUE submissions, probabilities)."""
 import json
 import os
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bert.classifier import classifier_examples as cd
+from bert.classifier import classifier_examples as ce
 from bert.classifier import classifier_data
 from bert.utils import errors
 from conftest import ROOT, shared_path
@@ -32,7 +33,7 @@ def test_mrpc_reads_bom_file_and_unbalanced_quotes():
   test = p.get_test_examples(_glue("MRPC"))
   # Official row counts: a quoting reader would merge rows at the unbalanced quotes.
   assert (len(train), len(dev), len(test)) == (3668, 408, 1725)
-  assert train[0] == cd.InputExample(
+  assert train[0] == ce.InputExample(
       guid="train-1",
       text_a='Amrozi accused his brother, whom he called "the witness", of deliberately '
              'distorting his evidence.',
@@ -53,10 +54,10 @@ def test_cola_no_header_in_train_dev():
   train = p.get_train_examples(_glue("CoLA"))
   dev = p.get_dev_examples(_glue("CoLA"))
   assert (len(train), len(dev)) == (8551, 1043)
-  assert train[0] == cd.InputExample(
+  assert train[0] == ce.InputExample(
       "train-0", "Our friends won't buy this analysis, let alone the next one we propose.",
       None, "1")
-  assert dev[0] == cd.InputExample("dev-0", "The sailors rode the breeze clear of the rocks.",
+  assert dev[0] == ce.InputExample("dev-0", "The sailors rode the breeze clear of the rocks.",
                                    None, "1")
   assert train[-1].text_a == "What all did you get for Christmas?"
   assert [sum(e.label == lab for e in dev) for lab in ("0", "1")] == [324, 719]
@@ -78,7 +79,7 @@ def test_sst2_names_and_columns():
   dev = p.get_dev_examples(_glue("SST-2"))
   test = p.get_test_examples(_glue("SST-2"))
   assert len(dev) == 872 and len(test) == 1821
-  assert dev[0] == cd.InputExample("dev-1", "it 's a charming and often affecting journey . ",
+  assert dev[0] == ce.InputExample("dev-1", "it 's a charming and often affecting journey . ",
                                    None, "1")
   assert [sum(e.label == lab for e in dev) for lab in ("0", "1")] == [428, 444]
   assert test[0].text_a == "uneasy mishmash of styles and genres ."
@@ -90,7 +91,7 @@ def test_stsb_is_regression_with_float_labels():
   dev = p.get_dev_examples(_glue("STS-B"))
   assert len(dev) == 1500 and p.is_regression and p.get_labels() is None
   assert p.num_outputs == 1
-  assert dev[0] == cd.InputExample("dev-1", "A man with a hard hat is dancing.",
+  assert dev[0] == ce.InputExample("dev-1", "A man with a hard hat is dancing.",
                                    "A man wearing a hard hat is dancing.", 5.0)
   assert dev[-1].label == 0.0 and dev[-1].text_b.startswith("New York police officer")
   assert len(p.get_train_examples(_glue("STS-B"))) == 5749
@@ -114,7 +115,7 @@ def test_rte():
 def test_qqp_qnli_wnli_samples():
   qqp = classifier_data.get_processor("qqp")
   dev = qqp.get_dev_examples(_sample("QQP"))
-  assert dev[0] == cd.InputExample("dev-1", "Why are African-Americans so beautiful?",
+  assert dev[0] == ce.InputExample("dev-1", "Why are African-Americans so beautiful?",
                                    "Why are hispanics so beautiful?", "0")
   assert [e.label for e in qqp.get_train_examples(_sample("QQP"))] == ["0", "1", "0"]
   test = qqp.get_test_examples(_sample("QQP"))
@@ -140,7 +141,7 @@ def test_mnli_two_dev_sets_two_test_sets_and_ax():
   p = classifier_data.get_processor("MNLI")
   data_dir = _sample("MNLI")
   train = p.get_train_examples(data_dir)
-  assert train[0] == cd.InputExample(
+  assert train[0] == ce.InputExample(
       "train-0", "Conceptually cream skimming has two basic dimensions - product and geography.",
       "Product and geography are what make cream skimming work. ", "neutral")
   eval_sets = p.get_eval_sets(data_dir)
@@ -154,7 +155,7 @@ def test_mnli_two_dev_sets_two_test_sets_and_ax():
       ("test_matched", "test_results.tsv", "MNLI-m.tsv", 1),
       ("test_mismatched", "test_results_mismatched.tsv", "MNLI-mm.tsv", 1),
       ("ax", "test_results_ax.tsv", "AX.tsv", 3)]
-  assert predict_sets[2].examples[0] == cd.InputExample(
+  assert predict_sets[2].examples[0] == ce.InputExample(
       "ax-0", "The cat sat on the mat.", "The cat did not sit on the mat.", None)
 
 
@@ -339,9 +340,9 @@ def test_regression_labels_must_be_finite(tmp_path):
 
 
 def test_submission_refuses_a_prediction_count_that_differs(tmp_path):
-  examples = [cd.InputExample("test-0", "a", "b"), cd.InputExample("test-1", "c", "d")]
+  examples = [ce.InputExample("test-0", "a", "b"), ce.InputExample("test-1", "c", "d")]
   with pytest.raises(ValueError):
-    cd.write_submission(str(tmp_path / "RTE.tsv"), classifier_data.RteProcessor(), examples,
+    ce.write_submission(str(tmp_path / "RTE.tsv"), classifier_data.RteProcessor(), examples,
                         np.array([1, 0, 1]))
   assert os.listdir(tmp_path) == []
 
@@ -444,15 +445,15 @@ def test_inferred_labels_refuse_an_empty_label(tmp_path):
 
 def test_submission_and_probability_files(tmp_path):
   p = classifier_data.RteProcessor()
-  examples = [cd.InputExample("test-0", "a", "b"), cd.InputExample("test-1", "c", "d"),
-              cd.InputExample("test-2", "e", "f")]
-  cd.write_submission(str(tmp_path / "RTE.tsv"), p, examples, np.array([1, 0, 1]))
+  examples = [ce.InputExample("test-0", "a", "b"), ce.InputExample("test-1", "c", "d"),
+              ce.InputExample("test-2", "e", "f")]
+  ce.write_submission(str(tmp_path / "RTE.tsv"), p, examples, np.array([1, 0, 1]))
   assert (tmp_path / "RTE.tsv").read_bytes() == (
       b"index\tprediction\n0\tnot_entailment\n1\tentailment\n2\tnot_entailment\n")
-  cd.write_submission(str(tmp_path / "STS-B.tsv"), classifier_data.StsbProcessor(), examples[:2],
+  ce.write_submission(str(tmp_path / "STS-B.tsv"), classifier_data.StsbProcessor(), examples[:2],
                       np.array([4.12345, 0.5]))
   assert (tmp_path / "STS-B.tsv").read_text() == "index\tprediction\n0\t4.123\n1\t0.500\n"
-  cd.write_probabilities(str(tmp_path / "test_results.tsv"),
+  ce.write_probabilities(str(tmp_path / "test_results.tsv"),
                          np.array([[0.25, 0.75], [1.0, 0.0]], np.float32))
   assert (tmp_path / "test_results.tsv").read_text() == "0.25\t0.75\n1.0\t0.0\n"
   assert sorted(os.listdir(tmp_path)) == ["RTE.tsv", "STS-B.tsv", "test_results.tsv"]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from bert.classifier import classifier_examples as cd
+from bert.classifier import classifier_examples as ce
 from bert.classifier import classifier_features as cf
 from bert.classifier import classifier_data
 from bert import fast_tokenization
@@ -60,7 +60,7 @@ def test_fast_pipeline_ids_equal_original_conversion(tokenizers, task, folder, c
 
 def test_pair_rows_with_empty_text_b_are_single(tokenizers):
   fast, full = tokenizers
-  examples = [cd.InputExample("a", "hello world", ""), cd.InputExample("b", "the cat", "sat")]
+  examples = [ce.InputExample("a", "hello world", ""), ce.InputExample("b", "the cat", "sat")]
   rows, _ = _collect(cf.make_dataset(examples, ["0", "1"], fast, 40, 2, is_training=False))
   for index, example in enumerate(examples):
     expected = cf.convert_single_example(example, ["0", "1"], 40, full)
@@ -115,7 +115,7 @@ def test_training_batches_full_length_grouped_and_seeded(tokenizers):
   fast, _ = tokenizers
   # Single sentences (MRPC's first texts), mostly shorter than 40 WordPieces, so the
   # batch widths tell the padding apart.
-  examples = [cd.InputExample(e.guid, e.text_a, None, e.label)
+  examples = [ce.InputExample(e.guid, e.text_a, None, e.label)
               for e in classifier_data.MrpcProcessor().get_dev_examples(shared_path("glue", "MRPC"))[:50]]
 
   def first_batches(dataset):
@@ -172,8 +172,8 @@ def test_second_text_without_tokens_is_a_single_text_on_both_paths(tiny_tokenize
   fast, full = tiny_tokenizers
   seq = 6
   # text_a of 5 tokens: a single text keeps seq-2 = 4, a pair only seq-3 = 3.
-  examples = [cd.InputExample(f"x{i}", "a b c d e", b, "1") for i, b in enumerate(EMPTY_B)]
-  examples.append(cd.InputExample("pair", "a b c d e", "the cat", "0"))
+  examples = [ce.InputExample(f"x{i}", "a b c d e", b, "1") for i, b in enumerate(EMPTY_B)]
+  examples.append(ce.InputExample("pair", "a b c d e", "the cat", "0"))
   for example in examples[:-1]:
     assert full.tokenize(example.text_b) == []
     expected = cf.convert_single_example(example, ["0", "1"], seq, full)
@@ -203,7 +203,7 @@ def tf_strings(values):
 def test_batches_trimmed_to_longest_row_in_multiples(tiny_tokenizers):
   fast, full = tiny_tokenizers
   texts = ["the cat sat on the mat . " * 2, "a", "the cats", "b c d e a b c d e a"]
-  examples = [cd.InputExample(str(i), t, None, "0") for i, t in enumerate(texts)]
+  examples = [ce.InputExample(str(i), t, None, "0") for i, t in enumerate(texts)]
   batches = list(cf.make_dataset(examples, ["0", "1"], fast, 20, 2, is_training=False,
                                  window_batches=1, pad_to_multiple_of=4))
   # Windows of 2 rows, sorted by length inside: rows (1, 0) then (2, 3).
@@ -228,7 +228,7 @@ def test_export_text_packer_trims_to_the_longest_row(tiny_tokenizers):
   packed = packer(tf_strings(texts_a), tf_strings(texts_b))
   assert packed["input_ids"].shape == (2, 10)  # 3 + 4 + 3 special tokens
   for row, (a, b) in enumerate(zip(texts_a, texts_b)):
-    expected = cf.convert_single_example(cd.InputExample("x", a, b), ["0"], 12, full)
+    expected = cf.convert_single_example(ce.InputExample("x", a, b), ["0"], 12, full)
     for name in cf.FEATURE_NAMES:
       assert packed[name][row].numpy().tolist() == getattr(expected, name)[:10]
   untrimmed = serving.TextPacker(fast, 12, fast.cls_id, fast.sep_id, trim_to_longest=False)
@@ -270,8 +270,8 @@ def test_predict_batches_equal_make_dataset_element_for_element(
 
 def test_predict_batches_tokenless_second_texts_and_regression(tiny_tokenizers):
   fast, _ = tiny_tokenizers
-  examples = [cd.InputExample(f"x{i}", "a b c d e", b, "0.5") for i, b in enumerate(EMPTY_B)]
-  examples.append(cd.InputExample("pair", "a b c d e", "the cat", "2.0"))
+  examples = [ce.InputExample(f"x{i}", "a b c d e", b, "0.5") for i, b in enumerate(EMPTY_B)]
+  examples.append(ce.InputExample("pair", "a b c d e", "the cat", "2.0"))
   # label_list None: regression, float labels.
   expected = list(cf.make_dataset(examples, None, fast, 6, 3, is_training=False))
   got = list(cf.predict_batches(examples, None, fast, 6, 3))

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import ROOT
 from tiny import tiny_config_dict
-from test_url_paths import CORPUS, MRPC_HEADER, MRPC_ROWS, WORDS
+from url_run_inputs import CORPUS, MRPC_HEADER, MRPC_ROWS, WORDS
 
 pytestmark = [pytest.mark.gcs, pytest.mark.gcs_pipeline]
 

@@ -73,7 +73,7 @@ def mrpc_run(tmp_path_factory):
       "--max_seq_length=48", "--train_batch_size=8", "--learning_rate=1e-3",
       "--num_train_steps=9", "--eval_every_steps=3", "--log_every_steps=1",
       f"--output_dir={out}", f"--export_dir={export_dir}",
-      "--litert=none"])  # the LiteRT models have tests of their own (tests/litert/test_predictor.py)
+      "--litert=none"])  # LiteRT has tests of its own (tests/formats, tests/litert)
   assert result.returncode == 0, result.stderr[-3000:]
   return {"tmp": tmp, "data": data, "config": config, "out": out, "export": export_dir,
           "stderr": result.stderr}

@@ -65,7 +65,7 @@ def test_train_eval_predict_export_on_real_mrpc_rows(tmp_path):
       f"--data_dir={data}", f"--vocab_file={UNCASED_VOCAB}", f"--bert_config_file={config}",
       "--max_seq_length=48", "--train_batch_size=8", "--learning_rate=1e-3",
       "--num_train_epochs=1", f"--output_dir={out}", f"--export_dir={export_dir}",
-      "--litert=none"])  # the LiteRT models have tests of their own (tests/litert/test_predictor.py)
+      "--litert=none"])  # LiteRT has tests of its own (tests/formats, tests/litert)
   assert result.returncode == 0, result.stderr[-3000:]
   assert "step 3/3" in result.stderr  # 24 examples / 8 per batch * 1 epoch
 

@@ -70,7 +70,7 @@ def test_train_eval_predict_export(tiny, tmp_path):
   run([f"--data_dir={tiny}/data", *model_flags(tiny), "--do_train", "--do_eval",
        "--do_predict", "--max_seq_length=32", "--train_batch_size=8",
        "--num_train_epochs=2", "--learning_rate=1e-3", f"--output_dir={out}",
-       f"--export_dir={out}/export", "--litert=none"])  # LiteRT: tests/litert/test_predictor.py
+       f"--export_dir={out}/export", "--litert=none"])  # LiteRT has tests of its own (tests/formats, tests/litert)
   results = read_key_values(out / "eval_results.txt")
   keys = {"eval_loss", "eval_accuracy", "micro_precision", "micro_recall", "micro_f1",
           "macro_f1", "f1_LOC", "f1_MISC", "f1_ORG", "f1_PER", "num_examples", "global_step"}

@@ -12,7 +12,8 @@ import os
 import pytest
 
 from conftest import MINILM_DIR, shared_path
-from test_run_ner_swag import check_ner_outputs, read_key_values, run_script
+from ner_outputs import check_ner_outputs
+from script_runs import read_key_values, run_script
 
 pytestmark = pytest.mark.slow
 

@@ -1,34 +1,18 @@
 """run_ner.py and run_swag.py end to end with a tiny random BERT on real CoNLL / SWAG rows."""
 import csv
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from bert import metrics
-from bert.tagging import tagging_conlleval
 from bert.tagging import tagging_ner_data
 from bert.tagging import tagging_data
 from bert import tokenization
-from conftest import ROOT, shared_path
-import tiny
-
-TINY_CONFIG = tiny.tiny_config_dict(2000)
-
-
-def make_tiny_model(directory):
-  """bert_config.json (hidden 32, 3 layers) + the first 2000 lines of the uncased vocab."""
-  os.makedirs(directory, exist_ok=True)
-  with open(shared_path("vocab", "uncased_vocab.txt"), encoding="utf-8") as handle:
-    vocab = [next(handle) for _ in range(TINY_CONFIG["vocab_size"])]
-  with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as handle:
-    handle.writelines(vocab)
-  with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as handle:
-    json.dump(TINY_CONFIG, handle)
-  return directory
+from conftest import shared_path
+from ner_outputs import check_ner_outputs
+from script_runs import read_key_values, run_script
+from tiny import make_tiny_model
 
 
 def first_sentences(path, count, long_sentence_words=0):
@@ -46,35 +30,6 @@ def first_sentences(path, count, long_sentence_words=0):
     words = [l for l in lines if l.strip() and not l.startswith("-DOCSTART-")]
     lines += (words * (long_sentence_words // len(words) + 1))[:long_sentence_words] + ["\n"]
   return "".join(lines)
-
-
-def run_script(script, *args, expect=0):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  proc = subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
-                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-  assert proc.returncode == expect, proc.stderr[-3000:]
-  return proc
-
-
-def read_key_values(path):
-  values = {}
-  for line in open(path, encoding="utf-8"):
-    key, _, value = line.strip().partition(" = ")
-    values[key] = float(value)
-  return values
-
-
-def read_predictions(path):
-  """Sentences of (fields) from a conlleval-format predictions file."""
-  sentences, current = [], []
-  for line in open(path, encoding="utf-8"):
-    if not line.strip():
-      if current:
-        sentences.append(current)
-      current = []
-    else:
-      current.append(line.split())
-  return sentences
 
 
 @pytest.fixture(scope="module")
@@ -100,23 +55,6 @@ def conll_dir(tmp_path_factory):
 def model_flags(model_dir):
   return [f"--vocab_file={model_dir}/vocab.txt",
           f"--bert_config_file={model_dir}/bert_config.json"]
-
-
-def check_ner_outputs(out, conll_dir, prefix, results_file, key):
-  """Predictions keep every input word and column; scores equal conlleval's on the file."""
-  gold = tagging_data.read_conll(os.path.join(conll_dir, "valid.txt" if prefix == "dev"
-                                          else "test.txt"))
-  written = read_predictions(os.path.join(out, f"{prefix}_predictions.txt"))
-  assert [[f[:-1] for f in s] for s in written] == [
-      [[w] + c + [t] for w, c, t in zip(e.words, e.columns, e.labels)] for e in gold]
-  metrics = tagging_conlleval.conll_evaluate([[f[-2] for f in s] for s in written],
-                                    [[f[-1] for f in s] for s in written])
-  results = read_key_values(os.path.join(out, results_file))
-  assert results[f"{key}_f1"] == pytest.approx(metrics["f1"])
-  assert results[f"{key}_accuracy"] == pytest.approx(metrics["accuracy"])
-  report = open(os.path.join(out, f"{prefix}_conlleval.txt"), encoding="utf-8").read()
-  assert report == tagging_conlleval.conlleval_report(metrics)
-  return results
 
 
 def test_run_ner_finetune_eval_predict(tiny_model, conll_dir, tmp_path):

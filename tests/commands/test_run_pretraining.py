@@ -145,8 +145,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
   assert "Traceback" not in result.stderr
 
 
-# 17 s; run_pretraining's one-line refusals by default: tests/reliability/test_catalogue.py (make test-
-# slow)
+# 17 s (make test-slow); run_pretraining's one-line refusals by default:
+# tests/reliability/test_each_command.py
 @pytest.mark.slow
 def test_no_match_and_checkpoint_mismatch_are_one_line_errors(tmp_path):
   data = str(tmp_path / "data.tfrecord")
@@ -298,7 +298,7 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
   one-cycle schedule, whose logged rates must be the NumPy reference's."""
   from tensorboard.backend.event_processing import event_accumulator  # pylint: disable=g-import-not-at-top
   from bert.training import run_options  # pylint: disable=g-import-not-at-top
-  from test_optimization import one_cycle_reference  # pylint: disable=g-import-not-at-top
+  from lr_schedules import one_cycle_reference  # pylint: disable=g-import-not-at-top
   data = str(tmp_path / "data.tfrecord")
   input_pipeline.write_examples(data, (_record(i) for i in range(16)))
   config = _tiny_config(tmp_path / "bert_config.json", dropout=0.1)

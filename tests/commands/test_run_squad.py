@@ -51,7 +51,7 @@ def squad_run(tmp_path_factory):
          f"--max_predict_examples={NUM_PREDICT}", "--predict_batch_size=4",
          "--version_2_with_negative", f"--max_seq_length={SEQ}", f"--doc_stride={STRIDE}",
          f"--max_query_length={QUERY}", f"--output_dir={out}", f"--export_dir={export_dir}",
-         "--litert=none"]  # the LiteRT models have tests of their own (tests/litert/test_predictor.py)
+         "--litert=none"]  # LiteRT has tests of its own (tests/formats, tests/litert)
   proc = subprocess.run(cmd, capture_output=True, text=True,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,16 +20,8 @@ import pytest
 
 from conftest import ROOT
 from tiny import tiny_config_dict
+from url_run_inputs import CORPUS, MRPC_HEADER, MRPC_ROWS, WORDS
 
-WORDS = ("[PAD] [UNK] [CLS] [SEP] [MASK] the cat sat on mat . is a man went home she said "
-         "no dog ran ##s and to of in it where did , eu rejects german call peter "
-         "blackburn walks away eats cake sings loudly reads book lands flies swims talks "
-         "jumps sits he").split()
-MRPC_HEADER = "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
-MRPC_ROWS = ["1\t1\t2\tthe cat sat on the mat .\tthe cat is on the mat .",
-             "0\t3\t4\ta man went home .\tshe said no .",
-             "1\t5\t6\tthe dog ran .\tthe dog ran home .",
-             "0\t7\t8\tit is a cat .\tshe went to the mat ."]
 CONLL = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n"
          "German JJ B-NP B-MISC\ncall NN I-NP O\n. . O O\n\n"
          "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
@@ -42,8 +34,6 @@ SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [{
     "context": "the cat sat on the mat in the home of the man .",
     "qas": [{"id": "q1", "question": "where did the cat sit ?",
              "answers": [{"text": "on the mat", "answer_start": 12}]}]}]}]}
-CORPUS = "\n\n".join("\n".join(" ".join(WORDS[5 + (d + s) % 20:5 + (d + s) % 20 + 6]) + " ."
-                                for s in range(4)) for d in range(12)) + "\n"
 PRETRAINING_FEATURES = {
     "input_ids": ["int64", [2, 5, 6, 7, 4, 3, 8, 9, 10, 3] + [0] * 6],
     "input_mask": ["int64", [1] * 10 + [0] * 6],
@@ -367,9 +357,10 @@ COVERED = {
                          "init_checkpoint"},
     "export_encoder": {"vocab_file", "bert_config_file", "init_checkpoint", "export_dir"},
     "squad_evaluate": {"out-file", "na-prob-file"},
-    # Refused in one line (tests/test_url_refusals.py): the TensorFlow-free predictor
-    # reads local paths only, and the quickstart's steps are separate processes, which
-    # ram:// does not reach.
+    # Refused in one line (tests/reliability/test_litert_folders_and_flag_pairs.py's
+    # url_as_* cases, test_quickstart_refuses_ram_in_one_line below): the TensorFlow-free
+    # predictor reads local paths only, and the quickstart's steps are separate processes,
+    # which ram:// does not reach.
     "predict_litert": {"model", "data_dir", "output_dir"},
     "quickstart": {"output_dir"},
 }

@@ -7,8 +7,8 @@ These tests pin which rows take which path and that both give the original's tok
 exact lists (ASCII control characters, which the original drops, and words at and over
 the limit), every ASCII character and every pair of them as rows of their own, batches
 of short rows only, of other rows only, and mixed, both case settings, both real
-vocabularies and a small one. The reference is test_tokenization_codepoints' plain
-rewrite of the original.
+vocabularies and a small one. The reference is tests/support/reference_tokenization.py's
+plain rewrite of the original.
 """
 import re
 
@@ -18,7 +18,7 @@ import tensorflow as tf
 from bert import fast_tokenization
 from bert import tokenization
 from conftest import shared_path
-from test_tokenization_codepoints import SMALL_VOCAB, reference_basic, reference_wordpiece
+from reference_tokenization import SMALL_VOCAB, reference_basic, reference_wordpiece
 
 ASCII = [chr(cp) for cp in range(128)]
 PRINTABLE = {"\t", "\n", "\r"} | {chr(cp) for cp in range(0x20, 0x7F)}

@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from bert import optimization
+from lr_schedules import one_cycle_reference
 
 
 def test_schedule_matches_the_original_formula():
@@ -180,15 +181,6 @@ def test_create_optimizer_rejects_bad_arguments():
     optimization.create_optimizer(1e-4, 0, 0)
   with pytest.raises(ValueError, match="unknown optimizer"):
     optimization.create_optimizer(1e-4, 10, 1, optimizer_type="sgd")
-
-
-def one_cycle_reference(step, peak, total, warmup):
-  """NumPy reference of the one-cycle schedule: up to `peak` over `warmup` steps, then
-  linearly down to 0 at `total` (and 0 after it)."""
-  step = np.asarray(step, np.float64)
-  up = peak * step / max(warmup, 1)
-  down = peak * np.clip(1.0 - (step - warmup) / max(total - warmup, 1), 0.0, 1.0)
-  return np.where(step < warmup, up, down)
 
 
 @pytest.mark.parametrize("total,warmup", [(100, 50), (100, 10), (7, 3), (20, 0)])

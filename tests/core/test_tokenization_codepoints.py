@@ -3,8 +3,8 @@
 The original's final tokenization.py drops NUL, U+FFFD and the control (Cc) and format
 (Cf) characters but tab, newline and carriage return (whitespace); private-use (Co) and
 unassigned (Cn) characters are kept, so a word holding one is [UNK] unless the
-vocabulary has it. The reference below is that algorithm, written out again here
-independently of tokenization.py. Code points are batched many to a line so that the
+vocabulary has it. The reference (tests/support/reference_tokenization.py) is that
+algorithm, written out again independently of tokenization.py. Code points are batched many to a line so that the
 sweeps over all 1,112,064 of them take seconds: for token lists, 512 a line, each as a
 word `a<c>b` (which shows whether <c> is dropped, a space, split off or kept, and keeps
 one [UNK] from hiding its neighbours); for BasicTokenizer's word lists, which hide
@@ -19,93 +19,10 @@ import pytest
 from bert import fast_tokenization
 from bert import tokenization
 from conftest import shared_path
+import reference_tokenization
+from reference_tokenization import SMALL_VOCAB, SPECIALS, reference_basic, reference_wordpiece
 
-SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-# A vocabulary small enough to build in the test: "ab" is `a ##b`, "a<c>b" with a kept
-# <c> is [UNK] (except the private-use U+E000, which has pieces of its own), and a
-# dropped <c> leaves `a ##b`.
-SMALL_VOCAB = SPECIALS + ["a", "b", "##a", "##b", "\ue000", "##\ue000", "\u00e9", "##\u00e9"]
 CODE_POINTS_PER_LINE = 512
-
-# ----------------------------------------------------------------- the original, plainly
-
-
-def _ref_is_cjk(cp):
-  return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF or
-          0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF or
-          0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
-
-
-def _ref_is_whitespace(char):
-  return char in (" ", "\t", "\n", "\r") or unicodedata.category(char) == "Zs"
-
-
-def _ref_is_control(char):
-  if char in ("\t", "\n", "\r"):
-    return False
-  return unicodedata.category(char) in ("Cc", "Cf")
-
-
-def _ref_is_punctuation(char):
-  cp = ord(char)
-  if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-    return True
-  return unicodedata.category(char).startswith("P")
-
-
-def reference_basic(text, do_lower_case, normalize=None):
-  """The original BasicTokenizer.tokenize (normalize: this project's NFC option)."""
-  if normalize == "nfc":
-    text = unicodedata.normalize("NFC", text)
-  cleaned = []
-  for char in text:
-    if ord(char) in (0, 0xFFFD) or _ref_is_control(char):
-      continue
-    cleaned.append(" " if _ref_is_whitespace(char) else char)
-  spaced = []
-  for char in cleaned:
-    spaced.append(" " + char + " " if _ref_is_cjk(ord(char)) else char)
-  pieces = []
-  for word in "".join(spaced).split():
-    if do_lower_case:
-      word = unicodedata.normalize("NFD", word.lower())
-      word = "".join(c for c in word if unicodedata.category(c) != "Mn")
-    current = None
-    for char in word:
-      if _ref_is_punctuation(char):
-        pieces.append(char)
-        current = None
-      else:
-        if current is None:
-          pieces.append("")
-          current = len(pieces) - 1
-        pieces[current] += char
-  return " ".join(pieces).split()
-
-
-def reference_wordpiece(words, vocab):
-  """The original WordpieceTokenizer over already split words."""
-  out = []
-  for word in words:
-    if len(word) > 200:
-      out.append("[UNK]")
-      continue
-    pieces, start = [], 0
-    while start < len(word):
-      end, found = len(word), None
-      while start < end:
-        piece = ("##" if start else "") + word[start:end]
-        if piece in vocab:
-          found = piece
-          break
-        end -= 1
-      if found is None:
-        pieces = ["[UNK]"]
-        break
-      pieces.append(found)
-      start = end
-    out.extend(pieces)
-  return out
 
 
 # ----------------------------------------------------------------- fixtures
@@ -150,8 +67,8 @@ def test_control_characters_are_exactly_cc_and_cf():
   every = [chr(cp) for cp in _every_code_point()]
   # pylint: disable=protected-access
   assert [c for c in every if tokenization._is_control(c)] == [
-      c for c in every if _ref_is_control(c)]
-  kept = "".join(c for c in every if not (ord(c) in (0, 0xFFFD) or _ref_is_control(c)))
+      c for c in every if reference_tokenization.is_control(c)]
+  kept = "".join(c for c in every if not (ord(c) in (0, 0xFFFD) or reference_tokenization.is_control(c)))
   # 65 Cc (NUL among them) and 163 Cf characters but tab, newline and return; U+FFFD.
   assert len(every) - len(kept) == 65 + 163 - 3 + 1
   # The in-graph path's classes, applied to every code point at once.
@@ -280,7 +197,7 @@ def test_nfc_in_the_graph_equals_python_on_every_code_point():
   for text in ("".join(chr(cp) for cp in every),
                "".join("a" + chr(cp) + "\u0301 " for cp in every)):
     replaced = "".join(
-        placeholder if unicodedata.category(c) == "Cn" and not _ref_is_cjk(ord(c)) else c
+        placeholder if unicodedata.category(c) == "Cn" and not reference_tokenization.is_cjk(ord(c)) else c
         for c in text)
     graph = tf.strings.regex_replace(tf.constant([text]), unassigned, placeholder)
     assert graph.numpy()[0].decode("utf-8") == replaced

@@ -185,7 +185,7 @@ def tiny_export(tmp_path_factory):
       capture_output=True, text=True, env=_env(), timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   # litert/: the encoder's LiteRT models (--litert=both by default), checked against the
-  # encoder SavedModel before the export landed (tests/litert/test_predictor.py reads them).
+  # encoder SavedModel before the export landed (tests/formats/test_litert_convert.py).
   assert sorted(os.listdir(export_dir)) == ["encoder", "litert", "preprocessor"]
   assert sorted(os.listdir(export_dir / "litert")) == [
       "model.json", "model_float32.tflite", "model_int8.tflite", "vocab.txt"]

@@ -1,6 +1,7 @@
 """docs/adding_a_task.md against the repository: its list of every place a new script
 touches (each place checked for every script there is, and shown to catch a fake
-script's missing row), and its eval_loss definitions word for word as finetune.py's."""
+script's missing row), and its eval_loss definitions word for word as
+finetune.Task.evaluate's."""
 import ast
 import os
 import re
@@ -38,6 +39,14 @@ def _task_modules(root, script):
                     _read(root, os.path.join("bert", "cli", script)), re.M)
 
 
+def _catalogue_files(root):
+  """The bad-input catalogue's files: tests/reliability/test_*.py (a script's cases may be
+  in its own section of test_each_command.py or in a table row of another file)."""
+  folder = os.path.join(root, "tests", "reliability")
+  return [os.path.join("tests", "reliability", name) for name in sorted(os.listdir(folder))
+          if name.startswith("test_") and name.endswith(".py")]
+
+
 def _tasks_row(root):
   (row,) = [line for line in _read(root, "docs/ARCHITECTURE.md").splitlines()
             if line.startswith("| `*_task.py` |")]
@@ -60,10 +69,10 @@ PLACES = {
         rf'^bert-{script[:-3].replace("_", "-")} = "bert\.cli\.{script[:-3]}:run"$',
         _read(root, "pyproject.toml"), re.M) is not None,
     "docs/FLAGS.md": lambda root, script: f"\n## {script}\n" in _read(root, "docs/FLAGS.md"),
-    "tests/reliability/test_catalogue.py": lambda root, script: (
-        re.search(rf'(@case|row)\("{re.escape(script)}"',
-                  _read(root, "tests/reliability/test_catalogue.py"))
-        or script in _literal(root, "tests/reliability/test_catalogue.py",
+    "tests/reliability/test_each_command.py": lambda root, script: (
+        any(re.search(rf'(@case|row)\("{re.escape(script)}"', _read(root, path))
+            for path in _catalogue_files(root))
+        or script in _literal(root, "tests/reliability/test_each_command.py",
                               "TESTED_ELSEWHERE")),
 }
 
@@ -118,8 +127,8 @@ def _add_fake_rows(root, skip=None):
                          'bert-run-tagger = "bert.cli.run_tagger:run"\n'
                          'bert-run-fake = "bert.cli.run_fake:run"\n'),
       "docs/FLAGS.md": ("\n## run_tagger.py\n", "\n## run_fake.py\n\n## run_tagger.py\n"),
-      "tests/reliability/test_catalogue.py": ("# ---- run_tagger.py\n",
-                                              '@case("run_fake.py")\n# ---- run_tagger.py\n'),
+      "tests/reliability/test_each_command.py": ("# ---- run_tagger.py\n",
+                                                 '@case("run_fake.py")\n# ---- run_tagger.py\n'),
   }
   assert list(rows) == list(PLACES)
   for place, (old, new) in rows.items():
@@ -132,7 +141,7 @@ def _add_fake_rows(root, skip=None):
 def copy(tmp_path):
   """The files the places live in, copied to tmp_path with their folders."""
   for path in ("README.md", "docs/ARCHITECTURE.md", "bert/cli/__init__.py", "pyproject.toml",
-               "docs/FLAGS.md", "tests/reliability/test_catalogue.py", RECIPE):
+               "docs/FLAGS.md", "tests/reliability/test_each_command.py", RECIPE):
     os.makedirs(tmp_path / os.path.dirname(path), exist_ok=True)
     shutil.copy(os.path.join(ROOT, path), tmp_path / path)
   return str(tmp_path)
@@ -156,8 +165,17 @@ def _eval_loss_definitions(text):
   return " ".join(text[start:end].split())
 
 
+def _task_evaluate_docstring(root):
+  """finetune.Task.evaluate's docstring (read from the source, not imported)."""
+  tree = ast.parse(_read(root, os.path.join("bert", "training", "finetune.py")))
+  (task,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Task"]
+  (evaluate,) = [node for node in task.body
+                 if isinstance(node, ast.FunctionDef) and node.name == "evaluate"]
+  return ast.get_docstring(evaluate)
+
+
 def test_the_recipe_and_finetune_define_eval_loss_word_for_word():
-  docstring = ast.get_docstring(ast.parse(_read(ROOT, os.path.join("bert", "training", "finetune.py"))))
+  docstring = _task_evaluate_docstring(ROOT)
   recipe = _eval_loss_definitions(_read(ROOT, RECIPE))
   assert recipe == _eval_loss_definitions(docstring)
   assert "one label per word (NER, tagging_task)" in recipe

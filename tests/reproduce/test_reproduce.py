@@ -9,11 +9,10 @@ import sys
 import pytest
 
 from conftest import ROOT, shared_path
+from tiny import make_tiny_model
 
 sys.path.insert(0, os.path.join(ROOT, "reproduce"))
 import aggregate  # noqa: E402  pylint: disable=wrong-import-position
-
-from test_run_ner_swag import make_tiny_model  # noqa: E402
 
 
 def write_results(path, **values):

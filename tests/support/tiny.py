@@ -5,8 +5,11 @@ with the key order and values of Google's bert_config.json. Tests pass what diff
 vocabulary size always; max_position_embeddings, dropout, ... where the test needs its
 own): `tiny_config(vocab_size, **overrides)` -> modeling.BertConfig,
 `tiny_config_dict(...)` -> the JSON dict, `write_tiny_config(path, ...)` -> the file.
+`make_tiny_model(directory)`: that config for a vocabulary of 2000 words beside the
+first 2000 lines of the shared uncased vocabulary (skips without ../shared).
 """
 import json
+import os
 
 # The shape keys alone (for helpers that take only the encoder's shape).
 TINY_SHAPE = {"hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
@@ -37,3 +40,18 @@ def write_tiny_config(path, vocab_size, **overrides):
   with open(path, "w", encoding="utf-8") as handle:
     json.dump(tiny_config_dict(vocab_size, **overrides), handle)
   return str(path)
+
+
+def make_tiny_model(directory):
+  """bert_config.json (hidden 32, 3 layers) + the first 2000 lines of the uncased vocab."""
+  # Imported here: processes outside pytest (dist_pretraining_helper.py) import this
+  # module, and conftest is pytest's.
+  from conftest import shared_path  # pylint: disable=g-import-not-at-top
+  os.makedirs(directory, exist_ok=True)
+  with open(shared_path("vocab", "uncased_vocab.txt"), encoding="utf-8") as handle:
+    vocab = [next(handle) for _ in range(2000)]
+  with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as handle:
+    handle.writelines(vocab)
+  with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as handle:
+    json.dump(tiny_config_dict(2000), handle)
+  return directory

@@ -1,7 +1,7 @@
 """tools/linear_probe.py: frozen encoder features and the linear models fitted on them.
 
 The tool's refusals (one class, equal scores, a header read as data, batch sizes, `~`)
-are cases of tests/reliability/test_catalogue.py; here its numbers, and whole runs as a
+are cases of tests/reliability/test_tool_inputs.py; here its numbers, and whole runs as a
 user starts them (a subprocess each).
 """
 import os

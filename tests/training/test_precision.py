@@ -33,29 +33,11 @@ from bert import heads
 from bert import metrics
 from bert import modeling
 from bert import optimization
-import tiny
+from replica_steps import CONFIG, SEQ, pretraining_batch, train_steps
 from bert.training import evaluation
 from bert.training import strategies
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# Shape keys only: a test below adds its own dropout values.
-CONFIG = dict(tiny.TINY_SHAPE, vocab_size=53, max_position_embeddings=16, type_vocab_size=2)
-BATCH, SEQ, PREDICTIONS = 4, 9, 3
-
-
-def _pretraining_batch(batch=BATCH, seed=0):
-  rng = np.random.default_rng(seed)
-  mask = np.ones((batch, SEQ), "int32")
-  mask[1, 5:] = 0
-  return (
-      {"input_ids": rng.integers(1, CONFIG["vocab_size"], (batch, SEQ)).astype("int32"),
-       "input_mask": mask,
-       "segment_ids": np.repeat([[0] * 5 + [1] * 4], batch, 0).astype("int32"),
-       "masked_lm_positions": rng.integers(1, 5, (batch, PREDICTIONS)).astype("int32")},
-      {"masked_lm_ids": rng.integers(1, CONFIG["vocab_size"],
-                                     (batch, PREDICTIONS)).astype("int32"),
-       "masked_lm_weights": np.array([[1, 1, 0]] * batch, "float32"),
-       "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype("int32")})
 
 
 def _build(policy):
@@ -76,7 +58,7 @@ def _layer_norms(model, encoder):
 
 
 def _traced_ops(model):
-  inputs, labels = _pretraining_batch()
+  inputs, labels = pretraining_batch()
   spec = lambda d: {k: tf.TensorSpec(v.shape, v.dtype) for k, v in d.items()}
 
   @tf.function
@@ -123,7 +105,7 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
   low_matmuls = [op for op in matmuls if op.outputs[0].dtype == low]
   assert len(low_matmuls) >= 8 * CONFIG["num_hidden_layers"]
 
-  inputs, labels = _pretraining_batch()
+  inputs, labels = pretraining_batch()
   out = model(inputs, training=False)
   ref = reference(inputs, training=False)
   for key in ("masked_lm_logits", "next_sentence_logits"):
@@ -275,41 +257,6 @@ def _classifier_data(n=24):
           "label_ids": (ids[:, 1] % 2).astype("int32")}
 
 
-def train_steps(strategy, model, optimizer, loss_fn, dataset_fn, global_batch, steps):
-  """`steps` optimizer steps with a strategy.run step of this test's own that mirrors
-  training.py's: forward, loss_fn, the loss averaged over the GLOBAL batch
-  (tf.nn.compute_average_loss), gradients summed over the replicas, clipped to global
-  norm 1.0, applied. dataset_fn(context) batches to the per-replica size.
-  Returns the per-step losses (floats); the model's weights are updated."""
-  variables = model.trainable_variables
-  names = [t.name for t in model.inputs]
-  optimizer.gradients_are_reduced = True  # this step sums over replicas itself
-  with strategy.scope():
-    optimizer.build(variables)  # slots now, not inside the replicated tf.function
-
-  def step(features):
-    with tf.GradientTape() as tape:
-      outputs = model({k: features[k] for k in names}, training=True)
-      per_example, _ = loss_fn(features, outputs)
-      loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)  # dense slices
-             for g, v in zip(tape.gradient(loss, variables), variables)]
-    context = tf.distribute.get_replica_context()
-    if context.num_replicas_in_sync > 1:
-      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    grads, _ = optimization.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
-
-  @tf.function
-  def run(iterator):
-    return strategy.reduce(tf.distribute.ReduceOp.SUM,
-                           strategy.run(step, args=(next(iterator),)), axis=None)
-
-  iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-  return [float(run(iterator)) for _ in range(steps)]
-
-
 def _train_classifier(strategy, steps=3, batch=4):
   keras.utils.set_random_seed(7)
   with strategy.scope():
@@ -349,13 +296,14 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import numpy as np
 import keras
+from bert import heads
 from bert import modeling
 from bert import optimization
-import test_precision as tp
+from replica_steps import CONFIG, pretraining_batch, train_steps
 
 GLOBAL = 6
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-inputs, labels = tp._pretraining_batch(batch=4 * GLOBAL, seed=2)
+inputs, labels = pretraining_batch(batch=4 * GLOBAL, seed=2)
 data = {**inputs, **labels, "example_index": np.arange(4 * GLOBAL, dtype="int32")}
 # Uneven label weights between the two halves of each global batch: a per-replica
 # normaliser would give another loss than the global one.
@@ -389,12 +337,12 @@ report["mlm_sums"] = [float(strategy.reduce("SUM", numerator, axis=None)),
 
 def train(strategy):
   keras.utils.set_random_seed(11)
-  config = modeling.BertConfig(**tp.CONFIG, hidden_dropout_prob=0.0,
+  config = modeling.BertConfig(**CONFIG, hidden_dropout_prob=0.0,
                                attention_probs_dropout_prob=0.0)
   with strategy.scope():
     model, _ = heads.build_pretraining_model(config)
     optimizer = optimization.create_optimizer(1e-3, 10, 1)
-  losses = tp.train_steps(strategy, model, optimizer, heads.pretraining_loss,
+  losses = train_steps(strategy, model, optimizer, heads.pretraining_loss,
                           dataset_fn, GLOBAL, 2)
   return losses, [v.numpy() for v in model.trainable_variables]
 
@@ -432,7 +380,7 @@ def test_global_batch_is_split_across_two_replicas():
   # train_batch_size=6 is the global batch: each replica takes 3 consecutive examples.
   assert report["batches"] == [[[0, 1, 2], [3, 4, 5]], [[6, 7, 8], [9, 10, 11]]]
   # The masked-LM loss is normalised by the label weights of the global batch.
-  inputs, labels = _pretraining_batch(batch=24, seed=2)
+  inputs, labels = pretraining_batch(batch=24, seed=2)
   features = {**inputs, **labels}
   features["masked_lm_weights"][::6] = [1, 1, 1]
   features["masked_lm_weights"][5::6] = [1, 0, 0]

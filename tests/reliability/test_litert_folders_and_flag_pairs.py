@@ -1,8 +1,9 @@
-"""The bad-input catalogue, round four: an export's LiteRT folder checked whole at load,
-flags without their partner, `python -m bert <command>`, and tools' messages that name
-their own flags.
+"""The bad-input catalogue, an export's LiteRT folder and flags without their partner: a
+LiteRT folder checked whole at load (predict_litert.py, tools/litert_accuracy.py, every
+field of model.json altered in turn), run_classifier.py's flags that need another,
+`python -m bert <command>`, and the tools' messages, which name their own flags.
 
-The cases run as the main catalogue's do (tests/reliability/test_catalogue.py: one
+The cases run as the rest of the catalogue's do (tests/support/catalogue.py: one
 process per script through tests/support/cli_harness.py, exit status 2, ONE error line, no
 traceback). One module fixture converts two tiny models (a classifier and a regression
 model, random weights) to float32 LiteRT models once; every case works on a copy of
@@ -17,12 +18,12 @@ import sys
 
 import pytest
 
+from catalogue import check_case
+from catalogue import flags_named
+from catalogue import foreign_flags
+from catalogue import run_harness
 from conftest import ROOT
 import litert_data
-from test_catalogue import check_case
-from test_catalogue import flags_named
-from test_catalogue import foreign_flags
-from test_catalogue import run_harness
 import tiny
 
 pytest.importorskip("ai_edge_litert.interpreter")
@@ -76,7 +77,7 @@ def _encoder_export(root):
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory):
-  root = str(tmp_path_factory.mktemp("catalogue4"))
+  root = str(tmp_path_factory.mktemp("litert-folders"))
   litert_data.write_vocab(__import__("pathlib").Path(root, "vocab.txt"))
   folders = {
       "mrpc": _export(root, "mrpc", ["0", "1"], {"task": "Mrpc", "task_name": "mrpc",
@@ -136,11 +137,12 @@ FIX = "put back the export's own vocab.txt (model.json {json} names 'vocab.txt')
 REEXPORT = "re-export the model (run_classifier.py/run_multilabel.py --export_dir)"
 
 
-# ---- predict_litert.py: the issue's cases 1-6 and 12, and the local-paths rule
+# ---- predict_litert.py: a folder that does not hold what its model.json says, models of
+# other exports, and the local-paths rule
 
 
 def vocab_replaced_by_a_cased_one(made):
-  """1: vocab.txt replaced by another vocabulary (here of another size)."""
+  """vocab.txt replaced by another vocabulary (here of another size)."""
   p = Place(made, "cased")
   vocab = p.write("litert/vocab.txt", _vocab(litert_data.VOCAB + ["Good", "Bad", "The"]))
   n, m = len(litert_data.VOCAB) + 3, len(litert_data.VOCAB)
@@ -150,7 +152,7 @@ def vocab_replaced_by_a_cased_one(made):
 
 
 def vocab_of_the_same_size_reordered(made):
-  """1 (the digest): the same tokens, two swapped: same size, other ids."""
+  """vocab.txt with the same tokens, two swapped (the digest tells): same size, other ids."""
   p = Place(made, "swapped")
   tokens = list(litert_data.VOCAB)
   tokens[5], tokens[11] = tokens[11], tokens[5]
@@ -166,7 +168,7 @@ def vocab_of_the_same_size_reordered(made):
 
 
 def vocab_file_edited_to_name_another(made):
-  """2: model.json's vocab_file names a smaller vocabulary."""
+  """model.json's vocab_file names a smaller vocabulary."""
   p = Place(made, "vocabname")
   other = p.write("litert/small_vocab.txt", _vocab(litert_data.VOCAB[:20]))
   meta = p.edit_json(vocab_file="small_vocab.txt")
@@ -177,7 +179,7 @@ def vocab_file_edited_to_name_another(made):
 
 
 def tsv_model_on_a_folder_with_a_header(made):
-  """3: the tsv task's files start with a header; --has_header not given."""
+  """The tsv task's files start with a header; --has_header not given."""
   p = Place(made, "header")
   p.edit_json(task="DelimitedFile", task_name="tsv", labels=["negative", "positive"],
               num_texts=1)
@@ -192,7 +194,7 @@ def tsv_model_on_a_folder_with_a_header(made):
 
 
 def tsv_model_on_a_folder_with_a_header_given(made):
-  """3, the other way: --has_header, three rows predicted for three test rows."""
+  """The other way: --has_header, three rows predicted for three test rows."""
   p = Place(made, "header-given")
   p.edit_json(task="DelimitedFile", task_name="tsv", labels=["negative", "positive"],
               num_texts=1)
@@ -205,7 +207,7 @@ def tsv_model_on_a_folder_with_a_header_given(made):
 
 
 def regression_model_under_a_classifiers_json(made):
-  """4: an STS-B model_float32.tflite put under MRPC's model.json."""
+  """An STS-B model_float32.tflite put under MRPC's model.json."""
   p = Place(made, "swapmodel")
   shutil.copy(os.path.join(made[1]["stsb"], "model_float32.tflite"), p.model)
   return dict(argv=p.argv(), absent=[p.out], line=(
@@ -216,7 +218,7 @@ def regression_model_under_a_classifiers_json(made):
 
 
 def encoder_model_under_a_classifiers_json(made):
-  """4: a TF-Hub encoder's model_float32.tflite put under MRPC's model.json."""
+  """A TF-Hub encoder's model_float32.tflite put under MRPC's model.json."""
   p = Place(made, "swapencoder")
   shutil.copy(os.path.join(made[1]["encoder"], "model_float32.tflite"), p.model)
   return dict(argv=p.argv(), absent=[p.out], expect=[
@@ -228,7 +230,7 @@ def encoder_model_under_a_classifiers_json(made):
 
 
 def max_seq_length_past_the_positions(made):
-  """5: model.json edited to max_seq_length 512; the model has 64 positions."""
+  """model.json edited to max_seq_length 512; the model has 64 positions."""
   p = Place(made, "seq512")
   meta = p.edit_json(max_seq_length=512)
   return dict(argv=p.argv(), absent=[p.out], line=(
@@ -238,7 +240,7 @@ def max_seq_length_past_the_positions(made):
 
 
 def max_seq_length_past_the_positions_of_an_older_export(made):
-  """5, format 1 (no max_position_embeddings recorded): the model itself is asked."""
+  """The same on format 1 (no max_position_embeddings recorded): the model itself is asked."""
   p = Place(made, "seq512-v1")
   meta = p.edit_json(max_seq_length=512, format_version=1, vocab_sha256=None,
                      special_ids=None, max_position_embeddings=None, type_vocab_size=None,
@@ -250,7 +252,7 @@ def max_seq_length_past_the_positions_of_an_older_export(made):
 
 
 def special_tokens_renamed(made):
-  """6: [CLS] and [SEP] renamed (the same number of lines)."""
+  """[CLS] and [SEP] renamed (the same number of lines)."""
   p = Place(made, "nocls")
   tokens = ["[CLS_]" if t == "[CLS]" else "[SEP_]" if t == "[SEP]" else t
             for t in litert_data.VOCAB]
@@ -262,7 +264,7 @@ def special_tokens_renamed(made):
 
 
 def squad_model(made):
-  """12: a SQuAD export's model (its model.json says so)."""
+  """A SQuAD export's model (its model.json says so)."""
   p = Place(made, "squad")
   p.edit_json(task="squad", head="squad", labels=None)
   return dict(argv=p.argv(), absent=[p.out], line=(
@@ -273,7 +275,7 @@ def squad_model(made):
 
 
 def encoder_model(made):
-  """12: an encoder's model (export_encoder.py --format=tfhub)."""
+  """An encoder's model (export_encoder.py --format=tfhub)."""
   p = Place(made, "encoder")
   p.edit_json(task="encoder", head="encoder", labels=None)
   return dict(argv=p.argv(), absent=[p.out], line=(
@@ -313,11 +315,11 @@ PREDICT_CASES = [vocab_replaced_by_a_cased_one, vocab_of_the_same_size_reordered
                      _url_case(f) for f in ("model", "data_dir", "output_dir")]
 
 
-# ---- tools/litert_accuracy.py: cases 13 and 14
+# ---- tools/litert_accuracy.py
 
 
 def accuracy_models_naming_a_missing_file(made):
-  """13: --models names a file the folder does not hold."""
+  """--models names a file the folder does not hold."""
   p = Place(made, "acc-missing")
   p.write("data/dev.tsv", "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
           "1\t1\t2\tthe movie was good .\tthe film is great .\n")
@@ -329,7 +331,7 @@ def accuracy_models_naming_a_missing_file(made):
 
 
 def accuracy_model_of_another_task(made):
-  """14: --task_name=sst2 on an MRPC export."""
+  """--task_name=sst2 on an MRPC export."""
   p = Place(made, "acc-task")
   return dict(argv=[f"--litert_dir={p.path('litert')}", f"--data_dir={p.data}",
                     "--task_name=sst2"], line=(
@@ -360,7 +362,7 @@ ACCURACY_CASES = [accuracy_models_naming_a_missing_file, accuracy_model_of_anoth
                   accuracy_url_as_litert_dir, accuracy_good_run]
 
 
-# ---- run_classifier.py: case 10 and the other flags without their partner
+# ---- run_classifier.py: flags without their partner
 
 
 def _classifier_argv(made, *extra):
@@ -375,7 +377,7 @@ def _classifier_argv(made, *extra):
 
 
 def litert_without_export_dir(made):
-  """10: --litert=int8 without --export_dir."""
+  """--litert=int8 without --export_dir."""
   return dict(argv=_classifier_argv(made, "--litert=int8"), line=(
       "--litert=int8 writes the LiteRT models of an export: it needs --export_dir (without "
       "it the flag does nothing)"))
@@ -412,7 +414,7 @@ def _result(made, tmp_root, script, name):
 
 
 @pytest.mark.parametrize("script,name", IDS, ids=[f"{s}-{n}" for s, n in IDS])
-def test_catalogue_four(made, script, name):
+def test_bad_input(made, script, name):
   spec, result = _result(made, made[0], script, name)
   rows = spec.pop("rows", {})
   # The LiteRT runtime's own notice when it builds an interpreter (its C++ log, which
@@ -437,7 +439,7 @@ def test_flags_named_reads_a_message_as_a_user_does():
   assert flags_named("a--b and bert-run-classifier --litert=none") == set()
 
 
-# ---- python -m bert <command>: case 11
+# ---- python -m bert <command>
 
 
 def _python_m_bert(*argv, cwd=None):
@@ -455,7 +457,7 @@ def test_python_m_bert_runs_the_command_or_refuses_in_one_line(made, tmp_path):
       "bert-run-classifier: error: --litert=int8 writes the LiteRT models of an export: it "
       "needs --export_dir (without it the flag does nothing)")
   assert proc.stdout == ""
-  # The issue's command line: the command runs, so absl names its missing required
+  # Without the required flags: the command runs, so absl names its missing required
   # flags, exactly as `python run_classifier.py --task_name=MRPC` does.
   proc = _python_m_bert("run_classifier", "--task_name=MRPC", cwd=tmp_path)
   assert proc.returncode == 1 and "bert" not in proc.stdout

@@ -1,0 +1,559 @@
+"""The bad-input catalogue, what one command alone meets: a `# ---- <script>` section of
+cases per command (a new command adds its own).
+
+Each case must end with exit status 2, ONE error line on stderr (`<script>: error: ...`)
+that names the offending file (and line or record), no Python traceback, and no output
+left behind that looks complete (nor a half-written temporary file); a case that must
+work says so (works=True). The cases of one script run in one process through
+tests/support/cli_harness.py (tests/support/catalogue.py); one true subprocess
+(test_real_subprocess_matches_the_harness) checks that the harness sees what a user sees.
+Faults many commands meet, one table of commands each: test_across_commands.py.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import catalogue
+from catalogue import CORPUS, GOOD_QA, SEQ, TINY_CONFIG
+from catalogue import classifier_args, conll_folder, cpd_args, export_args, extract_args
+from catalogue import google_checkpoint, litert_folder, mrpc_folder, ner_args
+from catalogue import pretraining_args, pretraining_features, records_input, squad_args
+from catalogue import squad_json, tagger_args, vocab_args
+from conftest import ROOT
+
+CATALOGUE = catalogue.Catalogue(default_scripts={
+    "run_classifier.py", "run_pretraining.py", "run_squad.py"})
+case = CATALOGUE.case
+
+
+# Scripts of bert.cli.COMMANDS whose bad inputs are tested in their own files instead of
+# in the catalogue (none today: every script has a case; tests/project/test_recipe.py
+# reads this set).
+TESTED_ELSEWHERE = set()
+
+
+# ---- run_classifier.py
+
+
+@case("run_classifier.py", default=True)
+def unknown_label_with_verbose(ws):
+  """--verbose: the same one error line, after the traceback a bug report needs."""
+  d = mrpc_folder(ws, "cls-label-v", dev=["7\t1\t2\tthe cat .\tthe mat ."])
+  return dict(argv=classifier_args(ws, d, ws.path("cls-o7v"), "--do_eval", "--verbose"),
+              expect=[os.path.join(d, "dev.tsv") + ":2", "7"], verbose=True)
+
+
+@case("run_classifier.py")
+def eval_only_output_dir_holds_other_model(ws):
+  d = mrpc_folder(ws, "cls-foreign2", dev="good")
+  out = ws.path("cls-o12")
+  return dict(argv=classifier_args(ws, d, out, "--do_eval"), expect=[out],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.other_config}],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py", default=True)
+def eval_only_with_nothing_trained(ws):
+  d = mrpc_folder(ws, "cls-untrained", dev="good")
+  out = ws.path("cls-o26")
+  return dict(argv=classifier_args(ws, d, out, "--do_eval"),
+              expect=["nothing trained to evaluate", f"--output_dir={out}", "--do_train"],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py", default=True)
+def eval_only_from_a_pretrained_encoder(ws):
+  d = mrpc_folder(ws, "cls-untrained2", dev="good")
+  out = ws.path("cls-o27")
+  prefix = ws.path("cls-google", "bert_model.ckpt")
+  return dict(argv=classifier_args(ws, d, out, "--do_eval", f"--init_checkpoint={prefix}"),
+              expect=[prefix, "no trained weights for output_bias"],
+              setup=[{"google_checkpoint": prefix, "bert_config": ws.config}],
+              absent=[os.path.join(out, "eval_results.txt")])
+
+
+@case("run_classifier.py", default=True)
+def truncated_init_checkpoint(ws):
+  d = mrpc_folder(ws, "cls-trunc", train="good")
+  out = ws.path("cls-o28")
+  prefix = ws.path("cls-trunc-ckpt", "bert_model.ckpt")
+  return dict(argv=classifier_args(ws, d, out, "--do_train", f"--init_checkpoint={prefix}"),
+              expect=[prefix, "truncated"],
+              setup=[{"google_checkpoint": prefix, "bert_config": ws.config},
+                     {"truncate": prefix + ".data-00000-of-00001", "by": 4096}],
+              absent=[os.path.join(out, "ckpt-1.index")])
+
+
+@case("run_classifier.py")
+def config_missing_a_key(ws):
+  d = mrpc_folder(ws, "cls-key", train="good")
+  config = ws.write("cls-nokey.json", json.dumps(
+      {k: v for k, v in TINY_CONFIG.items() if k != "num_attention_heads"}))
+  return dict(argv=classifier_args(ws, d, ws.path("cls-o29"), "--do_train", config=config),
+              expect=[config, "num_attention_heads"])
+
+
+@case("run_classifier.py")
+def directory_as_vocab(ws):
+  vocab = ws.mkdir("cls-vocab-dir")
+  d = mrpc_folder(ws, "cls-vocab2", train="good")
+  return dict(argv=classifier_args(ws, d, ws.path("cls-o17"), "--do_train", vocab=vocab),
+              expect=[vocab])
+
+
+# Silent wrong answers and unhelpful messages.
+
+
+def _tsv_task(ws, name, train):
+  directory = ws.mkdir(name)
+  ws.write(f"{name}/train.tsv", train)
+  return ["--task_name=tsv", f"--data_dir={directory}", *ws.model_flags(),
+          f"--output_dir={ws.path(name + '-out')}", "--max_seq_length=32",
+          "--train_batch_size=2", "--num_train_epochs=1", "--do_train"]
+
+
+@case("run_classifier.py", default=True)
+def header_read_as_data(ws):
+  # Without --has_header, "label" would become a third class of a two-class file.
+  argv = _tsv_task(ws, "cls-header", "sentence\tlabel\nthe cat sat .\t0\na dog ran .\t1\n"
+                   "the sun set .\t1\n")
+  path = ws.path("cls-header", "train.tsv")
+  return dict(argv=argv, expect=[path + ":1: the first row looks like a header",
+                                 "'label' is not a number", "pass --has_header",
+                                 "--has_header=false"],
+              absent=[ws.path("cls-header-out", "checkpoint")])
+
+
+@case("run_classifier.py")
+def header_of_word_labels_read_as_data(ws):
+  argv = _tsv_task(ws, "cls-header2", "text\tsentiment\nthe cat sat .\tpositive\n"
+                   "a dog ran .\tnegative\nthe sun set .\tpositive\n")
+  return dict(argv=argv, expect=[ws.path("cls-header2", "train.tsv") + ":1:",
+                                 "'sentiment' is a column name", "--has_header=false"])
+
+
+@case("run_classifier.py")
+def label_list_given_twice(ws):
+  argv = _tsv_task(ws, "cls-twice", "good film\tpos\nbad film\tneg\n")
+  return dict(argv=argv + ["--has_header=false", "--label_list=pos,neg,pos"],
+              absent=[ws.path("cls-twice-out")],
+              line="--label_list=pos,neg,pos: 'pos' is given 2 times; each label once, in "
+                   "label-id order")
+
+
+# ---- run_multilabel.py
+
+
+@case("run_multilabel.py")
+def training_data_without_any_label(ws):
+  d = ws.mkdir("ml-nolabel")
+  ws.write("ml-nolabel/labels.txt", "PER\nLOC\n")
+  train = ws.write("ml-nolabel/train.tsv", "the cat sat .\t\nthe mat .\t\n")
+  out = ws.path("ml-nolabel-out")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}"],
+              expect=[f"{train}: no line of the training data has a label"], absent=[out])
+
+
+@case("run_multilabel.py")
+def labels_file_lists_a_label_twice(ws):
+  d = ws.mkdir("ml-twice")
+  labels = ws.write("ml-twice/labels.txt", "PER\nLOC\nPER\n")
+  ws.write("ml-twice/train.tsv", "the cat sat .\tPER\n")
+  out = ws.path("ml-twice-out")
+  return dict(argv=[f"--data_dir={d}", *ws.model_flags(), "--do_train",
+                    "--max_seq_length=32", f"--output_dir={out}"], absent=[out],
+              line=f"{labels}:3: label 'PER' is listed twice (first on line 1)")
+
+
+# ---- create_pretraining_data.py
+
+
+@case("create_pretraining_data.py")
+def vocab_without_mask_token(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  vocab = ws.write("cpd-vocab-nomask.txt",
+                   "".join(l for l in ws.vocab_lines if l.strip() != "[MASK]"))
+  out = ws.path("cpd-o7.tfrecord")
+  return dict(argv=cpd_args(ws, path, out, vocab=vocab), expect=[vocab, "[MASK]"], absent=[out])
+
+
+@case("create_pretraining_data.py")
+def output_is_a_directory(ws):
+  path = ws.write("cpd-ok.txt", CORPUS)
+  out = ws.mkdir("cpd-o9.tfrecord")
+  return dict(argv=cpd_args(ws, path, out), expect=[out])
+
+
+# ---- run_pretraining.py
+
+
+@case("run_pretraining.py")
+def no_input_matches(ws):
+  pattern = ws.path("rp-none", "*.tfrecord")
+  return dict(argv=pretraining_args(ws, pattern, ws.path("rp-o1")), expect=[pattern])
+
+
+@case("run_pretraining.py", default=True)
+def text_file_as_input(ws):
+  path = ws.write("rp-text.tfrecord", CORPUS * 20)
+  return dict(argv=pretraining_args(ws, path, ws.path("rp-o4")), expect=[path])
+
+
+@case("run_pretraining.py", default=True)
+def wrong_feature_length(ws):
+  path = ws.path("rp-len.tfrecord")
+  setup = {"tfrecord": path, "features": pretraining_features(input_ids=SEQ * 2),
+           "count": 4}
+  return dict(argv=pretraining_args(ws, path, ws.path("rp-o5")), expect=[path, "input_ids"],
+              setup=[setup])
+
+
+@case("run_pretraining.py")
+def missing_feature(ws):
+  path = ws.path("rp-nofeature.tfrecord")
+  setup = {"tfrecord": path, "features": pretraining_features(drop=("next_sentence_labels",)),
+           "count": 4}
+  return dict(argv=pretraining_args(ws, path, ws.path("rp-o6")),
+              expect=[path, "next_sentence_labels"], setup=[setup])
+
+
+@case("run_pretraining.py")
+def truncated_last_record(ws):
+  path = ws.path("rp-truncated.tfrecord")
+  setup = {"tfrecord": path, "features": pretraining_features(), "count": 8,
+           "truncate_by": 30}
+  out = ws.path("rp-o7")
+  return dict(argv=pretraining_args(ws, path, out), expect=[path], setup=[setup],
+              absent=[os.path.join(out, "pretrained")])
+
+
+@case("run_pretraining.py")
+def non_utf8_config(ws):
+  config = ws.write("rp-config-latin1.json",
+                    json.dumps(TINY_CONFIG).encode().replace(b'"gelu"', b'"g\xe9lu"'))
+  path, setup = records_input(ws, "rp-ok-a", SEQ)
+  return dict(argv=pretraining_args(ws, path, ws.path("rp-o9"), config=config), expect=[config],
+              setup=setup)
+
+
+# ---- run_squad.py
+
+
+@case("run_squad.py")
+def missing_predict_file(ws):
+  path = ws.path("sq-none.json")
+  return dict(argv=squad_args(ws, ws.path("sq-o1"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def empty_predict_file(ws):
+  path = ws.write("sq-empty.json", "")
+  return dict(argv=squad_args(ws, ws.path("sq-o2"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def directory_as_train_file(ws):
+  path = ws.mkdir("sq-dir.json")
+  return dict(argv=squad_args(ws, ws.path("sq-o3"), "--do_train", f"--train_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py", default=True)
+def truncated_json(ws):
+  path = ws.write("sq-trunc.json", squad_json([GOOD_QA])[:-20])
+  out = ws.path("sq-o4")
+  return dict(argv=squad_args(ws, out, "--do_predict", f"--predict_file={path}"), expect=[path],
+              absent=[os.path.join(out, "predictions.json")])
+
+
+@case("run_squad.py")
+def non_utf8_json(ws):
+  path = ws.write("sq-latin1.json", squad_json([GOOD_QA]).encode().replace(b"cat", b"c\xe0t"))
+  return dict(argv=squad_args(ws, ws.path("sq-o5"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def data_not_a_list(ws):
+  path = ws.write("sq-struct.json", json.dumps({"version": "1.1", "data": {"x": 1}}))
+  return dict(argv=squad_args(ws, ws.path("sq-o6"), "--do_predict", f"--predict_file={path}"),
+              expect=[path])
+
+
+@case("run_squad.py")
+def question_without_id(ws):
+  path = ws.write("sq-noid.json", squad_json([{"question": "who ?", "answers": []}]))
+  return dict(argv=squad_args(ws, ws.path("sq-o7"), "--do_predict", f"--predict_file={path}"),
+              expect=[path, "id"])
+
+
+@case("run_squad.py")
+def training_question_without_answer(ws):
+  path = ws.write("sq-noans.json", squad_json([{"id": "q1", "question": "who ?"}]))
+  return dict(argv=squad_args(ws, ws.path("sq-o8"), "--do_train", f"--train_file={path}"),
+              expect=[path, "q1"])
+
+
+@case("run_squad.py", default=True)
+def default_max_seq_length_over_positions(ws):
+  path = ws.write("sq-ok.json", squad_json([GOOD_QA]))
+  argv = [*ws.model_flags(), f"--output_dir={ws.path('sq-o9')}", "--do_predict",
+          f"--predict_file={path}"]   # run_squad's default max_seq_length is 384
+  return dict(argv=argv, expect=["max_seq_length=384", "64"])
+
+
+@case("run_squad.py", default=True)
+def predict_into_a_classifier_output_dir(ws):
+  # The classifier's checkpoint (same BERT size) must not be scored as SQuAD.
+  path = ws.write("sq-ok.json", squad_json([GOOD_QA]))
+  out = ws.path("sq-o13")
+  return dict(argv=squad_args(ws, out, "--do_predict", f"--predict_file={path}"),
+              expect=[f"--output_dir={out}", "different model"],
+              setup=[{"foreign_checkpoint": out, "bert_config": ws.config}],
+              absent=[os.path.join(out, "predictions.json"),
+                      os.path.join(out, "eval_results.txt")])
+
+
+@case("run_squad.py", default=True)
+def answer_start_is_a_string(ws):
+  qa = dict(GOOD_QA, answers=[{"text": "on the mat", "answer_start": "12"}])
+  path = ws.write("sq-start.json", squad_json([qa]))
+  return dict(argv=squad_args(ws, ws.path("sq-start-out"), "--do_train", f"--train_file={path}"),
+              expect=[path + ": article 0 paragraph 0 question 0 (id q1)",
+                      "\"answer_start\" is a str ('12'), not an integer"])
+
+
+# ---- run_ner.py
+
+
+@case("run_ner.py")
+def last_column_of_other_tags(ws):
+  d = conll_folder(ws, "ner-pos", train="EU NNP\nrejects VBZ\n\n")
+  out = ws.path("ner-pos-out")
+  return dict(argv=ner_args(ws, d, out, "--do_train"), absent=[out],
+              line=f"{d}/train.txt:1: the last column holds tags that are not IOB chunk "
+                   "tags (B-X, I-X or O): 'NNP', 'VBZ'; run_ner.py learns entity tags (O, "
+                   "B-<type>, I-<type>) from the last column; run_tagger.py --tag_column "
+                   "learns other tags")
+
+
+# ---- run_tagger.py
+
+
+@case("run_tagger.py")
+def tag_column_past_the_last(ws):
+  d = conll_folder(ws, "tag-column", train="good")
+  return dict(argv=tagger_args(ws, d, ws.path("tag-o1"), "--do_train", "--tag_column=5"),
+              expect=[os.path.join(d, "train.txt") + ":3", "--tag_column=5"])
+
+
+@case("run_tagger.py")
+def tag_outside_the_given_labels(ws):
+  d = conll_folder(ws, "tag-labels", train="good")
+  return dict(argv=tagger_args(ws, d, ws.path("tag-o3"), "--do_train", "--tag_column=2",
+                           "--labels=NNP,VBZ,NN,."),
+              expect=[os.path.join(d, "train.txt") + ":5", "'JJ'", "--labels"])
+
+
+@case("run_tagger.py")
+def iob_on_a_column_of_other_tags(ws):
+  """The part-of-speech column read as IOB chunks used to become all O: one label, a
+  one-output model, F1 0.0 and exit 0."""
+  d = conll_folder(ws, "tag-iob-pos", train="good", valid="good")
+  out = ws.path("tag-iob-pos-out")
+  return dict(argv=tagger_args(ws, d, out, "--do_train", "--do_eval", "--tag_column=2",
+                           "--iob"), absent=[out],
+              line=f"{d}/train.txt:3: column 2 holds tags that are not IOB chunk tags (B-X, "
+                   "I-X or O): 'NNP', 'VBZ', 'JJ', 'NN', '.'; pick the chunk column with "
+                   "--tag_column (CoNLL-2003: 3 chunks, 4 entities), or drop --iob to learn "
+                   "the tags as written")
+
+
+_CONLL_DEV = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\n"
+              "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\n")
+
+
+@case("run_tagger.py")
+def conll_without_a_byte_order_mark_reference(ws):
+  d = conll_folder(ws, "tag-bom-ref", train="good", valid=_CONLL_DEV)
+  return dict(argv=tagger_args(ws, d, ws.path("tag-bom-ref-out"), "--do_train", "--do_eval",
+                           "--iob"), works=True)
+
+
+@case("run_tagger.py")
+def conll_with_a_byte_order_mark(ws):
+  """valid.txt saved by a Windows editor: "\\ufeff-DOCSTART-" used to be a word (one
+  sentence too many) and -X- a label; the same run as without the mark, byte for byte."""
+  d = conll_folder(ws, "tag-bom", train="good", valid="\ufeff" + _CONLL_DEV)
+  out, reference = ws.path("tag-bom-out"), ws.path("tag-bom-ref-out")
+  return dict(argv=tagger_args(ws, d, out, "--do_train", "--do_eval", "--iob"), works=True,
+              same=[(os.path.join(out, name), os.path.join(reference, name))
+                    for name in ("eval_results.txt", "dev_predictions.txt")],
+              lines_in={os.path.join(out, "eval_results.txt"): ["eval_sentences = 2"]})
+
+
+# ---- extract_features.py
+
+
+@case("extract_features.py")
+def pair_on_type_vocab_size_one(ws):
+  config = ws.write_config("ef-tv1.json", type_vocab_size=1)
+  path = ws.write("ef-pair.txt", "the cat sat .\nthe cat ||| sat .\n")
+  out = ws.path("ef-o11.jsonl")
+  return dict(argv=extract_args(ws, path, out, config=config),
+              expect=[path + ":2: the line is a pair", "type_vocab_size 1"], absent=[out])
+
+
+# ---- squad_evaluate.py
+
+
+@case("squad_evaluate.py")
+def data_file_without_questions(ws):
+  data = ws.write("se-empty.json", json.dumps({"version": "1.1", "data": [
+      {"title": "t", "paragraphs": [{"context": "a b c", "qas": []}]}]}))
+  preds = ws.write("se-preds.json", "{}")
+  return dict(argv=[data, preds], expect=[data + ": the SQuAD file has no questions"])
+
+
+@case("squad_evaluate.py")
+def nan_na_prob_thresh(ws):
+  data = ws.write("se-data.json", squad_json([GOOD_QA]))
+  preds = ws.write("se-preds2.json", '{"q1": "on the mat"}')
+  return dict(argv=[data, preds, "--na-prob-thresh=nan"],
+              expect=["--na-prob-thresh=nan: must be a finite number"])
+
+
+# ---- quickstart.py
+
+
+@case("quickstart.py")
+def zero_pretrain_steps(ws):
+  out = ws.path("qs-out")
+  return dict(argv=[f"--output_dir={out}", "--pretrain_steps=0"],
+              expect=["--pretrain_steps=0: must be at least 1"], absent=[out])
+
+
+@case("quickstart.py")
+def nan_finetune_epochs(ws):
+  out = ws.path("qs-out2")
+  return dict(argv=[f"--output_dir={out}", "--finetune_epochs=nan"],
+              expect=["--finetune_epochs=nan: must be a positive finite number"], absent=[out])
+
+
+# ---- create_vocab.py
+
+
+@case("create_vocab.py")
+def malformed_config_template(ws):
+  path = ws.write("cv-ok.txt", CORPUS * 5)
+  template = ws.write("cv-template.json", '{"hidden_size": 32,,}')
+  out = ws.path("cv-o6", "vocab.txt")
+  return dict(argv=vocab_args(ws, path, out, f"--bert_config_template={template}"),
+              expect=[template], absent=[os.path.join(ws.path("cv-o6"), "bert_config.json"), out])
+
+
+# ---- export_encoder.py
+
+
+@case("export_encoder.py")
+def seq_length_over_positions(ws):
+  out = ws.path("ee-o4")
+  argv = [a for a in export_args(ws, out) if not a.startswith("--max_seq_length")]
+  return dict(argv=argv + ["--seq_length=128"], expect=["seq_length=128", "64"],
+              absent=[out])
+
+
+@case("export_encoder.py")
+def export_dir_is_a_file(ws):
+  out = ws.write("ee-o6", "not a directory\n")
+  return dict(argv=export_args(ws, out), expect=[out], setup=[google_checkpoint(ws, "ee-tiny")])
+
+
+@case("export_encoder.py")
+def normalize_with_hugging_face_format(ws):
+  # Hugging Face's BertTokenizer has no NFC step: the export would tokenize differently.
+  out = ws.path("ee-o9")
+  argv = [a for a in export_args(ws, out) if not a.startswith("--max_seq_length")]
+  return dict(argv=argv + ["--format=huggingface", "--normalize=nfc"],
+              expect=["--normalize=nfc", "--format=huggingface"], absent=[out],
+              setup=[google_checkpoint(ws, "ee-tiny")])
+
+
+# ---- predict_litert.py (the refusals that need a model that loads, and a data file in
+# the wrong format, are tests/litert/test_predictor.py's: here those decided before the runtime
+# loads the model)
+
+
+def _predict_litert(ws, model, data, out, *extra):
+  return [f"--model={model}", f"--data_dir={data}", f"--output_dir={out}", *extra]
+
+
+@case("predict_litert.py")
+def missing_model(ws):
+  model, out = ws.path("pl-nowhere", "model_int8.tflite"), ws.path("pl-o1")
+  return dict(argv=_predict_litert(ws, model, mrpc_folder(ws, "pl-data1"), out),
+              expect=[f"--model={model}: no such file"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_without_its_description(ws):
+  model, out = litert_folder(ws, "pl-bare", describe=False), ws.path("pl-o2")
+  return dict(argv=_predict_litert(ws, model, mrpc_folder(ws, "pl-data2"), out),
+              expect=[f"{model}: no model.json beside it"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_of_another_task(ws):
+  model, out = litert_folder(ws, "pl-mrpc"), ws.path("pl-o3")
+  return dict(argv=_predict_litert(ws, model, mrpc_folder(ws, "pl-data3"), out, "--task_name=sst2"),
+              expect=[f"--model={model} is Mrpc's classifier (labels 0, 1), not "
+                      "--task_name=sst2's Sst2"], absent=[out])
+
+
+@case("predict_litert.py")
+def model_that_is_not_a_model(ws):
+  # Without ai-edge-litert installed the line says so instead; either names the model.
+  model, out = litert_folder(ws, "pl-broken"), ws.path("pl-o4")
+  return dict(argv=_predict_litert(ws, model, mrpc_folder(ws, "pl-data4"), out),
+              expect=[f"--model={model}"], absent=[out])
+
+
+# --------------------------------------------------------------------------- running
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+  return catalogue.Workspace(tmp_path_factory.mktemp("catalogue"))
+
+
+@pytest.mark.parametrize("case_id", CATALOGUE.ids(default=True))
+def test_bad_input_default(ws, case_id):
+  CATALOGUE.check(ws, case_id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", CATALOGUE.ids(default=False))
+def test_bad_input_catalogue(ws, case_id):
+  CATALOGUE.check(ws, case_id)
+
+
+def test_real_subprocess_matches_the_harness(ws):
+  """One true `python run_classifier.py` run: what a user sees, exit status included."""
+  d = mrpc_folder(ws, "cls-real", train="good", dev=["7\t1\t2\tthe cat .\tthe mat ."])
+  out = ws.path("cls-real-out")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  proc = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "run_classifier.py"),
+       *classifier_args(ws, d, out, "--do_eval")],
+      capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  assert "Traceback" not in proc.stderr
+  last = proc.stderr.strip().splitlines()[-1]
+  assert last.startswith("run_classifier.py: error: " + os.path.join(d, "dev.tsv") + ":2:")
+  assert not os.path.exists(os.path.join(out, "eval_results.txt"))
