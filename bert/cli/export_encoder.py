@@ -53,7 +53,7 @@ from bert.formats import writers
 from bert.training import export_loading
 from bert.training import model_config
 from bert.utils import errors
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import input_checks
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
@@ -103,7 +103,7 @@ def main(_):
     writer = writers.WRITERS[FLAGS.format]
     writer(FLAGS.export_dir, source, overwrite=FLAGS.overwrite)
     logging.info("Wrote %s in %.0f s",
-                 " and ".join(map(file_io.abspath, writer.paths(FLAGS.export_dir))),
+                 " and ".join(map(paths.abspath, writer.paths(FLAGS.export_dir))),
                  time.time() - start)
 
 

@@ -18,7 +18,7 @@ from bert.formats import litert_metadata
 from bert.training import run_options
 from bert.utils import cpu_choice
 from bert.utils import errors
-from bert.utils import file_io
+from bert.utils import paths
 
 _DEFINED = set()
 
@@ -39,7 +39,7 @@ def expand_path(argument):
   (The tools that take arguments through argparse use it as the arguments' type.)"""
   if argument is None:
     return None
-  return ",".join(file_io.expand(item) if item.lstrip().startswith("~") else item
+  return ",".join(paths.expand(item) if item.lstrip().startswith("~") else item
                   for item in str(argument).split(","))
 
 

@@ -20,7 +20,7 @@ from bert.cli import flags_common
 from bert.cli import launch
 from bert.squad import squad_metrics
 from bert.utils import atomic_output
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -78,7 +78,7 @@ def main(argv):
           "usage: squad_evaluate.py DATA.json PREDICTIONS.json [--na-prob-file "
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
     # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
-    data_file, pred_file = (file_io.expand(arg) for arg in args)
+    data_file, pred_file = (paths.expand(arg) for arg in args)
     input_checks.check_input_file(data_file, "data_file")
     input_checks.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value

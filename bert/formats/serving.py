@@ -71,6 +71,7 @@ from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
@@ -151,14 +152,14 @@ def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
   """{"text": path or None, "ids": path} of write_serving_models' layout, and "litert":
   the LiteRT models' folder when has_litert."""
   if version:
-    paths = {"text": f"{export_dir}/text/{version}" if has_text else None,
+    found = {"text": f"{export_dir}/text/{version}" if has_text else None,
              "ids": f"{export_dir}/ids/{version}"}
   else:
-    paths = {"text": export_dir if has_text else None,
+    found = {"text": export_dir if has_text else None,
              "ids": f"{export_dir}/ids" if has_text else export_dir}
   if has_litert:
-    paths["litert"] = litert_metadata.folder(export_dir, version)
-  return paths
+    found["litert"] = litert_metadata.folder(export_dir, version)
+  return found
 
 
 def _listdir(path):
@@ -171,7 +172,7 @@ def versions(model_base_path):
   an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
   names = [n for n in _listdir(model_base_path) if n.isdigit()]
   # a file named 3 is not version 3
-  names = [n for n in names if file_io.isdir(file_io.join(model_base_path, n))]
+  names = [n for n in names if file_io.isdir(paths.join(model_base_path, n))]
   return sorted(int(n) for n in names if n.isdigit())
 
 
@@ -276,7 +277,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   if not ids_endpoints:
     raise ValueError("no token-id signature to export")
   has_text = len(ids_endpoints) != len(endpoints)
-  paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
+  targets = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
   # Checked before the lock unless the driver checked it before training.
   check = None if checked else lambda: check_export_target(export_dir, version, overwrite)
@@ -290,33 +291,33 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
       with contextlib.ExitStack() as stack:
         temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
-          file_io.makedirs(file_io.dirname(paths[kind]))
+          file_io.makedirs(paths.dirname(targets[kind]))
           tmp = stack.enter_context(atomic_output.atomic_path(
-              paths[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
+              targets[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           _write_archive(tmp, kind_endpoints, kind_track)
           temporaries[kind] = tmp
         if litert is not None:
-          file_io.makedirs(file_io.dirname(paths["litert"]))
+          file_io.makedirs(paths.dirname(targets["litert"]))
           tmp = stack.enter_context(atomic_output.atomic_path(
-              paths["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
-          litert_convert.write(temporaries["ids"], tmp, litert, paths["litert"], log)
+              targets["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
+          litert_convert.write(temporaries["ids"], tmp, litert, targets["litert"], log)
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):
         file_io.rmtree(stale_litert)
-      return paths
+      return targets
     with atomic_output.atomic_path(export_dir, overwrite=overwrite,
                                    overwrite_flag="--overwrite_export") as tmp:
       local = serving_paths(tmp, version, has_text, has_litert=litert is not None)
       if has_text:
         # A relative export_dir has a relative temporary, whose dirname is "".
-        file_io.makedirs(file_io.dirname(local["text"]) or os.curdir)
+        file_io.makedirs(paths.dirname(local["text"]) or os.curdir)
         _write_archive(local["text"], endpoints, track)
-      file_io.makedirs(file_io.dirname(local["ids"]) or os.curdir)
+      file_io.makedirs(paths.dirname(local["ids"]) or os.curdir)
       _write_archive(local["ids"], ids_endpoints, ids_track)
       if litert is not None:
-        litert_convert.write(local["ids"], local["litert"], litert, paths["litert"], log)
-  return paths
+        litert_convert.write(local["ids"], local["litert"], litert, targets["litert"], log)
+  return targets
 
 
 # --------------------------------------------------------------------------- classifier

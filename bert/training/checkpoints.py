@@ -35,6 +35,7 @@ from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import loop
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -326,17 +327,17 @@ class RunCheckpoint:
     self._tracked = tracked
     self._checkpoint = tf.train.Checkpoint(**tracked)
     self._manager = None
-    self.write_dir = output_dir if self.chief else file_io.join(
+    self.write_dir = output_dir if self.chief else paths.join(
         output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
 
   def latest(self):
     """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
     names missing files is an error, not a fresh start."""
     latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
-    state_file = file_io.join(self.output_dir or "", "checkpoint")
+    state_file = paths.join(self.output_dir or "", "checkpoint")
     if latest is None and self.output_dir and file_io.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
-      named = file_io.basename(state.model_checkpoint_path) if state else "?"
+      named = paths.basename(state.model_checkpoint_path) if state else "?"
       raise errors.UserError(
           f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
           "does not exist; restore the files or delete the 'checkpoint' file")
@@ -350,14 +351,14 @@ class RunCheckpoint:
                       "be checked to be this task's model", prefix)
     elif saved != model_signature(self.model):
       raise errors.UserError(
-          f"--output_dir={self.output_dir} holds a checkpoint ({file_io.basename(prefix)})"
+          f"--output_dir={self.output_dir} holds a checkpoint ({paths.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
           " the old checkpoints")
     other_head = _head_mismatch(head_info_of(prefix), self.head_info)
     if other_head:
       raise errors.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint "
-          f"({file_io.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
+          f"({paths.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
           "that run as --init_checkpoint to start from its encoder only)")
     objects = {k: v for k, v in self._tracked.items()
                if k not in ("model_signature", "head_info")}
@@ -366,7 +367,7 @@ class RunCheckpoint:
     with checkpoint_files.reading(prefix):
       try:
         _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
-                         f"checkpoint {file_io.basename(prefix)}")
+                         f"checkpoint {paths.basename(prefix)}")
       except ValueError as exc:
         raise errors.UserError(f"{exc}; use a new --output_dir, or delete the old "
                                      "checkpoints") from None
@@ -389,7 +390,7 @@ class RunCheckpoint:
       raise errors.UserError(
           f"--output_dir={self.output_dir}: could not save ckpt-{step} "
           f"({_save_failure(exc)}); "
-          + (f"the last good checkpoint {file_io.basename(previous)} is kept: "
+          + (f"the last good checkpoint {paths.basename(previous)} is kept: "
              "free space and rerun to resume" if previous else "nothing was saved")) from None
 
   def latest_saved(self):
@@ -402,7 +403,7 @@ class RunCheckpoint:
     for name in file_io.listdir(self.write_dir):
       if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
                                               or name.startswith(f"ckpt-{step}.")):
-        path = file_io.join(self.write_dir, name)
+        path = paths.join(self.write_dir, name)
         file_io.remove_any(path)
 
   def cleanup(self):
@@ -432,7 +433,7 @@ def start_weights(state, init_checkpoint, for_training):
   """
   latest = state.latest()
   if latest:
-    logging.info("--output_dir holds %s: %s", file_io.basename(latest),
+    logging.info("--output_dir holds %s: %s", paths.basename(latest),
                  "training resumes from it" if for_training else "evaluating it")
     return state.restore(latest, whole_state=for_training)
   if init_checkpoint:
@@ -456,7 +457,7 @@ def check_trained_weights_exist(output_dir, init_checkpoint):
   """For eval/predict without training: fails in one line when neither output_dir nor
   --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
   if init_checkpoint or (output_dir and file_io.exists(
-      file_io.join(output_dir, "checkpoint"))):
+      paths.join(output_dir, "checkpoint"))):
     return
   raise errors.UserError(
       f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "

@@ -77,6 +77,7 @@ from bert.training import model_config
 from bert.training import strategies
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 from bert.utils import input_checks
@@ -341,7 +342,7 @@ class PeriodicEval:
     logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
                                    if isinstance(v, (int, float))))
     if self.chief:
-      loop.write_scalars(file_io.join(self.output_dir, "eval"), eval_tags(self.last),
+      loop.write_scalars(paths.join(self.output_dir, "eval"), eval_tags(self.last),
                          step)
 
 
@@ -440,9 +441,9 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
     values["loss"] = values["eval_loss"]  # the original's Estimator wrote both
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
-  path = file_io.join(output_dir, "eval_results.txt")
+  path = paths.join(output_dir, "eval_results.txt")
   with errors.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
-    loop.write_scalars(file_io.join(output_dir, "eval"), eval_tags(metrics),
+    loop.write_scalars(paths.join(output_dir, "eval"), eval_tags(metrics),
                        global_step)

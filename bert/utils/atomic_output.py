@@ -13,6 +13,7 @@ import os
 import re
 
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 
@@ -28,7 +29,7 @@ def _naming(where):
 def _probe_write(directory):
   """Writes and removes an empty object in the URL `directory`: a read-only or missing
   bucket fails here, before the work, not when the output is written."""
-  probe = file_io.temporary_sibling(file_io.join(directory, "bert-write-probe"))
+  probe = paths.temporary_sibling(paths.join(directory, "bert-write-probe"))
   file_io.write_bytes(probe, b"")
   file_io.remove(probe)
 
@@ -41,7 +42,7 @@ def ensure_output_dir(path, flag_name="output_dir"):
   with _naming(where):
     if file_io.exists(path) and not file_io.isdir(path):
       raise errors.UserError(f"{where}: exists and is not a directory")
-    if file_io.is_url(path):
+    if paths.is_url(path):
       file_io.makedirs(path)
       _probe_write(path)
       return path
@@ -68,8 +69,8 @@ def prepare_output_file(path, flag_name="output_file"):
 def _prepare_output_file(path, where):
   if file_io.isdir(path):
     raise errors.UserError(f"{where}: is a directory, expected a file")
-  directory = file_io.dirname(file_io.abspath(path))
-  if file_io.is_url(path):
+  directory = paths.dirname(paths.abspath(path))
+  if paths.is_url(path):
     if file_io.exists(directory) and not file_io.isdir(directory):
       raise errors.UserError(f"{where}: {directory} is a file, not a directory")
     file_io.makedirs(directory)
@@ -87,7 +88,7 @@ def _prepare_output_file(path, where):
           f"{where}: cannot create directory {directory} ({exc.strerror})") from None
     if not file_io.writable_dir(directory):
       raise errors.UserError(f"{where}: directory {directory} is not writable")
-  remove_stale_temporaries(directory, file_io.basename(path))
+  remove_stale_temporaries(directory, paths.basename(path))
 
 
 def remove_if_empty(path):
@@ -109,8 +110,8 @@ def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
   that another writer put at `path` meanwhile is replaced only with `overwrite`, else
   refused in one line naming `overwrite_flag`.
   """
-  directory = file_io.dirname(file_io.abspath(path))
-  if file_io.is_url(path):
+  directory = paths.dirname(paths.abspath(path))
+  if paths.is_url(path):
     file_io.makedirs(directory)
   else:
     if not os.path.isdir(directory):
@@ -121,7 +122,7 @@ def atomic_path(path, overwrite=True, overwrite_flag="--overwrite"):
       raise errors.UserError(
           f"{path}: directory {directory} is not writable; check its permissions or "
           "choose another output path")
-  tmp = file_io.temporary_sibling(path)
+  tmp = paths.temporary_sibling(path)
   try:
     yield tmp
     if file_io.isdir(tmp):
@@ -145,12 +146,12 @@ def _move_folder_into_place(tmp, path, overwrite, overwrite_flag):
   if file_io.exists(path):
     if not overwrite:
       raise taken
-    old = file_io.temporary_sibling(path)
+    old = paths.temporary_sibling(path)
     file_io.replace(path, old)
     file_io.replace(tmp, path)
     file_io.rmtree(old)
     return
-  if file_io.is_url(path):
+  if paths.is_url(path):
     file_io.replace(tmp, path)
     return
   try:
@@ -210,6 +211,6 @@ def remove_stale_temporaries(directory, name=None, pattern=None):
     elif not _is_stale_temporary(entry):
       continue
     with contextlib.suppress(OSError, errors.UserError):
-      file_io.remove_any(file_io.join(directory, entry))
+      file_io.remove_any(paths.join(directory, entry))
     removed.append(entry)
   return removed

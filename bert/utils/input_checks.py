@@ -7,6 +7,7 @@ not UTF-8, a label list that repeats a label.
 
 from bert.utils import errors
 from bert.utils import file_io
+from bert.utils import paths
 
 
 def check_input_file(path, flag_name, allow_empty=False):
@@ -32,7 +33,7 @@ def expand_file_patterns(patterns, flag_name):
   files = []
   for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
     try:
-      if file_io.has_magic(pattern):
+      if paths.has_magic(pattern):
         matched = file_io.glob(pattern)
       else:
         matched = [pattern] if file_io.exists(pattern) else []

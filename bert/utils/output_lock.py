@@ -22,6 +22,7 @@ from absl import logging
 
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 LOCK_FILE = ".bert-run.lock"
@@ -50,11 +51,11 @@ class OutputLock:
     self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
     self.wait = wait  # wait for the holder to finish instead of refusing
     if is_file:
-      directory, name = file_io.split(file_io.abspath(path))
-      self.lock_path = file_io.join(directory, f".{name}.lock")
+      directory, name = paths.split(paths.abspath(path))
+      self.lock_path = paths.join(directory, f".{name}.lock")
       self.directory, self.name = directory, name
     else:
-      self.lock_path = file_io.join(path, lock_name or LOCK_FILE + suffix)
+      self.lock_path = paths.join(path, lock_name or LOCK_FILE + suffix)
       self.directory, self.name = path, None
     self.fd = None
 
@@ -199,7 +200,7 @@ class ObjectLock(OutputLock):
     file_io.write_bytes(self.lock_path, self._record().encode("utf-8"))
 
   def acquire(self):
-    settle = 0.0 if file_io.scheme(self.lock_path) == "ram" else self.SETTLE_S
+    settle = 0.0 if paths.scheme(self.lock_path) == "ram" else self.SETTLE_S
     if file_io.isdir(self.lock_path):
       raise errors.UserError(
           f"{self._where()}: its run lock {self.lock_path} is a directory, not a lock file; "
@@ -256,7 +257,7 @@ class ObjectLock(OutputLock):
 
 
 def _lock(path, *args, **kwargs):
-  cls = ObjectLock if file_io.is_url(path) else OutputLock
+  cls = ObjectLock if paths.is_url(path) else OutputLock
   return cls(path, *args, **kwargs)
 
 
@@ -303,9 +304,9 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
     if version:
       removed = []
       for kind in VERSIONED_KINDS:
-        base = file_io.join(export_dir, kind)
+        base = paths.join(export_dir, kind)
         if file_io.isdir(base):
-          removed += [file_io.join(kind, n) for n in atomic_output.remove_stale_temporaries(
+          removed += [paths.join(kind, n) for n in atomic_output.remove_stale_temporaries(
               base, pattern=_VERSION_TEMPORARY)]
       if removed:
         logging.info("Removed %d temporary folder(s) an interrupted earlier export left in "

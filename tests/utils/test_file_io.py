@@ -1,4 +1,5 @@
-"""bert/utils/file_io.py on URLs, the atomic writers and the run lock on an object store.
+"""bert/utils/file_io.py on URLs (ram:// through bert/utils/ram_filesystem.py), the atomic
+writers and the run lock on an object store.
 
 In process, on TensorFlow's ram:// (the same tf.io.gfile calls as gs://); the real GCS
 client: tests/utils/test_gcs_client.py and tests/commands/test_gcs_pipeline.py.
@@ -13,6 +14,7 @@ import pytest
 
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
@@ -21,25 +23,9 @@ def _ram(name):
   return f"ram://t-{uuid.uuid4().hex[:8]}/{name}"
 
 
-def test_url_names_keep_their_scheme():
-  assert file_io.join("gs://b/x", "y", "z.txt") == "gs://b/x/y/z.txt"
-  assert file_io.dirname("gs://b/x/y.txt") == "gs://b/x"
-  assert file_io.basename("gs://b/x/y.txt") == "y.txt"
-  assert file_io.split("gs://b/x/") == ("gs://b", "x")
-  assert file_io.normpath("gs://b/x/../y//z") == "gs://b/y/z"
-  assert file_io.abspath("gs://b/x/") == "gs://b/x"
-  assert file_io.expand("gs://~/x") == "gs://~/x"
-  assert file_io.expand("~/x") == os.path.expanduser("~/x")
-  assert file_io.scheme("S3://b/x") == "s3" and file_io.scheme("/tmp/x") == ""
-  assert not file_io.is_url("C:/x") and not file_io.is_url("/a/gs://b")
-  assert file_io.is_url("ram://x") and file_io.is_url("hdfs://n:9000/x")
-  tmp = file_io.temporary_sibling("gs://b/out/model")
-  assert tmp.startswith("gs://b/out/.model.tmp-") and len(tmp) == len("gs://b/out/.model.tmp-") + 8
-
-
 def test_text_and_binary_files_round_trip_on_ram():
   path = _ram("a/b/text.txt")
-  file_io.makedirs(file_io.dirname(path))
+  file_io.makedirs(paths.dirname(path))
   with file_io.open(path, "w", newline="\n") as handle:
     handle.write("\ufeffgrüße\r\nzwei\n")
   assert file_io.read_bytes(path) == "\ufeffgrüße\r\nzwei\n".encode("utf-8")
@@ -58,17 +44,17 @@ def test_text_and_binary_files_round_trip_on_ram():
 
 def test_ram_listing_existence_and_folders():
   root = _ram("out")
-  file_io.write_bytes(file_io.join(root, "eval_results.txt"), b"1")
-  file_io.write_bytes(file_io.join(root, "eval", "events"), b"2")
-  file_io.write_bytes(file_io.join(root, "ckpt.index"), b"3")
+  file_io.write_bytes(paths.join(root, "eval_results.txt"), b"1")
+  file_io.write_bytes(paths.join(root, "eval", "events"), b"2")
+  file_io.write_bytes(paths.join(root, "ckpt.index"), b"3")
   assert sorted(file_io.listdir(root)) == ["ckpt.index", "eval", "eval_results.txt"]
-  assert file_io.listdir(file_io.join(root, "eval")) == ["events"]
+  assert file_io.listdir(paths.join(root, "eval")) == ["events"]
   assert file_io.walk_files(root) == ["ckpt.index", "eval/events", "eval_results.txt"]
-  assert not file_io.exists(file_io.join(root, "ckpt"))  # a prefix of a name, not a file
-  assert not file_io.isdir(file_io.join(root, "ckpt"))
-  assert file_io.isdir(file_io.join(root, "eval")) and file_io.isfile(
-      file_io.join(root, "eval_results.txt"))
-  assert file_io.glob(file_io.join(root, "*.txt")) == [file_io.join(root, "eval_results.txt")]
+  assert not file_io.exists(paths.join(root, "ckpt"))  # a prefix of a name, not a file
+  assert not file_io.isdir(paths.join(root, "ckpt"))
+  assert file_io.isdir(paths.join(root, "eval")) and file_io.isfile(
+      paths.join(root, "eval_results.txt"))
+  assert file_io.glob(paths.join(root, "*.txt")) == [paths.join(root, "eval_results.txt")]
   file_io.rmtree(root)
   assert not file_io.exists(root)
 
@@ -76,7 +62,7 @@ def test_ram_listing_existence_and_folders():
 def test_atomic_open_and_folders_on_ram_leave_no_temporary():
   root = _ram("o")
   file_io.makedirs(root)
-  target = file_io.join(root, "results.txt")
+  target = paths.join(root, "results.txt")
   with atomic_output.atomic_open(target) as handle:
     handle.write("a = 1\n")
     assert file_io.listdir(root) != ["results.txt"]  # not under its name yet
@@ -86,17 +72,17 @@ def test_atomic_open_and_folders_on_ram_leave_no_temporary():
       handle.write("half")
       raise RuntimeError("killed")
   assert file_io.read_bytes(target) == b"a = 1\n" and file_io.listdir(root) == ["results.txt"]
-  folder = file_io.join(root, "export")
+  folder = paths.join(root, "export")
   with atomic_output.atomic_path(folder) as tmp:
-    file_io.write_bytes(file_io.join(tmp, "variables", "v.index"), b"i")
-    file_io.write_bytes(file_io.join(tmp, "saved_model.pb"), b"pb")
+    file_io.write_bytes(paths.join(tmp, "variables", "v.index"), b"i")
+    file_io.write_bytes(paths.join(tmp, "saved_model.pb"), b"pb")
   assert file_io.walk_files(folder) == ["saved_model.pb", "variables/v.index"]
   assert sorted(file_io.listdir(root)) == ["export", "results.txt"]
   # A killed run's temporaries are removed by the next run of the same output.
-  stale = file_io.temporary_sibling(target)
+  stale = paths.temporary_sibling(target)
   file_io.write_bytes(stale, b"x")
   assert atomic_output.remove_stale_temporaries(root, "results.txt") == [
-      file_io.basename(stale)]
+      paths.basename(stale)]
 
 
 def test_object_lock_refuses_a_second_run_and_is_released():
@@ -120,7 +106,7 @@ def test_object_lock_of_a_dead_run_is_taken_over():
   file_io.makedirs(out)
   dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                         capture_output=True, text=True, check=True).stdout.strip()
-  lock_file = file_io.join(out, ".bert-run.lock")
+  lock_file = paths.join(out, ".bert-run.lock")
   file_io.write_bytes(lock_file, ('{"token": "old", "pid": %s, "host": "%s", "command": "x", '
                                   '"time": 9e18}' % (dead, socket.gethostname())).encode())
   with output_lock.lock_output(out):
