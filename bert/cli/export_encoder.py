@@ -65,7 +65,8 @@ flags_common.define_path(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
     "(--format=tfhub), the Hugging Face files (--format=huggingface) or the keras-hub "
-    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.")
+    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.",
+    output="folder")
 flags.DEFINE_integer(
     "seq_length", None,
     "Sequence length of the preprocessor's default signature and the default of its "
@@ -81,6 +82,7 @@ FLAGS = flags.FLAGS
 def main(_):
   flags_common.define_runtime_flags()
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     if FLAGS.verbose:
       logging.set_verbosity(logging.DEBUG)
     start = time.time()

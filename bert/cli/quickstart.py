@@ -33,7 +33,8 @@ from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
-flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.")
+flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.",
+                         output="folder")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
@@ -59,6 +60,7 @@ class DemoOptions:
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     started = time.time()
     options = flags_common.settings_from_flags(DemoOptions, FLAGS)
     check_flags(options)  # before any step writes a file

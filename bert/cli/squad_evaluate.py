@@ -27,7 +27,7 @@ from bert.utils import input_checks
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,
                          "Write the accuracy metrics to this file (default: print to stdout).",
-                         short_name="o")
+                         short_name="o", output="file")
 flags_common.define_path("na-prob-file", None,
                          "Model estimates of the probability of no answer (run_squad's "
                          "null_odds.json); adds best_exact/best_f1 and their thresholds.",
@@ -72,6 +72,7 @@ def evaluate_files(data_file, pred_file, na_prob_file=None, na_prob_thresh=1.0,
 
 def main(argv):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     args = argv[1:]
     if len(args) != 2:
       raise errors.UserError(

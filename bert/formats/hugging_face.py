@@ -65,6 +65,7 @@ from safetensors.numpy import load as load_bytes
 from safetensors.numpy import save as save_bytes
 
 from bert import modeling
+from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import output_lock
@@ -367,7 +368,8 @@ def tokenizer_config(do_lower_case, model_max_length):
 def _check_target(export_dir, overwrite):
   if file_io.isfile(export_dir):
     raise errors.UserError(f"{export_dir}: exists and is not a directory")
-  if file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite:
+  if (file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite and
+      not atomic_output.left_half_moved(export_dir, export_dir, overwrite_flag="--overwrite")):
     raise errors.UserError(f"{export_dir}: exists and is not empty; choose a new "
                                  "directory or pass --overwrite to replace it")
 

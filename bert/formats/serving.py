@@ -196,6 +196,10 @@ def check_export_target(export_dir, version=0, overwrite=False):
   if exists and not isdir(export_dir):
     raise errors.UserError(f"{flag}: exists and is not a directory")
   if version:
+    # A version a killed run of this command left half-moved is replaced as a whole.
+    half_moved = any(atomic_output.left_half_moved(
+        f"{export_dir.rstrip('/')}/{kind}/{version}", f"--export_version={version}")
+                     for kind in _VERSIONED_KINDS)
     for kind in _VERSIONED_KINDS:
       base = f"{export_dir.rstrip('/')}/{kind}"
       if file_io.exists(base) and not isdir(base):
@@ -206,7 +210,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
             f"--export_version={version}: {target} is a file, not an exported version (a "
             "folder); it is left as it is, even with --overwrite_export: move it away, or "
             "choose another version number")
-      if version in versions(base) and not overwrite:
+      if version in versions(base) and not overwrite and not half_moved:
         raise errors.UserError(
             f"--export_version={version}: {base}/{version} already exists (versions there: "
             f"{', '.join(map(str, versions(base)))}); a server may be serving it: choose a "
@@ -219,7 +223,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
       raise errors.UserError(
           f"{flag}: holds versioned exports ({listed}); an export without "
           "--export_version would replace them all: pass --export_version=N (a new N)")
-    if not overwrite:
+    if not overwrite and not atomic_output.left_half_moved(export_dir, flag):
       raise errors.UserError(
           f"{flag}: exists and is not empty; choose a new directory, pass "
           "--export_version=N to add a version beside others, or --overwrite_export to "
@@ -301,6 +305,12 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
           tmp = stack.enter_context(atomic_output.atomic_path(
               targets["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           litert_convert.write(temporaries["ids"], tmp, litert, targets["litert"], log)
+          temporaries["litert"] = tmp
+        if paths.is_url(export_dir):
+          # Every part of the version is marked before the first moves: a run killed
+          # between two parts leaves the others marked, and its rerun replaces them all.
+          for kind, tmp in temporaries.items():
+            atomic_output.mark_moving(tmp, targets[kind])
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):

@@ -70,6 +70,7 @@ from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert import modeling
 from bert import tokenization
+from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import output_lock
@@ -273,7 +274,9 @@ def check_export_dir(export_dir, overwrite=False):
     if not file_io.isdir(export_dir):
       raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not a directory")
-    if file_io.listdir(export_dir) and not overwrite:
+    where = f"--export_dir={export_dir}"
+    if (file_io.listdir(export_dir) and not overwrite and
+        not atomic_output.left_half_moved(export_dir, where, overwrite_flag="--overwrite")):
       raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not empty; choose a new directory "
           "or pass --overwrite to replace it")

@@ -327,21 +327,44 @@ class RunCheckpoint:
     self._tracked = tracked
     self._checkpoint = tf.train.Checkpoint(**tracked)
     self._manager = None
+    self.last_saved = None  # the newest checkpoint whole in output_dir that this run knows
     self.write_dir = output_dir if self.chief else paths.join(
         output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
 
   def latest(self):
-    """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
-    names missing files is an error, not a fresh start."""
-    latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
-    state_file = paths.join(self.output_dir or "", "checkpoint")
-    if latest is None and self.output_dir and file_io.exists(state_file):
+    """The newest whole ckpt-N prefix in output_dir (newest_whole_checkpoint), or None.
+
+    The `checkpoint` state file alone is not trusted: a run killed between a checkpoint's
+    .index and the state file, or during the state file's rename, leaves a whole
+    checkpoint newer than the file names, or no file at all. The newest whole one is
+    taken, said in the log, and (by the chief) named in a rewritten state file, so that
+    the checkpoints kept and removed go on as before. A state file that names a
+    checkpoint that is not whole, with no whole one as new, is an error, not a fresh
+    start."""
+    if not self.output_dir:
+      return None
+    newest, kept = newest_whole_checkpoint(self.output_dir)
+    state_file = paths.join(self.output_dir, "checkpoint")
+    named = None
+    if file_io.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
       named = paths.basename(state.model_checkpoint_path) if state else "?"
-      raise errors.UserError(
-          f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
-          "does not exist; restore the files or delete the 'checkpoint' file")
-    return latest
+    if named is not None and named != (paths.basename(newest) if newest else None):
+      if newest is None or _number_of(named) >= _number_of(paths.basename(newest)):
+        raise errors.UserError(
+            f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
+            "does not exist or is not whole; restore the files or delete the 'checkpoint' "
+            "file")
+    if newest is not None and named != paths.basename(newest):
+      logging.warning("--output_dir=%s: its 'checkpoint' file %s; %s is the newest whole "
+                      "checkpoint there (a run was stopped while saving it)",
+                      self.output_dir, f"names {named}" if named else "is missing",
+                      paths.basename(newest))
+      if self.chief:
+        kept = [paths.abspath(p) for p in kept[:kept.index(newest) + 1]]
+        tf.compat.v1.train.update_checkpoint_state(
+            self.output_dir, kept[-1], all_model_checkpoint_paths=kept)
+    return newest
 
   def restore(self, prefix, whole_state=True):
     """Restores the model (and, if whole_state, optimizer, step, RNG) from prefix."""
@@ -373,6 +396,7 @@ class RunCheckpoint:
                                      "checkpoints") from None
     logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
                  prefix, int(self.step.numpy()))
+    self.last_saved = prefix
     return int(self.step.numpy())
 
   def save(self):
@@ -382,9 +406,12 @@ class RunCheckpoint:
           self._checkpoint, self.write_dir, max_to_keep=self.keep, checkpoint_name="ckpt")
     step = int(self.step.numpy())
     try:
-      return self._manager.save(checkpoint_number=step)
+      self.last_saved = self._manager.save(checkpoint_number=step)
+      return self.last_saved
     except (OSError, tf.errors.ResourceExhaustedError, tf.errors.UnknownError,
             tf.errors.FailedPreconditionError) as exc:
+      if errors.storage_failure_url(exc) is not None:
+        raise  # the storage stopped answering: naming_storage_failures says so
       self._remove_partial(step)
       previous = self.latest_saved()
       raise errors.UserError(
@@ -409,6 +436,86 @@ class RunCheckpoint:
   def cleanup(self):
     if not self.chief:
       file_io.rmtree(self.write_dir)
+
+
+def _number_of(name):
+  """N of ckpt-N (-1 for a name of another form)."""
+  match = re.fullmatch(r"ckpt-(\d+)", name)
+  return int(match.group(1)) if match else -1
+
+
+def newest_whole_checkpoint(directory):
+  """(prefix, every ckpt-N prefix with an .index, oldest first) of `directory`: the
+  newest ckpt-N whose .index reads and whose data shards are all there and readable (its
+  global step read from them), or None.
+
+  What a kill at each point of a save leaves: the shards in `ckpt-N_temp/` (no
+  ckpt-N.index), the shards in place without their .index, or a whole ckpt-N that the
+  `checkpoint` file does not name yet; only the last is taken."""
+  names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
+  numbers = sorted((int(m.group(1)) for m in (re.fullmatch(r"ckpt-(\d+)\.index", n)
+                                             for n in names) if m))
+  indexed = [paths.join(directory, f"ckpt-{n}") for n in numbers]
+  for prefix in reversed(indexed):
+    if _is_whole(prefix, names):
+      return prefix, indexed
+  return None, indexed
+
+
+def _is_whole(prefix, names):
+  base = paths.basename(prefix)
+  shards = [re.fullmatch(re.escape(base) + r"\.data-(\d+)-of-(\d+)", n) for n in names]
+  counts = {int(m.group(2)) for m in shards if m}
+  if len(counts) != 1:
+    return False
+  count = counts.pop()
+  if {int(m.group(1)) for m in shards if m} != set(range(count)):
+    return False
+  try:
+    reader = checkpoint_files.checkpoint_reader(prefix)
+    if _STEP_KEY in reader.get_variable_to_shape_map():
+      reader.get_tensor(_STEP_KEY)
+  except (tf.errors.OpError, ValueError, errors.UserError):
+    return False
+  return True
+
+
+@contextlib.contextmanager
+def naming_storage_failures(state, outputs):
+  """A storage that stops answering while the run works (TensorFlow's Aborted,
+  Unavailable and DeadlineExceeded errors on a URL, the summary writer's flush failure):
+  one line naming the flag and the URL, the step reached and the checkpoint a rerun
+  resumes from; TensorFlow's traceback behind --verbose. state: the RunCheckpoint;
+  outputs: {flag name: path} of the run's outputs."""
+  try:
+    yield
+  except errors.UserError:
+    raise
+  except Exception as exc:  # pylint: disable=broad-except
+    url = errors.storage_failure_url(exc)
+    if url is None:
+      raise
+    output_dir = outputs.get("output_dir") or state.output_dir
+    if not url:  # the summary writer's flush names no file: it is output_dir's log
+      url = paths.join(output_dir, "train")
+    flag, value = next(((f, v) for f, v in outputs.items()
+                        if v and (url == v or url.startswith(v.rstrip("/") + "/"))),
+                       (None, None))
+    where = f"--{flag}={value}" if flag else url
+    name = url[len(value.rstrip("/")) + 1:] if flag and url != value else paths.basename(url)
+    number = re.match(r"ckpt-(\d+)", paths.basename(url))
+    what = (f"writing checkpoint ckpt-{number.group(1)}" if number else
+            "writing the 'checkpoint' state file" if paths.basename(url).startswith(
+                "checkpoint") else
+            f"writing the TensorBoard log {name}" if ".tfevents." in url or "/train" in url
+            or "/eval" in url else f"writing {name}" if flag else "reading it")
+    last = state.last_saved
+    raise errors.UserError(
+        f"{where}: the storage stopped answering at step {int(state.step.numpy())} while "
+        f"{what} ({errors.storage_failure_detail(exc)}); rerun the same command once it "
+        "answers again: it resumes from "
+        + (f"{paths.basename(last)}" if last else "the start (no checkpoint was saved yet)")
+        ) from exc
 
 
 def _save_failure(exc):
@@ -456,8 +563,9 @@ def start_weights(state, init_checkpoint, for_training):
 def check_trained_weights_exist(output_dir, init_checkpoint):
   """For eval/predict without training: fails in one line when neither output_dir nor
   --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
-  if init_checkpoint or (output_dir and file_io.exists(
-      paths.join(output_dir, "checkpoint"))):
+  if init_checkpoint or (output_dir and (
+      file_io.exists(paths.join(output_dir, "checkpoint"))
+      or newest_whole_checkpoint(output_dir)[1])):
     return
   raise errors.UserError(
       f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "

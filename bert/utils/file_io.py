@@ -195,16 +195,20 @@ def walk_files(path):
 # --------------------------------------------------------------------------- changes
 
 
-def _check_bucket(path):
-  """A gs:// bucket that does not exist is one line: TensorFlow's makedirs there asks
-  for the bucket forever, and its writes fail only when the file is closed."""
+def check_bucket(path):
+  """For a gs:// path: a bucket name GCS refuses, or a bucket that does not exist, is one
+  line (UrlError). Asked before the first write: TensorFlow's makedirs in a missing
+  bucket asks for it forever, and its writes fail only when the file is closed."""
   if paths.scheme(path) != "gs":
     return
-  _, rest = paths.split_scheme(path)
-  bucket = "gs://" + rest.split("/", 1)[0]
-  if not gfile().isdir(bucket):
-    raise UrlError(path, f"the bucket {bucket} does not exist (or these credentials "
-                   "cannot see it); create it, or check the name")
+  bucket = paths.bucket(path)
+  problem = paths.bucket_name_problem(path)
+  if problem:
+    raise UrlError(path, f"{bucket} is not a valid bucket name ({problem}); check the name")
+  with url_errors(path):
+    if not gfile().isdir(bucket):
+      raise UrlError(path, f"the bucket {bucket} does not exist (or these credentials "
+                     "cannot see it); create it, or check the name")
 
 
 def makedirs(path):
@@ -212,7 +216,7 @@ def makedirs(path):
   path = str(path)
   if paths.is_url(path):
     with url_errors(path):
-      _check_bucket(path)
+      check_bucket(path)
       _filesystem(path).makedirs(path)
   else:
     os.makedirs(path, exist_ok=True)
@@ -267,8 +271,8 @@ def replace(src, dst):
 
   On a local disk and on ram:// this is a rename: `dst` appears whole at once. GCS has
   no rename: TensorFlow copies each object, then deletes it, so a folder appears object
-  by object there; `move_folder` orders the objects so that a folder's defining file
-  comes last.
+  by object there; `move_folder` orders the objects so that at every level a folder's
+  defining files come after everything else in it.
   """
   src, dst = str(src), str(dst)
   if not paths.is_url(dst):
@@ -281,19 +285,28 @@ def replace(src, dst):
       _filesystem(dst).rename(src, dst, overwrite=True)
 
 
-# The files that make a folder what it is (a SavedModel, a checkpoint, an export): moved
-# last, so that a reader that finds them finds everything else already in place.
-_DEFINING = re.compile(r"(^|/)(saved_model\.pb|fingerprint\.pb|checkpoint|[^/]*\.index|"
-                       r"model\.json|config\.json|metadata\.json)$")
+# The files that make a folder what it is (a SavedModel, a checkpoint, an export), by
+# the order they are moved in at their level: a reader that finds one finds everything
+# else of its folder already in place. A checkpoint's .index names its data shards; the
+# `checkpoint` state file and saved_model.pb name the rest of their folder.
+_DEFINING = {"fingerprint.pb": 3, "model.json": 3, "config.json": 3, "metadata.json": 3,
+             "saved_model.pb": 4, "checkpoint": 4}
+
+
+def move_order(name):
+  """The sort key of a file (a `/`-separated path inside a folder) in move_folder: at
+  every level, the folder's other files first, then each subfolder whole (its own
+  defining files last in it), then the folder's defining files."""
+  *folders, base = name.split("/")
+  rank = _DEFINING.get(base, 2 if base.endswith(".index") else 0)
+  return tuple((1, folder) for folder in folders) + ((rank, base),)
 
 
 def move_folder(src, dst):
-  """Moves folder `src` (a URL) to `dst` file by file, defining files last (see replace)."""
+  """Moves folder `src` (a URL) to `dst` file by file in move_order (see replace)."""
   g = _filesystem(dst)
-  names = walk_files(src)
-  names.sort(key=lambda n: (bool(_DEFINING.search(n)), n.endswith(".index"), n))
   g.makedirs(dst)
-  for name in names:
+  for name in sorted(walk_files(src), key=move_order):
     target = posixpath.join(dst, name)
     g.makedirs(posixpath.dirname(target))
     g.rename(posixpath.join(src, name), target, overwrite=True)
@@ -396,6 +409,10 @@ def read_bytes(path, label="", missing_hint="", expected="a file"):
   "; check --data_dir").
   """
   if not exists(path):
+    try:
+      check_bucket(path)  # a missing bucket is said as such
+    except UrlError as exc:
+      raise errors.UserError(f"{label}{path}: {exc.reason}") from None
     raise errors.UserError(f"{label}{path}: no such file{missing_hint}")
   if isdir(path):
     raise errors.UserError(f"{label}{path}: is a directory, expected {expected}")

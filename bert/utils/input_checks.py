@@ -10,12 +10,23 @@ from bert.utils import file_io
 from bert.utils import paths
 
 
+def _missing_bucket(path):
+  """Why the bucket of a gs:// path cannot be read (it does not exist, or GCS refuses
+  its name), or None."""
+  try:
+    file_io.check_bucket(path)
+  except file_io.UrlError as exc:
+    return exc.reason
+  return None
+
+
 def check_input_file(path, flag_name, allow_empty=False):
   """Fails with a one-line UserError unless `path` is a readable, non-empty file."""
   if not path:
     raise errors.UserError(f"--{flag_name} is required")
   try:
     if not file_io.exists(path):
+      file_io.check_bucket(path)  # a missing bucket is said as such
       raise errors.UserError(f"--{flag_name}={path}: no such file")
     if file_io.isdir(path):
       raise errors.UserError(f"--{flag_name}={path}: is a directory, expected a file")
@@ -38,6 +49,7 @@ def expand_file_patterns(patterns, flag_name):
       else:
         matched = [pattern] if file_io.exists(pattern) else []
       if not matched:
+        file_io.check_bucket(pattern)  # a missing bucket is said as such
         raise errors.UserError(f"--{flag_name}: no file matches {pattern!r}")
       for path in matched:
         if file_io.isdir(path):
@@ -45,7 +57,9 @@ def expand_file_patterns(patterns, flag_name):
         if path not in files:
           files.append(path)
     except file_io.UrlError as exc:
-      raise errors.UserError(f"--{flag_name}={pattern}: {exc.reason}") from None
+      # A glob that a missing bucket fails: the bucket is named, not the glob.
+      reason = exc.reason if "bucket" in exc.reason else _missing_bucket(pattern) or exc.reason
+      raise errors.UserError(f"--{flag_name}={pattern}: {reason}") from None
   if not files:
     raise errors.UserError(f"--{flag_name} is required (comma-separated files or globs)")
   return files

@@ -95,3 +95,54 @@ def temporary_sibling(path, kind="tmp"):
   """`.NAME.tmp-XXXXXXXX` beside `path`: where a writer puts an output before it is whole."""
   directory, name = split(normpath(path))
   return join(directory, f".{name}.{kind}-{uuid.uuid4().hex[:8]}")
+
+
+# --------------------------------------------------------------------------- gs:// names
+
+# Google Cloud Storage's bucket naming rules (cloud.google.com/storage/docs/buckets#naming):
+# lowercase letters, digits, `-`, `_` and `.`, starting and ending with a letter or a
+# digit; 3 to 63 characters, or up to 222 with dots, each dot-separated part 63 at most;
+# not an IP address; not starting with "goog" nor holding "google".
+_BUCKET_CHARACTERS = re.compile(r"[a-z0-9][a-z0-9._-]*[a-z0-9]")
+_IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+
+
+def bucket(url):
+  """'gs://name' of gs://name/a/b (the bucket of any URL's first part)."""
+  head, rest = split_scheme(str(url))
+  return head + rest.split("/", 1)[0]
+
+
+def bucket_name_problem(url):
+  """Why the bucket of the gs:// URL `url` cannot exist on GCS, in words, or None."""
+  name = bucket(url)[len("gs://"):]
+  if not name:
+    return "a gs:// URL names its bucket first: gs://BUCKET/..."
+  if name != name.lower():
+    return "bucket names have no capital letters"
+  if len(name) < 3 or len(name) > (222 if "." in name else 63):
+    return "bucket names are 3 to 63 characters long (222 with dots)"
+  if not _BUCKET_CHARACTERS.fullmatch(name):
+    return ("bucket names hold only lowercase letters, digits, '-', '_' and '.', and start "
+            "and end with a letter or a digit")
+  if any(len(part) > 63 for part in name.split(".")) or ".." in name:
+    return "each dot-separated part of a bucket name is 1 to 63 characters long"
+  if _IP_ADDRESS.fullmatch(name):
+    return "a bucket name is not an IP address"
+  if name.startswith("goog") or "google" in name:
+    return "bucket names do not start with 'goog' nor hold 'google'"
+  return None
+
+
+def gsutil_form(path):
+  """`gs://b//x/` as gsutil reads it, `gs://b/x/`: repeated slashes in the object part
+  collapsed. GCS would take `gs://b//x` for the object prefix `/x/` (a folder with an
+  empty name, which the console shows and few tools reach); gsutil and gcloud storage
+  collapse it, so that `$BUCKET/x` works when BUCKET ends with a slash. Other paths are
+  left as they are."""
+  path = str(path)
+  if scheme(path) != "gs":
+    return path
+  head, rest = split_scheme(path)
+  name, slash, objects = rest.partition("/")
+  return head + name + slash + re.sub(r"/{2,}", "/", objects).lstrip("/") if slash else path
