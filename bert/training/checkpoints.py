@@ -26,6 +26,7 @@ import contextlib
 import errno
 import json
 import re
+import time
 
 from absl import logging
 import tensorflow as tf
@@ -361,9 +362,12 @@ class RunCheckpoint:
                       self.output_dir, f"names {named}" if named else "is missing",
                       paths.basename(newest))
       if self.chief:
+        # With their times: CheckpointManager keeps for ever the ones listed without.
         kept = [paths.abspath(p) for p in kept[:kept.index(newest) + 1]]
         tf.compat.v1.train.update_checkpoint_state(
-            self.output_dir, kept[-1], all_model_checkpoint_paths=kept)
+            self.output_dir, kept[-1], all_model_checkpoint_paths=kept,
+            all_model_checkpoint_timestamps=[time.time()] * len(kept),
+            last_preserved_timestamp=0.0)
     return newest
 
   def restore(self, prefix, whole_state=True):

@@ -103,7 +103,7 @@ def temporary_sibling(path, kind="tmp"):
 # lowercase letters, digits, `-`, `_` and `.`, starting and ending with a letter or a
 # digit; 3 to 63 characters, or up to 222 with dots, each dot-separated part 63 at most;
 # not an IP address; not starting with "goog" nor holding "google".
-_BUCKET_CHARACTERS = re.compile(r"[a-z0-9][a-z0-9._-]*[a-z0-9]")
+_BUCKET_CHARACTERS = re.compile(r"[a-z0-9]([a-z0-9._-]*[a-z0-9])?")
 _IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 
 
@@ -120,11 +120,11 @@ def bucket_name_problem(url):
     return "a gs:// URL names its bucket first: gs://BUCKET/..."
   if name != name.lower():
     return "bucket names have no capital letters"
-  if len(name) < 3 or len(name) > (222 if "." in name else 63):
-    return "bucket names are 3 to 63 characters long (222 with dots)"
   if not _BUCKET_CHARACTERS.fullmatch(name):
     return ("bucket names hold only lowercase letters, digits, '-', '_' and '.', and start "
             "and end with a letter or a digit")
+  if len(name) < 3 or len(name) > (222 if "." in name else 63):
+    return "bucket names are 3 to 63 characters long (222 with dots)"
   if any(len(part) > 63 for part in name.split(".")) or ".." in name:
     return "each dot-separated part of a bucket name is 1 to 63 characters long"
   if _IP_ADDRESS.fullmatch(name):

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 from bert.utils import paths
@@ -32,3 +34,32 @@ def test_the_names_load_no_tensorflow():
        "print(sorted(m for m in ('tensorflow', 'keras', 'numpy') if m in sys.modules))"],
       capture_output=True, text=True, check=True, cwd=ROOT).stdout.strip()
   assert loaded == "[]"
+
+
+@pytest.mark.parametrize("url, problem", [
+    ("gs://my-bucket/x", None), ("gs://a.b-c_d/x", None), ("gs://b1-test-x", None),
+    ("gs://Upper/x", "bucket names have no capital letters"),
+    ("gs://_x/y", "bucket names hold only lowercase letters, digits, '-', '_' and '.', "
+                  "and start and end with a letter or a digit"),
+    ("gs://x-/y", "bucket names hold only lowercase letters, digits, '-', '_' and '.', "
+                  "and start and end with a letter or a digit"),
+    ("gs://ab/x", "bucket names are 3 to 63 characters long (222 with dots)"),
+    ("gs://" + "a" * 64, "bucket names are 3 to 63 characters long (222 with dots)"),
+    ("gs://a..b/x", "each dot-separated part of a bucket name is 1 to 63 characters long"),
+    ("gs://192.168.0.1/x", "a bucket name is not an IP address"),
+    ("gs://google-data/x", "bucket names do not start with 'goog' nor hold 'google'"),
+    ("gs:///x", "a gs:// URL names its bucket first: gs://BUCKET/..."),
+])
+def test_bucket_names_follow_the_rules_of_gcs(url, problem):
+  assert paths.bucket_name_problem(url) == problem
+
+
+def test_gs_urls_are_read_as_gsutil_reads_them():
+  assert paths.gsutil_form("gs://b//x") == "gs://b/x"
+  assert paths.gsutil_form("gs://b///x//y/") == "gs://b/x/y/"
+  assert paths.gsutil_form("gs://b/x/y") == "gs://b/x/y"
+  assert paths.gsutil_form("gs://b") == "gs://b"
+  # Only gs://: other filesystems take `//` as part of a name (S3 keeps it).
+  assert paths.gsutil_form("s3://b//x") == "s3://b//x"
+  assert paths.gsutil_form("/tmp//x") == "/tmp//x"
+  assert paths.bucket("gs://b/x/y") == "gs://b"
