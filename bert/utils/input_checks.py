@@ -58,7 +58,7 @@ def expand_file_patterns(patterns, flag_name):
           files.append(path)
     except file_io.UrlError as exc:
       # A glob that a missing bucket fails: the bucket is named, not the glob.
-      reason = exc.reason if "bucket" in exc.reason else _missing_bucket(pattern) or exc.reason
+      reason = _missing_bucket(pattern) or exc.reason
       raise errors.UserError(f"--{flag_name}={pattern}: {reason}") from None
   if not files:
     raise errors.UserError(f"--{flag_name} is required (comma-separated files or globs)")
