@@ -513,12 +513,14 @@ def naming_storage_failures(state, outputs):
                 "checkpoint") else
             f"writing the TensorBoard log {name}" if ".tfevents." in url or "/train" in url
             or "/eval" in url else f"writing {name}" if flag else "reading it")
-    last = state.last_saved
+    step = int(state.step.numpy())
+    last = paths.basename(state.last_saved) if state.last_saved else None
+    if what == "writing the 'checkpoint' state file":
+      last = f"ckpt-{step}"  # written whole before its state file (the rerun finds it)
     raise errors.UserError(
-        f"{where}: the storage stopped answering at step {int(state.step.numpy())} while "
-        f"{what} ({errors.storage_failure_detail(exc)}); rerun the same command once it "
-        "answers again: it resumes from "
-        + (f"{paths.basename(last)}" if last else "the start (no checkpoint was saved yet)")
+        f"{where}: the storage stopped answering at step {step} while {what} "
+        f"({errors.storage_failure_detail(exc)}); rerun the same command once it answers "
+        "again: it resumes from " + (last or "the start (no checkpoint was saved yet)")
         ) from exc
 
 

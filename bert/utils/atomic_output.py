@@ -64,6 +64,8 @@ def check_output_url(path, flag_name, is_file=False):
     folder = paths.dirname(paths.abspath(path)) if is_file else path
     for parent in _folders_up_to_the_root(folder):
       if file_io.exists(parent) and not file_io.isdir(parent):
+        if parent == paths.normpath(path):
+          raise errors.UserError(f"{where}: exists and is not a directory")
         raise errors.UserError(f"{where}: {parent} is a file, not a directory")
     if is_file and file_io.isdir(path):
       raise errors.UserError(f"{where}: is a directory, expected a file")

@@ -312,9 +312,11 @@ def test_storage_that_stops_answering_is_one_line_naming_the_flag_step_and_resum
       "an HTTP request: libcurl code 7 meaning 'Couldn't connect to server' when initiating "
       "an upload to gs://b/out/ckpt-10.data-00000-of-00001); rerun the same command once it "
       "answers again: it resumes from ckpt-8")
+  # ckpt-10 is whole once its state file is written: the rerun resumes from it.
   state_file = cut.replace("ckpt-10.data-00000-of-00001", "checkpoint.tmp" + "0" * 32)
-  assert "while writing the 'checkpoint' state file (" in _failing(
-      tf.errors.UnavailableError(None, None, state_file), state, outputs)
+  said = _failing(tf.errors.UnavailableError(None, None, state_file), state, outputs)
+  assert "while writing the 'checkpoint' state file (" in said
+  assert said.endswith("it resumes from ckpt-10")
   flush = tf.errors.UnknownError(None, None, "Could not flush events file. [Op:FlushSummaryWriter]")
   assert _failing(flush, state, outputs) == (
       "--output_dir=gs://b/out: the storage stopped answering at step 10 while writing the "
