@@ -39,7 +39,8 @@ def _probe_write(directory):
   """Writes and removes an empty object in the URL `directory`: a read-only or missing
   bucket fails here, before the work, not when the output is written."""
   probe = paths.temporary_sibling(paths.join(directory, "bert-write-probe"))
-  file_io.write_bytes(probe, b"")
+  with file_io.url_errors(probe):  # an object store refuses the write when it is closed
+    file_io.write_bytes(probe, b"")
   file_io.remove(probe)
 
 

@@ -162,6 +162,14 @@ def test_every_output_flag_of_every_command_checks_its_bucket_before_any_work(
   expected[("extract_features.py", "missing-input")] = (
       f"extract_features.py: error: --input_file={MISSING}/in.txt: the bucket {MISSING} "
       "does not exist (or these credentials cannot see it); create it, or check the name")
+  # A bucket that may not be written: the probe before any work says so.
+  readonly = gcs.new_bucket("ro", readonly=True)
+  runs["export_encoder.py"]["read-only"] = [
+      f"--vocab_file={inputs['vocab']}", f"--bert_config_file={inputs['bert_config']}",
+      "--init_checkpoint=x", f"--export_dir={readonly}/exp"]
+  expected[("export_encoder.py", "read-only")] = re.compile(
+      rf"export_encoder\.py: error: --export_dir={readonly}/exp: permission denied \(.*"
+      r"HTTP response code 403.*\); check the bucket's permissions")
   # gs://b//x: read as gsutil reads it, gs://b/x, and said so.
   runs["create_pretraining_data.py"]["double-slash"] = [
       f"--input_file={inputs['corpus']}", f"--vocab_file={inputs['vocab']}",
@@ -180,7 +188,10 @@ def test_every_output_flag_of_every_command_checks_its_bucket_before_any_work(
     with open(results_file, encoding="utf-8") as handle:
       results[script] = json.load(handle)
   for (script, case), line in expected.items():
-    assert _error_line(results[script][case]) == line, (script, case)
+    said = _error_line(results[script][case])
+    assert (line.fullmatch(said) if isinstance(line, re.Pattern) else said == line), (
+        script, case, said)
+  assert gcs.list_objects(readonly) == []
   # Before any work: nothing created, nothing written anywhere.
   assert not os.path.exists(local)
   assert not [n for n in os.listdir(tmp_path) if n.endswith((".tfrecord", ".jsonl"))]
