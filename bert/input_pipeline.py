@@ -10,7 +10,7 @@ import collections
 import tensorflow as tf
 
 from bert.utils import atomic_output
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import tfrecord_framing
 
@@ -251,4 +251,4 @@ def file_label(files):
   files = list(files)
   if len(files) <= 3:
     return ", ".join(files)
-  return f"{len(files)} files ({file_io.dirname(files[0]) or '.'}/...)"
+  return f"{len(files)} files ({paths.dirname(files[0]) or '.'}/...)"

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
 from bert.tagging import tagging_data  # noqa: E402
-from bert.utils import file_io  # noqa: E402
+from bert.utils import paths  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import errors  # noqa: E402
 from bert.utils import input_checks  # noqa: E402
@@ -42,7 +42,7 @@ def convert(conll_dir, output_dir):
   """Writes output_dir/{labels.txt,train.tsv,dev.tsv,test.tsv}; returns the counts."""
   rows, counts = {}, {}
   for source, target in SPLITS:
-    path = file_io.join(conll_dir, source)
+    path = paths.join(conll_dir, source)
     input_checks.check_input_file(path, "conll_dir")
     examples = tagging_data.read_conll(path)
     if examples[0].labels is None:
@@ -53,7 +53,7 @@ def convert(conll_dir, output_dir):
   labels = sorted(t for t in counts["train.tsv"] if t != "(sentences)")
   if not labels:  # every sentence would be "no label": nothing to learn
     raise errors.UserError(
-        f"{file_io.join(conll_dir, SPLITS[0][0])}: no entity tag (every tag is O); a "
+        f"{paths.join(conll_dir, SPLITS[0][0])}: no entity tag (every tag is O); a "
         "multi-label set needs entity types to learn")
   for target, split_rows in rows.items():  # every split checked before any is written
     for number, (_, types) in enumerate(split_rows, start=1):
@@ -63,9 +63,9 @@ def convert(conll_dir, output_dir):
                                      f"{sorted(unknown)} never seen in train.txt")
   atomic_output.ensure_output_dir(output_dir, "output_dir")  # made once the input is good
   for target, split_rows in rows.items():
-    with atomic_output.atomic_open(file_io.join(output_dir, target)) as handle:
+    with atomic_output.atomic_open(paths.join(output_dir, target)) as handle:
       handle.writelines(f"{text}\t{','.join(types)}\n" for text, types in split_rows)
-  with atomic_output.atomic_open(file_io.join(output_dir, "labels.txt")) as handle:
+  with atomic_output.atomic_open(paths.join(output_dir, "labels.txt")) as handle:
     handle.writelines(f"{label}\n" for label in labels)
   return counts
 

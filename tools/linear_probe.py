@@ -56,7 +56,7 @@ from bert.classifier import classifier_data  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
 from bert.training import model_config  # noqa: E402
-from bert.utils import file_io  # noqa: E402
+from bert.utils import paths  # noqa: E402
 from bert.utils import errors  # noqa: E402
 from bert.utils import input_checks  # noqa: E402
 
@@ -214,8 +214,8 @@ def main(_):
     train_examples = processor.get_train_examples(data_dir)
     dev_examples = processor.get_dev_examples(data_dir)
     label_list = None if FLAGS.regression else processor.get_labels()
-    check_probe_data(file_io.join(data_dir, processor.train_file),
-                     file_io.join(data_dir, processor.dev_file), train_examples,
+    check_probe_data(paths.join(data_dir, processor.train_file),
+                     paths.join(data_dir, processor.dev_file), train_examples,
                      dev_examples, label_list)
     config = model_config.load_bert_config(input_checks.check_input_file(
         FLAGS.bert_config_file, "bert_config_file"))

@@ -27,6 +27,7 @@ from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 
 from bert.cli import flags_common  # noqa: E402
 from bert.utils import file_io  # noqa: E402
+from bert.utils import paths  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import errors  # noqa: E402
 
@@ -37,10 +38,10 @@ WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 640, 400, 60, 20, 20, 50
 def read_curve(run_dir, tag="masked_lm_accuracy", seconds_per_step=None):
   """[(seconds, value)] of `tag` in run_dir/train: seconds since the first logged step,
   or step x seconds_per_step when that is given."""
-  if not file_io.isdir(file_io.join(run_dir, "train")):
+  if not file_io.isdir(paths.join(run_dir, "train")):
     raise errors.UserError(f"{run_dir}: no train/ folder of TensorBoard events (is it "
                                  "a run_pretraining.py --output_dir?)")
-  events = event_accumulator.EventAccumulator(file_io.join(run_dir, "train"))
+  events = event_accumulator.EventAccumulator(paths.join(run_dir, "train"))
   events.Reload()
   if tag not in events.Tags()["scalars"]:
     raise errors.UserError(f"{run_dir}/train has no {tag!r} scalars (is it a "

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bert.cli import flags_common  # noqa: E402
 from bert.tagging import tagging_conlleval  # noqa: E402
 from bert.tagging import tagging_data  # noqa: E402
-from bert.utils import file_io  # noqa: E402
+from bert.utils import paths  # noqa: E402
 from bert.utils import errors  # noqa: E402
 from bert.utils import input_checks  # noqa: E402
 
@@ -62,7 +62,7 @@ def main(argv=None):
     splits = []
     for name, limit in (("train.txt", args.max_train_examples),
                         ("valid.txt", args.max_eval_examples)):
-      path = input_checks.check_input_file(file_io.join(args.data_dir, name), "data_dir")
+      path = input_checks.check_input_file(paths.join(args.data_dir, name), "data_dir")
       examples = tagging_data.read_conll(path, args.tag_column)
       if any(e.labels is None for e in examples):
         raise errors.UserError(f"{path}: no tag column")

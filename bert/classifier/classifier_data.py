@@ -14,6 +14,7 @@ import re
 
 from bert.classifier import classifier_examples
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -101,15 +102,15 @@ class GlueTsvProcessor(DataProcessor):
     return 1 if self.train_columns.text_b is None else 2
 
   def get_train_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, self.train_file), "train",
+    return self.read_split(paths.join(data_dir, self.train_file), "train",
                            self.train_columns)
 
   def get_dev_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, self.dev_file), "dev",
+    return self.read_split(paths.join(data_dir, self.dev_file), "dev",
                            self.dev_columns or self.train_columns)
 
   def get_test_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, self.test_file), "test",
+    return self.read_split(paths.join(data_dir, self.test_file), "test",
                            self.test_columns, labelled=False)
 
   def read_split(self, path, set_type, columns, labelled=True, delimiter="\t",
@@ -240,31 +241,31 @@ class MnliProcessor(GlueTsvProcessor):
   ax_columns = _INDEX_PAIR
 
   def get_dev_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, "dev_matched.tsv"), "dev_matched",
+    return self.read_split(paths.join(data_dir, "dev_matched.tsv"), "dev_matched",
                            self.train_columns)
 
   def get_dev_mismatched_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, "dev_mismatched.tsv"),
+    return self.read_split(paths.join(data_dir, "dev_mismatched.tsv"),
                            "dev_mismatched", self.train_columns)
 
   def get_test_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, "test_matched.tsv"), "test_matched",
+    return self.read_split(paths.join(data_dir, "test_matched.tsv"), "test_matched",
                            self.test_columns, labelled=False)
 
   def get_test_mismatched_examples(self, data_dir):
-    return self.read_split(file_io.join(data_dir, "test_mismatched.tsv"),
+    return self.read_split(paths.join(data_dir, "test_mismatched.tsv"),
                            "test_mismatched", self.test_columns, labelled=False)
 
   @staticmethod
   def find_ax_file(data_dir):
-    for candidate in (file_io.join(data_dir, "ax.tsv"), file_io.join(data_dir, "AX.tsv"),
-                      file_io.join(data_dir, "diagnostic.tsv"),
-                      file_io.join(data_dir, os.pardir, "ax.tsv"),
-                      file_io.join(data_dir, os.pardir, "AX.tsv"),
-                      file_io.join(data_dir, os.pardir, "diagnostic", "diagnostic.tsv"),
-                      file_io.join(data_dir, os.pardir, "AX", "test.tsv")):
+    for candidate in (paths.join(data_dir, "ax.tsv"), paths.join(data_dir, "AX.tsv"),
+                      paths.join(data_dir, "diagnostic.tsv"),
+                      paths.join(data_dir, os.pardir, "ax.tsv"),
+                      paths.join(data_dir, os.pardir, "AX.tsv"),
+                      paths.join(data_dir, os.pardir, "diagnostic", "diagnostic.tsv"),
+                      paths.join(data_dir, os.pardir, "AX", "test.tsv")):
       if file_io.exists(candidate):
-        return file_io.normpath(candidate)
+        return paths.normpath(candidate)
     return None
 
   def get_ax_examples(self, data_dir):
@@ -313,10 +314,10 @@ class XnliProcessor(DataProcessor):
   @staticmethod
   def _find(data_dir, candidates):
     for candidate in candidates:
-      path = file_io.join(data_dir, *candidate)
+      path = paths.join(data_dir, *candidate)
       if file_io.exists(path):
         return path
-    return file_io.join(data_dir, *candidates[0])
+    return paths.join(data_dir, *candidates[0])
 
   def get_train_examples(self, data_dir):
     name = f"multinli.train.{self.language}.tsv"
@@ -522,7 +523,7 @@ class DelimitedFileProcessor(GlueTsvProcessor):
       raise UserError("--label_list is required for this run (no train or dev file to "
                       "read the labels from)")
     for name in (self.train_file, self.dev_file):
-      path = file_io.join(self._data_dir, name)
+      path = paths.join(self._data_dir, name)
       if file_io.exists(path):
         columns = self._columns(path, self.spec)
         self._refuse_header_read_as_data(path, columns.label)
@@ -544,13 +545,13 @@ class DelimitedFileProcessor(GlueTsvProcessor):
                     f"{self.dev_file} in {self._data_dir} gives the labels")
 
   def get_train_examples(self, data_dir):
-    return self._read(file_io.join(data_dir, self.train_file), "train", True)
+    return self._read(paths.join(data_dir, self.train_file), "train", True)
 
   def get_dev_examples(self, data_dir):
-    return self._read(file_io.join(data_dir, self.dev_file), "dev", True)
+    return self._read(paths.join(data_dir, self.dev_file), "dev", True)
 
   def get_test_examples(self, data_dir):
-    return self._read(file_io.join(data_dir, self.test_file), "test", False)
+    return self._read(paths.join(data_dir, self.test_file), "test", False)
 
 
 # --------------------------------------------------------------------------- by --task_name

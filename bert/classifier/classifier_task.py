@@ -17,6 +17,7 @@ from bert import metrics
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 
@@ -126,11 +127,11 @@ class ClassifierTask(finetune.Task):
       else:
         outputs = metrics.softmax(logits)
         predictions = outputs.argmax(axis=1)
-      path = file_io.join(self.options.output_dir, predict_set.results_file)
+      path = paths.join(self.options.output_dir, predict_set.results_file)
       classifier_examples.write_probabilities(path, outputs)
       logging.info("Wrote %s", path)
       if predict_set.submission_file:
-        path = file_io.join(self.options.output_dir, predict_set.submission_file)
+        path = paths.join(self.options.output_dir, predict_set.submission_file)
         classifier_examples.write_submission(path, self.processor, predict_set.examples,
                                          predictions)
         logging.info("Wrote %s (GLUE submission format)", path)

@@ -23,7 +23,8 @@ flags_common.define_path("input_file", None,
                          "Input raw text file (or comma-separated list of files, globs allowed).")
 flags_common.define_path(
     "output_file", None,
-    "Output TF example file (or comma-separated list of files, written round-robin).")
+    "Output TF example file (or comma-separated list of files, written round-robin).",
+    output="file")
 flags_common.define_path("vocab_file", None,
                          "The vocabulary file that the BERT model was trained on.")
 flags.DEFINE_bool(
@@ -86,6 +87,7 @@ INSTANCE_FLAGS = ("do_whole_word_mask", "max_seq_length", "max_predictions_per_s
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.values_of(FLAGS, INSTANCE_FLAGS)
     # Flags checked before check_run, which creates the output's folder.
     normalize = flags_common.normalize_option(FLAGS.normalize)

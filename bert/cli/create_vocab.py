@@ -27,7 +27,8 @@ flags_common.define_path("input_file", None,
                          "Input raw text file(s): one sentence a line, blank lines between "
                          "documents (comma-separated, globs allowed).")
 flags_common.define_path("output_file", None,
-                         "Where to write the vocabulary (vocab.txt); required unless --check_only.")
+                         "Where to write the vocabulary (vocab.txt); required unless --check_only.",
+                         output="file")
 flags.DEFINE_integer("vocab_size", 30522,
                      "Target vocabulary size, reserved tokens included; the learner "
                      "stays within --slack_ratio below it. A small corpus may give fewer.")
@@ -40,7 +41,7 @@ flags.DEFINE_integer("num_unused", 99,
                      "[SEP]=102, [MASK]=103), the rest after [MASK].")
 flags_common.define_path("output_config_file", None,
                          "Where to write bert_config.json (default: beside --output_file; "
-                         "pass an empty string to write none).")
+                         "pass an empty string to write none).", output="file")
 flags_common.define_path("bert_config_template", None,
                          "A bert_config.json whose architecture to copy (default: BERT-Base, "
                          "L=12 H=768 A=12); only vocab_size is changed.")
@@ -75,6 +76,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.settings_from_flags(pretraining_vocab.LearnOptions, FLAGS)
     summary = pretraining_vocab.create_vocab(
         FLAGS.input_file, FLAGS.output_file, options,

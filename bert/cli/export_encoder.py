@@ -23,7 +23,7 @@ from bert.formats import writers
 from bert.training import export_loading
 from bert.training import model_config
 from bert.utils import errors
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import input_checks
 
 flags_common.define_model_flags(max_seq_length=tfhub_modules.DEFAULT_SEQ_LENGTH,
@@ -35,7 +35,8 @@ flags_common.define_path(
     "export_dir", None,
     "Directory to write into: <export_dir>/encoder and <export_dir>/preprocessor "
     "(--format=tfhub), the Hugging Face files (--format=huggingface) or the keras-hub "
-    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.")
+    "preset (--format=keras_hub). Must not exist or be empty, unless --overwrite.",
+    output="folder")
 flags.DEFINE_integer(
     "seq_length", None,
     "Sequence length of the preprocessor's default signature and the default of its "
@@ -51,6 +52,7 @@ FLAGS = flags.FLAGS
 def main(_):
   flags_common.define_runtime_flags()
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     if FLAGS.verbose:
       logging.set_verbosity(logging.DEBUG)
     start = time.time()
@@ -73,7 +75,7 @@ def main(_):
     writer = writers.WRITERS[FLAGS.format]
     writer(FLAGS.export_dir, source, overwrite=FLAGS.overwrite)
     logging.info("Wrote %s in %.0f s",
-                 " and ".join(map(file_io.abspath, writer.paths(FLAGS.export_dir))),
+                 " and ".join(map(paths.abspath, writer.paths(FLAGS.export_dir))),
                  time.time() - start)
 
 

@@ -19,7 +19,7 @@ flags_common.define_tpu_flags()
 flags_common.define_runtime_flags()
 flags_common.define_path("input_file", None,
                          "Input text: one example per line, a pair as 'text_a ||| text_b'.")
-flags_common.define_path("output_file", None, "Output JSON-lines file.")
+flags_common.define_path("output_file", None, "Output JSON-lines file.", output="file")
 flags.DEFINE_string("layers", "-1,-2,-3,-4",
                     "Comma-separated encoder layers to output (-1 is the last).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
@@ -33,6 +33,7 @@ FLAGS = flags.FLAGS
 def main(_):
   logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     flags_common.check_positive(FLAGS, ("batch_size",))
     if FLAGS.use_tpu:
       raise errors.UserError(

@@ -9,12 +9,14 @@ import dataclasses
 import os
 
 from absl import flags
+from absl import logging
 
 from bert.formats import litert_metadata
 from bert.training import run_options
+from bert.utils import atomic_output
 from bert.utils import cpu_choice
 from bert.utils import errors
-from bert.utils import file_io
+from bert.utils import paths
 
 _DEFINED = set()
 
@@ -31,29 +33,69 @@ def _once(group):
 def expand_path(argument):
   """A path as typed with `~` expanded: in `--data_dir=~/glue` no shell expands it (only
   a word that starts with `~` is expanded), so a path that starts with `~` would
-  otherwise name a folder called "~". Each comma-separated item of a list is expanded.
+  otherwise name a folder called "~". A gs:// URL is read as gsutil reads it: `gs://b//x`
+  is `gs://b/x` (paths.gsutil_form). Each comma-separated item of a list is read so.
   (The tools that take arguments through argparse use it as the arguments' type.)"""
   if argument is None:
     return None
-  return ",".join(file_io.expand(item) if item.lstrip().startswith("~") else item
+  return ",".join(paths.gsutil_form(paths.expand(item) if item.lstrip().startswith("~")
+                                    else item)
                   for item in str(argument).split(","))
+
+
+# The path flags a command writes to (define_path's `output`): name -> "folder" or "file".
+OUTPUTS = {}
+# The gs:// values read with their repeated slashes collapsed: name -> (typed, read).
+_COLLAPSED = {}
 
 
 class PathParser(flags.ArgumentParser):
   """A path flag's value with `~` expanded (expand_path)."""
 
+  def __init__(self, name=None):
+    super().__init__()
+    self.name = name
+
   def parse(self, argument):
-    return expand_path(argument)
+    value = expand_path(argument)
+    if self.name and value != argument and "gs://" in str(argument):
+      _COLLAPSED[self.name] = (argument, value)
+    return value
 
   def flag_type(self):
     return "string"
 
 
-def define_path(name, default, help_text, **kwargs):
+def define_path(name, default, help_text, output=None, **kwargs):
   """flags.DEFINE_string for a file or folder (or a comma-separated list of them, globs
-  allowed): the same flag, with `~` at the start of a path expanded to the home folder."""
-  flags.DEFINE(PathParser(), name, default, help_text, serializer=flags.ArgumentSerializer(),
-               **kwargs)
+  allowed): the same flag, with `~` at the start of a path expanded to the home folder.
+  output: "folder" or "file" for a flag the command writes to (check_paths checks it
+  before any work)."""
+  if output:
+    OUTPUTS[name] = output
+  flags.DEFINE(PathParser(name), name, default, help_text,
+               serializer=flags.ArgumentSerializer(), **kwargs)
+
+
+def check_paths(flag_values):
+  """What every command asks of its path flags before any work: each output URL checked
+  once (atomic_output.check_output_url: the bucket there, its name valid, writable, no
+  file where a folder goes), one line naming the flag when it is not; and a note for
+  each gs:// value read without its repeated slashes. Nothing is checked under
+  --check_only, which writes nothing."""
+  for name, (typed, read) in sorted(_COLLAPSED.items()):
+    if name in flag_values and flag_values[name].value == read:
+      logging.warning("--%s=%s: read as %s (repeated slashes collapsed, as gsutil does)",
+                      name, typed, read)
+  if "check_only" in flag_values and flag_values["check_only"].value:
+    return
+  for name, kind in OUTPUTS.items():
+    if name not in flag_values or not flag_values[name].value:
+      continue
+    value = str(flag_values[name].value)
+    for item in (value.split(",") if kind == "file" else [value]):
+      if item.strip():
+        atomic_output.check_output_url(item.strip(), name, is_file=kind == "file")
 
 
 def define_model_flags(max_seq_length=128, require_vocab=True, require_config=True):
@@ -123,7 +165,8 @@ def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=
     return
   define_path(
       "output_dir", None,
-      "The output directory where the model checkpoints and results will be written.")
+      "The output directory where the model checkpoints and results will be written.",
+      output="folder")
   flags.mark_flag_as_required("output_dir")
   flags.DEFINE_bool("do_train", False, "Whether to run training.")
   flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")

@@ -20,10 +20,12 @@ from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, rea
                               run_filtered, run_step, write_corpus)
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
-flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.")
+flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.",
+                         output="folder")
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
 flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
@@ -49,11 +51,12 @@ class DemoOptions:
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     started = time.time()
     options = flags_common.settings_from_flags(DemoOptions, FLAGS)
     check_flags(options)  # before any step writes a file
-    out = file_io.abspath(FLAGS.output_dir)
-    if file_io.scheme(out) == "ram":
+    out = paths.abspath(FLAGS.output_dir)
+    if paths.scheme(out) == "ram":
       # Each step is a process of its own, and ram:// lives inside one process.
       raise errors.UserError(
           f"--output_dir={FLAGS.output_dir}: ram:// is memory of one process, and each "
@@ -85,37 +88,37 @@ def check_flags(options):
 
 def run_demo(out, started, options):
   """The steps, while this process holds output_dir's lock."""
-  paths = {name: file_io.join(out, name) for name in (
+  files = {name: paths.join(out, name) for name in (
       "corpus.txt", "vocab.txt", "bert_config.json", "pretraining.tfrecord", "pretrain",
       "classifier", "export")}
   log = []
 
   print("=== Building a pretraining corpus from the standard library's documentation")
-  documents = write_corpus(paths["corpus.txt"])
-  print(f"{documents} documents, {file_io.getsize(paths['corpus.txt']) / 1e3:.0f} KB "
-        f"-> {paths['corpus.txt']}")
+  documents = write_corpus(files["corpus.txt"])
+  print(f"{documents} documents, {file_io.getsize(files['corpus.txt']) / 1e3:.0f} KB "
+        f"-> {files['corpus.txt']}")
 
   run_step("Learn a WordPiece vocabulary", "create_vocab.py", [
-      f"--input_file={paths['corpus.txt']}", f"--output_file={paths['vocab.txt']}",
+      f"--input_file={files['corpus.txt']}", f"--output_file={files['vocab.txt']}",
       f"--vocab_size={options.vocab_size}", "--do_lower_case=True"], log)
-  with file_io.open(paths["vocab.txt"], encoding="utf-8") as f:
+  with file_io.open(files["vocab.txt"], encoding="utf-8") as f:
     vocab_size = sum(1 for _ in f)
-  with atomic_output.atomic_open(paths["bert_config.json"]) as f:
+  with atomic_output.atomic_open(files["bert_config.json"]) as f:
     json.dump({"vocab_size": vocab_size, **SMALL_CONFIG}, f, indent=2, sort_keys=True)
 
   seq = options.max_seq_length
   run_step("Create masked-LM / next-sentence pretraining data",
            "create_pretraining_data.py", [
-               f"--input_file={paths['corpus.txt']}",
-               f"--output_file={paths['pretraining.tfrecord']}",
-               f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
+               f"--input_file={files['corpus.txt']}",
+               f"--output_file={files['pretraining.tfrecord']}",
+               f"--vocab_file={files['vocab.txt']}", "--do_lower_case=True",
                f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
                "--masked_lm_prob=0.15", "--dupe_factor=5", "--random_seed=12345"], log)
 
   run_step("Pretrain a small BERT", "run_pretraining.py", [
-      f"--input_file={paths['pretraining.tfrecord']}", f"--output_dir={paths['pretrain']}",
+      f"--input_file={files['pretraining.tfrecord']}", f"--output_dir={files['pretrain']}",
       "--do_train=True", "--do_eval=True",
-      f"--bert_config_file={paths['bert_config.json']}", "--train_batch_size=32",
+      f"--bert_config_file={files['bert_config.json']}", "--train_batch_size=32",
       f"--max_seq_length={seq}", "--max_predictions_per_seq=10",
       f"--num_train_steps={options.pretrain_steps}",
       f"--num_warmup_steps={options.pretrain_steps // 10}", "--learning_rate=3e-4",
@@ -124,25 +127,25 @@ def run_demo(out, started, options):
   run_step("Fine-tune, evaluate and export a classifier", "run_classifier.py", [
       "--task_name=tsv", f"--data_dir={QUICKSTART_DATA}",
       "--has_header=True", "--text_a_column=sentence", "--label_column=label",
-      f"--vocab_file={paths['vocab.txt']}", "--do_lower_case=True",
-      f"--bert_config_file={paths['bert_config.json']}",
-      f"--init_checkpoint={file_io.join(paths['pretrain'], 'pretrained', 'bert_model.ckpt')}",
+      f"--vocab_file={files['vocab.txt']}", "--do_lower_case=True",
+      f"--bert_config_file={files['bert_config.json']}",
+      f"--init_checkpoint={paths.join(files['pretrain'], 'pretrained', 'bert_model.ckpt')}",
       "--do_train=True", "--do_eval=True", f"--max_seq_length={seq}",
       "--train_batch_size=32", "--learning_rate=3e-4",
-      f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={paths['classifier']}",
-      f"--export_dir={paths['export']}", "--overwrite_export"], log)
+      f"--num_train_epochs={options.finetune_epochs}", f"--output_dir={files['classifier']}",
+      f"--export_dir={files['export']}", "--overwrite_export"], log)
 
   print("\n=== Raw-text queries through the exported SavedModel, in a fresh process "
         "(imports only tensorflow and tensorflow_text)")
   start = time.time()
-  returncode = run_filtered([sys.executable, "-c", QUERY_PROGRAM, paths["export"],
+  returncode = run_filtered([sys.executable, "-c", QUERY_PROGRAM, files["export"],
                              json.dumps(QUERIES)])
   log.append(("Query the SavedModel", time.time() - start))
   if returncode != 0:
     raise errors.UserError("querying the exported SavedModel failed; see above")
 
-  pretrain = read_key_values(file_io.join(paths["pretrain"], "eval_results.txt"))
-  classifier = read_key_values(file_io.join(paths["classifier"], "eval_results.txt"))
+  pretrain = read_key_values(paths.join(files["pretrain"], "eval_results.txt"))
+  classifier = read_key_values(paths.join(files["classifier"], "eval_results.txt"))
   print("\n" + "=" * 72)
   print(f"Done in {time.time() - started:.0f} s.")
   for title, seconds in log:

@@ -34,7 +34,8 @@ flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
-    "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).")
+    "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).",
+    output="folder")
 flags_common.define_export_version_flag()
 # The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
 flags_common.define_generic_task_flags()
@@ -44,6 +45,7 @@ flags.mark_flag_as_required("task_name")
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.classifier import classifier_examples

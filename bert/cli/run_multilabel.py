@@ -30,12 +30,14 @@ flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
-    "the token-id signature alone, stock TensorFlow ops (tensorflow_model_server).")
+    "the token-id signature alone, stock TensorFlow ops (tensorflow_model_server).",
+    output="folder")
 flags_common.define_export_version_flag()
 
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.multilabel import multilabel_task

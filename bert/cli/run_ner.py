@@ -39,7 +39,7 @@ flags.DEFINE_float("feature_learning_rate", 1e-3,
 flags_common.define_path("feature_cache_dir", None,
                          "--mode=feature: where the frozen activations are cached (default "
                          "<output_dir>/feature_cache); runs that differ only in the BiLSTM's "
-                         "settings can share one.")
+                         "settings can share one.", output="folder")
 flags.DEFINE_integer("feature_batch_size", 32,
                      "--mode=feature: batch size of the frozen encoder pass.")
 flags.DEFINE_float("dropout_rate", 0.1,
@@ -49,6 +49,7 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 f
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     flags_common.check_positive(FLAGS, ("feature_batch_size",))  # whatever the mode
     feature_mode = FLAGS.mode == "feature"
     if feature_mode and not 0 < FLAGS.feature_learning_rate < float("inf"):

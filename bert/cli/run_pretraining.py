@@ -44,6 +44,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.pretraining import pretraining_task

@@ -51,7 +51,8 @@ flags.DEFINE_float(
     "If null_score - best_non_null is greater than the threshold predict null.")
 flags_common.define_path(
     "export_dir", None,
-    "Write a SavedModel here (token ids -> start_logits, end_logits) after training.")
+    "Write a SavedModel here (token ids -> start_logits, end_logits) after training.",
+    output="folder")
 flags_common.define_export_version_flag()
 flags.DEFINE_bool(
     "fast_tokenization", True,
@@ -72,6 +73,7 @@ flags.DEFINE_string(
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     # As the original: --do_predict predicts and, when the file has answers, scores
     # (eval_results.txt with the global step).
     options = flags_common.options_from_flags(FLAGS)

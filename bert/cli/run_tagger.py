@@ -38,6 +38,7 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS)
     from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
     tagging_task.TaggingTask(

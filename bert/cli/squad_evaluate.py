@@ -15,14 +15,14 @@ from bert.cli import flags_common
 from bert.cli import launch
 from bert.squad import squad_metrics
 from bert.utils import atomic_output
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
 flags_common.define_runtime_flags()
 flags_common.define_path("out-file", None,
                          "Write the accuracy metrics to this file (default: print to stdout).",
-                         short_name="o")
+                         short_name="o", output="file")
 flags_common.define_path("na-prob-file", None,
                          "Model estimates of the probability of no answer (run_squad's "
                          "null_odds.json); adds best_exact/best_f1 and their thresholds.",
@@ -67,13 +67,14 @@ def evaluate_files(data_file, pred_file, na_prob_file=None, na_prob_thresh=1.0,
 
 def main(argv):
   with errors.report_user_errors(FLAGS.verbose):
+    flags_common.check_paths(FLAGS)  # every output URL, before any work
     args = argv[1:]
     if len(args) != 2:
       raise errors.UserError(
           "usage: squad_evaluate.py DATA.json PREDICTIONS.json [--na-prob-file "
           f"null_odds.json] [--out-file eval.json] (got {len(args)} positional arguments)")
     # A quoted "~/dev.json" reaches us unexpanded, as every path flag's `~` does.
-    data_file, pred_file = (file_io.expand(arg) for arg in args)
+    data_file, pred_file = (paths.expand(arg) for arg in args)
     input_checks.check_input_file(data_file, "data_file")
     input_checks.check_input_file(pred_file, "pred_file")
     threshold = FLAGS["na-prob-thresh"].value

@@ -15,6 +15,7 @@ import tensorflow as tf
 from bert import modeling
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
@@ -25,7 +26,7 @@ GOOGLE, OURS, HUGGING_FACE = "google_tf1", "tf2", "hugging_face"
 
 def _safetensors_file(path):
   if file_io.isdir(path):
-    candidate = file_io.join(path, "model.safetensors")
+    candidate = paths.join(path, "model.safetensors")
     return candidate if file_io.isfile(candidate) else None
   return path if path.endswith(".safetensors") else None
 
@@ -83,7 +84,7 @@ def resolve_checkpoint(path):
     _check_state_file(path)
     prefix = tf.train.latest_checkpoint(path)
     if prefix is None:
-      google = file_io.join(path, "bert_model.ckpt")
+      google = paths.join(path, "bert_model.ckpt")
       if file_io.exists(google + ".index"):
         prefix = google
       else:
@@ -111,7 +112,7 @@ def resolve_checkpoint(path):
 def _check_state_file(directory):
   """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
   error saying which, before TensorFlow logs its own E line about it."""
-  state_file = file_io.join(directory, "checkpoint")
+  state_file = paths.join(directory, "checkpoint")
   if not file_io.isfile(state_file):
     return
   try:
@@ -125,7 +126,7 @@ def _check_state_file(directory):
   prefix = named = state.model_checkpoint_path
   if not file_io.exists(prefix + ".index"):
     raise errors.UserError(
-        f"{directory}: its 'checkpoint' file names {file_io.basename(named)}, which does "
+        f"{directory}: its 'checkpoint' file names {paths.basename(named)}, which does "
         f"not exist ({prefix}.index is missing); restore the files, pass an existing "
         "ckpt-N prefix, or delete the 'checkpoint' file")
 
@@ -138,9 +139,9 @@ def _check_data_files(prefix):
     dtypes = reader.get_variable_to_dtype_map()
   needed = sum(int(np.prod(shape)) * dtypes[name].size for name, shape in shapes.items()
                if dtypes[name] != tf.string)
-  directory = file_io.dirname(prefix) or "."
-  base = file_io.basename(prefix)
-  shards = [file_io.join(directory, n) for n in file_io.listdir(directory)
+  directory = paths.dirname(prefix) or "."
+  base = paths.basename(prefix)
+  shards = [paths.join(directory, n) for n in file_io.listdir(directory)
             if n.startswith(base + ".data-")]
   if not shards:
     raise errors.UserError(f"{prefix}: the checkpoint has no .data file beside its "
@@ -234,11 +235,11 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
         f"{prefix}: not written: {len(bad)} weight(s) are not finite ({bad[0]} first), "
         "the training diverged; lower --learning_rate and train again from the last good "
         "checkpoint")
-  directory, basename = file_io.split(file_io.abspath(prefix))
+  directory, basename = paths.split(paths.abspath(prefix))
   file_io.makedirs(directory)
   # Written into a temporary directory beside the target, then moved into place data
   # first and index last: a reader never sees an index pointing at missing data.
-  tmp_dir = file_io.temporary_sibling(prefix, kind="saving")
+  tmp_dir = paths.temporary_sibling(prefix, kind="saving")
   file_io.makedirs(tmp_dir)
   try:
     graph = tf.Graph()
@@ -252,13 +253,13 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
       saver = tf.compat.v1.train.Saver(var_list=variables, max_to_keep=1)
       with tf.compat.v1.Session(graph=graph) as session:
         session.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
-        saver.save(session, file_io.join(tmp_dir, basename), write_meta_graph=True,
+        saver.save(session, paths.join(tmp_dir, basename), write_meta_graph=True,
                    write_state=False)
     for name in sorted(file_io.listdir(tmp_dir), key=lambda n: n.endswith(".index")):
-      file_io.replace(file_io.join(tmp_dir, name), file_io.join(directory, name))
+      file_io.replace(paths.join(tmp_dir, name), paths.join(directory, name))
   finally:
     file_io.rmtree(tmp_dir)
-  with atomic_output.atomic_open(file_io.join(directory, "checkpoint")) as handle:
+  with atomic_output.atomic_open(paths.join(directory, "checkpoint")) as handle:
     handle.write(f'model_checkpoint_path: "{basename}"\n'
                  f'all_model_checkpoint_paths: "{basename}"\n')
   return prefix

@@ -18,7 +18,9 @@ from safetensors.numpy import load as load_bytes
 from safetensors.numpy import save as save_bytes
 
 from bert import modeling
+from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 from bert.utils import input_checks
@@ -319,7 +321,8 @@ def tokenizer_config(do_lower_case, model_max_length):
 def _check_target(export_dir, overwrite):
   if file_io.isfile(export_dir):
     raise errors.UserError(f"{export_dir}: exists and is not a directory")
-  if file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite:
+  if (file_io.isdir(export_dir) and file_io.listdir(export_dir) and not overwrite and
+      not atomic_output.left_half_moved(export_dir, export_dir, overwrite_flag="--overwrite")):
     raise errors.UserError(f"{export_dir}: exists and is not empty; choose a new "
                                  "directory or pass --overwrite to replace it")
 
@@ -358,7 +361,7 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
                                   name_full_disk=False) as tmp:
     file_io.makedirs(tmp)
     log("Writing %d weights (%s) to %s", len(state), architecture, WEIGHTS_NAME)
-    weights_file = file_io.join(tmp, WEIGHTS_NAME)
+    weights_file = paths.join(tmp, WEIGHTS_NAME)
     try:
       # Serialized in memory and written as one file, so that a URL takes it too (and
       # the file gets the mode of any file we write, not safetensors' private 0600).
@@ -371,12 +374,12 @@ def write_hugging_face(export_dir, tensors, config, vocab_file, do_lower_case,
       if "No space left" in str(exc) or "StorageFull" in str(exc):
         raise OSError(errno.ENOSPC, "No space left on device", export_dir) from None
       raise
-    _write_json(file_io.join(tmp, CONFIG_NAME),
+    _write_json(paths.join(tmp, CONFIG_NAME),
                 hugging_face_config(config, architecture, pad_token_id, head_info))
     # The vocabulary as it is, less a byte-order mark (not part of the first token).
-    file_io.write_bytes(file_io.join(tmp, VOCAB_NAME),
+    file_io.write_bytes(paths.join(tmp, VOCAB_NAME),
                         file_io.decode_text(file_io.read_bytes(vocab_file)).encode("utf-8"))
-    _write_json(file_io.join(tmp, TOKENIZER_CONFIG_NAME),
+    _write_json(paths.join(tmp, TOKENIZER_CONFIG_NAME),
                 tokenizer_config(do_lower_case, config.max_position_embeddings))
   return architecture
 

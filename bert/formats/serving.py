@@ -21,6 +21,7 @@ from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
@@ -101,14 +102,14 @@ def serving_paths(export_dir, version=0, has_text=True, has_litert=False):
   """{"text": path or None, "ids": path} of write_serving_models' layout, and "litert":
   the LiteRT models' folder when has_litert."""
   if version:
-    paths = {"text": f"{export_dir}/text/{version}" if has_text else None,
+    found = {"text": f"{export_dir}/text/{version}" if has_text else None,
              "ids": f"{export_dir}/ids/{version}"}
   else:
-    paths = {"text": export_dir if has_text else None,
+    found = {"text": export_dir if has_text else None,
              "ids": f"{export_dir}/ids" if has_text else export_dir}
   if has_litert:
-    paths["litert"] = litert_metadata.folder(export_dir, version)
-  return paths
+    found["litert"] = litert_metadata.folder(export_dir, version)
+  return found
 
 
 def _listdir(path):
@@ -121,7 +122,7 @@ def versions(model_base_path):
   an export in progress (`.N.tmp-...`) are not integers, so no reader picks one up."""
   names = [n for n in _listdir(model_base_path) if n.isdigit()]
   # a file named 3 is not version 3
-  names = [n for n in names if file_io.isdir(file_io.join(model_base_path, n))]
+  names = [n for n in names if file_io.isdir(paths.join(model_base_path, n))]
   return sorted(int(n) for n in names if n.isdigit())
 
 
@@ -145,6 +146,10 @@ def check_export_target(export_dir, version=0, overwrite=False):
   if exists and not isdir(export_dir):
     raise errors.UserError(f"{flag}: exists and is not a directory")
   if version:
+    # A version a killed run of this command left half-moved is replaced as a whole.
+    half_moved = any(atomic_output.left_half_moved(
+        f"{export_dir.rstrip('/')}/{kind}/{version}", f"--export_version={version}")
+                     for kind in _VERSIONED_KINDS)
     for kind in _VERSIONED_KINDS:
       base = f"{export_dir.rstrip('/')}/{kind}"
       if file_io.exists(base) and not isdir(base):
@@ -155,7 +160,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
             f"--export_version={version}: {target} is a file, not an exported version (a "
             "folder); it is left as it is, even with --overwrite_export: move it away, or "
             "choose another version number")
-      if version in versions(base) and not overwrite:
+      if version in versions(base) and not overwrite and not half_moved:
         raise errors.UserError(
             f"--export_version={version}: {base}/{version} already exists (versions there: "
             f"{', '.join(map(str, versions(base)))}); a server may be serving it: choose a "
@@ -168,7 +173,7 @@ def check_export_target(export_dir, version=0, overwrite=False):
       raise errors.UserError(
           f"{flag}: holds versioned exports ({listed}); an export without "
           "--export_version would replace them all: pass --export_version=N (a new N)")
-    if not overwrite:
+    if not overwrite and not atomic_output.left_half_moved(export_dir, flag):
       raise errors.UserError(
           f"{flag}: exists and is not empty; choose a new directory, pass "
           "--export_version=N to add a version beside others, or --overwrite_export to "
@@ -236,7 +241,7 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
   if not ids_endpoints:
     raise ValueError("no token-id signature to export")
   has_text = len(ids_endpoints) != len(endpoints)
-  paths = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
+  targets = serving_paths(export_dir, version, has_text, has_litert=litert is not None)
   ids_track = [t for t in track if isinstance(t, keras.layers.Layer)]
   # Checked before the lock unless the driver checked it before training.
   check = None if checked else lambda: check_export_target(export_dir, version, overwrite)
@@ -250,33 +255,39 @@ def write_serving_models(export_dir, endpoints, track=(), version=0, overwrite=F
       with contextlib.ExitStack() as stack:
         temporaries = {}
         for kind, kind_endpoints, kind_track in parts:
-          file_io.makedirs(file_io.dirname(paths[kind]))
+          file_io.makedirs(paths.dirname(targets[kind]))
           tmp = stack.enter_context(atomic_output.atomic_path(
-              paths[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
+              targets[kind], overwrite=overwrite, overwrite_flag="--overwrite_export"))
           _write_archive(tmp, kind_endpoints, kind_track)
           temporaries[kind] = tmp
         if litert is not None:
-          file_io.makedirs(file_io.dirname(paths["litert"]))
+          file_io.makedirs(paths.dirname(targets["litert"]))
           tmp = stack.enter_context(atomic_output.atomic_path(
-              paths["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
-          litert_convert.write(temporaries["ids"], tmp, litert, paths["litert"], log)
+              targets["litert"], overwrite=overwrite, overwrite_flag="--overwrite_export"))
+          litert_convert.write(temporaries["ids"], tmp, litert, targets["litert"], log)
+          temporaries["litert"] = tmp
+        if paths.is_url(export_dir):
+          # Every part of the version is marked before the first moves: a run killed
+          # between two parts leaves the others marked, and its rerun replaces them all.
+          for kind, tmp in temporaries.items():
+            atomic_output.mark_moving(tmp, targets[kind])
         # Every part is whole on disk before any is renamed into place (the
         # atomic_paths close in reverse order: litert/N, text/N, then ids/N).
       if litert is None and overwrite and file_io.isdir(stale_litert):
         file_io.rmtree(stale_litert)
-      return paths
+      return targets
     with atomic_output.atomic_path(export_dir, overwrite=overwrite,
                                    overwrite_flag="--overwrite_export") as tmp:
       local = serving_paths(tmp, version, has_text, has_litert=litert is not None)
       if has_text:
         # A relative export_dir has a relative temporary, whose dirname is "".
-        file_io.makedirs(file_io.dirname(local["text"]) or os.curdir)
+        file_io.makedirs(paths.dirname(local["text"]) or os.curdir)
         _write_archive(local["text"], endpoints, track)
-      file_io.makedirs(file_io.dirname(local["ids"]) or os.curdir)
+      file_io.makedirs(paths.dirname(local["ids"]) or os.curdir)
       _write_archive(local["ids"], ids_endpoints, ids_track)
       if litert is not None:
-        litert_convert.write(local["ids"], local["litert"], litert, paths["litert"], log)
-  return paths
+        litert_convert.write(local["ids"], local["litert"], litert, targets["litert"], log)
+  return targets
 
 
 # --------------------------------------------------------------------------- classifier

@@ -23,7 +23,9 @@ from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert import modeling
 from bert import tokenization
+from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
@@ -225,12 +227,14 @@ def check_export_dir(export_dir, overwrite=False):
     if not file_io.isdir(export_dir):
       raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not a directory")
-    if file_io.listdir(export_dir) and not overwrite:
+    where = f"--export_dir={export_dir}"
+    if (file_io.listdir(export_dir) and not overwrite and
+        not atomic_output.left_half_moved(export_dir, where, overwrite_flag="--overwrite")):
       raise errors.UserError(
           f"--export_dir={export_dir}: exists and is not empty; choose a new directory "
           "or pass --overwrite to replace it")
-  parent = file_io.dirname(file_io.abspath(export_dir))
-  if not file_io.is_url(parent) and not file_io.isdir(parent):
+  parent = paths.dirname(paths.abspath(export_dir))
+  if not paths.is_url(parent) and not file_io.isdir(parent):
     raise errors.UserError(
         f"--export_dir={export_dir}: its parent directory {parent} does not exist")
 
@@ -261,13 +265,13 @@ def export_encoder_and_preprocessor(export_dir, model, vocab_file, do_lower_case
       log("Tracing the %s", name)
       root, signatures = build(*args)
       log("Writing the %s SavedModel", name)
-      save_module(root, file_io.join(tmp, name), signatures)
+      save_module(root, paths.join(tmp, name), signatures)
       log("Wrote the %s in %.1f s", name, time.time() - started)
     if litert is not None:
-      litert_convert.write(file_io.join(tmp, ENCODER_DIR),
-                           file_io.join(tmp, litert_metadata.FOLDER), litert,
+      litert_convert.write(paths.join(tmp, ENCODER_DIR),
+                           paths.join(tmp, litert_metadata.FOLDER), litert,
                            litert_metadata.folder(export_dir), log)
-  return file_io.join(export_dir, ENCODER_DIR), file_io.join(export_dir, PREPROCESSOR_DIR)
+  return paths.join(export_dir, ENCODER_DIR), paths.join(export_dir, PREPROCESSOR_DIR)
 
 
 def export(export_dir, source, overwrite=False, log=None):
@@ -368,9 +372,9 @@ def build_keras_classifier(export_dir, num_labels, seq_length=None, pairs=False,
   as the original run_classifier's head. `model.export(path)` writes a SavedModel whose
   `serve` endpoint takes the same string inputs. Returns (model, encoder_layer).
   """
-  preprocessor = KerasPreprocessor(file_io.join(export_dir, PREPROCESSOR_DIR), seq_length,
+  preprocessor = KerasPreprocessor(paths.join(export_dir, PREPROCESSOR_DIR), seq_length,
                                    name="preprocessor")
-  encoder = KerasEncoder(file_io.join(export_dir, ENCODER_DIR), name="encoder")
+  encoder = KerasEncoder(paths.join(export_dir, ENCODER_DIR), name="encoder")
   if pairs:
     inputs = {name: keras.Input(shape=(), dtype="string", name=name)
               for name in ("text_a", "text_b")}

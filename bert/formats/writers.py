@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 from typing import Any, Callable, Optional, Sequence
 
-from bert.utils import file_io
+from bert.utils import paths
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +67,7 @@ class Writer:
 
   def paths(self, export_dir):
     """The paths the export's last line names: its parts, or export_dir itself."""
-    return [file_io.join(export_dir, part) for part in self.parts] or [export_dir]
+    return [paths.join(export_dir, part) for part in self.parts] or [export_dir]
 
 
 # The options a format may read beyond the model and its vocabulary (Source's fields).

@@ -7,7 +7,6 @@ traceback from the runtime; here it is one line naming the file and the fix. Fol
 format_version 1 are checked as far as their fields allow."""
 
 import hashlib
-import os
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from bert import tokenization
 from bert.formats import litert_metadata
 from bert.utils import errors
 from bert.utils import input_checks
+from bert.utils import paths
 
 UserError = errors.UserError
 
@@ -153,11 +153,11 @@ def first_line(exc, limit=200):
   return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
 
 
-def refuse_urls(paths, program, instead):
+def refuse_urls(flag_values, program, instead):
   """One line for the first URL among {flag: value}: `program` reads and writes local
   paths only (the LiteRT runtime and the pure-Python reader open local files)."""
-  for flag, value in paths.items():
-    if value and "://" in str(value):
+  for flag, value in flag_values.items():
+    if value and paths.is_url(value):
       raise UserError(
           f"--{flag}={value}: {program} reads and writes local paths only; copy the export "
           "and data here first (gsutil cp -r or gcloud storage cp -r), or use "
@@ -166,4 +166,4 @@ def refuse_urls(paths, program, instead):
 
 def vocab_path(model_file, metadata):
   """The vocabulary model.json names, beside the model."""
-  return os.path.join(os.path.dirname(os.path.abspath(model_file)), metadata["vocab_file"])
+  return paths.join(paths.dirname(paths.abspath(model_file)), metadata["vocab_file"])

@@ -20,6 +20,7 @@ from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import errors
 from bert.utils import input_checks
+from bert.utils import paths
 
 UserError = errors.UserError
 
@@ -84,7 +85,7 @@ class LiteRTModel:
 
   def metadata_file(self):
     """The model.json beside the model (named in messages)."""
-    return os.path.join(os.path.dirname(self.model_file), litert_metadata.METADATA_FILE)
+    return paths.join(paths.dirname(self.model_file), litert_metadata.METADATA_FILE)
 
   def describe(self):
     """"Mrpc's classifier (labels 0, 1)": what the model predicts, for messages."""
@@ -280,7 +281,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
     log("%d test lines from %s", len(examples), path)
     probabilities = predict_multilabel(model, examples, batch_size)
     atomic_output.ensure_output_dir(output_dir)
-    out = os.path.join(output_dir, "test_results.tsv")
+    out = paths.join(output_dir, "test_results.tsv")
     threshold = float(model.metadata.get("threshold", 0.5))
     multilabel_data.write_results(out, model.labels, probabilities.astype(np.float64),
                                   threshold)
@@ -297,11 +298,11 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
     outputs = predict_classifier(model, predict_set.examples, batch_size)
     outputs = outputs.astype(np.float64)
     predictions = outputs if processor.is_regression else outputs.argmax(axis=1)
-    path = os.path.join(output_dir, predict_set.results_file)
+    path = paths.join(output_dir, predict_set.results_file)
     classifier_examples.write_probabilities(path, outputs)
     written.append(path)
     if predict_set.submission_file:
-      path = os.path.join(output_dir, predict_set.submission_file)
+      path = paths.join(output_dir, predict_set.submission_file)
       classifier_examples.write_submission(path, processor, predict_set.examples, predictions)
       written.append(path)
   return written

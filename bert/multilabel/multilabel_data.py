@@ -14,7 +14,7 @@ import numpy as np
 from bert import metrics
 from bert import tokenization
 from bert.utils import atomic_output
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -148,7 +148,7 @@ def write_results(path, label_list, probabilities, threshold):
 
 
 def data_file(data_dir, split):
-  return file_io.join(data_dir, FILES[split])
+  return paths.join(data_dir, FILES[split])
 
 
 def eval_values(logits, labels, label_list, threshold):

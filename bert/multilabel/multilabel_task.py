@@ -20,6 +20,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -42,7 +43,7 @@ class MultiLabelTask(finetune.Task):
     if not 0.0 < threshold < 1.0:
       raise errors.UserError(f"--threshold={threshold}: must be between 0 and 1")
     self.data_dir, self.threshold = data_dir, threshold
-    self.labels_file = labels_file or file_io.join(data_dir, multilabel_data.LABELS_FILE)
+    self.labels_file = labels_file or paths.join(data_dir, multilabel_data.LABELS_FILE)
     self.labels, self.splits = None, {}
 
   def head_info(self):
@@ -110,7 +111,7 @@ class MultiLabelTask(finetune.Task):
     logits = evaluation.predict_in_order(
         model, _eval_dataset(arrays, self.options.predict_batch_size),
         len(arrays["input_ids"]), what="test")["logits"]
-    path = file_io.join(self.options.output_dir, "test_results.tsv")
+    path = paths.join(self.options.output_dir, "test_results.tsv")
     multilabel_data.write_results(path, self.labels,
                                   metrics.sigmoid(logits.astype(np.float64)), self.threshold)
     logging.info("Wrote %d test predictions to %s", len(logits), path)

@@ -19,6 +19,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -133,12 +134,12 @@ class PretrainingTask(finetune.Task):
 
   def after_training(self, model, global_step):
     """output_dir/pretrained/: bert_model.ckpt.* (Google's names) and bert_config.json."""
-    directory = file_io.join(self.options.output_dir, "pretrained")
+    directory = paths.join(self.options.output_dir, "pretrained")
     file_io.makedirs(directory)
-    prefix = file_io.join(directory, "bert_model.ckpt")
+    prefix = paths.join(directory, "bert_model.ckpt")
     with errors.disk_full_names(prefix):  # a full disk: one line naming it
       checkpoint_files.save_google_checkpoint(model, prefix, global_step=global_step)
-      with atomic_output.atomic_open(file_io.join(directory, "bert_config.json")) as handle:
+      with atomic_output.atomic_open(paths.join(directory, "bert_config.json")) as handle:
         handle.write(self.config.to_json_string() + "\n")
     logging.info("Wrote %s/bert_model.ckpt and bert_config.json (step %d)", directory,
                  global_step)

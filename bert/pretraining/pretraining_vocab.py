@@ -20,6 +20,7 @@ from bert.pretraining import pretraining_corpus_check
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import progress
 from bert.utils import errors
 from bert.utils import input_checks
@@ -193,7 +194,7 @@ def config_path(output_file, output_config_file):
   """Where bert_config.json goes: output_config_file, else beside the vocabulary ("": none)."""
   if output_config_file is not None:
     return output_config_file
-  return file_io.join(file_io.dirname(file_io.abspath(output_file)), "bert_config.json")
+  return paths.join(paths.dirname(paths.abspath(output_file)), "bert_config.json")
 
 
 def log_corpus_check(files, do_lower_case, normalize):

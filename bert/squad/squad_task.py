@@ -23,7 +23,7 @@ from bert.squad import squad_metrics
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -110,7 +110,7 @@ class SquadTask(finetune.Task):
     self.settings = settings
     self.tokenizer = self.fast_tokenizer = None
     self.train_examples = self.predict_examples = self.predict_data = None
-    self.train_record = file_io.join(options.output_dir, "train.tf_record")
+    self.train_record = paths.join(options.output_dir, "train.tf_record")
     self.predicted = False  # predict once, though evaluate and predict both ask
     self.scores = None
     self.predict_features = None
@@ -211,7 +211,7 @@ class SquadTask(finetune.Task):
     if self.predicted:
       return self.scores
     started = time.time()
-    eval_record = file_io.join(self.options.output_dir, "eval.tf_record")
+    eval_record = paths.join(self.options.output_dir, "eval.tf_record")
     if self.predict_features is None:  # converted once, however often it is evaluated
       self.predict_features = self._convert(self.predict_examples, is_training=False)
       squad_features.write_tf_record(eval_record, self.predict_features, is_training=False)
@@ -228,9 +228,9 @@ class SquadTask(finetune.Task):
         settings.verbose_logging)
     out = self.options.output_dir
     squad_decoding.write_prediction_files(
-        predictions, nbest, null_odds, file_io.join(out, "predictions.json"),
-        file_io.join(out, "nbest_predictions.json"),
-        file_io.join(out, "null_odds.json") if settings.version_2_with_negative else None)
+        predictions, nbest, null_odds, paths.join(out, "predictions.json"),
+        paths.join(out, "nbest_predictions.json"),
+        paths.join(out, "null_odds.json") if settings.version_2_with_negative else None)
     self.scores = squad_metrics.score_predicted(
         self.predict_data, predictions, null_odds, settings.version_2_with_negative,
         path=settings.predict_file)

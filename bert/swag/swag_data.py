@@ -16,6 +16,7 @@ from bert import metrics
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 NUM_CHOICES = 4
@@ -112,7 +113,7 @@ def read_swag_examples(path, require_label=None):
 def swag_file(data_dir, split):
   """SWAG's own file names: train.csv, val.csv (dev), test.csv."""
   name = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}[split]
-  return file_io.join(data_dir, name)
+  return paths.join(data_dir, name)
 
 
 def convert_example_to_choices(example, max_seq_length, tokenizer):

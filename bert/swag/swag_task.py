@@ -15,6 +15,7 @@ from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -108,7 +109,7 @@ class SwagTask(finetune.Task):
     del global_step
     split, _ = self._predict_split(model, "test", self.options.predict_batch_size)
     logging.info("Wrote %d test predictions to %s", len(split.examples),
-                 file_io.join(self.options.output_dir, "test_predictions.csv"))
+                 paths.join(self.options.output_dir, "test_predictions.csv"))
 
   def _predict_split(self, model, name, batch_size):
     """(split, logits [examples, NUM_CHOICES] in file order) of split `name`, whose
@@ -118,6 +119,6 @@ class SwagTask(finetune.Task):
         model, make_dataset(split.arrays, batch_size, False), len(split.examples),
         what=name)["logits"]
     swag_data.write_predictions(
-        file_io.join(self.options.output_dir, f"{name}_predictions.csv"), split.examples,
+        paths.join(self.options.output_dir, f"{name}_predictions.csv"), split.examples,
         logits)
     return split, logits

@@ -14,7 +14,7 @@ import numpy as np
 
 from bert.tagging import tagging_conlleval
 from bert.utils import atomic_output
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -67,7 +67,7 @@ def read_conll(path, tag_column=None):
   document_start = False
   num_columns = None
   tag_index = -1 if tag_column is None else tag_column - 1
-  name = file_io.basename(path)
+  name = paths.basename(path)
 
   def flush():
     nonlocal words, labels, columns, document_start

@@ -17,6 +17,7 @@ from bert import input_pipeline
 from bert.formats import checkpoint_files
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.
@@ -86,7 +87,7 @@ def checkpoint_identity(path):
   # same identity (and shares the cache).
   resolved = file_io.realpath(resolved)
   files = [resolved] if file_io.isfile(resolved) else (
-      [resolved + ".index"] + file_io.glob(file_io.glob_escape(resolved) + ".data-*"))
+      [resolved + ".index"] + file_io.glob(paths.glob_escape(resolved) + ".data-*"))
   stats = [(f, file_io.getsize(f), file_io.mtime_ns(f)) for f in files]
   return repr((resolved, stats))
 
@@ -98,7 +99,7 @@ def file_identity(path):
 
 def cache_path(cache_dir, split_name, choice, fingerprint):
   """<cache_dir>/<split>-<feature_layers>-<fingerprint>.tfrecord"""
-  return file_io.join(cache_dir, f"{split_name}-{choice}-{fingerprint}.tfrecord")
+  return paths.join(cache_dir, f"{split_name}-{choice}-{fingerprint}.tfrecord")
 
 
 def _record(values, labels, index):

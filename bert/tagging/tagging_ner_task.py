@@ -21,6 +21,7 @@ from bert.tagging import tagging_task
 from bert.training import checkpoints
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -80,7 +81,7 @@ class NerTask(tagging_task.TaggingTask):
   def _cache_activations(self, config):
     """Feature mode: every split's frozen activations, written once to the cache."""
     settings, options = self.settings, self.options
-    cache_dir = settings.feature_cache_dir or file_io.join(options.output_dir,
+    cache_dir = settings.feature_cache_dir or paths.join(options.output_dir,
                                                            "feature_cache")
     atomic_output.ensure_output_dir(cache_dir, "feature_cache_dir")
     # Seeded as the driver seeds the trained model: a random encoder (no checkpoint)

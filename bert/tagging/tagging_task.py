@@ -21,6 +21,7 @@ from bert.training import evaluation
 from bert.training import finetune
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -133,7 +134,7 @@ class TaggingTask(finetune.Task):
     of the dev and test files that are there, whichever splits this run reads, so that
     every run on the same files has the same outputs (a tag only dev has is a label the
     model never learns, and is scored as a miss, not refused)."""
-    examples, paths = [], []
+    examples, split_files = [], []
     for split in ("train", "dev", "test"):
       try:
         path = self._split_path(split)
@@ -142,12 +143,12 @@ class TaggingTask(finetune.Task):
           raise
         continue
       examples += self.read_tags(path)
-      paths.append(path)
+      split_files.append(path)
     labels = tagging_data.label_list_from(examples, self.settings.iob)
     if not labels:
-      raise errors.UserError(f"{paths[0]}: no tags (one column per line); the "
+      raise errors.UserError(f"{split_files[0]}: no tags (one column per line); the "
                                    "training file needs a tag column")
-    logging.info("%d labels from %s", len(labels), ", ".join(paths))
+    logging.info("%d labels from %s", len(labels), ", ".join(split_files))
     return labels
 
   def _split_path(self, split):
@@ -155,10 +156,10 @@ class TaggingTask(finetune.Task):
     given = {"train": settings.train_file, "dev": settings.dev_file,
              "test": settings.test_file}[split]
     if given:
-      path = given if file_io.exists(given) else file_io.join(settings.data_dir, given)
+      path = given if file_io.exists(given) else paths.join(settings.data_dir, given)
       return input_checks.check_input_file(path, f"{split}_file")
     for name in DEFAULT_FILES[split]:
-      path = file_io.join(settings.data_dir, name)
+      path = paths.join(settings.data_dir, name)
       if file_io.isfile(path):
         return input_checks.check_input_file(path, "data_dir")
     raise errors.UserError(
@@ -250,7 +251,7 @@ class TaggingTask(finetune.Task):
     if results is not None:
       results["global_step"] = global_step
       atomic_output.write_key_values(
-          file_io.join(self.options.output_dir, "test_results.txt"), results,
+          paths.join(self.options.output_dir, "test_results.txt"), results,
           log=logging.info)
 
   def word_logits(self, model, split, batch_size, what):
@@ -272,7 +273,7 @@ class TaggingTask(finetune.Task):
     tags = tagging_data.split_by_sentence(split.examples,
                                      [self.label_list[int(i)] for i in predicted])
     out = self.options.output_dir
-    tagging_data.write_conll_predictions(file_io.join(out, f"{name}_predictions.txt"),
+    tagging_data.write_conll_predictions(paths.join(out, f"{name}_predictions.txt"),
                                     split.examples, tags, split.scheme)
     if not split.labelled:
       logging.info("%s has no gold tags: wrote predictions only", split.path)
@@ -288,7 +289,7 @@ class TaggingTask(finetune.Task):
       return results
     scores = tagging_conlleval.evaluate_examples(split.examples, tags, split.scheme)
     report = tagging_conlleval.conlleval_report(scores)
-    report_file = file_io.join(out, f"{name}_conlleval.txt")
+    report_file = paths.join(out, f"{name}_conlleval.txt")
     with errors.disk_full_names(report_file), atomic_output.atomic_open(
         report_file) as handle:
       handle.write(report)

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import json
 import re
+import time
 
 from absl import logging
 import tensorflow as tf
@@ -19,6 +20,7 @@ from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import loop
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 from bert.utils import input_checks
 
@@ -310,21 +312,47 @@ class RunCheckpoint:
     self._tracked = tracked
     self._checkpoint = tf.train.Checkpoint(**tracked)
     self._manager = None
-    self.write_dir = output_dir if self.chief else file_io.join(
+    self.last_saved = None  # the newest checkpoint whole in output_dir that this run knows
+    self.write_dir = output_dir if self.chief else paths.join(
         output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
 
   def latest(self):
-    """The newest ckpt-N prefix in output_dir, or None. A `checkpoint` state file that
-    names missing files is an error, not a fresh start."""
-    latest = tf.train.latest_checkpoint(self.output_dir) if self.output_dir else None
-    state_file = file_io.join(self.output_dir or "", "checkpoint")
-    if latest is None and self.output_dir and file_io.exists(state_file):
+    """The newest whole ckpt-N prefix in output_dir (newest_whole_checkpoint), or None.
+
+    The `checkpoint` state file alone is not trusted: a run killed between a checkpoint's
+    .index and the state file, or during the state file's rename, leaves a whole
+    checkpoint newer than the file names, or no file at all. The newest whole one is
+    taken, said in the log, and (by the chief) named in a rewritten state file, so that
+    the checkpoints kept and removed go on as before. A state file that names a
+    checkpoint that is not whole, with no whole one as new, is an error, not a fresh
+    start."""
+    if not self.output_dir:
+      return None
+    newest, kept = newest_whole_checkpoint(self.output_dir)
+    state_file = paths.join(self.output_dir, "checkpoint")
+    named = None
+    if file_io.exists(state_file):
       state = tf.train.get_checkpoint_state(self.output_dir)
-      named = file_io.basename(state.model_checkpoint_path) if state else "?"
-      raise errors.UserError(
-          f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
-          "does not exist; restore the files or delete the 'checkpoint' file")
-    return latest
+      named = paths.basename(state.model_checkpoint_path) if state else "?"
+    if named is not None and named != (paths.basename(newest) if newest else None):
+      if newest is None or _number_of(named) >= _number_of(paths.basename(newest)):
+        raise errors.UserError(
+            f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
+            "does not exist or is not whole; restore the files or delete the 'checkpoint' "
+            "file")
+    if newest is not None and named != paths.basename(newest):
+      logging.warning("--output_dir=%s: its 'checkpoint' file %s; %s is the newest whole "
+                      "checkpoint there (a run was stopped while saving it)",
+                      self.output_dir, f"names {named}" if named else "is missing",
+                      paths.basename(newest))
+      if self.chief:
+        # With their times: CheckpointManager keeps for ever the ones listed without.
+        kept = [paths.abspath(p) for p in kept[:kept.index(newest) + 1]]
+        tf.compat.v1.train.update_checkpoint_state(
+            self.output_dir, kept[-1], all_model_checkpoint_paths=kept,
+            all_model_checkpoint_timestamps=[time.time()] * len(kept),
+            last_preserved_timestamp=0.0)
+    return newest
 
   def restore(self, prefix, whole_state=True):
     """Restores the model (and, if whole_state, optimizer, step, RNG) from prefix."""
@@ -334,14 +362,14 @@ class RunCheckpoint:
                       "be checked to be this task's model", prefix)
     elif saved != model_signature(self.model):
       raise errors.UserError(
-          f"--output_dir={self.output_dir} holds a checkpoint ({file_io.basename(prefix)})"
+          f"--output_dir={self.output_dir} holds a checkpoint ({paths.basename(prefix)})"
           f" of {_describe_mismatch(saved, self.model)}; use a new --output_dir, or delete"
           " the old checkpoints")
     other_head = _head_mismatch(head_info_of(prefix), self.head_info)
     if other_head:
       raise errors.UserError(
           f"--output_dir={self.output_dir} holds a checkpoint "
-          f"({file_io.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
+          f"({paths.basename(prefix)}) of {other_head}; use a new --output_dir (pass "
           "that run as --init_checkpoint to start from its encoder only)")
     objects = {k: v for k, v in self._tracked.items()
                if k not in ("model_signature", "head_info")}
@@ -350,12 +378,13 @@ class RunCheckpoint:
     with checkpoint_files.reading(prefix):
       try:
         _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
-                         f"checkpoint {file_io.basename(prefix)}")
+                         f"checkpoint {paths.basename(prefix)}")
       except ValueError as exc:
         raise errors.UserError(f"{exc}; use a new --output_dir, or delete the old "
                                      "checkpoints") from None
     logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
                  prefix, int(self.step.numpy()))
+    self.last_saved = prefix
     return int(self.step.numpy())
 
   def save(self):
@@ -365,15 +394,18 @@ class RunCheckpoint:
           self._checkpoint, self.write_dir, max_to_keep=self.keep, checkpoint_name="ckpt")
     step = int(self.step.numpy())
     try:
-      return self._manager.save(checkpoint_number=step)
+      self.last_saved = self._manager.save(checkpoint_number=step)
+      return self.last_saved
     except (OSError, tf.errors.ResourceExhaustedError, tf.errors.UnknownError,
             tf.errors.FailedPreconditionError) as exc:
+      if errors.storage_failure_url(exc) is not None:
+        raise  # the storage stopped answering: naming_storage_failures says so
       self._remove_partial(step)
       previous = self.latest_saved()
       raise errors.UserError(
           f"--output_dir={self.output_dir}: could not save ckpt-{step} "
           f"({_save_failure(exc)}); "
-          + (f"the last good checkpoint {file_io.basename(previous)} is kept: "
+          + (f"the last good checkpoint {paths.basename(previous)} is kept: "
              "free space and rerun to resume" if previous else "nothing was saved")) from None
 
   def latest_saved(self):
@@ -386,12 +418,94 @@ class RunCheckpoint:
     for name in file_io.listdir(self.write_dir):
       if name.startswith(f"ckpt-{step}") and ("_temp" in name or ".tempstate" in name
                                               or name.startswith(f"ckpt-{step}.")):
-        path = file_io.join(self.write_dir, name)
+        path = paths.join(self.write_dir, name)
         file_io.remove_any(path)
 
   def cleanup(self):
     if not self.chief:
       file_io.rmtree(self.write_dir)
+
+
+def _number_of(name):
+  """N of ckpt-N (-1 for a name of another form)."""
+  match = re.fullmatch(r"ckpt-(\d+)", name)
+  return int(match.group(1)) if match else -1
+
+
+def newest_whole_checkpoint(directory):
+  """(prefix, every ckpt-N prefix with an .index, oldest first) of `directory`: the
+  newest ckpt-N whose .index reads and whose data shards are all there and readable (its
+  global step read from them), or None.
+
+  What a kill at each point of a save leaves: the shards in `ckpt-N_temp/` (no
+  ckpt-N.index), the shards in place without their .index, or a whole ckpt-N that the
+  `checkpoint` file does not name yet; only the last is taken."""
+  names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
+  numbers = sorted((int(m.group(1)) for m in (re.fullmatch(r"ckpt-(\d+)\.index", n)
+                                             for n in names) if m))
+  indexed = [paths.join(directory, f"ckpt-{n}") for n in numbers]
+  for prefix in reversed(indexed):
+    if _is_whole(prefix, names):
+      return prefix, indexed
+  return None, indexed
+
+
+def _is_whole(prefix, names):
+  base = paths.basename(prefix)
+  shards = [re.fullmatch(re.escape(base) + r"\.data-(\d+)-of-(\d+)", n) for n in names]
+  counts = {int(m.group(2)) for m in shards if m}
+  if len(counts) != 1:
+    return False
+  count = counts.pop()
+  if {int(m.group(1)) for m in shards if m} != set(range(count)):
+    return False
+  try:
+    reader = checkpoint_files.checkpoint_reader(prefix)
+    if _STEP_KEY in reader.get_variable_to_shape_map():
+      reader.get_tensor(_STEP_KEY)
+  except (tf.errors.OpError, ValueError, errors.UserError):
+    return False
+  return True
+
+
+@contextlib.contextmanager
+def naming_storage_failures(state, outputs):
+  """A storage that stops answering while the run works (TensorFlow's Aborted,
+  Unavailable and DeadlineExceeded errors on a URL, the summary writer's flush failure):
+  one line naming the flag and the URL, the step reached and the checkpoint a rerun
+  resumes from; TensorFlow's traceback behind --verbose. state: the RunCheckpoint;
+  outputs: {flag name: path} of the run's outputs."""
+  try:
+    yield
+  except errors.UserError:
+    raise
+  except Exception as exc:  # pylint: disable=broad-except
+    url = errors.storage_failure_url(exc)
+    if url is None:
+      raise
+    output_dir = outputs.get("output_dir") or state.output_dir
+    if not url:  # the summary writer's flush names no file: it is output_dir's log
+      url = paths.join(output_dir, "train")
+    flag, value = next(((f, v) for f, v in outputs.items()
+                        if v and (url == v or url.startswith(v.rstrip("/") + "/"))),
+                       (None, None))
+    where = f"--{flag}={value}" if flag else url
+    name = url[len(value.rstrip("/")) + 1:] if flag and url != value else paths.basename(url)
+    number = re.match(r"ckpt-(\d+)", paths.basename(url))
+    what = (f"writing checkpoint ckpt-{number.group(1)}" if number else
+            "writing the 'checkpoint' state file" if paths.basename(url).startswith(
+                "checkpoint") else
+            f"writing the TensorBoard log {name}" if ".tfevents." in url or "/train" in url
+            or "/eval" in url else f"writing {name}" if flag else "reading it")
+    step = int(state.step.numpy())
+    last = paths.basename(state.last_saved) if state.last_saved else None
+    if what == "writing the 'checkpoint' state file":
+      last = f"ckpt-{step}"  # written whole before its state file (the rerun finds it)
+    raise errors.UserError(
+        f"{where}: the storage stopped answering at step {step} while {what} "
+        f"({errors.storage_failure_detail(exc)}); rerun the same command once it answers "
+        "again: it resumes from " + (last or "the start (no checkpoint was saved yet)")
+        ) from exc
 
 
 def _save_failure(exc):
@@ -416,7 +530,7 @@ def start_weights(state, init_checkpoint, for_training):
   """
   latest = state.latest()
   if latest:
-    logging.info("--output_dir holds %s: %s", file_io.basename(latest),
+    logging.info("--output_dir holds %s: %s", paths.basename(latest),
                  "training resumes from it" if for_training else "evaluating it")
     return state.restore(latest, whole_state=for_training)
   if init_checkpoint:
@@ -439,8 +553,9 @@ def start_weights(state, init_checkpoint, for_training):
 def check_trained_weights_exist(output_dir, init_checkpoint):
   """For eval/predict without training: fails in one line when neither output_dir nor
   --init_checkpoint holds anything to evaluate (cheap: no model is built)."""
-  if init_checkpoint or (output_dir and file_io.exists(
-      file_io.join(output_dir, "checkpoint"))):
+  if init_checkpoint or (output_dir and (
+      file_io.exists(paths.join(output_dir, "checkpoint"))
+      or newest_whole_checkpoint(output_dir)[1])):
     return
   raise errors.UserError(
       f"nothing trained to evaluate: --output_dir={output_dir} holds no checkpoint "

@@ -22,6 +22,7 @@ from bert.training import model_config
 from bert.training import strategies
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 from bert.utils import input_checks
@@ -263,41 +264,45 @@ def _run_locked(task, options, config, strategy):
                                     keep=options.keep_checkpoint_max,
                                     loss_scaling=options.dtype == "float16",
                                     head_info=recorded_head_info(task, options))
-  global_step = checkpoints.start_weights(
-      state, options.init_checkpoint if task.loads_init_checkpoint else None,
-      for_training=options.do_train)
+  # A bucket that stops answering from here on: one line naming the flag, the step and
+  # the checkpoint a rerun resumes from.
+  outputs = {"output_dir": options.output_dir, "export_dir": options.export_dir}
+  with checkpoints.naming_storage_failures(state, outputs):
+    global_step = checkpoints.start_weights(
+        state, options.init_checkpoint if task.loads_init_checkpoint else None,
+        for_training=options.do_train)
 
-  chief = checkpoints.is_chief(strategy)
-  periodic = PeriodicEval(task, model, strategy, options, chief)
-  if options.do_train:
-    logging.info("***** Running training: %s *****", task.name)
-    logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
-                 num_warmup_steps, options.train_batch_size)
-    result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                        state, training_config(options, num_train_steps),
-                        after_loop=periodic if options.eval_every_steps else None)
-    global_step = result["global_step"]
-    if chief:
-      task.after_training(model, global_step)
-  if options.do_eval:
-    # The last periodic evaluation may be of these very weights: not evaluated twice.
-    reuse = periodic.last_step is not None and periodic.last_step == global_step
-    metrics = periodic.last if reuse else None
-    if metrics is None:
-      logging.info("***** Running evaluation: %s *****", task.name)
-      metrics = task.evaluate(model, strategy)
-    if chief:
-      write_eval_results(options.output_dir, metrics, global_step, scalars=not reuse)
-  if options.do_predict:
-    logging.info("***** Running prediction: %s *****", task.name)
-    scores = task.predict(model, global_step)
-    if scores and chief:  # a predict file with answers (SQuAD) is scored too
-      write_eval_results(options.output_dir, scores, global_step)
-  if options.export_dir:
-    task.export(model, options.export_dir)
-    logging.info("Exported a SavedModel to %s%s", options.export_dir,
-                 "" if options.litert == "none" or not task.exports else
-                 f" (and LiteRT models: --litert={options.litert})")
+    chief = checkpoints.is_chief(strategy)
+    periodic = PeriodicEval(task, model, strategy, options, chief)
+    if options.do_train:
+      logging.info("***** Running training: %s *****", task.name)
+      logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
+                   num_warmup_steps, options.train_batch_size)
+      result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
+                          state, training_config(options, num_train_steps),
+                          after_loop=periodic if options.eval_every_steps else None)
+      global_step = result["global_step"]
+      if chief:
+        task.after_training(model, global_step)
+    if options.do_eval:
+      # The last periodic evaluation may be of these very weights: not evaluated twice.
+      reuse = periodic.last_step is not None and periodic.last_step == global_step
+      metrics = periodic.last if reuse else None
+      if metrics is None:
+        logging.info("***** Running evaluation: %s *****", task.name)
+        metrics = task.evaluate(model, strategy)
+      if chief:
+        write_eval_results(options.output_dir, metrics, global_step, scalars=not reuse)
+    if options.do_predict:
+      logging.info("***** Running prediction: %s *****", task.name)
+      scores = task.predict(model, global_step)
+      if scores and chief:  # a predict file with answers (SQuAD) is scored too
+        write_eval_results(options.output_dir, scores, global_step)
+    if options.export_dir:
+      task.export(model, options.export_dir)
+      logging.info("Exported a SavedModel to %s%s", options.export_dir,
+                   "" if options.litert == "none" or not task.exports else
+                   f" (and LiteRT models: --litert={options.litert})")
 
 
 class PeriodicEval:
@@ -317,7 +322,7 @@ class PeriodicEval:
     logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
                                    if isinstance(v, (int, float))))
     if self.chief:
-      loop.write_scalars(file_io.join(self.output_dir, "eval"), eval_tags(self.last),
+      loop.write_scalars(paths.join(self.output_dir, "eval"), eval_tags(self.last),
                          step)
 
 
@@ -416,9 +421,9 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
     values["loss"] = values["eval_loss"]  # the original's Estimator wrote both
   values["global_step"] = global_step
   logging.info("***** Eval results *****")
-  path = file_io.join(output_dir, "eval_results.txt")
+  path = paths.join(output_dir, "eval_results.txt")
   with errors.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
-    loop.write_scalars(file_io.join(output_dir, "eval"), eval_tags(metrics),
+    loop.write_scalars(paths.join(output_dir, "eval"), eval_tags(metrics),
                        global_step)

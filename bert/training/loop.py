@@ -53,7 +53,7 @@ from absl import logging
 import tensorflow as tf
 
 from bert import optimization
-from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import progress
 from bert.utils import errors
 
@@ -281,7 +281,7 @@ class TrainLogger:
     self.config = config
     self.examples_per_step = config.global_batch_size * config.gradient_accumulation_steps
     self.progress = progress.Progress(config.num_train_steps, first_step)
-    self.logdir = file_io.join(output_dir, "train")
+    self.logdir = paths.join(output_dir, "train")
     with errors.disk_full_names(self.logdir, atomic=False):
       self.writer = tf.summary.create_file_writer(self.logdir) if write else None
 
@@ -418,7 +418,7 @@ def _stop_on_bad_loss(loss, step, state):
   last = state.latest_saved()
   raise errors.UserError(
       f"the training loss is {loss} at step {step}: "
-      + (f"the last good checkpoint {file_io.basename(last)} is kept in "
+      + (f"the last good checkpoint {paths.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
       + "; lower --learning_rate or check the data")
 
@@ -450,7 +450,7 @@ def _stop_on_lost_worker(exc, strategy, state, step):
   raise errors.UserError(
       f"the multi-worker run lost {lost} after step {step}{reason}"
       "; rerun every worker with the same command"
-      + (f": they resume from {file_io.basename(last)} in {state.output_dir}" if last
+      + (f": they resume from {paths.basename(last)} in {state.output_dir}" if last
          else ": no checkpoint was saved yet, they start again")) from None
 
 
@@ -467,7 +467,7 @@ def _stop_on_non_finite_weights(state):
   raise errors.UserError(
       f"the weights are not finite at step {int(state.step.numpy())} ({len(bad)} "
       f"variable(s), {bad[0]} first): the training diverged; "
-      + (f"the last good checkpoint {file_io.basename(last)} is kept in "
+      + (f"the last good checkpoint {paths.basename(last)} is kept in "
          f"{state.output_dir}" if last else "no checkpoint was saved")
       + "; lower --learning_rate or check the data")
 

@@ -124,6 +124,10 @@ def _describe(exc):
     return f"{not_utf8_message('input', exc)} (--verbose shows the traceback)"
   if isinstance(exc, OSError) and getattr(exc, "filename", None):
     return f"{exc.filename}: {exc.strerror or exc}"
+  if not isinstance(exc, UserError) and storage_failure_url(exc) is not None:
+    return (f"the storage stopped answering ({storage_failure_detail(exc)}); rerun the same "
+            "command once it answers again (a training run resumes from its newest whole "
+            "checkpoint) (--verbose shows the traceback)")
   message = getattr(exc, "message", None) or str(exc)
   if hasattr(exc, "error_code"):  # a tf.errors.OpError
     message = _clean_tf_message(message)
@@ -158,7 +162,8 @@ def report_user_errors(verbose=False, program=None):
   Caught: UserError (the library raises it for bad files, configs and values), absl
   flag errors, OS and decoding errors, and
   TensorFlow's not-found, data-loss, permission and resource errors. A full disk, whoever
-  raises it (an OSError ENOSPC, TensorFlow, safetensors), is one line naming the file.
+  raises it (an OSError ENOSPC, TensorFlow, safetensors), is one line naming the file; so
+  is storage that stopped answering (storage_failure_url), with how to resume.
   Every other exception is a bug in our code and propagates with its traceback.
   """
   program = program or os.path.basename(sys.argv[0] or "bert")
@@ -167,9 +172,41 @@ def report_user_errors(verbose=False, program=None):
   except _user_facing_exceptions() as exc:  # noqa: B030
     _report_and_exit(program, exc, verbose)
   except Exception as exc:  # pylint: disable=broad-except
-    if not is_disk_full(exc):  # e.g. safetensors' SafetensorError: no class to name
+    # A full disk (e.g. safetensors' SafetensorError: no class to name), or storage that
+    # stopped answering where no writer of ours named the flag.
+    if not is_disk_full(exc) and storage_failure_url(exc) is None:
       raise
     _report_and_exit(program, exc, verbose)
+
+
+# --------------------------------------------------------------------------- storage that stops answering
+
+# TensorFlow's errors when a filesystem behind a URL stops answering mid-run (a cut
+# network, a bucket's server gone): its retries ran out, or a request timed out.
+_STORAGE_ERRORS = ("AbortedError", "UnavailableError", "DeadlineExceededError")
+# The summary writer names no file when its flush fails.
+_FLUSH_FAILED = "Could not flush events file"
+# A filesystem's URL in TensorFlow's message (not a server address: gRPC, HTTP).
+_STORAGE_URL = re.compile(r"\b([A-Za-z][A-Za-z0-9+.\-]*)://[^\s'\",;()\[\]]+")
+_NOT_STORAGE = ("grpc", "http", "https", "ipv4", "ipv6", "unix", "dns")
+
+
+def storage_failure_url(exc):
+  """For a TensorFlow error raised because the storage behind a URL stopped answering,
+  the URL it names ("" for the summary writer's flush, which names none); else None."""
+  text = str(getattr(exc, "message", None) or exc)
+  if type(exc).__name__ not in _STORAGE_ERRORS and not (
+      hasattr(exc, "error_code") and _FLUSH_FAILED in text):
+    return None
+  for match in _STORAGE_URL.finditer(text):
+    if match.group(1).lower() not in _NOT_STORAGE:
+      return match.group(0).rstrip(".")
+  return "" if _FLUSH_FAILED in text else None
+
+
+def storage_failure_detail(exc):
+  """TensorFlow's message of a storage failure, in one short line."""
+  return _clean_tf_message(str(getattr(exc, "message", None) or exc))[:200]
 
 
 # --------------------------------------------------------------------------- full disks at the writer

@@ -4,9 +4,9 @@ A user's path is either a local path (relative, `~`, symbolic links, as always) 
 of any filesystem TensorFlow knows: `gs://bucket/...` (built into TensorFlow), `ram://`
 (TensorFlow's in-memory one), and `s3://`, `hdfs://` where a plugin registers them. The
 functions here take both and do the same thing with each: local paths go through the
-standard library, URLs through `tf.io.gfile`. A URL is never normalized as a local path
-(`os.path.normpath("gs://b/x")` is `gs:/b/x`, which no filesystem knows), and no other
-module calls `open`, `os.path` or `glob` on a user's path: they call these.
+standard library, URLs through `tf.io.gfile` (ram:// through ram_filesystem, which mends
+its quirks). Names are paths.py's (no I/O). No other module calls `open`, `os.path` or
+`glob` on a user's path: they call these.
 
 It also holds the UTF-8 helpers every text reader shares. TensorFlow is imported only
 when a URL is used: the pure-Python tokenizer and the commands' flag checks must not pay
@@ -20,11 +20,10 @@ import io
 import os
 import posixpath
 import re
-import uuid
 
 from bert.utils import errors
-
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+from bert.utils import paths
+from bert.utils import ram_filesystem
 
 
 class UrlError(errors.UserError):
@@ -35,92 +34,9 @@ class UrlError(errors.UserError):
     self.path, self.reason = path, reason
 
 
-# --------------------------------------------------------------------------- names
-
-
-def is_url(path):
-  """True for a URL (`gs://bucket/x`, `ram://x`, `s3://...`): read through tf.io.gfile."""
-  return bool(_URL.match(str(path)))
-
-
-is_remote = is_url  # the older name, kept for callers outside this package
-
-
-def scheme(path):
-  """'gs' for gs://bucket/x; '' for a local path."""
-  match = _URL.match(str(path))
-  return match.group(1).lower() if match else ""
-
-
-def _parts(url):
-  """('gs://', 'bucket/a/b') for gs://bucket/a/b."""
-  match = _URL.match(url)
-  return url[:match.end()], url[match.end():]
-
-
-def expand(path):
-  """A user's path as given, with `~` expanded on local paths (a URL is left alone)."""
-  path = str(path)
-  return path if is_url(path) else os.path.expanduser(path)
-
-
-def join(path, *parts):
-  """os.path.join, for a URL too (`/` separated, its `//` kept)."""
-  path = str(path)
-  if is_url(path):
-    return posixpath.join(path, *parts)
-  return os.path.join(path, *parts)
-
-
-def split(path):
-  """(dirname, basename); for gs://b/x/y that is (gs://b/x, y), never a collapsed `gs:/`."""
-  path = str(path)
-  if not is_url(path):
-    return os.path.split(path)
-  head, rest = _parts(path)
-  rest = rest.rstrip("/")
-  directory, name = posixpath.split(rest)
-  return head + directory, name
-
-
-def dirname(path):
-  return split(path)[0]
-
-
-def basename(path):
-  return split(path)[1]
-
-
-def normpath(path):
-  """os.path.normpath; on a URL only the part after `scheme://` is normalized."""
-  path = str(path)
-  if not is_url(path):
-    return os.path.normpath(path)
-  head, rest = _parts(path)
-  return head + (posixpath.normpath(rest) if rest else "")
-
-
-def abspath(path):
-  """An absolute local path (`~` expanded); a URL is absolute already (trailing `/` off)."""
-  path = str(path)
-  if is_url(path):
-    return normpath(path)
-  return os.path.abspath(os.path.expanduser(path))
-
-
 def realpath(path):
   """Symbolic links resolved on a local path; a URL as it is (object stores have none)."""
-  return normpath(path) if is_url(path) else os.path.realpath(os.path.expanduser(path))
-
-
-def has_magic(pattern):
-  return _glob.has_magic(str(pattern))
-
-
-def temporary_sibling(path, kind="tmp"):
-  """`.NAME.tmp-XXXXXXXX` beside `path`: where a writer puts an output before it is whole."""
-  directory, name = split(normpath(path))
-  return join(directory, f".{name}.{kind}-{uuid.uuid4().hex[:8]}")
+  return paths.normpath(path) if paths.is_url(path) else os.path.realpath(os.path.expanduser(path))
 
 
 # --------------------------------------------------------------------------- TensorFlow's filesystems
@@ -142,7 +58,7 @@ def url_error(path, exc):
   errors = _tf_errors()
   text = " ".join(str(getattr(exc, "message", "") or exc).split())
   if isinstance(exc, errors.UnimplementedError) and "scheme" in text:
-    return (f"no filesystem knows the scheme '{scheme(path)}://' (TensorFlow has gs:// "
+    return (f"no filesystem knows the scheme '{paths.scheme(path)}://' (TensorFlow has gs:// "
             "and ram:// built in; s3:// and hdfs:// need a plugin such as tensorflow-io "
             "imported first)")
   if isinstance(exc, errors.PermissionDeniedError):
@@ -162,7 +78,7 @@ class _UrlErrors:
     return self
 
   def __exit__(self, exc_type, exc, tb):
-    if exc is None or not is_url(self.path):
+    if exc is None or not paths.is_url(self.path):
       return False
     errors = _tf_errors()
     if isinstance(exc, (errors.UnimplementedError, errors.PermissionDeniedError,
@@ -181,119 +97,92 @@ def url_errors(path):
 # --------------------------------------------------------------------------- questions
 
 
+def _filesystem(path):
+  """tf.io.gfile for the URL `path`; for ram:// the adaptor that mends its quirks."""
+  return ram_filesystem.filesystem() if paths.scheme(path) == "ram" else gfile()
+
+
 def exists(path):
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      if scheme(path) == "ram":
-        # ram:// answers by name prefix: with bert_model.ckpt.index there, it says
-        # bert_model.ckpt exists (and is a folder). Its glob matches names whole.
-        # A folder that only holds files (no marker of its own) shows in its files.
-        escaped = _glob.escape(path.rstrip("/"))
-        return bool(gfile().glob(escaped) or gfile().glob(escaped + "/*"))
-      return gfile().exists(path)
+      return _filesystem(path).exists(path)
   return os.path.exists(path)
 
 
 def isdir(path):
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      if scheme(path) == "ram" and not exists(path):
-        return False
-      return gfile().isdir(path)
+      return _filesystem(path).isdir(path)
   return os.path.isdir(path)
 
 
 def isfile(path):
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     return exists(path) and not isdir(path)
   return os.path.isfile(path)
 
 
 def islink(path):
   """A local symbolic link (URLs have none)."""
-  return not is_url(path) and os.path.islink(path)
+  return not paths.is_url(path) and os.path.islink(path)
 
 
 def getsize(path):
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      return gfile().stat(path).length
+      return _filesystem(path).stat(path).length
   return os.path.getsize(path)
 
 
 def mtime_ns(path):
   """The file's modification time in nanoseconds (0 where a filesystem keeps none)."""
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      return gfile().stat(path).mtime_nsec
+      return _filesystem(path).stat(path).mtime_nsec
   return os.stat(path).st_mtime_ns
 
 
 def readable(path):
   """False for a local file the user may not read; a URL is checked when it is read."""
-  return is_url(path) or os.access(path, os.R_OK)
+  return paths.is_url(path) or os.access(path, os.R_OK)
 
 
 def writable_dir(path):
   """False for a local folder the user may not write in; a URL is checked by writing."""
-  return is_url(path) or os.access(path, os.W_OK | os.X_OK)
+  return paths.is_url(path) or os.access(path, os.W_OK | os.X_OK)
 
 
 def listdir(path):
   """The names in a folder (no trailing `/` on a URL's subfolders), unsorted."""
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      if scheme(path) == "ram":
-        return _ram_listdir(path)
-      return [name.rstrip("/") for name in gfile().listdir(path)]
+      return [name.rstrip("/") for name in _filesystem(path).listdir(path)]
   return os.listdir(path)
-
-
-def _ram_listdir(path):
-  # TensorFlow's ram:// lists by name prefix, wrongly: beside eval_results.txt the
-  # folder `eval` is left out of its parent's list, and `eval` lists `_results.txt`.
-  # Its glob is right, one level at a time: the names are the first parts of each
-  # level's matches.
-  base = path.rstrip("/")
-  names = set()
-  pattern = base
-  for _ in range(64):
-    pattern += "/*"
-    matches = gfile().glob(pattern)
-    if not matches:
-      break
-    names.update(m[len(base) + 1:].split("/", 1)[0] for m in matches)
-  return sorted(names)
 
 
 def glob(pattern):
   """Sorted paths matching `pattern`."""
   pattern = str(pattern)
-  if is_url(pattern):
+  if paths.is_url(pattern):
     with url_errors(pattern):
-      return sorted(gfile().glob(pattern))
+      return sorted(_filesystem(pattern).glob(pattern))
   return sorted(_glob.glob(pattern))
-
-
-def glob_escape(path):
-  """`path` with its glob characters quoted (a URL's too)."""
-  return _glob.escape(str(path))
 
 
 def walk_files(path):
   """Every file under the folder `path`, as paths relative to it, sorted."""
   path = str(path)
   found = []
-  if is_url(path):
+  if paths.is_url(path):
     for name in listdir(path):
-      if isdir(join(path, name)):
-        found += [posixpath.join(name, n) for n in walk_files(join(path, name))]
+      if isdir(paths.join(path, name)):
+        found += [posixpath.join(name, n) for n in walk_files(paths.join(path, name))]
       else:
         found.append(name)
   else:
@@ -306,34 +195,38 @@ def walk_files(path):
 # --------------------------------------------------------------------------- changes
 
 
-def _check_bucket(path):
-  """A gs:// bucket that does not exist is one line: TensorFlow's makedirs there asks
-  for the bucket forever, and its writes fail only when the file is closed."""
-  if scheme(path) != "gs":
+def check_bucket(path):
+  """For a gs:// path: a bucket name GCS refuses, or a bucket that does not exist, is one
+  line (UrlError). Asked before the first write: TensorFlow's makedirs in a missing
+  bucket asks for it forever, and its writes fail only when the file is closed."""
+  if paths.scheme(path) != "gs":
     return
-  _, rest = _parts(path)
-  bucket = "gs://" + rest.split("/", 1)[0]
-  if not gfile().isdir(bucket):
-    raise UrlError(path, f"the bucket {bucket} does not exist (or these credentials "
-                   "cannot see it); create it, or check the name")
+  bucket = paths.bucket(path)
+  problem = paths.bucket_name_problem(path)
+  if problem:
+    raise UrlError(path, f"{bucket} is not a valid bucket name ({problem}); check the name")
+  with url_errors(path):
+    if not gfile().isdir(bucket):
+      raise UrlError(path, f"the bucket {bucket} does not exist (or these credentials "
+                     "cannot see it); create it, or check the name")
 
 
 def makedirs(path):
   """Creates the folder and its parents (fine if it is there)."""
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      _check_bucket(path)
-      gfile().makedirs(path)
+      check_bucket(path)
+      _filesystem(path).makedirs(path)
   else:
     os.makedirs(path, exist_ok=True)
 
 
 def remove(path):
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      gfile().remove(path)
+      _filesystem(path).remove(path)
   else:
     os.remove(path)
 
@@ -341,17 +234,10 @@ def remove(path):
 def rmtree(path):
   """Removes a folder and everything under it (quietly if it is not there)."""
   path = str(path)
-  if is_url(path):
+  if paths.is_url(path):
     with url_errors(path):
-      if not exists(path):
-        return
-      try:
-        gfile().rmtree(path)
-      except _tf_errors().NotFoundError:
-        # ram:// removes the files of a folder that only its files made, then says the
-        # folder is not found: what matters is that nothing is left.
-        if exists(path):
-          raise
+      if exists(path):
+        _filesystem(path).rmtree(path)
   else:
     import shutil  # pylint: disable=g-import-not-at-top
     shutil.rmtree(path, ignore_errors=True)
@@ -368,9 +254,9 @@ def remove_any(path):
 def rmdir_if_empty(path):
   """Removes the folder `path` if it holds nothing (quietly otherwise)."""
   try:
-    if is_url(path):
+    if paths.is_url(path):
       if isdir(path) and not listdir(path):
-        gfile().rmtree(path)
+        _filesystem(path).rmtree(path)
     else:
       os.rmdir(path)
   except (OSError, errors.UserError):
@@ -385,33 +271,42 @@ def replace(src, dst):
 
   On a local disk and on ram:// this is a rename: `dst` appears whole at once. GCS has
   no rename: TensorFlow copies each object, then deletes it, so a folder appears object
-  by object there; `move_folder` orders the objects so that a folder's defining file
-  comes last.
+  by object there; `move_folder` orders the objects so that at every level a folder's
+  defining files come after everything else in it.
   """
   src, dst = str(src), str(dst)
-  if not is_url(dst):
+  if not paths.is_url(dst):
     os.replace(src, dst)
     return
   with url_errors(dst):
-    if gfile().isdir(src):
+    if _filesystem(src).isdir(src):
       move_folder(src, dst)
     else:
-      gfile().rename(src, dst, overwrite=True)
+      _filesystem(dst).rename(src, dst, overwrite=True)
 
 
-# The files that make a folder what it is (a SavedModel, a checkpoint, an export): moved
-# last, so that a reader that finds them finds everything else already in place.
-_DEFINING = re.compile(r"(^|/)(saved_model\.pb|fingerprint\.pb|checkpoint|[^/]*\.index|"
-                       r"model\.json|config\.json|metadata\.json)$")
+# The files that make a folder what it is (a SavedModel, a checkpoint, an export), by
+# the order they are moved in at their level: a reader that finds one finds everything
+# else of its folder already in place. A checkpoint's .index names its data shards; the
+# `checkpoint` state file and saved_model.pb name the rest of their folder.
+_DEFINING = {"fingerprint.pb": 3, "model.json": 3, "config.json": 3, "metadata.json": 3,
+             "saved_model.pb": 4, "checkpoint": 4}
+
+
+def move_order(name):
+  """The sort key of a file (a `/`-separated path inside a folder) in move_folder: at
+  every level, the folder's other files first, then each subfolder whole (its own
+  defining files last in it), then the folder's defining files."""
+  *folders, base = name.split("/")
+  rank = _DEFINING.get(base, 2 if base.endswith(".index") else 0)
+  return tuple((1, folder) for folder in folders) + ((rank, base),)
 
 
 def move_folder(src, dst):
-  """Moves folder `src` (a URL) to `dst` file by file, defining files last (see replace)."""
-  g = gfile()
-  names = walk_files(src)
-  names.sort(key=lambda n: (bool(_DEFINING.search(n)), n.endswith(".index"), n))
+  """Moves folder `src` (a URL) to `dst` file by file in move_order (see replace)."""
+  g = _filesystem(dst)
   g.makedirs(dst)
-  for name in names:
+  for name in sorted(walk_files(src), key=move_order):
     target = posixpath.join(dst, name)
     g.makedirs(posixpath.dirname(target))
     g.rename(posixpath.join(src, name), target, overwrite=True)
@@ -422,21 +317,21 @@ def move_folder(src, dst):
 def copy_tree(src, dst):
   """Copies every file under folder `src` into folder `dst` (either may be a URL)."""
   for name in walk_files(src):
-    target = join(dst, name)
-    makedirs(dirname(target))
-    copy(join(src, name), target)
+    target = paths.join(dst, name)
+    makedirs(paths.dirname(target))
+    copy(paths.join(src, name), target)
 
 
 def copy(src, dst, overwrite=True):
   src, dst = str(src), str(dst)
-  if not is_url(src) and not is_url(dst):
+  if not paths.is_url(src) and not paths.is_url(dst):
     import shutil  # pylint: disable=g-import-not-at-top
     if not overwrite and os.path.exists(dst):
       raise FileExistsError(dst)
     shutil.copyfile(src, dst)
     return
   with url_errors(dst):
-    gfile().copy(src, dst, overwrite=overwrite)
+    _filesystem(dst).copy(src, dst, overwrite=overwrite)
 
 
 # --------------------------------------------------------------------------- reading and writing
@@ -449,7 +344,7 @@ class _GFileRaw(io.RawIOBase):
   def __init__(self, path, mode):
     super().__init__()
     self._mode = mode
-    self._handle = gfile().GFile(path, mode.replace("b", "") + "b")
+    self._handle = _filesystem(path).GFile(path, mode.replace("b", "") + "b")
 
   def readable(self):
     return "r" in self._mode
@@ -488,13 +383,11 @@ def open(path, mode="r", encoding="utf-8", errors=None, newline=None):  # pylint
   Text mode defaults to UTF-8 (the original's files are UTF-8 everywhere).
   """
   path = str(path)
-  if not is_url(path):
+  if not paths.is_url(path):
     if "b" in mode:
       return builtins.open(path, mode)
     return builtins.open(path, mode, encoding=encoding, errors=errors, newline=newline)
   with url_errors(path):
-    if "w" in mode and scheme(path) == "ram" and gfile().exists(path):
-      gfile().remove(path)  # ram:// writes over a file's start without truncating it
     raw = _GFileRaw(path, mode)
   buffered = (io.BufferedReader(raw, 1 << 20) if "r" in mode
               else io.BufferedWriter(raw, 1 << 20))
@@ -516,6 +409,10 @@ def read_bytes(path, label="", missing_hint="", expected="a file"):
   "; check --data_dir").
   """
   if not exists(path):
+    try:
+      check_bucket(path)  # a missing bucket is said as such
+    except UrlError as exc:
+      raise errors.UserError(f"{label}{path}: {exc.reason}") from None
     raise errors.UserError(f"{label}{path}: no such file{missing_hint}")
   if isdir(path):
     raise errors.UserError(f"{label}{path}: is a directory, expected {expected}")

@@ -7,6 +7,17 @@ not UTF-8, a label list that repeats a label.
 
 from bert.utils import errors
 from bert.utils import file_io
+from bert.utils import paths
+
+
+def _missing_bucket(path):
+  """Why the bucket of a gs:// path cannot be read (it does not exist, or GCS refuses
+  its name), or None."""
+  try:
+    file_io.check_bucket(path)
+  except file_io.UrlError as exc:
+    return exc.reason
+  return None
 
 
 def check_input_file(path, flag_name, allow_empty=False):
@@ -15,6 +26,7 @@ def check_input_file(path, flag_name, allow_empty=False):
     raise errors.UserError(f"--{flag_name} is required")
   try:
     if not file_io.exists(path):
+      file_io.check_bucket(path)  # a missing bucket is said as such
       raise errors.UserError(f"--{flag_name}={path}: no such file")
     if file_io.isdir(path):
       raise errors.UserError(f"--{flag_name}={path}: is a directory, expected a file")
@@ -32,11 +44,12 @@ def expand_file_patterns(patterns, flag_name):
   files = []
   for pattern in [p.strip() for p in str(patterns or "").split(",") if p.strip()]:
     try:
-      if file_io.has_magic(pattern):
+      if paths.has_magic(pattern):
         matched = file_io.glob(pattern)
       else:
         matched = [pattern] if file_io.exists(pattern) else []
       if not matched:
+        file_io.check_bucket(pattern)  # a missing bucket is said as such
         raise errors.UserError(f"--{flag_name}: no file matches {pattern!r}")
       for path in matched:
         if file_io.isdir(path):
@@ -44,7 +57,9 @@ def expand_file_patterns(patterns, flag_name):
         if path not in files:
           files.append(path)
     except file_io.UrlError as exc:
-      raise errors.UserError(f"--{flag_name}={pattern}: {exc.reason}") from None
+      # A glob that a missing bucket fails: the bucket is named, not the glob.
+      reason = _missing_bucket(pattern) or exc.reason
+      raise errors.UserError(f"--{flag_name}={pattern}: {reason}") from None
   if not files:
     raise errors.UserError(f"--{flag_name} is required (comma-separated files or globs)")
   return files

@@ -22,17 +22,14 @@ from absl import logging
 
 from bert.utils import atomic_output
 from bert.utils import file_io
+from bert.utils import paths
 from bert.utils import errors
 
 LOCK_FILE = ".bert-run.lock"
 
 
-def _process_command(pid):
-  try:
-    with open(f"/proc/{pid}/cmdline", "rb") as handle:
-      return " ".join(p.decode("utf-8", "replace") for p in handle.read().split(b"\0") if p)
-  except OSError:
-    return ""
+def _shown(command):
+  return command[:300] + ("..." if len(command) > 300 else "")
 
 
 class OutputLock:
@@ -50,11 +47,11 @@ class OutputLock:
     self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
     self.wait = wait  # wait for the holder to finish instead of refusing
     if is_file:
-      directory, name = file_io.split(file_io.abspath(path))
-      self.lock_path = file_io.join(directory, f".{name}.lock")
+      directory, name = paths.split(paths.abspath(path))
+      self.lock_path = paths.join(directory, f".{name}.lock")
       self.directory, self.name = directory, name
     else:
-      self.lock_path = file_io.join(path, lock_name or LOCK_FILE + suffix)
+      self.lock_path = paths.join(path, lock_name or LOCK_FILE + suffix)
       self.directory, self.name = path, None
     self.fd = None
 
@@ -65,7 +62,7 @@ class OutputLock:
     on = f" on {host}" if host else ""
     return errors.UserError(
         f"{self._where()} is in use by another run (pid {pid}{on}"
-        + (f": {command[:300]}" + ("..." if len(command) > 300 else "") if command else "")
+        + (f": {_shown(command)}" if command else "")
         + "); wait for it to finish or stop it, or use another "
         + ("output file" if self.is_file else "directory"))
 
@@ -95,7 +92,7 @@ class OutputLock:
       except BlockingIOError:
         holder = os.read(fd, 4096).decode("utf-8", "replace").split("\n", 1)
         pid = holder[0].strip() or "?"
-        command = (holder[1].strip() if len(holder) > 1 else "") or _process_command(pid)
+        command = (holder[1].strip() if len(holder) > 1 else "") or atomic_output.command_line(pid)
         where = (f"--{self.flag_name}={self.path}" if self.flag_name else self.path)
         if self.wait:
           logging.info("Waiting for pid %s to finish writing %s", pid, where)
@@ -119,11 +116,20 @@ class OutputLock:
       if same:
         break
       os.close(fd)
+    # A lock file that is still there names a run that ended without releasing it (a
+    # kill -9): the kernel dropped its lock, and this run takes it over.
+    with contextlib.suppress(OSError):
+      left = os.pread(fd, 4096, 0).decode("utf-8", "replace").split("\n", 1)
+      if left[0].strip() and left[0].strip() != str(os.getpid()):
+        logging.warning("Took over the run lock %s of %s from pid %s, which is gone%s",
+                        self.lock_path, self._where(), left[0].strip(),
+                        f" ({_shown(left[1].strip())})" if len(left) > 1 and left[1].strip()
+                        else "")
     # Who holds it, for a second run's message (on a full disk it stays empty: the
     # refusal then reads the command line from /proc; the writers name the full disk).
     with contextlib.suppress(OSError):
       os.ftruncate(fd, 0)
-      os.write(fd, f"{os.getpid()}\n{_process_command(os.getpid())}\n".encode("utf-8"))
+      os.write(fd, f"{os.getpid()}\n{atomic_output.command_line()}\n".encode("utf-8"))
     self.fd = fd
     self._clean()
     return self
@@ -170,7 +176,7 @@ class ObjectLock(OutputLock):
 
   def _record(self):
     return json.dumps({"token": self.token, "pid": os.getpid(), "host": socket.gethostname(),
-                       "command": _process_command(os.getpid()), "time": time.time()})
+                       "command": atomic_output.command_line(), "time": time.time()})
 
   def _holder(self):
     try:
@@ -183,23 +189,37 @@ class ObjectLock(OutputLock):
         return None
       raise
 
-  def _alive(self, holder):
-    if time.time() - float(holder.get("time", 0)) > self.STALE_S:
-      return False
+  def _why_gone(self, holder):
+    """Why the run that wrote `holder` no longer holds the lock, in words; None while it
+    may still be running."""
+    try:
+      age = time.time() - float(holder.get("time", 0))
+    except (TypeError, ValueError):
+      age = float("inf")
+    if age > self.STALE_S:
+      return (f"its last heartbeat is {age:.0f} s old" if age != float("inf")
+              else "its record holds no heartbeat")
     if holder.get("host") == socket.gethostname() and holder.get("pid") != os.getpid():
       try:
         os.kill(int(holder["pid"]), 0)
       except ProcessLookupError:
-        return False
+        return "its pid is dead on this host"
       except (OSError, ValueError, TypeError):
         pass
-    return True
+    return None
+
+  def _log_takeover(self, holder, why):
+    command = str(holder.get("command", "") or "")
+    logging.warning("Took over the run lock %s of %s from pid %s on %s%s: %s",
+                    self.lock_path, self._where(), holder.get("pid", "?"),
+                    holder.get("host", "?"), f" ({_shown(command)})" if command else "",
+                    why)
 
   def _write(self):
     file_io.write_bytes(self.lock_path, self._record().encode("utf-8"))
 
   def acquire(self):
-    settle = 0.0 if file_io.scheme(self.lock_path) == "ram" else self.SETTLE_S
+    settle = 0.0 if paths.scheme(self.lock_path) == "ram" else self.SETTLE_S
     if file_io.isdir(self.lock_path):
       raise errors.UserError(
           f"{self._where()}: its run lock {self.lock_path} is a directory, not a lock file; "
@@ -207,7 +227,10 @@ class ObjectLock(OutputLock):
     waited = False
     while True:
       holder = self._holder()
-      if holder and holder.get("token") != self.token and self._alive(holder):
+      gone = None
+      if holder and holder.get("token") != self.token:
+        gone = self._why_gone(holder)
+      if holder and holder.get("token") != self.token and gone is None:
         if not self.wait:
           raise self._refusal(holder.get("pid", "?"), holder.get("command", ""),
                               holder.get("host", ""))
@@ -222,8 +245,10 @@ class ObjectLock(OutputLock):
       except errors.UserError as exc:
         raise errors.UserError(f"{self._where()}: cannot write its run lock: {exc}") from None
       time.sleep(settle)
-      holder = self._holder()
+      taken_from, holder = holder, self._holder()
       if holder and holder.get("token") == self.token:
+        if gone is not None:
+          self._log_takeover(taken_from, gone)
         break
     self._held = True
     self._stop.clear()
@@ -256,7 +281,7 @@ class ObjectLock(OutputLock):
 
 
 def _lock(path, *args, **kwargs):
-  cls = ObjectLock if file_io.is_url(path) else OutputLock
+  cls = ObjectLock if paths.is_url(path) else OutputLock
   return cls(path, *args, **kwargs)
 
 
@@ -286,7 +311,10 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
       (any version M) in export_dir/ids, text and litert are removed;
     version 0 (the folder written whole): the lock is `.NAME.lock` beside export_dir;
       `.NAME.tmp-XXXXXXXX` there is removed.
-  Only names of that exact form are removed, never a user's file.
+  Only names of that exact form are removed, never a user's file; and the folder a run
+  of this same command was moving into place on an object store when it was killed
+  (export_dir, or ids/N, text/N and litert/N), which its marker names
+  (atomic_output.clear_half_moved).
   """
   if version:
     try:
@@ -303,13 +331,23 @@ def lock_export(export_dir, version=0, flag_name="export_dir"):
     if version:
       removed = []
       for kind in VERSIONED_KINDS:
-        base = file_io.join(export_dir, kind)
+        base = paths.join(export_dir, kind)
         if file_io.isdir(base):
-          removed += [file_io.join(kind, n) for n in atomic_output.remove_stale_temporaries(
+          removed += [paths.join(kind, n) for n in atomic_output.remove_stale_temporaries(
               base, pattern=_VERSION_TEMPORARY)]
       if removed:
         logging.info("Removed %d temporary folder(s) an interrupted earlier export left in "
                      "%s: %s", len(removed), export_dir, ", ".join(removed[:5]))
+    targets = ([paths.join(export_dir, kind, str(version)) for kind in VERSIONED_KINDS]
+               if version else [export_dir])
+    killed = [record for record in map(atomic_output.clear_half_moved, targets) if record]
+    if killed:
+      for target in targets:  # the parts of the version that were moved whole before
+        file_io.rmtree(target)
+      logging.warning("Removed %s: a run of this same command (pid %s on %s) was killed "
+                      "while moving it into place; this run writes it again",
+                      " and ".join(targets) if version else export_dir,
+                      killed[0].get("pid", "?"), killed[0].get("host", "?"))
     yield
 
 

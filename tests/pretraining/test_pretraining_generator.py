@@ -20,7 +20,7 @@ from bert.pretraining import pretraining_records  # noqa: E402
 from bert.pretraining import pretraining_corpus  # noqa: E402
 from bert.pretraining import pretraining_generator as cpd  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
-from bert.utils import file_io  # noqa: E402
+from bert.utils import paths  # noqa: E402
 import pretraining_data_reference as reference  # noqa: E402
 from bert.pretraining import pretraining_instances  # noqa: E402
 from bert.pretraining import pretraining_tokenizer  # noqa: E402
@@ -625,7 +625,7 @@ def test_cli_creates_the_output_folder_and_removes_killed_runs_temporaries(tmp_p
   out_dir = tmp_path / "new" / "folder"
   out = out_dir / "out.tfrecord"
   out_dir.mkdir(parents=True)
-  leftovers = [file_io.temporary_sibling(str(out)) for _ in range(2)]
+  leftovers = [paths.temporary_sibling(str(out)) for _ in range(2)]
   others = [str(out_dir / ".out.tfrecord.tmp-notours"), str(out_dir / ".other.tmp-12345678"),
             str(out_dir / "out.tfrecord.tmp-12345678")]
   for path in leftovers + others:

@@ -106,11 +106,12 @@ def _setup(action):
       shutil.copytree(action["copy"], action["to"])
   elif "upload" in action:
     from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+    from bert.utils import paths  # pylint: disable=g-import-not-at-top
     source, target = action["upload"], action["to"]
     if os.path.isdir(source):
       file_io.copy_tree(source, target)
     else:
-      file_io.makedirs(file_io.dirname(target))
+      file_io.makedirs(paths.dirname(target))
       file_io.copy(source, target)
   elif "truncate" in action:
     size = os.path.getsize(action["truncate"])
@@ -129,6 +130,7 @@ def _after(action):
   An in-memory filesystem (ram://) lives in one process only: this is how a test reads
   what a command wrote there."""
   from bert.utils import file_io  # pylint: disable=g-import-not-at-top
+  from bert.utils import paths  # pylint: disable=g-import-not-at-top
   url = action.get("download") or action.get("list")
   if not file_io.exists(url):
     return []
@@ -138,7 +140,7 @@ def _after(action):
     names = file_io.walk_files(url)
   if "download" in action:
     for name in names:
-      source = file_io.join(url, name) if name else url
+      source = paths.join(url, name) if name else url
       target = os.path.join(action["to"], name) if name else action["to"]
       os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
       with open(target, "wb") as handle:

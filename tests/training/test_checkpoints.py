@@ -3,6 +3,7 @@ checkpoints, and the errors a user gets for checkpoints that do not fit."""
 
 import importlib.util
 import json
+import logging
 import os
 
 import keras
@@ -17,6 +18,8 @@ from bert.training import checkpoints
 from bert import heads
 from bert import modeling
 from bert.training import model_config
+from bert.utils import atomic_output
+from bert.utils import errors
 from conftest import MINILM_DIR, shared_path
 import tiny
 
@@ -167,3 +170,197 @@ def test_hugging_face_config_translation(tmp_path):
   path.write_text(json.dumps({"model_type": "roberta", **TINY}))
   with pytest.raises(ValueError, match="not a BERT model"):
     model_config.load_bert_config(str(path))
+
+
+# --------------------------------------------------------------------------- resuming after a kill
+
+
+def _run_state(output_dir):
+  model, _ = heads.build_classifier_model(modeling.BertConfig(**TINY), 2)
+  return checkpoints.RunCheckpoint(output_dir, model)
+
+
+def _saved_at(output_dir, steps):
+  """Saves ckpt-<step> for each step (the head's bias holding the step) with a
+  CheckpointManager, as the loop does; returns the RunCheckpoint."""
+  state = _run_state(output_dir)
+  bias = [v for v in state.model.weights if "classifier" in v.path and "bias" in v.path][0]
+  for step in steps:
+    state.step.assign(step)
+    bias.assign(tf.fill(bias.shape, float(step)))
+    state.save()
+  return state
+
+
+def _resumed(output_dir):
+  """(the step a new run resumes from, its head's bias) in output_dir."""
+  state = _run_state(output_dir)
+  step = checkpoints.start_weights(state, None, for_training=True)
+  bias = [v for v in state.model.weights if "classifier" in v.path and "bias" in v.path][0]
+  return step, float(bias.numpy()[0])
+
+
+def _copy(source, target, leave_out=()):
+  os.makedirs(target)
+  for name in os.listdir(source):
+    if name not in leave_out:
+      with open(os.path.join(source, name), "rb") as f, \
+          open(os.path.join(target, name), "wb") as g:
+        g.write(f.read())
+
+
+def _state_names(output_dir, name):
+  tf.compat.v1.train.update_checkpoint_state(output_dir, os.path.join(output_dir, name))
+
+
+def test_a_kill_at_each_point_of_a_save_loses_no_whole_checkpoint(tmp_path):
+  """What a kill at each point of saving ckpt-6 leaves (TensorFlow writes the shards in
+  ckpt-6_temp/, moves them into place, writes ckpt-6.index, then the `checkpoint` file
+  through checkpoint.tmp<hex>): the rerun resumes from the newest whole checkpoint."""
+  full = str(tmp_path / "full")
+  _saved_at(full, (2, 4, 6))
+  data = "ckpt-6.data-00000-of-00001"
+  assert sorted(os.listdir(full)) == sorted(
+      ["checkpoint"] + [f"ckpt-{n}.{kind}" for n in (2, 4, 6)
+                        for kind in ("index", "data-00000-of-00001")])
+  # 1. the shards still in the temporary folder: ckpt-4
+  killed = str(tmp_path / "shards")
+  _copy(full, killed, leave_out=("ckpt-6.index", data))
+  _state_names(killed, "ckpt-4")
+  os.makedirs(os.path.join(killed, "ckpt-6_temp"))
+  assert _resumed(killed) == (4, 4.0)
+  # 2. the shards in place, no index: ckpt-4
+  killed = str(tmp_path / "no-index")
+  _copy(full, killed, leave_out=("ckpt-6.index",))
+  _state_names(killed, "ckpt-4")
+  assert _resumed(killed) == (4, 4.0)
+  # 3. the index, not the `checkpoint` file (it names ckpt-4): ckpt-6, and the file is
+  # rewritten to name it
+  killed = str(tmp_path / "no-state")
+  _copy(full, killed)
+  _state_names(killed, "ckpt-4")
+  assert _resumed(killed) == (6, 6.0)
+  assert tf.train.latest_checkpoint(killed) == os.path.join(killed, "ckpt-6")
+  # 4. cut during the `checkpoint` file's rename: ckpt-6; its temporary is cleared at start
+  killed = str(tmp_path / "state-tmp")
+  _copy(full, killed)
+  _state_names(killed, "ckpt-4")
+  leftover = os.path.join(killed, "checkpoint.tmp" + "ab" * 16)
+  with open(leftover, "w") as handle:
+    handle.write('model_checkpoint_path: "ckpt-6"\n')
+  assert _resumed(killed) == (6, 6.0)
+  assert atomic_output.remove_stale_temporaries(killed) == [os.path.basename(leftover)]
+  # 5. an index whose data shard is missing (an interrupted copy) is not whole: ckpt-4
+  killed = str(tmp_path / "no-shard")
+  _copy(full, killed, leave_out=(data,))
+  _state_names(killed, "ckpt-4")
+  assert _resumed(killed) == (4, 4.0)
+
+
+def test_a_kill_before_the_first_checkpoint_file_keeps_that_checkpoint(tmp_path, caplog):
+  """Killed between ckpt-2.index and the first `checkpoint` file: the rerun resumes from
+  ckpt-2 instead of starting again and overwriting it, and saves on from there."""
+  caplog.set_level(logging.INFO)
+  out = str(tmp_path / "out")
+  _saved_at(out, (2,))
+  os.remove(os.path.join(out, "checkpoint"))
+  state = _run_state(out)
+  assert checkpoints.start_weights(state, None, for_training=True) == 2
+  assert (f"--output_dir={out}: its 'checkpoint' file is missing; ckpt-2 is the newest whole "
+          "checkpoint there (a run was stopped while saving it)") in [
+              r.getMessage() for r in caplog.records]
+  state.step.assign(4)
+  state.save()
+  assert tf.train.get_checkpoint_state(out).all_model_checkpoint_paths == [
+      os.path.join(out, "ckpt-2"), os.path.join(out, "ckpt-4")]
+  # Eval without training finds it too (before any model is built).
+  os.remove(os.path.join(out, "checkpoint"))
+  checkpoints.check_trained_weights_exist(out, None)
+
+
+def test_a_checkpoint_file_naming_what_is_not_there_is_still_an_error(tmp_path):
+  out = str(tmp_path / "out")
+  _saved_at(out, (2, 4))
+  os.remove(os.path.join(out, "ckpt-4.index"))
+  with pytest.raises(errors.UserError, match=(
+      r"^--output_dir=.*/out: its 'checkpoint' file names ckpt-4, which does not exist or "
+      r"is not whole; restore the files or delete the 'checkpoint' file$")):
+    _run_state(out).latest()
+
+
+# --------------------------------------------------------------------------- storage that stops answering
+
+
+def _failing(exc, state, outputs):
+  with pytest.raises(errors.UserError) as stopped:
+    with checkpoints.naming_storage_failures(state, outputs):
+      raise exc
+  assert stopped.value.__cause__ is exc  # the traceback, behind --verbose
+  return str(stopped.value)
+
+
+def test_storage_that_stops_answering_is_one_line_naming_the_flag_step_and_resume(tmp_path):
+  state = _saved_at(str(tmp_path / "out"), (8,))
+  state.step.assign(10)
+  outputs = {"output_dir": "gs://b/out", "export_dir": "gs://b/exp"}
+  cut = ("All 1 retry attempts failed. The last failure: Error executing an HTTP request: "
+         "libcurl code 7 meaning 'Couldn't connect to server'\n\t when initiating an upload "
+         "to gs://b/out/ckpt-10.data-00000-of-00001")
+  assert _failing(tf.errors.AbortedError(None, None, cut), state, outputs) == (
+      "--output_dir=gs://b/out: the storage stopped answering at step 10 while writing "
+      "checkpoint ckpt-10 (All 1 retry attempts failed. The last failure: Error executing "
+      "an HTTP request: libcurl code 7 meaning 'Couldn't connect to server' when initiating "
+      "an upload to gs://b/out/ckpt-10.data-00000-of-00001); rerun the same command once it "
+      "answers again: it resumes from ckpt-8")
+  # ckpt-10 is whole once its state file is written: the rerun resumes from it.
+  state_file = cut.replace("ckpt-10.data-00000-of-00001", "checkpoint.tmp" + "0" * 32)
+  said = _failing(tf.errors.UnavailableError(None, None, state_file), state, outputs)
+  assert "while writing the 'checkpoint' state file (" in said
+  assert said.endswith("it resumes from ckpt-10")
+  flush = tf.errors.UnknownError(None, None, "Could not flush events file. [Op:FlushSummaryWriter]")
+  assert _failing(flush, state, outputs) == (
+      "--output_dir=gs://b/out: the storage stopped answering at step 10 while writing the "
+      "TensorBoard log train (Could not flush events file.); rerun the same command once it "
+      "answers again: it resumes from ckpt-8")
+  export = tf.errors.DeadlineExceededError(None, None, "timed out when uploading "
+                                           "gs://b/exp/ids/saved_model.pb")
+  assert _failing(export, state, outputs).startswith(
+      "--export_dir=gs://b/exp: the storage stopped answering at step 10 while writing "
+      "ids/saved_model.pb (timed out")
+  data = tf.errors.AbortedError(None, None, "retries failed when reading gs://d/in.tfrecord")
+  assert _failing(data, state, outputs).startswith(
+      "gs://d/in.tfrecord: the storage stopped answering at step 10 while reading it (")
+  # A lost peer of a multi-worker run names no filesystem: not a storage failure.
+  lost = tf.errors.UnavailableError(None, None, "Socket closed: grpc://localhost:1234")
+  with pytest.raises(tf.errors.UnavailableError):
+    with checkpoints.naming_storage_failures(state, outputs):
+      raise lost
+
+
+def test_a_save_cut_by_the_storage_is_said_by_the_run_not_as_a_full_disk(tmp_path):
+  """RunCheckpoint.save leaves a storage failure to naming_storage_failures: no "could
+  not save" of a full disk, no cleanup on a storage that does not answer."""
+  out = str(tmp_path / "out")
+  state = _saved_at(out, (2,))
+  before = sorted(os.listdir(out))
+
+  class Cut:
+    def save(self, checkpoint_number):
+      raise tf.errors.UnknownError(None, None, (
+          f"Could not flush events file. Aborted: All 10 retry attempts failed when "
+          f"initiating an upload to gs://b/out/ckpt-{checkpoint_number}.index"))
+
+  state._manager = Cut()  # pylint: disable=protected-access
+  state.step.assign(4)
+  message = _failing_save(state)
+  assert message.startswith("--output_dir=gs://b/out: the storage stopped answering at step "
+                            "4 while writing checkpoint ckpt-4 (")
+  assert message.endswith("it resumes from ckpt-2")
+  assert sorted(os.listdir(out)) == before
+
+
+def _failing_save(state):
+  with pytest.raises(errors.UserError) as stopped:
+    with checkpoints.naming_storage_failures(state, {"output_dir": "gs://b/out"}):
+      state.save()
+  return str(stopped.value)

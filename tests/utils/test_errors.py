@@ -175,3 +175,28 @@ def test_our_own_disk_full_message_is_kept(capsys):
   exc = errors.UserError("--output_dir=/o: could not save ckpt-4 (the disk is full: No "
                                "space left on device); the last good checkpoint is kept")
   assert _report(exc, capsys) == (2, f"p.py: error: {exc}\n")
+
+
+def test_storage_that_stops_answering_is_one_line_its_traceback_behind_verbose(capsys):
+  cut = tf.errors.AbortedError(None, None, "All 1 retry attempts failed\n\t when "
+                               "initiating an upload to gs://b/out/eval_results.txt")
+  assert _report(cut, capsys) == (2, (
+      "p.py: error: the storage stopped answering (All 1 retry attempts failed when "
+      "initiating an upload to gs://b/out/eval_results.txt); rerun the same command once it "
+      "answers again (a training run resumes from its newest whole checkpoint) (--verbose "
+      "shows the traceback)\n"))
+  code, err = _report(cut, capsys, verbose=True)
+  assert code == 2 and err.startswith("Traceback") and "AbortedError" in err
+  # A run's own line (the flag, the step) keeps TensorFlow's error behind --verbose.
+  try:
+    raise cut
+  except tf.errors.AbortedError as exc:
+    named = errors.UserError("--output_dir=gs://b/out: the storage stopped answering")
+    named.__cause__ = exc
+  code, err = _report(named, capsys, verbose=True)
+  assert "AbortedError" in err and err.endswith(
+      "p.py: error: --output_dir=gs://b/out: the storage stopped answering\n")
+  # An unavailable peer (gRPC) is not a storage failure: its traceback stays.
+  with pytest.raises(tf.errors.UnavailableError):
+    with errors.report_user_errors(program="p.py"):
+      raise tf.errors.UnavailableError(None, None, "Socket closed grpc://localhost:1")

@@ -189,6 +189,20 @@ class GcsEmulator:
       shutil.rmtree(self._workdir, ignore_errors=True)
       self._workdir = None
 
+  def stop_proxy(self):
+    """Ends the proxy alone, as a cut network would: every gs:// request of a running
+    TensorFlow process fails from then on; the emulator keeps its buckets."""
+    proxy = self._procs.pop()
+    kill_group(proxy.pid, signal.SIGKILL)
+    proxy.wait(timeout=5)
+    os.remove(os.path.join(self._workdir, "proxy.port"))
+
+  def start_proxy(self):
+    """Starts the proxy again after stop_proxy (at another port: env() names it)."""
+    self._start_proxy()
+    with socket.create_connection(("127.0.0.1", self.proxy_port), timeout=self.start_timeout):
+      pass
+
   def __enter__(self):
     return self.start()
 
