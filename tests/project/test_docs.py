@@ -23,6 +23,15 @@ def test_flag_reference_is_current_and_lists_only_our_flags():
     assert f"`{ours}`" in result.stdout
 
 
+# A benchmark's command in a doc: `python -m benchmarks.NAME ...` (or benchmarks.parts.NAME,
+# benchmarks.studies.NAME); group 1 is the module below benchmarks.
+BENCH_COMMAND = r"`[^`]*python -m benchmarks\.((?:\w+\.)?\w+)[^`]*`"
+
+
+def _module_file(module):
+  return os.path.join(ROOT, "benchmarks", *module.split(".")) + ".py"
+
+
 def _todays_figures():
   """The rows of docs/benchmarks.md's "Today's figures" table as lists of five cells
   (what, figure, CPU, command, date); escaped pipes (\\|) stay inside their cell."""
@@ -42,10 +51,10 @@ def test_every_figure_in_the_benchmarks_table_names_its_command_cpu_and_date():
   command = cpu_above = None
   for what, figure, cpu, cell, date in rows:
     if cell != "the same":  # "the same": the row above's command, run once for both
-      found = re.findall(r"`[^`]*python benchmarks/((?:\w+/)?\w+\.py)[^`]*`", cell)
-      assert found, f"{what!r}: no `python benchmarks/...` command in {cell!r}"
+      found = re.findall(BENCH_COMMAND, cell)
+      assert found, f"{what!r}: no `python -m benchmarks....` command in {cell!r}"
       command = found[0]
-    assert command and os.path.exists(os.path.join(ROOT, "benchmarks", command)), what
+    assert command and os.path.exists(_module_file(command)), what
     if cpu != "the same":
       cpu_above = cpu
     if re.search(r"\d", figure):  # a measured figure, not a row awaiting its first run
@@ -93,8 +102,8 @@ def test_litert_ratios_are_equal_batching_figures_of_the_table():
   litert_rows = 0
   for what, figure, _, cell, _ in rows:
     if cell != "the same":
-      command = re.findall(r"python benchmarks/((?:\w+/)?\w+\.py)", cell)[0]
+      command = re.findall(BENCH_COMMAND, cell)[0]
     if "LiteRT" in what and re.search(r"\d+(?:\.\d+)?x", figure):
       litert_rows += 1
-      assert command == "bench_equal.py", f"{what!r}: a LiteRT ratio from {command}"
+      assert command == "bench_equal", f"{what!r}: a LiteRT ratio from {command}"
   assert litert_rows or AWAITING in figures, "no LiteRT row, measured or awaiting"
