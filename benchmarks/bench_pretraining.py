@@ -10,7 +10,7 @@
       # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
       # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
       # tree's `bert` (its modeling, loop and optimizer), and each round gives a paired
-      # ratio.
+      # ratio; then each shape's matmuls alone (benchmarks/parts/step_floor.py).
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
 run_pretraining's own step and loop (benchmarks/parts/train_run.py: loop.make_train_step
@@ -44,6 +44,7 @@ import tempfile
 from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
 from benchmarks.parts import small_step
+from benchmarks.parts import step_floor
 from benchmarks.parts import train_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -153,8 +154,9 @@ def _hf_rows(name, batch, steps, ours):
 # --------------------------------------------------------------------------- small
 
 def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=None,
-              xla_settings=(False, True), peak=None):
-  """Rows for the small workload; variants alternate within each round."""
+              xla_settings=(False, True), peak=None, floor=True):
+  """Rows for the small workload; variants alternate within each round. floor: each
+  shape's matmuls alone too (step_floor.py)."""
   if peak is None:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     peak = machine.matmul_peak(tf.float32)
@@ -215,7 +217,22 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
         rows.append(dict(name=f"small {shape} {what}", value=round(median, 3), unit="x",
                          note=f"per-round ratios of medians, {len(ratios)} rounds: min "
                               f"{low:.3f} max {high:.3f}"))
+    if floor:
+      rows.append(_floor_row(shape))
   return rows
+
+
+def _floor_row(shape):
+  """The shape's step as its matmuls alone (step_floor.py, in this process): the bound
+  of what the whole step can reach on this machine's matmul kernels."""
+  s = small_step.SHAPES[shape]
+  out = step_floor.ceiling_at(s["seq"], s["batch"], s, update=False)
+  rate = out["train_flops"] / out["train_seconds"]
+  return dict(name=f"small {shape} matmuls alone, forward + backward",
+              value=round(out["train_seconds"] * 1e3, 1), unit="ms",
+              note=f"benchmarks/parts/step_floor.py --shape={shape}: {rate / 1e9:.1f} GFLOP/s"
+                   f" = {100 * rate / out['peak']:.0f}% of this process's float32 matmul "
+                   f"peak {out['peak'] / 1e9:.1f} GFLOP/s; {machine.load_average()}")
 
 
 def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):

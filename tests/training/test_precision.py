@@ -8,7 +8,8 @@
   the classifier's SavedModel signature) under --dtype=bfloat16: every matmul in
   bfloat16, the softmax, LayerNorm and outputs in float32, and the probabilities within
   the tolerance docs/classifier.md gives of float32's.
-* A MirroredStrategy over one device trains exactly like OneDeviceStrategy.
+* A MirroredStrategy over one device trains exactly like OneDeviceStrategy, both with
+  the step the commands train with (loop.make_train_step).
 * `--train_batch_size` is the global batch (docs/pretraining.md): MirroredStrategy over
   two logical CPU devices gives each replica half of it, the masked-LM loss is
   normalised over the whole of it, and two replicas train to the single-device weights.
@@ -34,7 +35,9 @@ from bert import metrics
 from bert import modeling
 from bert import optimization
 import tiny
+from bert.training import checkpoints
 from bert.training import evaluation
+from bert.training import loop
 from bert.training import strategies
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -276,38 +279,20 @@ def _classifier_data(n=24):
 
 
 def train_steps(strategy, model, optimizer, loss_fn, dataset_fn, global_batch, steps):
-  """`steps` optimizer steps with a strategy.run step of this test's own that mirrors
-  training.py's: forward, loss_fn, the loss averaged over the GLOBAL batch
-  (tf.nn.compute_average_loss), gradients summed over the replicas, clipped to global
-  norm 1.0, applied. dataset_fn(context) batches to the per-replica size.
-  Returns the per-step losses (floats); the model's weights are updated."""
-  variables = model.trainable_variables
-  names = [t.name for t in model.inputs]
-  optimizer.gradients_are_reduced = True  # this step sums over replicas itself
-  with strategy.scope():
-    optimizer.build(variables)  # slots now, not inside the replicated tf.function
-
-  def step(features):
-    with tf.GradientTape() as tape:
-      outputs = model({k: features[k] for k in names}, training=True)
-      per_example, _ = loss_fn(features, outputs)
-      loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)  # dense slices
-             for g, v in zip(tape.gradient(loss, variables), variables)]
-    context = tf.distribute.get_replica_context()
-    if context.num_replicas_in_sync > 1:
-      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    grads, _ = optimization.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
-
-  @tf.function
-  def run(iterator):
-    return strategy.reduce(tf.distribute.ReduceOp.SUM,
-                           strategy.run(step, args=(next(iterator),)), axis=None)
-
+  """`steps` optimizer steps of the step every command trains with (loop.make_train_step:
+  forward, loss_fn, the loss averaged over the GLOBAL batch, gradients summed over the
+  replicas, clipped to global norm 1.0, applied), one step a loop.make_train_loop call.
+  dataset_fn(context) batches to the per-replica size. Returns the per-step losses
+  (floats); the model's weights are updated."""
+  state = checkpoints.RunCheckpoint(None, model, optimizer, strategy)  # slots, loop state
+  config = loop.TrainConfig(global_batch_size=global_batch, num_train_steps=steps)
+  names = loop.loss_metric_names(model, loss_fn,
+                                 dataset_fn(tf.distribute.InputContext()).element_spec)
+  train_loop = loop.make_train_loop(
+      strategy, loop.make_train_step(model, optimizer, loss_fn, names, config, state.loop),
+      names)
   iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-  return [float(run(iterator)) for _ in range(steps)]
+  return [float(train_loop(iterator, tf.constant(1))[0]) for _ in range(steps)]
 
 
 def _train_classifier(strategy, steps=3, batch=4):
@@ -343,12 +328,15 @@ def test_mirrored_over_one_device_trains_like_one_device():
 # Runs in a fresh interpreter: two logical CPU devices before any op runs.
 _SPLIT_CHILD = r'''
 import json, os, sys
-sys.path.insert(0, os.getcwd()); sys.path.insert(0, os.path.join(os.getcwd(), "tests", "support"))
+sys.path.insert(0, os.getcwd())
+for folder in ("support", "training"):  # tiny; this test module (tp)
+  sys.path.insert(0, os.path.join(os.getcwd(), "tests", folder))
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import numpy as np
 import keras
+from bert import heads
 from bert import modeling
 from bert import optimization
 import test_precision as tp
