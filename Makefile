@@ -138,10 +138,13 @@ bench-equal: $(VENV)/.installed-test $(HF_VENV)/.installed $(TF2ONNX_VENV)/.inst
 	  --export_dir=out/sst2_bench_export --sentences=5000 --rounds=3 --screen=1000 \
 	  --latency=1000 --prepare --json_out=out/bench_equal.json
 
-## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions, with $(PY) as it
-## is (no install: `make docs PY=python3` in any environment with requirements.txt)
+## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions and docs/TESTS.md
+## (which test files run in make test and which in make test-slow) from the tests' pytest
+## markers, with $(PY) as it is (no install: `make docs PY=python3` in any environment
+## with requirements.txt and requirements-test.txt)
 docs:
 	$(PY) tools/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
+	$(PY) tools/gen_test_suites.py > docs/TESTS.md.tmp && mv docs/TESTS.md.tmp docs/TESTS.md
 
 clean:
 	rm -rf out

@@ -32,6 +32,24 @@ def _module_file(module):
   return os.path.join(ROOT, "benchmarks", *module.split(".")) + ".py"
 
 
+def test_suites_list_is_current(request):
+  """docs/TESTS.md is what tools/gen_test_suites.py makes from the tests' markers now.
+  A run of the whole suite compares it with what this run collected (conftest.py); a run
+  of some files only collects every test again through the tool."""
+  import conftest  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(ROOT, "docs", "TESTS.md"), encoding="utf-8") as handle:
+    written = handle.read()
+  current = request.config.stash.get(conftest.SUITES_LIST, None)
+  if current is None:
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_test_suites.py")],
+                            capture_output=True, text=True, timeout=900, cwd=ROOT,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    current = result.stdout
+  assert current == written, "docs/TESTS.md is stale: run `make docs`"
+  assert "| tests/project/test_docs.py |" in written
+
+
 def _todays_figures():
   """The rows of docs/benchmarks.md's "Today's figures" table as lists of five cells
   (what, figure, CPU, command, date); escaped pipes (\\|) stay inside their cell."""
