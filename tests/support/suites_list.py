@@ -3,9 +3,10 @@
 The suites are the Makefile's: `make test` runs the default suite (-m "not slow and not
 gcs_pipeline") and then the gs:// pipeline (-m "gcs_pipeline and not slow"); `make
 test-slow` runs -m slow. tools/gen_test_suites.py collects every test and prints
-`render(items)`; tests/conftest.py renders the same from a run that collected the whole
-tree, so that tests/project/test_docs.py can hold docs/TESTS.md to it without collecting
-again.
+`render(items)`; tests/conftest.py renders the same (and each test's suite,
+`suite_by_test`) from a run that collected the whole tree, so that
+tests/project/test_docs.py can hold docs/TESTS.md and the suites the docs name to it
+without collecting again.
 """
 
 import collections
@@ -53,6 +54,11 @@ def every_test_file(root):
 def collected_whole_tree(items, root):
   """Whether `items` come from every test file (a run of the whole suite, not of a part)."""
   return {test_file(item, root) for item in items} == set(every_test_file(root))
+
+
+def suite_by_test(items):
+  """{node id: suite} of every collected test."""
+  return {item.nodeid: suite_of(item) for item in items}
 
 
 def render(items, root):
