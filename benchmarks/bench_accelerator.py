@@ -336,11 +336,14 @@ def benchmark(args):
   strategy = strategies.create_strategy(args.strategy)
   device = device_info(quick=args.quick)
   rows = []
-  for spec in configurations(args):
-    rows.append(run_row(strategy, spec, args, device))
-    print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
-          f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
-          flush=True)
+  try:
+    for spec in configurations(args):
+      rows.append(run_row(strategy, spec, args, device))
+      print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
+            f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
+            flush=True)
+  finally:  # each configuration set its --dtype's Keras policy, which is global
+    strategies.setup_precision("float32")
   return {"device": device, "flops_formula": FLOPS_FORMULA, "quick": args.quick,
           "steps": args.steps, "tensorflow": tf.__version__, "keras": keras.__version__,
           "command": sys.argv, "rows": rows}

@@ -26,7 +26,7 @@ Online latency (--latency=N): batch 1, one warm process per side, N rows one at 
 file order; p50/p95/p99 of each request (model call on the pre-tokenized row) and the
 model's load time (load plus first call).
 Rounds are interleaved (the side order rotates each round). Every side's threads:
-hf_bridge.threads() (the CPUs this process may use).
+machine.threads() (the CPUs this process may use).
 
   python -m benchmarks.bench_equal --finetuned_dir=RUN --export_dir=EXPORT
       [--sentences=5000] [--rounds=3] [--orders=file,sorted] [--data=train|dev]

@@ -61,6 +61,8 @@ def test_one_configuration_trains_with_the_loops_own_step(monkeypatch):
   args = bench_accelerator.parse_args(["--quick", "--workloads=pretrain128",
                                        "--dtypes=float16", "--xla=off"])
   report = bench_accelerator.benchmark(args)
+  import keras  # pylint: disable=g-import-not-at-top
+  assert keras.mixed_precision.global_policy().name == "float32"  # left as it was
   assert built == [("pretraining_loss", True, False, 2,
                     ["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                      "next_sentence_loss"])]

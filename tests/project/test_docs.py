@@ -282,6 +282,10 @@ def test_every_figure_names_its_command_and_cpu_or_links_to_them():
                                  if name.endswith(".md") and name != "TESTS.md")
   found = [line for name in names for line in _unlabelled_figures(name, pages)]
   assert not found, "figures without their command and CPU:\n" + "\n".join(found)
+  for page, phrases in _SETTINGS.items():  # no setting listed that its page lost
+    with open(os.path.join(ROOT, page), encoding="utf-8") as handle:
+      text = " ".join(handle.read().split())
+    assert [p for p in phrases if p not in text] == [], page
 
 
 def test_the_figure_check_sees_an_unlabelled_figure():
