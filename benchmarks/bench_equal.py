@@ -314,7 +314,8 @@ def print_report(figures, args):
         f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}; {time.strftime('%Y-%m-%d')}")
   if "screen" in report:
     print("\nONNX Runtime setup search (model time on the first "
-          f"{args.screen:,} rows, sorted, one process each):")
+          f"{args.screen:,} rows, sorted, one process each):" if args.screen else
+          "\nONNX Runtime setups (--screen=0: no search, bench_predict's setups):")
     for precision, entry in report["screen"].items():
       print(f"  {precision} winner: {entry['winner']} spinning={entry['spinning']}; "
             + ", ".join(f"{n}/{'spin' if sp == '1' else 'nospin'} {t:.2f}s"
