@@ -2308,8 +2308,9 @@ TESTED_ELSEWHERE = set()
 
 
 # Tools the docs tell users to run that read no user input: gen_flag_docs.py writes
-# docs/FLAGS.md from the scripts' own flag definitions.
-TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py"}
+# docs/FLAGS.md from the scripts' own flag definitions, gen_test_suites.py docs/TESTS.md
+# from the tests' markers.
+TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py", "tools/gen_test_suites.py"}
 
 
 def _tools_users_run():
@@ -2321,7 +2322,8 @@ def _tools_users_run():
       if name.endswith((".md", ".sh"))]
   for path in places:
     with open(path, encoding="utf-8") as handle:
-      found.update(re.findall(r"\b(tools/[a-z_]+\.py)", handle.read()))
+      # Not a test file under tests/tools/, which docs/TESTS.md lists.
+      found.update(re.findall(r"(?<![\w/])(tools/[a-z_]+\.py)", handle.read()))
   return found
 
 
