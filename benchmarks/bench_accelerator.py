@@ -1,32 +1,34 @@
-"""Accelerator benchmark: BERT training steps on whatever device TensorFlow sees.
+"""Accelerator benchmark: run_pretraining's training step on whatever device TensorFlow sees.
 
-  python benchmarks/bench_accelerator.py                        # the whole matrix
-  python benchmarks/bench_accelerator.py --quick --json_out=r.json   # CPU smoke, < 2 min
-  python benchmarks/bench_accelerator.py --models=base --workloads=pretrain128 \
+  python -m benchmarks.bench_accelerator                        # the whole matrix
+  python -m benchmarks.bench_accelerator --quick --json_out=r.json   # CPU smoke test
+  python -m benchmarks.bench_accelerator --models=base --workloads=pretrain128 \
       --dtypes=bfloat16 --xla=on --batch=256 --steps=20 --max_batch_search
 
 For each model (BERT-Base, BERT-Large), workload (pretraining at seq 128 with 20 masked
-predictions, at seq 512 with 80; SQuAD fine-tuning at seq 384), dtype (float32, mixed
-bfloat16, mixed float16 with dynamic loss scaling) and XLA setting (off, on) it reports
-examples/s, model FLOP utilisation (MFU) against the device's peak, peak memory, and
-optionally the largest batch that fits; one table on stdout, the same rows as JSON with
---json_out. `--quick` runs a tiny model (H64, 2 layers, vocab 512) at short lengths
-(32/64/48), every dtype x XLA setting on the first workload and the other two workloads
-once: a smoke test of every path, not a figure to quote. run_all.py runs `--quick` on a
-machine without a GPU (the full matrix there would take hours; bench_pretraining.py is
-the CPU benchmark) and the full matrix on a GPU.
+predictions, at seq 512 with 80; SQuAD fine-tuning at seq 384), --dtype (float32,
+bfloat16, float16 with the loop's dynamic loss scaling) and XLA setting (off, on) it
+reports examples/s, model FLOP utilisation (MFU) against the device's peak (the data
+sheet's, and beside it the peak measured here), peak memory, and optionally the largest
+batch that fits; one table on stdout, the same rows as JSON with --json_out. `--quick`
+runs a tiny model (H64, 2 layers, vocab 512) at short lengths (32/64/48), every dtype x
+XLA setting on the first workload and the other two workloads once: a smoke test of
+every path, not a figure to quote. run_all.py runs `--quick` on a machine without a GPU
+(the full matrix there would take hours; bench_pretraining.py is the CPU benchmark) and
+the full matrix on a GPU.
 
-The step is built from the project's pieces (heads.build_pretraining_model /
-build_squad_model with heads.pretraining_loss / squad_loss,
-optimization.create_optimizer's AdamWeightDecay and clip_by_global_norm) inside a small
-replica step of this file's own that mirrors training.py's (forward, loss averaged over
-the global batch, gradients summed over replicas, clipped to global norm 1.0, applied;
-float16: loss scaled by a dynamic scale, a non-finite step skipped and the scale
-halved). training.py's loop is not called: it was being rewritten when this was written.
-`--steps` steps run inside one tf.function call, on synthetic batches from a repeated
-tf.data dataset distributed to the device. The first call traces (and with XLA compiles)
-and is not timed; the second is, ended by reading the loss back to the host.
-`--strategy=mirrored` spreads the global batch over every visible GPU.
+The step is the one run_pretraining.py (and run_squad.py) trains with, built by
+benchmarks/parts/train_run.py as finetune.run builds it: strategies.setup_precision,
+heads.build_pretraining_model / build_squad_model with heads.pretraining_loss /
+squad_loss, optimization.create_optimizer's AdamWeightDecay, the RunCheckpoint's loop
+state (float16: its dynamic loss scale, which halves on overflow and doubles after 2000
+good steps), loop.make_train_step (forward, loss averaged over the global batch,
+gradients summed over replicas, clipped to global norm 1.0, applied) inside
+loop.make_train_loop, on loop.train's input iterator over synthetic batches held in
+memory. `--steps` steps run inside one loop call. The first call traces (and with XLA
+compiles) and is not timed; the second is, ended by reading the loss back to the host.
+`--strategy=mirrored` is --distribution_strategy=mirrored: the global batch over every
+visible GPU.
 
 Model FLOPs per sequence of S tokens (forward + backward = 3 x forward, so the standard
 6 x parameters x tokens, plus the attention term):
@@ -37,10 +39,13 @@ gathered, not multiplied); 12 * L * H * S^2 = the attention scores and the weigh
 times the positions it sees: masked LM (H^2 + H + H*V + V, tied embeddings) at the P
 predicted positions plus next sentence (H^2 + H pooler + 2H + 2) once; SQuAD (2H + 2) at
 all S positions. LayerNorm, softmax, GELU, dropout and the optimizer are not counted.
-MFU = model FLOPs/s / peak. Peaks: a table of dense tensor-core figures by device name
-(KNOWN_PEAKS_TFLOPS; float32 uses the TF32 figure when TensorFlow's TensorFloat-32 is on,
-its default on Ampere and later); on a CPU the measured 4096x4096 tf.matmul peak of each
-dtype (bench_pretraining's measurement, 1024x1024 with --quick).
+MFU = model FLOPs/s / (peak x replicas). Two peaks per dtype:
+  * data sheet: dense tensor-core figures by device name (KNOWN_PEAKS_TFLOPS; float32 is
+    compared with the TF32 figure when TensorFlow's TensorFloat-32 is on, its default on
+    Ampere and later); none on a CPU or an unknown device;
+  * measured: the fastest square tf.matmul of the dtype on the first device
+    (machine.matmul_peak; sizes up to 16384 on a GPU, 1024-4096 on a CPU, 1024 alone
+    and shorter timings with --quick), in this run.
 Memory: on a GPU the allocator's peak bytes in use during the timed steps
 (tf.config.experimental.get_memory_info after reset_memory_stats); on a CPU the process's
 peak resident set during the configuration (/proc/self/status VmHWM after resetting it
@@ -54,30 +59,22 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (HERE, os.path.join(HERE, "parts"), ROOT):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import keras  # noqa: E402  pylint: disable=g-import-not-at-top
-import numpy as np  # noqa: E402  pylint: disable=g-import-not-at-top
 import tensorflow as tf  # noqa: E402  pylint: disable=g-import-not-at-top
 
-import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
-from bert import heads
-from bert import modeling  # noqa: E402  pylint: disable=g-import-not-at-top
-from bert import optimization  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks.parts import machine  # noqa: E402
+from benchmarks.parts import train_run  # noqa: E402
+from bert.training import strategies  # noqa: E402  pylint: disable=g-import-not-at-top
 
 MODELS = {
-    "base": dict(bench_pretraining.CONFIGS["base"], vocab_size=30522),
-    "large": dict(bench_pretraining.CONFIGS["large"], vocab_size=30522),
+    "base": dict(train_run.CONFIGS["base"], vocab_size=train_run.VOCAB),
+    "large": dict(train_run.CONFIGS["large"], vocab_size=train_run.VOCAB),
     "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=128, vocab_size=512),
 }
@@ -86,7 +83,7 @@ WORKLOADS = {"pretrain128": ("pretrain", 128, 20), "pretrain512": ("pretrain", 5
              "squad384": ("squad", 384, 0)}
 QUICK_WORKLOADS = {"pretrain128": ("pretrain", 32, 5), "pretrain512": ("pretrain", 64, 10),
                    "squad384": ("squad", 48, 0)}
-DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+DTYPES = ("float32", "bfloat16", "float16")  # --dtype's values
 # Examples per device and step by default (GPU; CPU runs use 2).
 GPU_BATCH = {("base", "pretrain128"): 64, ("base", "pretrain512"): 16,
              ("base", "squad384"): 32, ("large", "pretrain128"): 32,
@@ -99,7 +96,9 @@ KNOWN_PEAKS_TFLOPS = (
     ("H200", {"bfloat16": 989.0, "float16": 989.0, "float32": 67.0, "tf32": 495.0}),
     ("A100", {"bfloat16": 312.0, "float16": 312.0, "float32": 19.5, "tf32": 156.0}),
 )
-INITIAL_LOSS_SCALE = 2.0 ** 15
+# Square sizes of the measured peak on a GPU: its tensor cores reach their rate only on
+# large matrices.
+GPU_PEAK_SIZES = (2048, 4096, 8192, 16384)
 FLOPS_FORMULA = ("6*N*S + 12*L*H*S^2 + 6*N_head*T per sequence; N = encoder matmul "
                  "parameters L*(4H^2+2HI+5H+I); N_head*T = masked LM (H^2+H+HV+V) x P "
                  "predictions + NSP (H^2+3H+2), or SQuAD (2H+2) x S")
@@ -129,30 +128,43 @@ def model_flops_per_example(model_config, task, seq, predictions):
 # --------------------------------------------------------------------------- device
 
 
-def device_info(quick=False):
-  """{kind, name, count, peaks (TFLOP/s by dtype), peak_source, tf32}."""
-  gpus = tf.config.list_physical_devices("GPU")
-  tf32 = bool(tf.config.experimental.tensor_float_32_execution_enabled())
-  if not gpus:
-    size = 1024 if quick else 4096
-    peaks = {d: bench_pretraining.matmul_peak(getattr(tf, d), size=size) / 1e12
-             for d in DTYPES}
-    return {"kind": "CPU", "name": platform.processor() or platform.machine(),
-            "count": 1, "peaks": peaks, "tf32": False,
-            "peak_source": f"measured {size}x{size} tf.matmul, best of 3"}
-  details = tf.config.experimental.get_device_details(gpus[0])
-  name = details.get("device_name", "GPU")
+def measured_peaks(kind, quick=False):
+  """{dtype: TFLOP/s} of the fastest square tf.matmul on the first device, and how."""
+  sizes = (1024,) if quick else GPU_PEAK_SIZES if kind == "GPU" else machine.PEAK_SIZES
+  seconds = 0.05 if quick else 0.2  # each timing's length: a smoke test wants it short
+  peaks = {d: machine.matmul_peak(getattr(tf, d), sizes=sizes, seconds=seconds) / 1e12
+           for d in DTYPES}
+  return peaks, f"measured: {machine.peak_note(sizes)}"
+
+
+def datasheet_peaks(name, tf32):
+  """{dtype: TFLOP/s} of the device's data sheet (dense), and which row; ({}, why) if none."""
   for fragment, table in KNOWN_PEAKS_TFLOPS:
     if fragment.lower() in name.lower():
-      peaks = dict(table)
+      peaks = {d: table[d] for d in DTYPES}
       if tf32:
         peaks["float32"] = table["tf32"]
-      source = (f"data sheet ({fragment}, dense{', float32 as TF32' if tf32 else ''})")
-      break
+      return peaks, f"data sheet ({fragment}, dense{', float32 as TF32' if tf32 else ''})"
+  return {}, f"no data sheet for {name!r}"
+
+
+def device_info(quick=False):
+  """{kind, name, count, tf32, peaks (measured), peak_source, datasheet, datasheet_source}:
+  peaks in TFLOP/s by dtype."""
+  gpus = tf.config.list_physical_devices("GPU")
+  tf32 = bool(gpus) and bool(tf.config.experimental.tensor_float_32_execution_enabled())
+  if gpus:
+    details = tf.config.experimental.get_device_details(gpus[0])
+    kind, name = "GPU", details.get("device_name", "GPU")
   else:
-    peaks, source = {}, f"unknown device {name!r}: no MFU"
-  return {"kind": "GPU", "name": name, "count": len(gpus), "peaks": peaks, "tf32": tf32,
-          "peak_source": source, "compute_capability": details.get("compute_capability")}
+    details, kind, name = {}, "CPU", machine.cpu_model()
+  peaks, peak_source = measured_peaks(kind, quick)
+  datasheet, datasheet_source = (datasheet_peaks(name, tf32) if gpus else
+                                 ({}, "no data sheet: a CPU"))
+  return {"kind": kind, "name": name, "count": max(len(gpus), 1), "tf32": tf32,
+          "peaks": peaks, "peak_source": peak_source, "datasheet": datasheet,
+          "datasheet_source": datasheet_source,
+          "compute_capability": details.get("compute_capability")}
 
 
 def _reset_memory_peak(kind):
@@ -178,97 +190,6 @@ def _memory_peak(kind):
     return None
 
 
-# --------------------------------------------------------------------------- step
-
-
-def synthetic_batch(task, batch, seq, predictions, vocab, seed=0):
-  """One batch of int32/float32 numpy features for `task` (all tokens real)."""
-  rng = np.random.default_rng(seed)
-  features = {"input_ids": rng.integers(1, vocab, (batch, seq)).astype("int32"),
-              "input_mask": np.ones((batch, seq), "int32"),
-              "segment_ids": (np.arange(seq)[None] >= seq // 2).repeat(batch, 0).astype(
-                  "int32")}
-  if task == "pretrain":
-    features.update(
-        masked_lm_positions=rng.integers(1, seq, (batch, predictions)).astype("int32"),
-        masked_lm_ids=rng.integers(1, vocab, (batch, predictions)).astype("int32"),
-        masked_lm_weights=np.ones((batch, predictions), "float32"),
-        next_sentence_labels=rng.integers(0, 2, (batch, 1)).astype("int32"))
-  else:
-    features.update(start_positions=rng.integers(0, seq, (batch,)).astype("int32"),
-                    end_positions=rng.integers(0, seq, (batch,)).astype("int32"))
-  return features
-
-
-def build(task, model_config, dtype, seq):
-  """(model, loss_fn) under the dtype's Keras policy (reset to float32 afterwards)."""
-  config = modeling.BertConfig(max_position_embeddings=max(512, seq), type_vocab_size=2,
-                               **model_config)
-  keras.mixed_precision.set_global_policy(DTYPES[dtype])
-  try:
-    if task == "pretrain":
-      model, _ = heads.build_pretraining_model(config)
-      return model, heads.pretraining_loss
-    model, _ = heads.build_squad_model(config)
-    return model, heads.squad_loss
-  finally:
-    keras.mixed_precision.set_global_policy("float32")
-
-
-def make_replica_step(model, optimizer, loss_fn, global_batch, loss_scale, xla):
-  """training.py's step in small: forward, loss, gradient, (unscale,) clip, apply.
-
-  loss_scale: a float32 variable for float16's dynamic loss scaling, else None.
-  Returns step(features) -> the replica's share of the mean loss.
-  """
-  variables = model.trainable_variables
-  names = [t.name for t in model.inputs]
-  optimizer.gradients_are_reduced = True  # the step sums over replicas itself
-
-  def step(features):
-    with tf.GradientTape() as tape:
-      outputs = model({k: features[k] for k in names}, training=True)
-      per_example, _ = loss_fn(features, outputs)
-      loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-      scaled = loss * loss_scale if loss_scale is not None else loss
-    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-             for g, v in zip(tape.gradient(scaled, variables), variables)]
-    context = tf.distribute.get_replica_context()
-    if context.num_replicas_in_sync > 1:
-      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    if loss_scale is not None:
-      grads = [g / loss_scale for g in grads]
-    grads, norm = optimization.clip_by_global_norm(grads, optimization.DEFAULT_CLIP_NORM)
-    if loss_scale is None:
-      optimizer.apply_gradients(zip(grads, variables))
-      return loss
-    finite = tf.math.is_finite(norm)
-
-    def apply():
-      optimizer.apply_gradients(zip(grads, variables))
-      return tf.constant(True)
-
-    tf.cond(finite, apply, lambda: tf.constant(False))
-    loss_scale.assign(tf.where(finite, loss_scale, tf.maximum(loss_scale / 2.0, 1.0)))
-    return loss
-
-  return tf.function(step, jit_compile=True) if xla else step
-
-
-def make_loop(strategy, step):
-  """A tf.function running `num_steps` steps; returns the last step's mean loss."""
-
-  @tf.function
-  def loop(iterator, num_steps):
-    loss = tf.constant(0.0)
-    for _ in tf.range(num_steps):
-      loss = strategy.reduce(tf.distribute.ReduceOp.SUM,
-                             strategy.run(step, args=(next(iterator),)), axis=None)
-    return loss
-
-  return loop
-
-
 # --------------------------------------------------------------------------- measure
 
 
@@ -276,36 +197,24 @@ def measure(strategy, spec, batch, steps, kind):
   """Trains `steps` timed steps of `spec` at global batch `batch` after one untimed call.
 
   spec: dict(model, model_config, task, seq, predictions, dtype, xla). Returns
-  {examples_per_second, seconds, loss, peak_memory_bytes}.
+  {examples_per_second, seconds, loss, loss_scale, peak_memory_bytes}.
   """
   keras.backend.clear_session()  # the previous configuration's model and slots go first
   _reset_memory_peak(kind)
-  with strategy.scope():
-    model, loss_fn = build(spec["task"], spec["model_config"], spec["dtype"], spec["seq"])
-    optimizer = optimization.create_optimizer(1e-4, 10000, 100)
-    optimizer.build(model.trainable_variables)
-    loss_scale = (tf.Variable(INITIAL_LOSS_SCALE, trainable=False, dtype=tf.float32,
-                              aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
-                  if spec["dtype"] == "float16" else None)
-  data = synthetic_batch(spec["task"], batch, spec["seq"], spec["predictions"],
-                         spec["model_config"]["vocab_size"])
-  dataset = tf.data.Dataset.from_tensor_slices(data).repeat().batch(
-      batch, drop_remainder=True).prefetch(2)
-  iterator = iter(strategy.experimental_distribute_dataset(dataset))
-  step = make_replica_step(model, optimizer, loss_fn, batch, loss_scale, spec["xla"])
-  loop = make_loop(strategy, step)
-  num_steps = tf.constant(steps, tf.int32)
-  float(loop(iterator, num_steps))  # traces, compiles, warms up
+  run = train_run.build(spec["model_config"], spec["task"], spec["seq"],
+                        spec["predictions"], batch, spec["dtype"], spec["xla"], strategy)
+  run.loop(steps)  # traces, compiles, warms up
   if kind == "GPU":
     tf.config.experimental.reset_memory_stats("GPU:0")
   start = time.perf_counter()
-  loss = float(loop(iterator, num_steps))
+  loss = run.loop(steps)
   seconds = time.perf_counter() - start
   memory = _memory_peak(kind)
   if not math.isfinite(loss):
     raise FloatingPointError(f"loss is {loss}")
   return {"examples_per_second": steps * batch / seconds, "seconds": seconds,
-          "loss": loss, "peak_memory_bytes": memory}
+          "loss": loss, "loss_scale": run.loss_scale if spec["dtype"] == "float16" else None,
+          "peak_memory_bytes": memory}
 
 
 def largest_batch(strategy, spec, start, limit, kind):
@@ -368,9 +277,10 @@ def run_row(strategy, spec, args, device):
                                   spec["predictions"])
   row["model_tflops_per_example"] = flops / 1e12
   row["achieved_tflops"] = row["examples_per_second"] * flops / 1e12
-  peak = device["peaks"].get(spec["dtype"])
-  row["peak_tflops"] = peak
-  row["mfu"] = row["achieved_tflops"] / (peak * replicas) if peak else None
+  for key, peaks in (("", device["datasheet"]), ("_measured", device["peaks"])):
+    peak = peaks.get(spec["dtype"])
+    row[f"peak_tflops{key}"] = peak
+    row[f"mfu{key}"] = row["achieved_tflops"] / (peak * replicas) if peak else None
   search = args.max_batch_search or (device["kind"] == "GPU" and not args.no_batch_search)
   row["max_batch"], row["max_batch_note"] = (
       largest_batch(strategy, spec, batch, args.max_batch * replicas, device["kind"])
@@ -397,39 +307,43 @@ def _gib(num_bytes):
   return "-" if num_bytes is None else f"{num_bytes / 2**30:.2f} GiB"
 
 
+def _peaks(peaks):
+  return ", ".join(f"{k} {v:.4g}" for k, v in peaks.items()) or "none"
+
+
 def format_table(device, rows):
-  """The rows as one Markdown table, the device and peak source above it."""
-  lines = [f"device: {device['count']} x {device['kind']} {device['name']}; peaks "
-           f"{', '.join(f'{k} {v:.4g}' for k, v in device['peaks'].items()) or 'unknown'}"
-           f" TFLOP/s ({device['peak_source']})", "",
+  """The rows as one Markdown table, the device and both peaks above it."""
+  lines = [f"device: {device['count']} x {device['kind']} {device['name']}",
+           f"peaks, TFLOP/s: {_peaks(device['datasheet'])} ({device['datasheet_source']}); "
+           f"{_peaks(device['peaks'])} ({device['peak_source']})", "",
            "| model | workload | seq | dtype | XLA | batch | examples/s | model TFLOP/s "
-           "| MFU | peak memory | largest batch | status |",
-           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+           "| MFU (data sheet) | MFU (measured peak) | peak memory | largest batch | status |",
+           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
   for r in rows:
     memory = r.get("peak_memory_bytes")
     lines.append(
         f"| {r['model']} | {r['workload']} | {r['seq']} | {r['dtype']} | {_cell(r['xla'])} "
         f"| {r['batch']} | {_cell(r.get('examples_per_second'))} "
         f"| {_cell(r.get('achieved_tflops'))} "
-        f"| {_percent(r.get('mfu'))} | {_gib(memory)} "
+        f"| {_percent(r.get('mfu'))} | {_percent(r.get('mfu_measured'))} | {_gib(memory)} "
         f"| {_cell(r.get('max_batch'))} | {r['status']} |")
   return "\n".join(lines)
 
 
 def benchmark(args):
   """Runs the selected matrix; returns the JSON-ready report."""
+  # run_pretraining's --distribution_strategy, before any op runs.
+  strategy = strategies.create_strategy(args.strategy)
   device = device_info(quick=args.quick)
-  gpus = tf.config.list_logical_devices("GPU")
-  if args.strategy == "mirrored" and gpus:
-    strategy = tf.distribute.MirroredStrategy([d.name for d in gpus])
-  else:
-    strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
   rows = []
-  for spec in configurations(args):
-    rows.append(run_row(strategy, spec, args, device))
-    print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
-          f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
-          flush=True)
+  try:
+    for spec in configurations(args):
+      rows.append(run_row(strategy, spec, args, device))
+      print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
+            f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
+            flush=True)
+  finally:  # each configuration set its --dtype's Keras policy, which is global
+    strategies.setup_precision("float32")
   return {"device": device, "flops_formula": FLOPS_FORMULA, "quick": args.quick,
           "steps": args.steps, "tensorflow": tf.__version__, "keras": keras.__version__,
           "command": sys.argv, "rows": rows}
@@ -450,7 +364,8 @@ def parse_args(argv=None):
                            "a GPU, 2 on a CPU)")
   parser.add_argument("--steps", type=int, default=0,
                       help="timed steps (default 20 on a GPU, 2 on a CPU)")
-  parser.add_argument("--strategy", default="one_device", choices=("one_device", "mirrored"))
+  parser.add_argument("--strategy", default="one_device", choices=("one_device", "mirrored"),
+                      help="run_pretraining's --distribution_strategy")
   parser.add_argument("--max_batch_search", action="store_true",
                       help="search the largest batch also on a CPU")
   parser.add_argument("--no_batch_search", action="store_true",
@@ -487,7 +402,10 @@ def run(quick=False):
     results.append(dict(
         name=name, value=round(r["examples_per_second"], 2), unit="examples/s",
         note=f"{r['achieved_tflops']:.3g} model TFLOP/s, MFU {_percent(r['mfu'])} "
-             f"({device['peak_source']}); peak memory {_gib(r['peak_memory_bytes'])}"))
+             f"({device['datasheet_source']}), {_percent(r['mfu_measured'])} "
+             f"({device['peak_source']}); peak memory {_gib(r['peak_memory_bytes'])}"
+             + ("" if device["kind"] == "GPU" else
+                "; a CPU smoke test of the GPU benchmark's paths, no GPU figure")))
   return results
 
 

@@ -1,6 +1,6 @@
 """Classifier speed: per-batch padding against fixed padding to 128, on SST-2 dev.
 
-  .venv/bin/python benchmarks/bench_classifier.py [--quick]
+  python -m benchmarks.bench_classifier [--quick] [--hf_only]
 
 Builds run_classifier's model for the shared MiniLM config (6 layers, hidden 384; the
 weights do not matter for speed, so they stay random) and feeds it SST-2 dev sentences
@@ -9,8 +9,9 @@ prediction, make_dataset for training, as run_classifier), once with per-batch p
 (the default) and once with --fixed_padding (every batch 128 long), in the same process:
   * prediction examples/s (batch 32; the whole dev set, after one warm-up pass so that
     tracing is not timed);
-  * training examples/s (batch 32, forward + backward + AdamWeightDecay update, after
-    warm-up steps).
+  * training examples/s (batch 32: run_classifier's training, make_dataset and
+    loop.train, the step the command runs; one loop call timed after a traced first step
+    and an untimed call as long).
 Then, where the Hugging Face side is installed (`make bench-hf-setup`: a venv of its own,
 never this project's dependency; else one row says how to get it), the same work with
 transformers' BertForSequenceClassification (PyTorch, CPU, as many threads as TF uses),
@@ -32,25 +33,20 @@ comparisons.
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from benchmarks.parts import hf_bridge
+from benchmarks.parts import machine
+from benchmarks.parts import sst2
+from benchmarks.parts import step_floor
 
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-DATA = os.path.join(ROOT, "..", "shared", "data")
-SST2 = os.path.join(DATA, "glue", "SST-2")
-MODEL_DIR = os.path.join(DATA, "models", "uncased_L-6_H-384_A-12")
-VOCAB = os.path.join(DATA, "vocab", "uncased_vocab.txt")
-BATCH = 32
-SEQ = 128
+SST2, MODEL_DIR, VOCAB = sst2.SST2, sst2.MODEL_DIR, sst2.UNCASED_VOCAB
+BATCH, SEQ = sst2.BATCH, sst2.SEQ
 
 
 def _predict_rate(tf, model, batches, num_examples):
@@ -71,28 +67,46 @@ def _predict_rate(tf, model, batches, num_examples):
   return num_examples / (time.perf_counter() - started)
 
 
-def _train_rate(tf, model, optimizer, dataset, steps, warmup):
-  names = [t.name for t in model.inputs]
-  variables = model.trainable_variables
+def _loop_train(tf, config, examples, tokenizer, steps, output_dir, fixed_padding=False,
+                learning_rate=2e-5, steps_per_loop=None, init_checkpoint=None):
+  """run_classifier's training path (make_dataset, loop.train) on `examples`; returns
+  loop.train's result and the model. Its rate is that of the last loop call."""
+  from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
-  @tf.function(reduce_retracing=True)
-  def step(features):
-    with tf.GradientTape() as tape:
-      logits = model({n: features[n] for n in names}, training=True)["logits"]
-      loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=features["label_ids"], logits=logits))
-    # Dense gradients, as training.py applies them (the embedding's are IndexedSlices).
-    grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
+  strategy = strategies.create_strategy("one_device")
+  with strategy.scope():
+    model, _ = heads.build_classifier_model(config, 2)
+    optimizer = optimization.create_optimizer(learning_rate, steps, max(steps // 10, 1))
+  if init_checkpoint:
+    checkpoints.load_checkpoint(model, init_checkpoint)
 
-  iterator = iter(dataset)
-  for _ in range(warmup):
-    step(next(iterator)).numpy()
-  started = time.perf_counter()
-  for _ in range(steps):
-    step(next(iterator)).numpy()
-  return steps * BATCH / (time.perf_counter() - started)
+  def dataset_fn(context, batch_size):
+    return classifier_features.make_dataset(
+        examples, ["0", "1"], tokenizer, SEQ, batch_size, is_training=True,
+        fixed_padding=fixed_padding, seed=1, input_context=context)
+
+  state = checkpoints.RunCheckpoint(output_dir, model, optimizer, strategy)
+  result = loop.train(
+      strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
+      loop.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
+                       steps_per_loop=steps_per_loop or steps, log_every_steps=steps,
+                       save_checkpoints_steps=10**9))
+  return result, model
+
+
+def _train_rate(tf, config, examples, tokenizer, fixed_padding, steps, workdir):
+  """Examples/s of run_classifier's training over one loop call of `steps` steps, after
+  the traced first step and an untimed call as long (loop.train's calls: 1, steps,
+  steps)."""
+  result, _ = _loop_train(tf, config, examples, tokenizer, 1 + 2 * steps,
+                          os.path.join(workdir, f"train-{int(fixed_padding)}"),
+                          fixed_padding=fixed_padding, steps_per_loop=steps)
+  return result["examples_per_second"]
 
 
 # --------------------------------------------------------------------------- Hugging Face
@@ -120,17 +134,10 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   """Prediction on the same texts with the same weights, ours against transformers'."""
   import numpy as np  # pylint: disable=g-import-not-at-top
 
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-
-  from bert import heads
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-
+  del config  # the shared MiniLM's, which sst2.classifier_model reads
   tf.keras.utils.set_random_seed(2)
-  model, _ = heads.build_classifier_model(config, 2)
-  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
-  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
-          if k.startswith("output_")}
-  np.savez(os.path.join(workdir, "head.npz"), **head)
+  model = sst2.classifier_model(os.path.join(MODEL_DIR, "bert_model.ckpt"))
+  sst2.save_head(model, os.path.join(workdir, "head.npz"))
   texts = [e.text_a for e in examples]
   with open(os.path.join(workdir, "texts.json"), "w", encoding="utf-8") as handle:
     json.dump(texts, handle)
@@ -140,9 +147,9 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   for _ in range(PREDICT_REPEATS):
     ours, elapsed = _our_predict(model, tokenizer, examples)
     seconds = min(seconds, elapsed)
-  load = hf_bridge.load_average()
+  load = machine.load_average()
   hf, why = hf_bridge.run_hf("predict", {
-      "threads": hf_bridge.threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
+      "threads": machine.threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
       "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
       "max_seq_length": SEQ, "logits_file": os.path.join(workdir, "hf_logits.npy"),
       "repeats": PREDICT_REPEATS}, workdir)
@@ -163,44 +170,24 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
       {"name": "classifier_predict_hf", "value": round(hf_rate, 1), "unit": "examples/s",
        "note": f"BertForSequenceClassification, DataCollatorWithPadding, inference_mode, "
                f"{hf['threads']} threads, texts to logits, {timing}; first pass "
-               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {hf_bridge.load_average()}"},
+               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {machine.load_average()}"},
       {"name": "classifier_predict_ours_vs_hf", "value": round((n / seconds) / hf_rate, 2),
        "unit": "x", "note": f"same weights (max |logit diff| {diff:.1e}, same class on "
                             f"{agree:.1%}), batch {BATCH}; target >= 2x"}]
 
 
 def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
-  """(examples/s over the last timed_steps steps, dev accuracy, final loss): run_classifier's
+  """(examples/s of the last loop call, dev accuracy, final loss): run_classifier's
   training path (make_dataset, loop.train) from the shared MiniLM."""
-  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import metrics  # pylint: disable=g-import-not-at-top
-  from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.training import loop  # pylint: disable=g-import-not-at-top
-  from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
-  strategy = strategies.create_strategy("one_device")
-  with strategy.scope():
-    model, _ = heads.build_classifier_model(config, 2)
-    optimizer = optimization.create_optimizer(FINETUNE_LEARNING_RATE, steps, steps // 10)
-  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
-
-  def dataset_fn(context, batch_size):
-    return classifier_features.make_dataset(
-        train, ["0", "1"], tokenizer, SEQ, batch_size, is_training=True, seed=1,
-        input_context=context)
-
-  # Two loop calls: steps - timed_steps (traces; untimed), then timed_steps, whose rate
+  # Loop calls of 1 (traces; untimed), steps - timed_steps, then the rest, whose rate
   # train() reports.
-  state = checkpoints.RunCheckpoint(os.path.join(workdir, "ours-finetune"), model,
-                                    optimizer, strategy)
-  result = loop.train(
-      strategy, model, optimizer, heads.classifier_loss, dataset_fn, state,
-      loop.TrainConfig(global_batch_size=BATCH, num_train_steps=steps,
-                       steps_per_loop=steps - timed_steps, log_every_steps=steps,
-                       save_checkpoints_steps=10**9))
+  result, model = _loop_train(
+      tf, config, train, tokenizer, steps, os.path.join(workdir, "ours-finetune"),
+      learning_rate=FINETUNE_LEARNING_RATE, steps_per_loop=steps - timed_steps,
+      init_checkpoint=os.path.join(MODEL_DIR, "bert_model.ckpt"))
   logits, _ = _our_predict(model, tokenizer, dev)
   accuracy = metrics.accuracy(logits.argmax(1), [int(e.label) for e in dev])
   return result["examples_per_second"], accuracy, result["loss"]
@@ -224,7 +211,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
            "note": f"loop.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
                    f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
-                   f"{hf_bridge.load_average()}"}]
+                   f"{machine.load_average()}"}]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
     json.dump({"train_texts": [e.text_a for e in train],
                "train_labels": [int(e.label) for e in train],
@@ -236,7 +223,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   grouped_rate = None
   for group, suffix in ((False, ""), (True, "_grouped")):
     hf, why = hf_bridge.run_hf("finetune", {
-        "threads": hf_bridge.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
+        "threads": machine.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
         "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
         "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
         "learning_rate": FINETUNE_LEARNING_RATE, "max_seq_length": SEQ}, workdir)
@@ -251,7 +238,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
          "value": round(hf["examples_per_second"], 1), "unit": "examples/s",
          "note": f"BertForSequenceClassification, torch AdamW, DataCollatorWithPadding on "
                  f"{batches}, {hf['threads']} threads; dev accuracy {hf['accuracy']:.4f}, "
-                 f"loss {hf['final_loss']:.3f}; {hf['versions']}; {hf_bridge.load_average()}"},
+                 f"loss {hf['final_loss']:.3f}; {hf['versions']}; {machine.load_average()}"},
         {"name": f"classifier_finetune_ours_vs_hf{suffix}",
          "value": round(rate / hf["examples_per_second"], 2), "unit": "x",
          "note": f"dev accuracy ours {accuracy:.4f} vs HF {hf['accuracy']:.4f} ("
@@ -269,7 +256,6 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
 def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
   """What stands in the way of 2x HF grouped (the target): step_floor's training ceiling
   at the subset's mean length without padding, the least work any implementation does."""
-  import step_floor  # pylint: disable=g-import-not-at-top
   pieces = tokenizer.tokenize_batch([e.text_a for e in train])
   lengths = [min(len(ids) + 2, SEQ) for ids in pieces]
   mean = sum(lengths) / len(lengths)
@@ -282,7 +268,7 @@ def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
        "unit": "examples/s",
        "note": f"benchmarks/parts/step_floor.py: batch {BATCH} / (the step's matmuls alone + "
                f"the optimizer update) at {mean:.2f} tokens a row, no padding; {notes}; "
-               f"{hf_bridge.load_average()}"},
+               f"{machine.load_average()}"},
       {"name": "classifier_finetune_ceiling_vs_hf_grouped",
        "value": round(out["train_ceiling"] / grouped_rate, 2), "unit": "x",
        "note": "the most any step built on this machine's matmul kernels could reach "
@@ -302,12 +288,10 @@ def run(quick=False, hf_only=False):
   """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-
-  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
-  from bert import optimization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(1)
@@ -322,6 +306,7 @@ def run(quick=False, hf_only=False):
            f" tokens), L{config.num_hidden_layers} H{config.hidden_size}, batch {BATCH}")
   rows = []
   rates = {}
+  workdir = tempfile.mkdtemp(prefix="bench-classifier-")
   for fixed in (() if hf_only else (False, True)):
     label = "fixed128" if fixed else "per_batch"
     model, _ = heads.build_classifier_model(config, 2)
@@ -329,13 +314,8 @@ def run(quick=False, hf_only=False):
     rates[("predict", fixed)] = _predict_rate(
         tf, model, lambda: classifier_features.predict_batches(
             examples, ["0", "1"], tokenizer, SEQ, BATCH, fixed_padding=fixed), len(examples))
-    steps = 4 if quick else 12
-    optimizer = optimization.create_optimizer(2e-5, 1000, 100)
-    train_dataset = classifier_features.make_dataset(examples, ["0", "1"], tokenizer, SEQ,
-                                                     BATCH, is_training=True,
-                                                     fixed_padding=fixed, seed=1)
-    rates[("train", fixed)] = _train_rate(tf, model, optimizer, train_dataset, steps,
-                                          warmup=3)
+    rates[("train", fixed)] = _train_rate(tf, config, examples, tokenizer, fixed,
+                                          4 if quick else 12, workdir)
     for mode in ("predict", "train"):
       rows.append({"name": f"classifier_{mode}_{label}",
                    "value": round(rates[(mode, fixed)], 1), "unit": "examples/s",
@@ -344,6 +324,7 @@ def run(quick=False, hf_only=False):
     rows.append({"name": f"classifier_{mode}_speedup_per_batch_vs_fixed128",
                  "value": round(rates[(mode, False)] / rates[(mode, True)], 2), "unit": "x",
                  "note": "same run, same model; target >= 2x for prediction"})
+  shutil.rmtree(workdir, ignore_errors=True)
   rows += _hf_rows(tf, config, tokenizer, examples, quick)
   return rows
 

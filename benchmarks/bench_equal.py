@@ -26,14 +26,20 @@ Online latency (--latency=N): batch 1, one warm process per side, N rows one at 
 file order; p50/p95/p99 of each request (model call on the pre-tokenized row) and the
 model's load time (load plus first call).
 Rounds are interleaved (the side order rotates each round). Every side's threads:
-hf_bridge.threads() (the CPUs this process may use).
+machine.threads() (the CPUs this process may use).
 
-  python benchmarks/bench_equal.py --finetuned_dir=RUN --export_dir=EXPORT
+  python -m benchmarks.bench_equal --finetuned_dir=RUN --export_dir=EXPORT
       [--sentences=5000] [--rounds=3] [--orders=file,sorted] [--data=train|dev]
-      [--screen=1000] [--latency=1000]
+      [--screen=1000] [--latency=1000] [--prepare] [--json_out=FILE]
 
-Needs `make bench-hf-setup` (.venv-hf: torch, transformers, onnxruntime) and `make
-bench-tf2onnx-setup` (.venv-tf2onnx); without them the ORT sides are left out, saying so.
+--prepare: where EXPORT holds no LiteRT model yet, first make RUN and EXPORT as
+docs/benchmarks.md's command does (run_classifier.py fine-tunes the shared MiniLM on
+SST-2 for 0.05 epochs, --export_dir with --litert=both; sst2.finetune_and_export). `make
+bench-equal` is the whole quiet run in one command: --prepare, 5,000 sentences, 3 rounds.
+Needs ../shared/data, `make bench-hf-setup` (.venv-hf: torch, transformers, onnxruntime)
+and `make bench-tf2onnx-setup` (.venv-tf2onnx); without the last two the ORT sides (or
+their tf2onnx setups) are left out, saying so. `run(quick)` is run_all.py's entry: the
+same with --prepare into out/sst2_bench, fewer sentences with --quick.
 """
 
 import argparse
@@ -45,45 +51,23 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from benchmarks.parts import equal_batching
+from benchmarks.parts import hf_bridge
+from benchmarks.parts import machine
+from benchmarks.parts import sst2
 
-import equal_batching  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-
-BATCH = 32
-SST2 = os.path.join(ROOT, "..", "shared", "data", "glue", "SST-2")
+ROOT = sst2.ROOT
+PARTS = os.path.dirname(os.path.abspath(equal_batching.__file__))
+BATCH = sst2.BATCH
 TF2ONNX_PYTHON = os.path.join(ROOT, ".venv-tf2onnx", "bin", "python")
 SIDES = ("litert_int8", "ort_int8", "litert_f32", "ort_f32", "tf_f32")
 # The equal comparisons: (faster candidate, peer) -> peer s / candidate s per round.
 PAIRS = (("litert_int8", "ort_int8"), ("litert_int8", "tf_f32"),
          ("litert_f32", "ort_f32"), ("litert_f32", "tf_f32"))
 LATENCY_SIDES = ("litert_int8", "ort_int8", "tf_f32", "litert_f32")
-
-
-def read_sentences(data, count):
-  """(texts, labels or None): the first `count` SST-2 train sentences, or the dev set."""
-  name = "dev.tsv" if data == "dev" else "train.tsv"
-  with open(os.path.join(SST2, name), encoding="utf-8") as handle:
-    rows = [r.split("\t") for r in handle.read().split("\n")[1:] if r]
-  if data != "dev":
-    rows = rows[:count]
-  return [r[0] for r in rows], [int(r[1]) for r in rows]
-
-
-def tokenize(model_file, texts, ids_file):
-  """The rows as predict_litert.py encodes them (the export's vocab and max_seq_length)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from bert.litert import predictor  # pylint: disable=g-import-not-at-top
-  model = predictor.load_model(model_file, 1)
-  rows = [model.encode(text)[0] for text in texts]
-  offsets = np.cumsum([0] + [len(r) for r in rows])
-  np.savez(ids_file, ids=np.concatenate([np.asarray(r, np.int32) for r in rows]),
-           offsets=offsets)
-  return [len(r) for r in rows]
+# make bench's run (run_all.py): the model docs/benchmarks.md's command makes, in out/.
+DEFAULT_FINETUNED_DIR = os.path.join(ROOT, "out", "sst2_bench")
+DEFAULT_EXPORT_DIR = os.path.join(ROOT, "out", "sst2_bench_export")
 
 
 def _check(proc, what):
@@ -95,13 +79,12 @@ def _check(proc, what):
 
 def build_ort_setups(finetuned_dir, export_dir, work, threads):
   """[setup dicts] (ort_setups.py) from both ONNX sources, and {name: why} of failures."""
-  import bench_predict  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
   failed, sources = {}, {}
   head_file = os.path.join(work, "head.npz")
-  bench_predict.prepare_finetuned(finetuned_dir, os.path.join(work, "ours_copy"), head_file)
+  sst2.prepare_finetuned(finetuned_dir, os.path.join(work, "ours_copy"), head_file)
   hf_dir = os.path.join(work, "hf_export")
-  bench_predict.prepare_hf_export(finetuned_dir, hf_dir)
+  sst2.prepare_hf_export(finetuned_dir, hf_dir)
   prepared, why = hf_bridge.run_hf("prepare_predict", {
       "model_dir": hf_dir, "threads": threads, "head_file": head_file,
       "hf_model_dir": os.path.join(work, "hf_model"),
@@ -123,14 +106,13 @@ def build_ort_setups(finetuned_dir, export_dir, work, threads):
       failed["tf2onnx"] = (proc.stderr.strip().splitlines() or ["?"])[-1][:300]
   else:
     failed["tf2onnx"] = "no .venv-tf2onnx: `make bench-tf2onnx-setup`"
-  config = model_config.load_bert_config(os.path.join(bench_predict.MODEL_DIR,
-                                                      "bert_config.json"))
+  config = model_config.load_bert_config(os.path.join(sst2.MODEL_DIR, "bert_config.json"))
   request = os.path.join(work, "ort-setups.json")
   with open(request, "w", encoding="utf-8") as handle:
     json.dump({"sources": sources, "out_dir": os.path.join(work, "ort"),
                "num_heads": config.num_attention_heads,
                "hidden_size": config.hidden_size}, handle)
-  proc = _check(subprocess.run([hf_bridge.hf_python(), os.path.join(HERE, "ort_setups.py"),
+  proc = _check(subprocess.run([hf_bridge.hf_python(), os.path.join(PARTS, "ort_setups.py"),
                                 request], capture_output=True, text=True), "ort_setups.py")
   built = json.loads(proc.stdout.strip().splitlines()[-1])
   failed.update(built["failed"])
@@ -156,7 +138,7 @@ class Runner:
     python = hf_bridge.hf_python() if kind == "ort" else sys.executable
     self.loads.append(os.getloadavg()[0])
     started = time.perf_counter()
-    _check(subprocess.run([python, os.path.join(HERE, "equal_side.py"), base + "-request.json"],
+    _check(subprocess.run([python, os.path.join(PARTS, "equal_side.py"), base + "-request.json"],
                           capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")),
            f"equal_side.py {kind} {os.path.basename(model)}")
@@ -199,10 +181,10 @@ def checked_round(plan, sides, run_side):
 
 
 def _fmt_ratio(values):
-  return hf_bridge.spread(values, "{:.2f}x")
+  return machine.spread(values, "{:.2f}x")
 
 
-def main():
+def parse_args(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--finetuned_dir", required=True)
   parser.add_argument("--export_dir", required=True)
@@ -216,20 +198,27 @@ def main():
   parser.add_argument("--latency", type=int, default=1000, help="0: no latency run")
   parser.add_argument("--sides", default=",".join(SIDES))
   parser.add_argument("--json_out", default=None, help="also write every figure here")
-  args = parser.parse_args()
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  threads = hf_bridge.threads()
+  parser.add_argument("--prepare", action="store_true",
+                      help="make --finetuned_dir and --export_dir first where the export "
+                           "holds no LiteRT model (docs/benchmarks.md's command)")
+  return parser.parse_args(argv)
+
+
+def measure(args):
+  """Every side's rounds, the ORT setup search and the latency run: a dict of figures
+  (seconds[(order, side)] = [(whole s, model s)] per round)."""
+  threads = machine.threads()
   sides = [s for s in args.sides.split(",") if s]
   orders = [o for o in args.orders.split(",") if o]
   litert = os.path.join(args.export_dir, "litert")
   models = {"litert_int8": ("litert", os.path.join(litert, "model_int8.tflite")),
             "litert_f32": ("litert", os.path.join(litert, "model_float32.tflite")),
             "tf_f32": ("tf", os.path.join(args.export_dir, "ids"))}
-  report = {"cpu": hf_bridge.cpu_model(), "threads": threads, "data": args.data}
+  report = {"cpu": machine.cpu_model(), "threads": threads, "data": args.data}
   with tempfile.TemporaryDirectory(prefix="bench-equal-") as work:
-    texts, labels = read_sentences(args.data, args.sentences)
+    texts, labels = sst2.read_sentences(args.data, args.sentences)
     ids_file = os.path.join(work, "ids.npz")
-    lengths = tokenize(models["litert_int8"][1], texts, ids_file)
+    lengths = sst2.tokenize(models["litert_int8"][1], texts, ids_file)
     runner = Runner(work, ids_file, threads)
     ort_wanted = [s for s in sides if s.startswith("ort")]
     if ort_wanted and hf_bridge.hf_python() is None:
@@ -240,7 +229,7 @@ def main():
       report["ort_failed"] = failed
       if args.screen:
         screen_runner = Runner(work, os.path.join(work, "screen.npz"), threads)
-        screen_lengths = tokenize(models["litert_int8"][1], texts[:args.screen],
+        screen_lengths = sst2.tokenize(models["litert_int8"][1], texts[:args.screen],
                                   screen_runner.ids_file)
         plan = os.path.join(work, "screen-plan.json")
         equal_batching.write_plan(plan, screen_lengths, BATCH, "sorted")
@@ -280,20 +269,53 @@ def main():
     latency = {}
     if args.latency:
       lat_runner = Runner(work, os.path.join(work, "latency.npz"), threads)
-      tokenize(models["litert_int8"][1], texts[:args.latency], lat_runner.ids_file)
+      sst2.tokenize(models["litert_int8"][1], texts[:args.latency], lat_runner.ids_file)
       for side in [s for s in LATENCY_SIDES if s in sides]:
         kind, model, *spin = models[side]
         latency[side] = lat_runner.run(kind, model, None, *(spin or ["1"]))
       runner.loads += lat_runner.loads
       singles = equal_batching.order_digest([[i] for i in range(len(texts[:args.latency]))])
       equal_batching.check_same_order(singles, {s: r["digest"] for s, r in latency.items()})
-  loads = runner.loads
-  print(f"\nCPU: {report['cpu']}; {threads} threads per side; {len(texts):,} SST-2 "
+  return {"report": report, "threads": threads, "sides": sides, "orders": orders,
+          "texts": len(texts), "labels": labels, "loads": runner.loads,
+          "seconds": seconds, "probs": probs, "latency": latency}
+
+
+def ratios(figures):
+  """{"ORDER:MINE_vs_PEER": (whole-process ratios, model-only ratios)}: peer s / mine s,
+  one a round."""
+  seconds, out = figures["seconds"], {}
+  for order in figures["orders"]:
+    for mine, peer in PAIRS:
+      if (order, mine) in seconds and (order, peer) in seconds:
+        whole = [p[0] / m[0] for m, p in zip(seconds[(order, mine)], seconds[(order, peer)])]
+        model = [p[1] / m[1] for m, p in zip(seconds[(order, mine)], seconds[(order, peer)])]
+        out[f"{order}:{mine}_vs_{peer}"] = (whole, model)
+  return out
+
+
+def sorting_gains(figures):
+  """{side: (whole-process gains, model-only gains)}: file s / sorted s, one a round."""
+  seconds = figures["seconds"]
+  return {side: tuple([f[i] / t[i] for f, t in zip(seconds[("file", side)],
+                                                  seconds[("sorted", side)])]
+                      for i in (0, 1))
+          for side in figures["sides"]
+          if ("file", side) in seconds and ("sorted", side) in seconds}
+
+
+def print_report(figures, args):
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  report, threads, loads = figures["report"], figures["threads"], figures["loads"]
+  seconds, probs, latency = figures["seconds"], figures["probs"], figures["latency"]
+  sides, labels, count = figures["sides"], figures["labels"], figures["texts"]
+  print(f"\nCPU: {report['cpu']}; {threads} threads per side; {count:,} SST-2 "
         f"{args.data} sentences, batch {BATCH}; {args.rounds} interleaved rounds; load avg "
         f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}; {time.strftime('%Y-%m-%d')}")
   if "screen" in report:
     print("\nONNX Runtime setup search (model time on the first "
-          f"{args.screen:,} rows, sorted, one process each):")
+          f"{args.screen:,} rows, sorted, one process each):" if args.screen else
+          "\nONNX Runtime setups (--screen=0: no search, bench_predict's setups):")
     for precision, entry in report["screen"].items():
       print(f"  {precision} winner: {entry['winner']} spinning={entry['spinning']}; "
             + ", ".join(f"{n}/{'spin' if sp == '1' else 'nospin'} {t:.2f}s"
@@ -307,28 +329,23 @@ def main():
           f"{statistics.median(v[1] for v in values):.2f} |")
   print("\n| order | comparison | whole process | model only |")
   print("|---|---|---|---|")
-  ratios = {}
-  for order in orders:
-    for mine, peer in PAIRS:
-      if (order, mine) not in seconds or (order, peer) not in seconds:
-        continue
-      whole = [p[0] / m[0] for m, p in zip(seconds[(order, mine)], seconds[(order, peer)])]
-      model = [p[1] / m[1] for m, p in zip(seconds[(order, mine)], seconds[(order, peer)])]
-      ratios[f"{order}:{mine}_vs_{peer}"] = (statistics.median(whole), statistics.median(model))
-      print(f"| {order} | {mine} vs {peer} | {_fmt_ratio(whole)} | {_fmt_ratio(model)} |")
-  if "file" in orders and "sorted" in orders:
+  pairs = ratios(figures)
+  for name, (whole, model) in pairs.items():
+    order, pair = name.split(":")
+    print(f"| {order} | {pair.replace('_vs_', ' vs ')} | {_fmt_ratio(whole)} | "
+          f"{_fmt_ratio(model)} |")
+  gains = sorting_gains(figures)
+  if gains:
     print("\n| side | sorting gain, whole process (file s / sorted s) | model only |")
     print("|---|---|---|")
-    for side in sides:
-      whole = [f[0] / s[0] for f, s in zip(seconds[("file", side)], seconds[("sorted", side)])]
-      model = [f[1] / s[1] for f, s in zip(seconds[("file", side)], seconds[("sorted", side)])]
+    for side, (whole, model) in gains.items():
       print(f"| {side} | {_fmt_ratio(whole)} | {_fmt_ratio(model)} |")
   reference = probs.get("tf_f32")
   print("\n| side | same class as tf_f32 | max abs p diff |"
         + (" accuracy |" if args.data == "dev" else ""))
   print("|---|---|---|" + ("---|" if args.data == "dev" else ""))
   for side in sides:
-    same = (f"{int((probs[side].argmax(1) == reference.argmax(1)).sum()):,} of {len(texts):,}"
+    same = (f"{int((probs[side].argmax(1) == reference.argmax(1)).sum()):,} of {count:,}"
             if reference is not None else "-")
     diff = (f"{float(np.abs(probs[side] - reference).max()):.1e}"
             if reference is not None else "-")
@@ -345,9 +362,58 @@ def main():
     with open(args.json_out, "w", encoding="utf-8") as handle:
       json.dump({**report, "loads": [min(loads), max(loads)],
                  "seconds": {f"{o}:{s}": v for (o, s), v in seconds.items()},
-                 "ratios": ratios,
+                 "ratios": {k: (statistics.median(w), statistics.median(m))
+                            for k, (w, m) in pairs.items()},
                  "latency": {s: {k: v for k, v in r.items() if k != "probs"}
                              for s, r in latency.items()}}, handle, indent=1)
+
+
+def rows(figures, command):
+  """run_all.py's rows: each equal comparison (whole process, model time in the note),
+  the sorting gains and the batch-1 p50s."""
+  cpu, loads = figures["report"]["cpu"], figures["loads"]
+  scope = (f"{figures['texts']:,} SST-2 sentences, batch {BATCH}, "
+           f"{len(figures['seconds'][next(iter(figures['seconds']))])} rounds; {cpu}; load "
+           f"avg (1 min) at each start {min(loads):.2f}-{max(loads):.2f}; {command}")
+  out = []
+  for name, (whole, model) in ratios(figures).items():
+    out.append({"name": f"equal {name.replace(':', ' ')}", "value":
+                round(machine.median_range(whole)[0], 2), "unit": "x",
+                "note": f"whole process {_fmt_ratio(whole)}, model only "
+                        f"{_fmt_ratio(model)}; {scope}"})
+  for side, (whole, _) in sorting_gains(figures).items():
+    out.append({"name": f"equal sorting gain {side}", "value":
+                round(machine.median_range(whole)[0], 2), "unit": "x",
+                "note": f"file s / sorted s, whole process, {_fmt_ratio(whole)}"})
+  for side, result in figures["latency"].items():
+    out.append({"name": f"equal latency {side} p50", "value": round(result["p50_ms"], 2),
+                "unit": "ms", "note": f"batch 1, p95 {result['p95_ms']:.2f}, p99 "
+                                      f"{result['p99_ms']:.2f} ms, load {result['load_s']:.2f} s"})
+  return out
+
+
+def run(quick=False):
+  """run_all.py's entry: the model of docs/benchmarks.md's command (made first in out/ if
+  missing), every side; --quick: 500 sentences, one round, a 200-row setup search."""
+  if not os.path.isdir(sst2.SST2):
+    return [{"name": "equal batches", "value": "skipped", "unit": "",
+             "note": f"{sst2.SST2} not found (needs ../shared/data)"}]
+  argv = [f"--finetuned_dir={DEFAULT_FINETUNED_DIR}", f"--export_dir={DEFAULT_EXPORT_DIR}",
+          "--prepare"]
+  if quick:
+    argv += ["--sentences=500", "--rounds=1", "--screen=200", "--latency=100"]
+  args = parse_args(argv)
+  sst2.finetune_and_export(args.finetuned_dir, args.export_dir)
+  figures = measure(args)
+  return rows(figures, "python -m benchmarks.bench_equal " + " ".join(argv))
+
+
+def main(argv=None):
+  args = parse_args(argv)
+  if args.prepare:
+    sst2.finetune_and_export(args.finetuned_dir, args.export_dir)
+  figures = measure(args)
+  print_report(figures, args)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """Benchmark: training memory per sequence length, against the original's out-of-memory table.
 
-  .venv/bin/python benchmarks/bench_memory.py           # BERT-Base and BERT-Large, seq 128/512
-  .venv/bin/python benchmarks/bench_memory.py --quick   # BERT-Base only (~4 min on 2 cores)
-  .venv/bin/python benchmarks/bench_memory.py --model=large
+  python -m benchmarks.bench_memory           # BERT-Base and BERT-Large, seq 128/512
+  python -m benchmarks.bench_memory --quick   # BERT-Base only
+  python -m benchmarks.bench_memory --model=large
 
 The original README lists the largest batch that fits a 12 GB GPU when fine-tuning
 (BERT-Base: 32 at seq 128, 6 at seq 512; BERT-Large: 6 at 128, none at 512). Here each
-(model, seq, batch) trains two steps through the real training loop (bench_pretraining's
-child: training.train, AdamWeightDecay, the masked-LM + NSP heads, float32) in its
-own process, and its peak resident memory is read from the kernel (wait4's ru_maxrss).
+(model, seq, batch) trains two steps of run_pretraining's own step and loop
+(benchmarks/parts/train_run.py: loop.make_train_step, AdamWeightDecay, the masked-LM + NSP
+heads, float32) in its own process, and its peak resident memory is read from the kernel (wait4's ru_maxrss).
 Two batch sizes per sequence length give, by difference, the memory one more sequence
 costs (activations kept for the backward pass) and the fixed part (weights, gradients,
 two Adam slots, the runtime). The runtime's own share (TensorFlow's libraries and heap
@@ -28,11 +28,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "parts"))
+from benchmarks.parts import train_run
 
-import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 GPU_MB = 12 * 1024  # the original README's 12 GB GPU
 # The original README's table (fine-tuning, 12 GB GPU): model -> {seq: max batch}.
@@ -58,17 +56,21 @@ def parameter_count(hidden_size, num_hidden_layers, intermediate_size, vocab_siz
 def _child(name, seq, batch):
   """Runs in a subprocess: the runtime's memory, then two training steps."""
   import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
+  cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   baseline_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
   print(json.dumps({"baseline_mb": baseline_mb}), flush=True)
-  bench_pretraining.child(name, "float32", False, batch, steps=1, seq=seq,
-                          predictions=max(20, seq * 20 // 128))
+  run = train_run.build(dict(train_run.CONFIGS[name], vocab_size=train_run.VOCAB),
+                        "pretrain", seq, max(20, seq * 20 // 128), batch)
+  run.loop(1)
+  run.loop(1)
 
 
 def run(quick=False, names=None):
   names = names or (["base"] if quick else ["base", "large"])
   rows = []
   for name in names:
-    params = parameter_count(**bench_pretraining.CONFIGS[name])
+    params = parameter_count(**train_run.CONFIGS[name])
     state_mb = 16 * params / 2 ** 20  # weights, gradients and two Adam slots, float32
     for seq in (128, 512):
       peaks = {}
@@ -110,8 +112,9 @@ def _measure(name, seq, batch):
   """(peak resident MB, runtime baseline MB) of one child process."""
   with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
     process = subprocess.Popen(
-        [sys.executable, os.path.abspath(__file__), "--child", name, str(seq), str(batch)],
-        stdout=out, stderr=err, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        [sys.executable, "-m", "benchmarks.bench_memory", "--child", name, str(seq),
+         str(batch)],
+        stdout=out, stderr=err, cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     # wait4 reports this child's own peak resident set, not the largest of all children.
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)

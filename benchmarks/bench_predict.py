@@ -39,7 +39,7 @@ machine falls on every side alike; per round the ratios hf/ours and ort/ours, th
 median and min-max. The results files are checked against each other: the same class on
 every row, probabilities within PROBABILITY_TOLERANCE.
 
-  python benchmarks/bench_predict.py [--quick] [--rounds=3] [--sentences=10000]
+  python -m benchmarks.bench_predict [--quick] [--rounds=3] [--sentences=10000]
       [--sides=ours,ort,hf[,ours_bf16,ort_int8,litert_f32,litert_int8]]
       [--finetuned_dir=DIR] [--ours_flags=...] [--baseline_tree=DIR]
 
@@ -61,17 +61,15 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (ROOT, HERE, os.path.join(HERE, "parts")):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from benchmarks.parts import hf_bridge
+from benchmarks.parts import machine
+from benchmarks.parts import sst2
+from benchmarks.parts import step_floor
 
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+ROOT = sst2.ROOT
 # The classifier benchmark's data, model and shapes: SST-2, the shared MiniLM, 32 x 128.
-from bench_classifier import BATCH, MODEL_DIR, SEQ, SST2  # noqa: E402  pylint: disable=g-import-not-at-top
-
-VOCAB = os.path.join(MODEL_DIR, "vocab.txt")  # the model's own, as a user passes it
+MODEL_DIR, BATCH, SEQ = sst2.MODEL_DIR, sst2.BATCH, sst2.SEQ
+VOCAB = sst2.MODEL_VOCAB  # the model's own, as a user passes it
 # |p_ours - p_other| allowed on every probability: the three runtimes sum in different
 # orders (and ORT fuses attention and GELU), so equal to rounding, not bit for bit.
 PROBABILITY_TOLERANCE = 1e-4
@@ -93,103 +91,19 @@ LITERT_TARGETS = {"litert_int8": {"ort_int8": 1.5, "ours": 2.5},
                   "litert_f32": {"ort": None, "ours": None}}
 
 
-def write_test_file(path, sentences):
-  """The first `sentences` of SST-2 train.tsv as a GLUE test.tsv (index, sentence)."""
-  with open(os.path.join(SST2, "train.tsv"), encoding="utf-8") as handle:
-    rows = handle.read().split("\n")[1:sentences + 1]
-  texts = [row.split("\t")[0] for row in rows if row]
-  if len(texts) < sentences:
-    raise SystemExit(f"{SST2}/train.tsv has only {len(texts)} sentences")
-  with open(path, "w", encoding="utf-8") as handle:
-    handle.write("index\tsentence\n")
-    for i, text in enumerate(texts):
-      handle.write(f"{i}\t{text}\n")
-  return texts
-
-
-def prepare_ours(output_dir, head_file):
-  """output_dir holding a classifier checkpoint as run_classifier's training leaves it:
-  the MiniLM encoder and a seeded random head (saved to head_file for the other sides)."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-
-  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
-  from bert import heads
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
-
-  tf.keras.utils.set_random_seed(7)
-  config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = heads.build_classifier_model(config, 2)
-  checkpoints.load_checkpoint(model, os.path.join(MODEL_DIR, "bert_model.ckpt"))
-  # A head with weights of standard deviation 1 (not the initialiser's 0.02): logits far
-  # enough apart that "the same class" is a real check, not a coin toss at p = 0.5.
-  for name, variable in modeling.google_variable_map(model).items():
-    if name.startswith("output_weights"):
-      variable.assign(tf.random.stateless_normal(variable.shape, [7, 7], dtype=variable.dtype))
-  processor = classifier_data.Sst2Processor()
-  head_info = {"task": type(processor).__name__.replace("Processor", ""),
-               "head": "classifier", "labels": [str(l) for l in processor.get_labels()]}
-  checkpoints.RunCheckpoint(output_dir, model, head_info=head_info).save()
-  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
-          if k.startswith("output_")}
-  np.savez(head_file, **head)
-
-
-def prepare_finetuned(finetuned_dir, output_dir, head_file):
-  """Our side's output_dir: a copy of a fine-tuned SST-2 run's checkpoints (not its
-  results, logs or TensorBoard events), and its head saved to head_file."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-
-  from bert import heads  # pylint: disable=g-import-not-at-top
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.training import model_config  # pylint: disable=g-import-not-at-top
-
-  shutil.copytree(finetuned_dir, output_dir, ignore=shutil.ignore_patterns(
-      "events.out.*", "train", "eval", "*.tsv", "eval_results.txt", ".bert-run.lock",
-      "*.log"))
-  config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = heads.build_classifier_model(config, 2)
-  checkpoints.load_checkpoint(model, output_dir)
-  head = {k.split("/")[-1]: v.numpy() for k, v in modeling.google_variable_map(model).items()
-          if k.startswith("output_")}
-  np.savez(head_file, **head)
-
-
-def _run_prepared(command, what):
-  proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-  if proc.returncode != 0:
-    raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n"
-                       + (proc.stderr.strip() or proc.stdout.strip())[-1500:])
-
-
 def prepare_litert(data_dir, output_dir, export_dir):
   """The LiteRT models of our side's checkpoint, as a user makes them: run_classifier.py
   --export_dir (both precisions, each checked against the SavedModel), untimed."""
   command = [a for a in our_command(data_dir, output_dir) if a != "--do_predict"]
-  _run_prepared(command + [f"--export_dir={export_dir}", "--litert=both"],
+  sst2.run_prepared(command + [f"--export_dir={export_dir}", "--litert=both"],
                 "run_classifier.py --export_dir (the LiteRT models)")
   return os.path.join(export_dir, "litert")
-
-
-def prepare_hf_export(finetuned_dir, hf_dir):
-  """The fine-tuned run's weights as a Hugging Face directory (export_encoder.py), for the
-  HF and ORT sides."""
-  _run_prepared([sys.executable, os.path.join(ROOT, "export_encoder.py"),
-                 "--format=huggingface", f"--vocab_file={VOCAB}",
-                 f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
-                 f"--init_checkpoint={finetuned_dir}", f"--export_dir={hf_dir}"],
-                "export_encoder.py --format=huggingface")
 
 
 def litert_command(model_file, data_dir, output_dir):
   return [sys.executable, os.path.join(ROOT, "predict_litert.py"), f"--model={model_file}",
           "--task_name=sst2", f"--data_dir={data_dir}", f"--output_dir={output_dir}",
-          f"--predict_batch_size={BATCH}", f"--num_threads={hf_bridge.threads()}"]
+          f"--predict_batch_size={BATCH}", f"--num_threads={machine.threads()}"]
 
 
 def our_command(data_dir, output_dir, extra_flags=(), tree=ROOT):
@@ -247,13 +161,13 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     data_dir = os.path.join(work, "data")
     os.makedirs(data_dir)
     test_file = os.path.join(data_dir, "test.tsv")
-    texts = write_test_file(test_file, sentences)
+    texts = sst2.write_test_file(test_file, sentences)
     output_dir = os.path.join(work, "ours")
     head_file = os.path.join(work, "head.npz")
     if finetuned_dir:
-      prepare_finetuned(finetuned_dir, output_dir, head_file)
+      sst2.prepare_finetuned(finetuned_dir, output_dir, head_file)
     else:
-      prepare_ours(output_dir, head_file)
+      sst2.prepare_ours(output_dir, head_file)
     commands = {"ours": our_command(data_dir, output_dir, ours_flags)}
     results = {"ours": os.path.join(output_dir, "test_results.tsv")}
     if any(s in LITERT_SIDES for s in sides):  # exported from a copy of our checkpoint
@@ -284,10 +198,10 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     hf_model = {}
     if finetuned_dir and any(s in external for s in sides):
       hf_model["model_dir"] = os.path.join(work, "hf_finetuned")
-      prepare_hf_export(finetuned_dir, hf_model["model_dir"])
+      sst2.prepare_hf_export(finetuned_dir, hf_model["model_dir"])
     if any(s in external for s in sides):
       prepared, why = hf_bridge.run_hf("prepare_predict", {**hf_model,
-          "threads": hf_bridge.threads(), "head_file": head_file,
+          "threads": machine.threads(), "head_file": head_file,
           "hf_model_dir": os.path.join(work, "hf_model"),
           "onnx_file": os.path.join(work, "model.onnx"),
           "onnx_optimized_file": os.path.join(work, "model.opt.onnx"),
@@ -310,7 +224,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         results[side] = os.path.join(work, f"{side}_results.tsv")
         request = os.path.join(work, f"{side}-request.json")
         with open(request, "w", encoding="utf-8") as handle:
-          json.dump({"threads": hf_bridge.threads(), "vocab_file": VOCAB,
+          json.dump({"threads": machine.threads(), "vocab_file": VOCAB,
                      "test_file": test_file, "results_file": results[side],
                      "batch_size": BATCH, "max_seq_length": SEQ, **extra}, handle)
         commands[side] = [hf_python, hf_bridge.HF_SIDE, mode, request]
@@ -329,7 +243,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   weights = (f"the weights of {finetuned_dir}" if finetuned_dir else
              "the pretrained MiniLM with a seeded random head")
   scope = (f"{sentences:,} SST-2 train sentences, MiniLM L6 H384 ({weights}), batch {BATCH}, "
-           f"max_seq_length {SEQ}; {hf_bridge.cpu_model()}, {hf_bridge.threads()} threads; load avg "
+           f"max_seq_length {SEQ}; {machine.cpu_model()}, {machine.threads()} threads; load avg "
            f"(1 min) at each start {min(loads):.2f}-{max(loads):.2f}")
   notes = {"ours": "run_classifier.py --do_predict, whole process"
                    + (f" ({' '.join(ours_flags)})" if ours_flags else ""),
@@ -378,7 +292,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
       rows.append({"name": "predict_whole_process_bf16_speedup",
                    "value": round(statistics.median(ratios), 2), "unit": "x",
                    "note": f"ours s / ours_bf16 s per round: median "
-                           f"{hf_bridge.spread(ratios, '{:.2f}')}; target >= 2x on CPUs "
+                           f"{machine.spread(ratios, '{:.2f}')}; target >= 2x on CPUs "
                            f"with bfloat16 units; {agreement}"})
       continue
     if side in LITERT_TARGETS:
@@ -390,7 +304,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         rows.append({"name": f"predict_whole_process_{side}_vs_{other}",
                      "value": round(statistics.median(ratios), 2), "unit": "x",
                      "note": f"{other} s / {side} s per round: median "
-                             f"{hf_bridge.spread(ratios, '{:.2f}')}; {goal}{agreement}; "
+                             f"{machine.spread(ratios, '{:.2f}')}; {goal}{agreement}; "
                              "NOT equal batching (predict_litert.py sorts rows by "
                              "length, the other sides run file order): the equal "
                              "comparisons are benchmarks/bench_equal.py's"})
@@ -406,7 +320,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     target = {"ort": 2.0, "hf": 3.0}.get(side)
     rows.append({"name": f"predict_whole_process_ours_vs_{side}",
                  "value": round(statistics.median(ratios), 2), "unit": "x",
-                 "note": f"{side} s / ours s per round: median {hf_bridge.spread(ratios, '{:.2f}')}; "
+                 "note": f"{side} s / ours s per round: median {machine.spread(ratios, '{:.2f}')}; "
                          + (f"target >= {target:g}x" if target else
                             "before/after")
                          + f"; {agreement}"
@@ -423,7 +337,6 @@ def _floor_rows(texts, their_seconds):
   every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
   LayerNorm or GELU), at the rate benchmarks/parts/step_floor.py measures in this process."""
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
-  import step_floor  # pylint: disable=g-import-not-at-top
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   lengths = [min(len(ids) + 2, SEQ) for ids in tokenizer.tokenize_batch(texts)]
   mean = sum(lengths) / len(lengths)
@@ -435,7 +348,7 @@ def _floor_rows(texts, their_seconds):
        "unit": "s", "note": f"{len(texts):,} sentences at {mean:.2f} tokens, batch {BATCH}: "
                             f"{rate / 1e9:.1f} GFLOP/s, {100 * rate / out['peak']:.0f}% of "
                             f"this process's matmul peak {out['peak'] / 1e9:.1f} GFLOP/s; "
-                            f"{hf_bridge.load_average()}"},
+                            f"{machine.load_average()}"},
   ] + [
       {"name": f"predict_floor_{side}_vs_floor",
        "value": round(their_seconds[side] / floor_seconds, 2), "unit": "x",

@@ -1,32 +1,36 @@
 """Benchmark: pretraining throughput (examples/s) and achieved FLOP/s vs the machine's peak.
 
-  .venv/bin/python benchmarks/bench_pretraining.py           # BERT-Base seq 128 + small
-  .venv/bin/python benchmarks/bench_pretraining.py --quick   # small config only
-  .venv/bin/python benchmarks/bench_pretraining.py --base [--rounds=3] [--steps=3] \
+  python -m benchmarks.bench_pretraining           # BERT-Base seq 128 + small
+  python -m benchmarks.bench_pretraining --quick   # small config only
+  python -m benchmarks.bench_pretraining --base [--rounds=3] [--steps=3] \
       [--batch=8] [--xla=0,1]   # BERT-Base float32, % of each round's peak
-  .venv/bin/python benchmarks/bench_pretraining.py --small [--rounds=3] [--baseline=DIR]
+  python -m benchmarks.bench_pretraining --small [--rounds=3] [--baseline=DIR]
       # the Korean and demo shapes (benchmarks/parts/small_step.py), XLA off and on,
       # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
       # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
       # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
-      # tree's modeling/training/optimization, and each round gives a paired ratio.
+      # tree's `bert` (its modeling, loop and optimizer), and each round gives a paired
+      # ratio; then each shape's matmuls alone (benchmarks/parts/step_floor.py).
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
-the real training loop (loop.train: strategy.run, AdamWeightDecay, clipping)
-on synthetic pretraining batches (seq 128, 20 predictions, vocab 30,522). The timed loop
-call comes after a first call that traces and compiles, so tracing is excluded.
+run_pretraining's own step and loop (benchmarks/parts/train_run.py: loop.make_train_step
+and loop.make_train_loop, heads.pretraining_loss, AdamWeightDecay, clipping) on synthetic
+pretraining batches (seq 128, 20 predictions, vocab 30,522). The timed loop call comes
+after a first call that traces and compiles, so tracing is excluded.
 
 Training FLOPs per example are counted as 3x the forward matmul FLOPs:
   layers * seq * 2 * (4 H^2 + 2 H I)  +  layers * 4 * seq^2 * H  +  P * 2 * (H^2 + H V)
 (attention projections and FFN, attention scores and context, the masked-LM head over
-P predictions). Peak is measured in the same run: the fastest square tf.matmul (matmul_peak), float32 and
-bfloat16, best of a few runs. `run(quick=False)` returns [{name, value, unit, note}].
+P predictions). Peak is measured in the same run: the fastest square tf.matmul
+(machine.matmul_peak), float32 and bfloat16, best of a few runs. `run(quick=False)`
+returns [{name, value, unit, note}].
 
 Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), each
 configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
 as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
 same way (the same number of timed steps, after at least as many warm-up steps), by
-benchmarks/parts/hf_side.py in its own process; a ratio row compares our float32 XLA-off rate
+benchmarks/parts/hf_side.py in its own process, which reads the batches from a file this
+benchmark writes; a ratio row compares our float32 XLA-off rate
 with it. Its masked-LM head computes logits at every position (the loss only counts the
 labelled ones), ours at the 20 predicted positions only, as the original does.
 """
@@ -36,25 +40,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-for _path in (HERE, os.path.join(HERE, "parts")):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from benchmarks.parts import hf_bridge
+from benchmarks.parts import machine
+from benchmarks.parts import small_step
+from benchmarks.parts import step_floor
+from benchmarks.parts import train_run
 
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-
-CONFIGS = {
-    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                 intermediate_size=3072),
-    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                  intermediate_size=1024),
-    "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
-                  intermediate_size=4096),
-}
-SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = train_run.CONFIGS
+SEQ, PREDICTIONS, VOCAB = train_run.SEQ, train_run.PREDICTIONS, train_run.VOCAB
 
 
 def training_flops_per_example(hidden_size, num_hidden_layers, intermediate_size,
@@ -66,88 +61,19 @@ def training_flops_per_example(hidden_size, num_hidden_layers, intermediate_size
 
 
 def child(name, dtype, xla, batch, steps, seq=SEQ, predictions=PREDICTIONS):
-  """Runs in a subprocess: trains `steps` timed steps, prints a JSON line.
-
-  Also bench_memory.py's workload (other sequence lengths, BERT-Large).
-  """
+  """Runs in a subprocess (the Keras dtype policy is global): one untimed loop call of
+  `steps` steps (tracing), then one timed; prints {"examples_per_second"} as a JSON line."""
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  sys.path.insert(0, ROOT)
   from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from bert import heads
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.training import loop  # pylint: disable=g-import-not-at-top
-  from bert.training import strategies  # pylint: disable=g-import-not-at-top
-
-  strategy = strategies.create_strategy("one_device")
-  strategies.setup_precision(dtype)
-  strategies.setup_determinism(1, False)
-  config = modeling.BertConfig(vocab_size=VOCAB, max_position_embeddings=512,
-                               type_vocab_size=2, **CONFIGS[name])
-  rng = np.random.default_rng(0)
-  n = 4 * batch
-  data = {
-      "input_ids": rng.integers(1000, VOCAB, (n, seq)).astype("int32"),
-      "input_mask": np.ones((n, seq), "int32"), "segment_ids": np.zeros((n, seq), "int32"),
-      "masked_lm_positions": rng.integers(1, seq, (n, predictions)).astype("int32"),
-      "masked_lm_ids": rng.integers(1000, VOCAB, (n, predictions)).astype("int32"),
-      "masked_lm_weights": np.ones((n, predictions), "float32"),
-      "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype("int32")}
-
-  def dataset_fn(context, per_replica):
-    del context
-    ds = tf.data.Dataset.from_tensor_slices(data).repeat()
-    return ds.batch(per_replica, drop_remainder=True).prefetch(2)
-
-  def loss_fn(features, outputs):
-    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=features["masked_lm_ids"], logits=outputs["masked_lm_logits"])
-    ns = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=features["next_sentence_labels"][:, 0], logits=outputs["next_sentence_logits"])
-    return tf.reduce_mean(nll, 1) + ns, {}
-
-  with strategy.scope():
-    model, _ = heads.build_pretraining_model(config)
-    optimizer = optimization.create_optimizer(1e-4, 1000, 10)
-  state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="bench-pretrain-"), model,
-                                    optimizer, strategy, loss_scaling=dtype == "float16")
-  result = loop.train(
-      strategy, model, optimizer, loss_fn, dataset_fn, state, loop.TrainConfig(
-          global_batch_size=batch, num_train_steps=2 * steps, steps_per_loop=steps,
-          log_every_steps=steps, save_checkpoints_steps=10**9, jit_compile=xla,
-          loss_scaling=dtype == "float16"))
-  # Two loop calls of `steps` steps: the first traces, the second is the one timed.
-  print(json.dumps({"examples_per_second": result["examples_per_second"]}))
+  run = train_run.build(dict(CONFIGS[name], vocab_size=VOCAB), "pretrain", seq, predictions,
+                        batch, dtype, xla)
+  run.loop(steps)
+  print(json.dumps({"examples_per_second": run.rate(steps)}))
 
 
-# Square sizes of the peak's matmuls. On a shared 2-core AMD EPYC the 4096^2 matmul alone
-# measured 69-81 GFLOP/s on a day when 1536^2-3072^2 ran at 115-137 and the MiniLM's own
-# [448, 384] matmuls at 112 (2026-11-25): one size is not the machine's peak.
-PEAK_SIZES = (1024, 1536, 2048, 3072, 4096)
-
-
-def matmul_peak(dtype, sizes=PEAK_SIZES, repeats=3, seconds=0.2):
-  """FLOP/s of the fastest square tf.matmul over `sizes`: for each size the best of
-  `repeats` timings, each over enough back-to-back calls to last about `seconds`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  matmul = tf.function(lambda x: tf.matmul(x, x))
-  best_rate = 0.0
-  for size in sizes:
-    a = tf.cast(tf.random.normal((size, size), dtype=tf.float32), dtype)
-    t0 = time.perf_counter()
-    matmul(a).numpy()
-    calls = max(1, int(seconds / max(time.perf_counter() - t0, 1e-6)))
-    for _ in range(repeats):
-      t0 = time.perf_counter()
-      for _ in range(calls):
-        out = matmul(a)
-      out.numpy()
-      best_rate = max(best_rate, 2 * size ** 3 * calls / (time.perf_counter() - t0))
-  return best_rate
+def _child_command(*args):
+  return [sys.executable, "-m", "benchmarks.bench_pretraining", "--child", *map(str, args)]
 
 
 def run(quick=False):
@@ -156,10 +82,10 @@ def run(quick=False):
   on_gpu = bool(tf.config.list_physical_devices("GPU"))
   device = "GPU" if on_gpu else "CPU"
   results = []
-  peaks = {d: matmul_peak(getattr(tf, d)) for d in ("float32", "bfloat16")}
+  peaks = {d: machine.matmul_peak(getattr(tf, d)) for d in ("float32", "bfloat16")}
   for d, value in peaks.items():
     results.append(dict(name=f"matmul peak {d} ({device})", value=round(value / 1e9, 1),
-                        unit="GFLOP/s", note="fastest square tf.matmul of " + ", ".join(map(str, PEAK_SIZES)) + ", best of 3 each"))
+                        unit="GFLOP/s", note=machine.peak_note()))
   names = ["small"] if quick else ["small", "base"]
   ours = {}
   for name in names:
@@ -167,9 +93,8 @@ def run(quick=False):
     steps = 2 if (name == "base" and not on_gpu) else (4 if quick else 10)
     for dtype in ("float32", "bfloat16"):
       for xla in (False, True):
-        command = [sys.executable, os.path.abspath(__file__), "--child", name, dtype,
-                   str(int(xla)), str(batch), str(steps)]
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+        proc = subprocess.run(_child_command(name, dtype, int(xla), batch, steps),
+                              capture_output=True, text=True, timeout=1800, cwd=ROOT,
                               env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
         label = f"pretraining {name} seq{SEQ} b{batch} {dtype} xla={'on' if xla else 'off'}"
         if proc.returncode != 0:
@@ -202,18 +127,23 @@ def _hf_rows(name, batch, steps, ours):
   label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} float32"
   if hf_bridge.hf_python() is None:
     return [dict(name=label, value="skipped", unit="", note=hf_bridge.HF_HINT)]
+  import numpy as np  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="bench-pretrain-hf-") as workdir:
+    # The batches ours trains on (train_run.build draws them the same way), in a file.
+    data_file = os.path.join(workdir, "batches.npz")
+    np.savez(data_file, **train_run.synthetic_features("pretrain", 4 * batch, SEQ,
+                                                       PREDICTIONS, VOCAB))
     hf, why = hf_bridge.run_hf("pretrain", {
-        "threads": hf_bridge.threads(), "config": CONFIGS[name], "seq": SEQ,
-        "predictions": PREDICTIONS, "vocab_size": VOCAB, "batch_size": batch,
-        "steps": steps}, workdir, timeout=1800)
+        "threads": machine.threads(), "config": CONFIGS[name], "vocab_size": VOCAB,
+        "data_file": data_file, "batch_size": batch, "steps": steps}, workdir,
+        timeout=1800)
   if hf is None:
     return [dict(name=label, value=float("nan"), unit="examples/s", note=why)]
   rows = [dict(name=label, value=round(hf["examples_per_second"], 2), unit="examples/s",
                note=f"masked LM (logits at all {SEQ} positions, loss at the {PREDICTIONS} "
                     f"labelled) + NSP, torch AdamW, clip 1.0, {hf['threads']} threads, "
                     f"{steps} timed steps after {hf['warmup_steps']} warm-up steps; {hf['versions']}; "
-                    f"{hf_bridge.load_average()}")]
+                    f"{machine.load_average()}")]
   if ours:
     rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",
                      value=round(ours / hf["examples_per_second"], 2), unit="x",
@@ -223,40 +153,16 @@ def _hf_rows(name, batch, steps, ours):
 
 # --------------------------------------------------------------------------- small
 
-def small_child(shape, xla, steps, reps):
-  """Runs in a subprocess (code from $BERT_BENCH_CODE_ROOT if set): prints one JSON line
-  with `reps` rates (sequences/s) of `steps`-step loop calls after a warm-up call."""
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  import small_step  # pylint: disable=g-import-not-at-top
-  try:  # the tree small_step runs (a baseline from before cpu_memory.py has none)
-    from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    cpu_memory = None
-  if cpu_memory is not None:
-    cpu_memory.keep_freed_memory()  # as that tree's scripts do
-  run = small_step.build(shape, xla=xla)
-  run.loop(2)
-  print(json.dumps({"rates": [run.rate(steps) for _ in range(reps)],
-                    "code_root": small_step.ROOT}))
-
-
-def _spread(values):
-  values = sorted(values)
-  n = len(values)
-  median = values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
-  return median, values[0], values[-1]
-
-
 def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=None,
-              xla_settings=(False, True), peak=None):
-  """Rows for the small workload; variants alternate within each round."""
-  import small_step  # pylint: disable=g-import-not-at-top
+              xla_settings=(False, True), peak=None, floor=True):
+  """Rows for the small workload; variants alternate within each round. floor: each
+  shape's matmuls alone too (step_floor.py)."""
   if peak is None:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    peak = matmul_peak(tf.float32)
+    peak = machine.matmul_peak(tf.float32)
   trees = [("ours", None)] + ([("baseline", os.path.abspath(baseline))] if baseline else [])
   rows = [dict(name="matmul peak float32 (CPU)", value=round(peak / 1e9, 1), unit="GFLOP/s",
-               note="fastest square tf.matmul of " + ", ".join(map(str, PEAK_SIZES)) + f", best of 3 each; {hf_bridge.cpu_model()}")]
+               note=f"{machine.peak_note()}; {machine.cpu_model()}")]
   for shape in shapes:
     flops = small_step.flops_per_sequence(shape)
     rates = {}       # (tree, xla) -> [rates]
@@ -267,25 +173,29 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
         order.reverse()
       for (tree, root), xla in order:
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-        env.pop("BERT_BENCH_CODE_ROOT", None)
-        if root:
-          env["BERT_BENCH_CODE_ROOT"] = root
+        if root:  # that tree's `bert` (its folder comes first), this tree's benchmarks
+          env["PYTHONPATH"] = os.pathsep.join(
+              [ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         proc = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--small-child", shape,
-             str(int(xla)), str(steps), str(reps)],
-            capture_output=True, text=True, timeout=1800, env=env)
+            [sys.executable, "-m", "benchmarks.parts.small_step", shape, str(int(xla)),
+             str(steps), str(reps)],
+            capture_output=True, text=True, timeout=1800, env=env, cwd=root or ROOT)
         key = (tree, xla)
         if proc.returncode != 0:
           rows.append(dict(name=f"small {shape} {tree} xla={'on' if xla else 'off'}",
                            value=float("nan"), unit="sequences/s",
                            note="failed: " + proc.stderr.strip().splitlines()[-1][:200]))
           continue
-        got = json.loads(proc.stdout.strip().splitlines()[-1])["rates"]
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        if os.path.realpath(result["code_root"]) != os.path.realpath(root or ROOT):
+          raise RuntimeError(f"the {tree} process ran the bert of {result['code_root']}, "
+                             f"not of {root or ROOT}")
+        got = result["rates"]
         rates.setdefault(key, []).extend(got)
-        per_round.setdefault(key, []).append(_spread(got)[0])
-    load = hf_bridge.load_average()
+        per_round.setdefault(key, []).append(machine.median_range(got)[0])
+    load = machine.load_average()
     for (tree, xla), values in rates.items():
-      median, low, high = _spread(values)
+      median, low, high = machine.median_range(values)
       label = f"small {shape} {tree} xla={'on' if xla else 'off'}"
       rows.append(dict(name=label, value=round(median, 1), unit="sequences/s",
                        note=f"median of {len(values)} calls of {steps} steps in {rounds} "
@@ -303,11 +213,26 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
     for a, b, what in pairs:
       if a in per_round and b in per_round:
         ratios = [p / q for p, q in zip(per_round[a], per_round[b])]
-        median, low, high = _spread(ratios)
+        median, low, high = machine.median_range(ratios)
         rows.append(dict(name=f"small {shape} {what}", value=round(median, 3), unit="x",
                          note=f"per-round ratios of medians, {len(ratios)} rounds: min "
                               f"{low:.3f} max {high:.3f}"))
+    if floor:
+      rows.append(_floor_row(shape))
   return rows
+
+
+def _floor_row(shape):
+  """The shape's step as its matmuls alone (step_floor.py, in this process): the bound
+  of what the whole step can reach on this machine's matmul kernels."""
+  s = small_step.SHAPES[shape]
+  out = step_floor.ceiling_at(s["seq"], s["batch"], s, update=False)
+  rate = out["train_flops"] / out["train_seconds"]
+  return dict(name=f"small {shape} matmuls alone, forward + backward",
+              value=round(out["train_seconds"] * 1e3, 1), unit="ms",
+              note=f"benchmarks/parts/step_floor.py --shape={shape}: {rate / 1e9:.1f} GFLOP/s"
+                   f" = {100 * rate / out['peak']:.0f}% of this process's float32 matmul "
+                   f"peak {out['peak'] / 1e9:.1f} GFLOP/s; {machine.load_average()}")
 
 
 def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
@@ -320,11 +245,10 @@ def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
   rates = {xla: [] for xla in xla_settings}
   peaks = []
   for round_index in range(rounds):
-    peaks.append(matmul_peak(tf.float32))
+    peaks.append(machine.matmul_peak(tf.float32))
     for xla in xla_settings:
-      command = [sys.executable, os.path.abspath(__file__), "--child", "base", "float32",
-                 str(int(xla)), str(batch), str(steps)]
-      proc = subprocess.run(command, capture_output=True, text=True, timeout=3600,
+      proc = subprocess.run(_child_command("base", "float32", int(xla), batch, steps),
+                            capture_output=True, text=True, timeout=3600, cwd=ROOT,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
       if proc.returncode != 0:
         raise RuntimeError(proc.stderr.strip()[-1500:])
@@ -333,18 +257,18 @@ def run_base(rounds=3, steps=3, batch=8, xla_settings=(False, True)):
       fractions[xla].append(rate * flops / peaks[-1])
       print(f"[base] round {round_index + 1} xla={int(xla)}: {rate:.2f} examples/s, "
             f"{100 * fractions[xla][-1]:.1f}% of {peaks[-1] / 1e9:.1f} GFLOP/s; "
-            f"{hf_bridge.load_average()}", file=sys.stderr, flush=True)
+            f"{machine.load_average()}", file=sys.stderr, flush=True)
   rows = [dict(name="matmul peak float32 (CPU), per round", value=round(max(peaks) / 1e9, 1),
-               unit="GFLOP/s", note="max; " + hf_bridge.spread([p / 1e9 for p in peaks])
-               + f"; {hf_bridge.cpu_model()}")]
+               unit="GFLOP/s", note="max; " + machine.spread([p / 1e9 for p in peaks])
+               + f"; {machine.cpu_model()}")]
   for xla in xla_settings:
     label = f"pretraining base seq{SEQ} b{batch} float32 xla={'on' if xla else 'off'}"
     rows.append(dict(name=label, value=round(sorted(rates[xla])[len(rates[xla]) // 2], 2),
-                     unit="examples/s", note=hf_bridge.spread(rates[xla], "{:.2f}")
+                     unit="examples/s", note=machine.spread(rates[xla], "{:.2f}")
                      + f"; {steps} timed steps after tracing; {flops / 1e9:.0f} GFLOP an example"))
     rows.append(dict(name=label + " % of peak",
                      value=round(100 * sorted(fractions[xla])[len(fractions[xla]) // 2], 1),
-                     unit="%", note=hf_bridge.spread([100 * f for f in fractions[xla]])
+                     unit="%", note=machine.spread([100 * f for f in fractions[xla]])
                      + " (each round's rate over that round's peak); target 65%"))
   return rows
 
@@ -357,9 +281,6 @@ def _arg(name, default):
 
 
 def main():
-  if len(sys.argv) > 1 and sys.argv[1] == "--small-child":
-    small_child(sys.argv[2], bool(int(sys.argv[3])), int(sys.argv[4]), int(sys.argv[5]))
-    return
   if "--small" in sys.argv:
     shapes = tuple(_arg("shapes", "korean,demo").split(","))
     xla = tuple(bool(int(x)) for x in _arg("xla", "0,1").split(","))

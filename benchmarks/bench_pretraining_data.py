@@ -1,8 +1,8 @@
 """Benchmark: create_pretraining_data.py against the original release's generator, in one run.
 
-  .venv/bin/python benchmarks/bench_pretraining_data.py           # 1 and 10 MB, 3 rounds; +50 MB
-  .venv/bin/python benchmarks/bench_pretraining_data.py --quick   # 1 and 2 MB, 1 round
-  .venv/bin/python benchmarks/bench_pretraining_data.py --sizes=1,10 --rounds=3 --large_mb=0
+  python -m benchmarks.bench_pretraining_data           # 1 and 10 MB, 3 rounds; +50 MB
+  python -m benchmarks.bench_pretraining_data --quick   # 1 and 2 MB, 1 round
+  python -m benchmarks.bench_pretraining_data --sizes=1,10 --rounds=3 --large_mb=0
 
 The peers, each a process of its own, on the same corpus with the README's flags
 (uncased vocabulary, --do_lower_case=True, max_seq_length 128, max_predictions_per_seq
@@ -52,15 +52,11 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "parts"))
+from benchmarks.parts import machine
+from benchmarks.parts import original_bridge
+from bert.utils import tfrecord_framing
 
-from bert.utils import tfrecord_framing  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import original_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
 VOCAB = os.path.join(SHARED, "vocab", "uncased_vocab.txt")
@@ -235,7 +231,7 @@ def _side_rows(side, size, runs, note):
   """Rows of one side at one size: rates by work alone and whole process, memory."""
   work = [r["instances"] / r["work_s"] for r in runs]
   whole = [r["instances"] / r["wall_s"] for r in runs]
-  spread = lambda values, fmt="{:,.0f}": hf_bridge.spread(values, fmt)  # noqa: E731
+  spread = lambda values, fmt="{:,.0f}": machine.spread(values, fmt)  # noqa: E731
   instances = sorted({r["instances"] for r in runs})
   return [
       {"name": f"{side}, {size}: instances/s, work alone",
@@ -262,7 +258,7 @@ def _ratio_rows(size, ours, original):
     rows.append({"name": f"{size}: ours / the original, {what}",
                  "value": round(statistics.median(ratios), 2), "unit": "x",
                  "note": "instances/s, the median of the rounds' ratios, " +
-                         hf_bridge.spread(ratios, "{:.2f}")})
+                         machine.spread(ratios, "{:.2f}")})
   differences = [check_instance_counts(o["instances"], p["instances"])
                  for o, p in zip(ours, original)]
   rows.append({"name": f"{size}: the original's instances against ours",
@@ -307,7 +303,7 @@ def run(quick=False, sizes=None, rounds=None, large_mb=None):
   rounds = rounds or (1 if quick else 3)
   large_mb = (0 if quick else 50) if large_mb is None else large_mb
   rows = [{"name": "pretraining_data: machine", "value": time.strftime("%Y-%m-%d"),
-           "unit": "", "note": f"{hf_bridge.cpu_model()}; {hf_bridge.load_average()} "
+           "unit": "", "note": f"{machine.cpu_model()}; {machine.load_average()} "
                                "before the runs"}]
   with tempfile.TemporaryDirectory(prefix="bench-pretraining-") as tmp:
     for seed, megabytes in enumerate(sizes):
@@ -321,7 +317,7 @@ def run(quick=False, sizes=None, rounds=None, large_mb=None):
                          "one run, for memory against the corpus size")
   rows.append({"name": "pretraining_data: load average after the runs",
                "value": round(os.getloadavg()[0], 2), "unit": "",
-               "note": hf_bridge.load_average()})
+               "note": machine.load_average()})
   return rows
 
 

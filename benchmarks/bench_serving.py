@@ -7,7 +7,7 @@ signature (tokenizer inside the graph). For the ratio, the same requests through
 original's serving path measured in the same run: Python FullTokenizer, then the
 token-id signature.
 
-  python benchmarks/bench_serving.py [--quick]
+  python -m benchmarks.bench_serving [--quick]
 """
 
 import os
@@ -15,9 +15,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))

@@ -1,6 +1,6 @@
 """SQuAD data speed: feature conversion and answer post-processing on the real v1.1 dev set.
 
-  .venv/bin/python benchmarks/bench_squad.py [--quick]
+  python -m benchmarks.bench_squad [--quick]
 
 Measures, on ../shared/data/squad/dev-v1.1.json (10,570 questions) with run_squad's
 defaults (max_seq_length 384, doc_stride 128, max_query_length 64, uncased vocabulary):
@@ -14,11 +14,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
+import numpy as np
 
-import numpy as np  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DATA = os.path.join(ROOT, "..", "shared", "data")
 DEV = os.path.join(DATA, "squad", "dev-v1.1.json")

@@ -5,7 +5,7 @@ tiny inputs made here, with `--log_every_steps=1`; the clock stops when the firs
 progress line of a training step appears on stderr (or, for scripts without training,
 when the process exits). The target is under 10 s on 2 CPU cores.
 
-  python benchmarks/bench_startup.py
+  python -m benchmarks.bench_startup
 """
 
 import json
@@ -15,8 +15,7 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY_CONFIG = {"vocab_size": 0, "hidden_size": 32, "num_hidden_layers": 2,
                "num_attention_heads": 2, "intermediate_size": 37, "hidden_act": "gelu",
                "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,

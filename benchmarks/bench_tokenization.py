@@ -17,9 +17,9 @@ BertTokenizerFast (Rust) batch call is timed on the same lines in that interpret
 package's BertWordPieceTokenizer when importable here; else a row says how to enable it.
 Neither is ever a dependency of this project.
 
-  python benchmarks/bench_tokenization.py            # about 3.5 MB, 3 rounds; ~3 minutes
-  python benchmarks/bench_tokenization.py --quick    # about 0.4 MB
-  python benchmarks/bench_tokenization.py --rounds=5
+  python -m benchmarks.bench_tokenization            # about 3.5 MB, 3 rounds
+  python -m benchmarks.bench_tokenization --quick    # about 0.4 MB
+  python -m benchmarks.bench_tokenization --rounds=5
 
 The machines these run on are shared: every round times each path once in turn and
 the ratios are taken round by round, then reported as the median and the range.
@@ -32,21 +32,18 @@ import json
 import os
 import random
 import statistics
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "parts"))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from benchmarks.parts import hf_bridge  # noqa: E402
+from benchmarks.parts import machine  # noqa: E402
+from benchmarks.parts import original_bridge  # noqa: E402
+from benchmarks.parts import tokenization_reference  # noqa: E402
 from bert import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import original_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import tokenization_reference  # noqa: E402  pylint: disable=g-import-not-at-top
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
 FAST_BATCH = 8192  # lines per tokenize() call: large batches amortise the op dispatch
@@ -188,15 +185,15 @@ def _original_rows(num_tokens, times, cpu, versions, different, failed, graph_s,
   return [
       {"name": f"{name} tokens/s", "value": statistics.median(rates), "unit": "tokens/s",
        "note": f"in its own venv, one pass a round, timed inside its process: "
-               f"{hf_bridge.spread(rates, '{:,.0f}')}; {versions}"},
+               f"{machine.spread(rates, '{:,.0f}')}; {versions}"},
       {"name": "FastTokenizer (in-graph) / the original's FullTokenizer",
        "value": statistics.median(graph_x), "unit": "x",
-       "note": "median of the rounds' ratios, " + hf_bridge.spread(graph_x) +
+       "note": "median of the rounds' ratios, " + machine.spread(graph_x) +
                "; target >= 40x"},
       {"name": "FastTokenizer / the original's FullTokenizer, CPU seconds",
        "value": statistics.median(cpu_x),
        "unit": "x", "note": "CPU time of the same passes, each side's own process: " +
-                           hf_bridge.spread(cpu_x)},
+                           machine.spread(cpu_x)},
       {"name": "lines where the original's ids differ from ours", "value": different,
        "unit": "lines", "note": "the most of any round"},
   ]
@@ -266,13 +263,13 @@ def _hf_result_rows(label, note, num_tokens, hf_s, same, graph_s, lists_s):
       {"name": f"{label} tokens/s",
        "value": statistics.median([num_tokens / h for h in hf_s]),
        "unit": "tokens/s",
-       "note": f"{note}; {hf_bridge.spread([num_tokens / h for h in hf_s], '{:,.0f}')}; "
-               f"identical ids on {same:.2%} of lines; {hf_bridge.load_average()}"},
+       "note": f"{note}; {machine.spread([num_tokens / h for h in hf_s], '{:,.0f}')}; "
+               f"identical ids on {same:.2%} of lines; {machine.load_average()}"},
       {"name": "FastTokenizer (in-graph) / HF batch", "value": statistics.median(graph_x),
-       "unit": "x", "note": "median of the rounds' ratios, " + hf_bridge.spread(graph_x) +
+       "unit": "x", "note": "median of the rounds' ratios, " + machine.spread(graph_x) +
                            "; target >= 10x"},
       {"name": "FastTokenizer (lists) / HF batch", "value": statistics.median(lists_x),
-       "unit": "x", "note": "both give Python lists of ids; " + hf_bridge.spread(lists_x)},
+       "unit": "x", "note": "both give Python lists of ids; " + machine.spread(lists_x)},
   ]
 
 
@@ -288,7 +285,7 @@ def run(quick=False, rounds=3):
   vocab_file = vocab_file or _tiny_vocab()
   mb = size / 1e6
   rows = [{"name": "machine", "value": time.strftime("%Y-%m-%d"), "unit": "",
-           "note": f"{hf_bridge.cpu_model()}; {hf_bridge.load_average()} before the rounds"}]
+           "note": f"{machine.cpu_model()}; {machine.load_average()} before the rounds"}]
 
   full = tokenization.FullTokenizer(vocab_file, do_lower_case=True)
   full_pass = lambda: [full.convert_tokens_to_ids(full.tokenize(l)) for l in lines]
@@ -347,7 +344,7 @@ def run(quick=False, rounds=3):
   plain_cpu_x = [p / g for p, g in zip(cpu["plain"], cpu["graph"])]
   full_x = [f / g for f, g in zip(times["full"], times["graph"])]
   full_lists_x = [f / l for f, l in zip(times["full"], times["lists"])]
-  rate = lambda key: hf_bridge.spread(rates[key], "{:,.0f}")
+  rate = lambda key: machine.spread(rates[key], "{:,.0f}")
   note = (f"{len(lines):,} lines, {mb:.2f} MB {source}, {num_tokens:,} tokens; "
           f"median of {rounds} rounds (min-max)")
   rows += [
@@ -366,14 +363,14 @@ def run(quick=False, rounds=3):
        "note": f"best of 2 a round: {rate('lists')}"},
       {"name": "FastTokenizer (in-graph) / the plain restatement",
        "value": statistics.median(plain_x), "unit": "x",
-       "note": "median of the rounds' ratios, " + hf_bridge.spread(plain_x)},
+       "note": "median of the rounds' ratios, " + machine.spread(plain_x)},
       {"name": "the same in process CPU seconds", "value": statistics.median(plain_cpu_x),
        "unit": "x", "note": "CPU time of the same passes (every thread of this process), "
-                           "less sensitive to other load: " + hf_bridge.spread(plain_cpu_x)},
+                           "less sensitive to other load: " + machine.spread(plain_cpu_x)},
       {"name": "FastTokenizer / FullTokenizer (in-graph)", "value": statistics.median(full_x),
-       "unit": "x", "note": "against this project's faster Python path; " + hf_bridge.spread(full_x)},
+       "unit": "x", "note": "against this project's faster Python path; " + machine.spread(full_x)},
       {"name": "FastTokenizer / FullTokenizer (lists)",
-       "value": statistics.median(full_lists_x), "unit": "x", "note": hf_bridge.spread(full_lists_x)},
+       "value": statistics.median(full_lists_x), "unit": "x", "note": machine.spread(full_lists_x)},
       {"name": "lines with different ids, fast vs slow vs plain", "value": mismatches,
        "unit": "lines", "note": "must be 0"},
   ]
@@ -388,7 +385,7 @@ def run(quick=False, rounds=3):
     rows += _hf_result_rows(label, hf_note(), num_tokens, times["hf"], hf_same,
                             times["graph"], times["lists"])
   rows.append({"name": "load average after the rounds", "value": os.getloadavg()[0],
-               "unit": "", "note": hf_bridge.load_average()})
+               "unit": "", "note": machine.load_average()})
   return rows
 
 

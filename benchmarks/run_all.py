@@ -4,9 +4,16 @@ Every ratio is measured within this one invocation (same machine, same load), ne
 against a figure remembered from elsewhere. Each benchmark module exposes
 `run(quick=False) -> list of {name, value, unit, note}`.
 
-  python benchmarks/run_all.py            # everything (tens of minutes on 2 CPU cores)
-  python benchmarks/run_all.py --quick    # smaller inputs, a few minutes
-  python benchmarks/run_all.py --only tokenization,classifier
+  python -m benchmarks.run_all            # everything (make bench)
+  python -m benchmarks.run_all --quick    # smaller inputs
+  python -m benchmarks.run_all --only tokenization,classifier
+
+Side environments: the Hugging Face rows need .venv-hf (`make bench-hf-setup`), the
+original release's .venv-original (`make bench-original-setup`), bench_equal's ONNX
+Runtime sides .venv-hf and, for its tf2onnx setups, .venv-tf2onnx (`make
+bench-tf2onnx-setup`); without one, its rows say "skipped" and how to build it. The
+benchmarks of real data (tokenization, pretraining_data, classifier, predict, squad,
+equal) need ../shared/data.
 """
 
 import argparse
@@ -18,13 +25,12 @@ import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "parts"))
-sys.path.insert(0, os.path.dirname(HERE))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "predict", "squad",
-              "serving", "memory", "startup", "accelerator"]
+# Every benchmark a doc quotes (tests/project/test_docs.py checks the list against the
+# benchmarks docs/benchmarks.md's table names).
+BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "predict",
+              "equal", "squad", "serving", "memory", "startup", "accelerator"]
 
 
 def _format(value):
@@ -49,7 +55,7 @@ def main():
     print(f"[{name}] running ...", file=sys.stderr, flush=True)
     start = time.time()
     try:
-      module = importlib.import_module(module_name)
+      module = importlib.import_module(f"benchmarks.{module_name}")
       for row in module.run(quick=args.quick):
         rows.append({"benchmark": name, **row})
     except Exception:  # a broken benchmark must not hide the others' figures

@@ -36,7 +36,7 @@ RECORD_SHUFFLE_BUFFER = 100
 # Training batches of the sentence-pair, multiple-choice and token tasks are cut to their
 # longest row rounded up to a multiple of this: few distinct shapes for a compiled
 # (--enable_xla) step and for the NER feature cache's tf.function. Eval and prediction
-# batches are cut to their longest row exactly: training.predict traces one
+# batches are cut to their longest row exactly: evaluation.predict traces one
 # shape-generic graph, and every padded position is matmul work.
 TRAINING_LENGTH_MULTIPLE = 32
 

@@ -34,13 +34,25 @@ def repo_root():
 # -- a local Google Cloud Storage for gs:// paths (tests/support/gcs_emulator) -----------------
 
 from gcs_emulator import GcsEmulator, GcsEmulatorError  # noqa: E402
+import suites_list  # noqa: E402
 
 
-def pytest_collection_modifyitems(items):
-  """A test that uses the emulator carries the `gcs` mark (`-m "not gcs"` leaves them out)."""
+SUITES_LIST = pytest.StashKey[str]()
+SUITE_BY_TEST = pytest.StashKey[dict]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m, -k and --deselect leave any test out
+def pytest_collection_modifyitems(config, items):
+  """A test that uses the emulator carries the `gcs` mark (`-m "not gcs"` leaves them out).
+  A run that collected every test file keeps docs/TESTS.md's text of what it collected
+  (suites_list.render) and each test's suite, for tests/project/test_docs.py to compare
+  without collecting again."""
   for item in items:
     if "gcs" in getattr(item, "fixturenames", ()):
       item.add_marker(pytest.mark.gcs)
+  if suites_list.collected_whole_tree(items, ROOT):
+    config.stash[SUITES_LIST] = suites_list.render(items, ROOT)
+    config.stash[SUITE_BY_TEST] = suites_list.suite_by_test(items)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """One side of benchmarks/bench_equal.py, in a process of its own (timed whole from outside).
 
-  python benchmarks/parts/equal_side.py REQUEST.json
+  python benchmarks/parts/equal_side.py REQUEST.json    # by path, in this venv or .venv-hf
 
 REQUEST.json (written by bench_equal.py):
   kind       "litert" (ai-edge-litert, a .tflite of the export's litert/), "tf" (the
@@ -24,8 +24,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import equal_batching  # noqa: E402  pylint: disable=g-import-not-at-top
+if __package__:  # imported as benchmarks.parts.equal_side (the driver's tests, a study)
+  from . import equal_batching
+else:  # run by path in a venv that may not hold this project: this folder is on sys.path
+  import equal_batching  # pylint: disable=g-import-not-at-top
 
 
 def read_rows(ids_file):

@@ -14,8 +14,8 @@ files to write arrays to); one JSON line of results is printed on stdout. Modes:
             per batch (dynamic padding), torch.inference_mode; logits written.
   finetune  the same model fine-tuned (AdamW, linear warm-up/decay, clipping at 1.0) on
             shuffled batches, plain or grouped by length, then dev accuracy.
-  pretrain  BertForPreTraining steps (masked LM + next sentence, AdamW) on synthetic
-            batches built exactly as bench_pretraining builds ours.
+  pretrain  BertForPreTraining steps (masked LM + next sentence, AdamW) on the synthetic
+            batches ours trains on, read from the file the caller wrote.
   prepare_predict  (untimed set-up for bench_predict) BertForSequenceClassification with
             the caller's head, saved with save_pretrained, and exported to ONNX
             (torch.onnx.export, dynamic batch and length) then fused by ONNX Runtime's
@@ -34,7 +34,6 @@ caller's own timing does.
 import inspect
 import json
 import os
-import sys
 import time
 
 import numpy as np
@@ -227,32 +226,30 @@ def finetune(request):
 def pretrain(request):
   torch = _setup(request)
   from transformers import BertConfig, BertForPreTraining  # pylint: disable=g-import-not-at-top
-  seq, predictions, vocab = (int(request[k]) for k in ("seq", "predictions", "vocab_size"))
   batch, steps = int(request["batch_size"]), int(request["steps"])
-  config = BertConfig(vocab_size=vocab, max_position_embeddings=512, type_vocab_size=2,
-                      hidden_act="gelu_new", **request["config"])
+  config = BertConfig(vocab_size=int(request["vocab_size"]), max_position_embeddings=512,
+                      type_vocab_size=2, hidden_act="gelu_new", **request["config"])
   model = BertForPreTraining(config)
   model.train()
   optimizer, schedule = _adamw(torch, model, 1e-4, 10, 1000)
-  # The same synthetic examples as bench_pretraining's child (same generator, same draws);
-  # masked-LM labels are -100 except at the masked positions, as transformers wants them.
-  rng = np.random.default_rng(0)
-  n = 4 * batch
-  input_ids = rng.integers(1000, vocab, (n, seq)).astype("int64")
-  positions = rng.integers(1, seq, (n, predictions))
-  masked_ids = rng.integers(1000, vocab, (n, predictions))
-  next_sentence = rng.integers(0, 2, (n, 1))
+  # The batches ours trains on (the caller wrote them); masked-LM labels are -100 except
+  # at the masked positions, as transformers wants them.
+  arrays = np.load(request["data_file"])
+  n, seq = arrays["input_ids"].shape
   labels = np.full((n, seq), -100, np.int64)
-  np.put_along_axis(labels, positions, masked_ids, axis=1)
-  data = {"input_ids": torch.from_numpy(input_ids),
-          "attention_mask": torch.ones((n, seq), dtype=torch.int64),
-          "token_type_ids": torch.zeros((n, seq), dtype=torch.int64),
+  np.put_along_axis(labels, arrays["masked_lm_positions"].astype(np.int64),
+                    arrays["masked_lm_ids"].astype(np.int64), axis=1)
+  data = {"input_ids": torch.from_numpy(arrays["input_ids"].astype(np.int64)),
+          "attention_mask": torch.from_numpy(arrays["input_mask"].astype(np.int64)),
+          "token_type_ids": torch.from_numpy(arrays["segment_ids"].astype(np.int64)),
           "labels": torch.from_numpy(labels),
-          "next_sentence_label": torch.from_numpy(next_sentence[:, 0].astype("int64"))}
+          "next_sentence_label": torch.from_numpy(
+              arrays["next_sentence_labels"][:, 0].astype(np.int64))}
+  batches = n // batch
 
   def run_steps(first, count):
     for step in range(first, first + count):
-      rows = slice((step % 4) * batch, (step % 4 + 1) * batch)
+      rows = slice((step % batches) * batch, (step % batches + 1) * batch)
       _train_step(torch, model, optimizer, schedule, {k: v[rows] for k, v in data.items()})
 
   # Warm-up as our first (tracing) loop call; at least 3 steps, since PyTorch's first
@@ -384,13 +381,7 @@ MODES = {"tokenize": tokenize, "predict": predict, "finetune": finetune,
          "predict_file": predict_file, "ort_predict_file": ort_predict_file}
 
 
-def main():
-  if len(sys.argv) != 3 or sys.argv[1] not in MODES:
-    raise SystemExit(f"usage: {sys.argv[0]} {{{','.join(MODES)}}} REQUEST.json")
-  with open(sys.argv[2], encoding="utf-8") as handle:
-    request = json.load(handle)
-  print(json.dumps(MODES[sys.argv[1]](request)))
-
-
 if __name__ == "__main__":
-  main()
+  # Run by path in its own venv, so this folder is on sys.path.
+  import side_protocol  # pylint: disable=g-import-not-at-top
+  side_protocol.main(MODES)

@@ -24,10 +24,11 @@ def original_python():
 
 
 def command(mode, request_path):
-  """The side's command line. Isolated mode (-I): neither PYTHONPATH, the user's
-  site-packages nor the script's folder is on sys.path, so `import bert` finds only the
+  """The side's command line. -E -s: neither PYTHONPATH nor the user's site-packages is
+  on sys.path, only the script's folder (benchmarks/parts, which holds no `bert`, so the
+  side can import side_protocol) and the venv's own, so `import bert` finds only the
   venv's bert-tensorflow."""
-  return [original_python(), "-I", ORIGINAL_SIDE, mode, request_path]
+  return [original_python(), "-E", "-s", ORIGINAL_SIDE, mode, request_path]
 
 
 def environment():

@@ -1,15 +1,16 @@
 """The original release's side of the benchmarks: its own generator and tokenizer, timed.
 
 Run only as a subprocess, by the interpreter of .venv-original (`make
-bench-original-setup`) or the one named by $BERT_ORIGINAL_PYTHON, in isolated mode
-(`python -I`), from a folder outside this project and without PYTHONPATH
-(benchmarks/parts/original_bridge.py does all three). The original's package is
-`bert-tensorflow` 1.0.4 from the package index; its import name `bert` is also this
-project's, and its generator does `from bert import tokenization`: started from our
+bench-original-setup`) or the one named by $BERT_ORIGINAL_PYTHON, with neither the
+environment's PYTHON* variables nor the user's site-packages (`python -E -s`), from a
+folder outside this project (benchmarks/parts/original_bridge.py does all three): its
+sys.path is then this folder (which holds no `bert`) and that venv's own. The original's
+package is `bert-tensorflow` 1.0.4 from the package index; its import name `bert` is also
+this project's, and its generator does `from bert import tokenization`: started from our
 tree, it would silently run our tokenizer. So every mode first checks that the `bert`
 modules it imported are the files of this interpreter's site-packages, and stops if not.
 
-  .venv-original/bin/python -I benchmarks/parts/original_side.py MODE REQUEST.json
+  .venv-original/bin/python -E -s benchmarks/parts/original_side.py MODE REQUEST.json
 
 REQUEST.json is written by the benchmark that calls this script; one JSON line of results
 is printed on stdout. Modes:
@@ -27,7 +28,6 @@ parsed here and main() is called directly, so that a timer can go around it.
 import json
 import os
 import resource
-import sys
 import sysconfig
 import time
 
@@ -84,13 +84,7 @@ def tokenize(request):
 MODES = {"generate": generate, "tokenize": tokenize}
 
 
-def main():
-  if len(sys.argv) != 3 or sys.argv[1] not in MODES:
-    raise SystemExit(f"usage: {sys.argv[0]} {{{','.join(MODES)}}} REQUEST.json")
-  with open(sys.argv[2], encoding="utf-8") as handle:
-    request = json.load(handle)
-  print(json.dumps(MODES[sys.argv[1]](request)))
-
-
 if __name__ == "__main__":
-  main()
+  # Run by path in its own venv, so this folder is on sys.path.
+  import side_protocol  # pylint: disable=g-import-not-at-top
+  side_protocol.main(MODES)

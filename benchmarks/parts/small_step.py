@@ -1,16 +1,20 @@
-"""The small pretraining step (the Korean and demo shapes), shared by bench_pretraining.py's `small`
-workload and profile_small_step.py.
+"""The small pretraining step (the Korean and demo shapes): bench_pretraining.py's `small`
+workload and profile_small_step.py's.
 
 Shapes: "korean" is reproduce/korean.sh's model (L=4 H=128 A=4 I=512, sequence 64,
 batch 32, vocabulary 15,742, 10 predictions), "korean64" the same at batch 64 (the
 short-budget recipe's batch, docs/new_language.md); "demo" is quickstart.py's (L=2 H=128 A=2
 I=512, sequence 64, batch 32, 10 predictions, its 4,000-piece vocabulary).
 
-`build(shape, xla)` makes the model, heads.pretraining_loss, AdamWeightDecay and
-training.py's own strategy, step, loop and input iterator (create_strategy("one_device"),
-make_train_step / make_train_loop, the iterator loop.train makes) on synthetic
-batches held in memory, as run_pretraining would run them; `Run.rate(steps)`
-times one loop call of `steps` steps after the caller made a warm-up call.
+`build(shape, xla)` is train_run.build at the shape: run_pretraining's one_device
+strategy, step and loop on synthetic batches held in memory; `Run.rate(steps)` times one
+loop call of `steps` steps after the caller made a warm-up call.
+
+`python -m benchmarks.parts.small_step SHAPE XLA STEPS REPS` (what bench_pretraining.py
+--small starts, one process per measurement) prints one JSON line: `reps` rates after a
+warm-up call, and the tree whose `bert` ran them. Started with another checkout as its
+working folder (bench_pretraining.py --baseline=DIR), that tree's `bert` is the one
+imported, so one run times both trees.
 
 Model FLOPs a sequence (`flops_per_sequence`), forward + backward = 3x forward:
   6 x the encoder's matmul parameters (4 H^2 + 2 H I a layer) x tokens
@@ -19,18 +23,11 @@ Model FLOPs a sequence (`flops_per_sequence`), forward + backward = 3x forward:
   + 6 x (H^2 + 2 H)                               (pooler and next-sentence output)
 """
 
+import json
 import os
 import sys
-import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-# $BERT_BENCH_CODE_ROOT: another checkout of the project (say, the commit before a change)
-# whose modeling/training/optimization this process uses: bench_pretraining.py's small
-# workload alternates processes on both trees for a before/after ratio in one run.
-ROOT = os.environ.get("BERT_BENCH_CODE_ROOT") or os.path.dirname(os.path.dirname(HERE))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
+from benchmarks.parts import train_run
 
 SHAPES = {
     "korean": dict(layers=4, hidden=128, heads=4, intermediate=512, seq=64, batch=32,
@@ -58,71 +55,33 @@ def flops_per_sequence(shape):
           + 6 * s["predictions"] * (h * h + h * s["vocab"]) + 6 * (h * h + 2 * h))
 
 
-class Run:
-  """One model + optimizer + compiled loop; `loop(n)` runs n steps."""
-
-  def __init__(self, loop, iterator, batch):
-    self._loop, self._iterator, self.batch = loop, iterator, batch
-
-  def loop(self, steps):
-    import tensorflow as tf  # pylint: disable=g-import-not-at-top
-    loss = self._loop(self._iterator, tf.constant(steps, tf.int32))[0]
-    return float(loss)
-
-  def rate(self, steps):
-    """Sequences/s over one loop call of `steps` steps."""
-    started = time.perf_counter()
-    self.loop(steps)
-    return steps * self.batch / (time.perf_counter() - started)
-
-
 def build(shape, xla=False, seed=0):
-  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from bert import heads
-  from bert import modeling  # pylint: disable=g-import-not-at-top
-  from bert import optimization  # pylint: disable=g-import-not-at-top
-  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
-  from bert.training import loop  # pylint: disable=g-import-not-at-top
-  from bert.training import strategies  # pylint: disable=g-import-not-at-top
-
   s = SHAPES[shape]
-  strategy = strategies.create_strategy("one_device")  # run_pretraining's default
-  strategies.setup_precision("float32")
-  strategies.setup_determinism(1, False)
-  config = modeling.BertConfig(
-      vocab_size=s["vocab"], hidden_size=s["hidden"], num_hidden_layers=s["layers"],
-      num_attention_heads=s["heads"], intermediate_size=s["intermediate"],
-      max_position_embeddings=max(128, s["seq"]), type_vocab_size=2)
-  rng = np.random.default_rng(seed)
-  n, seq, p, batch = 8 * s["batch"], s["seq"], s["predictions"], s["batch"]
-  data = {
-      "input_ids": rng.integers(5, s["vocab"], (n, seq)).astype("int32"),
-      "input_mask": np.ones((n, seq), "int32"),
-      "segment_ids": np.repeat([[0] * (seq // 2) + [1] * (seq - seq // 2)], n, 0
-                               ).astype("int32"),
-      "masked_lm_positions": np.sort(np.stack([rng.choice(np.arange(1, seq), p, False)
-                                               for _ in range(n)]), 1).astype("int32"),
-      "masked_lm_ids": rng.integers(5, s["vocab"], (n, p)).astype("int32"),
-      "masked_lm_weights": np.ones((n, p), "float32"),
-      "next_sentence_labels": rng.integers(0, 2, (n, 1)).astype("int32")}
-  dataset = tf.data.Dataset.from_tensor_slices(data).repeat().batch(
-      batch, drop_remainder=True).prefetch(2)
-  with strategy.scope():
-    model, _ = heads.build_pretraining_model(config)
-    optimizer = optimization.create_optimizer(1e-4, 10000, 1000)
-  state = checkpoints.RunCheckpoint(tempfile.mkdtemp(prefix="small-step-"), model,
-                                    optimizer, strategy)
-  train_config = loop.TrainConfig(global_batch_size=batch, num_train_steps=10**6,
-                                  jit_compile=xla)
-  names = sorted(["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
-                  "next_sentence_loss"])
-  step = loop.make_train_step(model, optimizer, heads.pretraining_loss, names,
-                              train_config, state)
-  loop = loop.make_train_loop(strategy, step, names)
-  # The loop's input as loop.train makes it (for the CPU: the dataset itself now,
-  # tf.distribute's iterator in older trees), so a --baseline tree times its own.
-  iterator = loop._train_iterator(  # pylint: disable=protected-access
-      strategy, lambda context, per_replica: dataset, train_config, 0)
-  return Run(loop, iterator, batch)
+  config = dict(vocab_size=s["vocab"], hidden_size=s["hidden"],
+                num_hidden_layers=s["layers"], num_attention_heads=s["heads"],
+                intermediate_size=s["intermediate"],
+                max_position_embeddings=max(128, s["seq"]))
+  return train_run.build(config, "pretrain", s["seq"], s["predictions"], s["batch"],
+                         xla=xla, seed=seed)
+
+
+def child(shape, xla, steps, reps):
+  """`reps` rates (sequences/s) of `steps`-step loop calls after a warm-up call, and the
+  tree whose `bert` ran them."""
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+  import bert  # pylint: disable=g-import-not-at-top
+  try:  # the tree being timed (a baseline from before cpu_memory.py has none)
+    from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    cpu_memory = None
+  if cpu_memory is not None:
+    cpu_memory.keep_freed_memory()  # as that tree's scripts do
+  run = build(shape, xla=xla)
+  run.loop(2)
+  return {"rates": [run.rate(steps) for _ in range(reps)],
+          "code_root": os.path.dirname(os.path.dirname(os.path.abspath(bert.__file__)))}
+
+
+if __name__ == "__main__":
+  print(json.dumps(child(sys.argv[1], bool(int(sys.argv[2])), int(sys.argv[3]),
+                         int(sys.argv[4]))))

@@ -18,10 +18,11 @@ every step). Then, in examples/s:
 Nothing else of a step is counted: no softmax, LayerNorm, GELU, dropout, embedding
 lookup or gradient, loss, clipping, input pipeline or host loop. So the ceilings are
 optimistic bounds; a target above them cannot be reached with these kernels on this
-machine. The fraction of the matmul peak (bench_pretraining.matmul_peak: the fastest square matmul of 1024-4096) the step's matmuls reach is printed
-beside them: small matrices run further from the peak than large ones.
+machine. The fraction of the matmul peak (machine.matmul_peak: the fastest square matmul
+of 1024-4096) the step's matmuls reach is printed beside them: small matrices run further
+from the peak than large ones.
 
-  python benchmarks/parts/step_floor.py [--shape=minilm|korean|demo] [--seq=14] [--batch=32]
+  python -m benchmarks.parts.step_floor [--shape=minilm|korean|demo] [--seq=14] [--batch=32]
       [--repeats=5]
 
 minilm is the shared MiniLM's shape (L6 H384 A12 I1536), like bench_classifier.py;
@@ -32,14 +33,10 @@ step can reach, as a fraction of the same run's peak.
 
 import argparse
 import os
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-for _path in (ROOT, os.path.dirname(HERE), HERE):
-  if _path not in sys.path:
-    sys.path.insert(0, _path)
+from benchmarks.parts import machine
+from benchmarks.parts import small_step
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -182,10 +179,9 @@ def measure(seq, batch=32, shape=None, repeats=5, update=True):
   as for a pretraining shape, whose model this does not build), and the two ceilings."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from bench_pretraining import matmul_peak  # pylint: disable=g-import-not-at-top
   shape = shape or MINILM
   gemms = forward_gemms(**dict(shape, batch=batch, seq=seq))
-  out = {"peak": matmul_peak(tf.float32)}
+  out = {"peak": machine.matmul_peak(tf.float32)}
   for training in (False, True):
     mode = "train" if training else "forward"
     for xla in (False, True):
@@ -198,7 +194,7 @@ def measure(seq, batch=32, shape=None, repeats=5, update=True):
   out.update(update_seconds=best, update_median=median, num_weights=num_weights)
   out["predict_ceiling"] = batch / out["forward_seconds"]
   out["train_ceiling"] = batch / (out["train_seconds"] + out["update_seconds"])
-  out["peak_after"] = matmul_peak(tf.float32)
+  out["peak_after"] = machine.matmul_peak(tf.float32)
   return out
 
 
@@ -258,15 +254,13 @@ def main():
   args = parser.parse_args()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.get_logger().setLevel("ERROR")  # each measurement traces a function of its own
-  import hf_bridge  # pylint: disable=g-import-not-at-top
-  import small_step  # pylint: disable=g-import-not-at-top
-  print(f"{hf_bridge.cpu_model()}; {hf_bridge.load_average()}")
+  print(f"{machine.cpu_model()}; {machine.load_average()}")
   shape = MINILM if args.shape == "minilm" else small_step.SHAPES[args.shape]
   seq = args.seq or (14.0 if args.shape == "minilm" else shape["seq"])
   out = ceiling_at(seq, args.batch, shape, args.repeats, update=args.shape == "minilm")
   for name, value, unit, note in describe(out, args.batch, seq):
     print(f"{name:42s} {value:10.1f} {unit:11s} {note}")
-  print(hf_bridge.load_average())
+  print(machine.load_average())
 
 
 if __name__ == "__main__":

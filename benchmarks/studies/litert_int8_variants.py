@@ -1,9 +1,9 @@
 """Candidate faster paths for the LiteRT int8 predictor, timed on the same rows (no TF).
 
-  python benchmarks/studies/litert_int8_variants.py --export_dir=EXPORT [--sentences=1000]
+  python -m benchmarks.studies.litert_int8_variants --export_dir=EXPORT [--sentences=1000]
       [--rounds=3] [--data=train|dev]
 
-Each variant runs the same pre-tokenized SST-2 rows (bench_equal.tokenize) in the same
+Each variant runs the same pre-tokenized SST-2 rows (sst2.tokenize, as bench_equal.py) in the same
 sorted batches of 32 (equal_batching.make_batches), in this one process, rounds
 interleaved; the model time (median) and, on --data=dev, the accuracy:
   baseline        the export's model_int8.tflite as predict_litert.py runs it
@@ -16,21 +16,15 @@ interleaved; the model time (median) and, on --data=dev, the accuracy:
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "parts"))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import bench_equal  # noqa: E402  pylint: disable=g-import-not-at-top
-import equal_batching  # noqa: E402  pylint: disable=g-import-not-at-top
-import equal_side  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks.parts import equal_batching
+from benchmarks.parts import equal_side
+from benchmarks.parts import machine
+from benchmarks.parts import sst2
 
 
 def make_runner(model_file, threads, bucket=0, **kwargs):
@@ -58,11 +52,11 @@ def main():
   args = parser.parse_args()
   from ai_edge_litert.interpreter import OpResolverType  # pylint: disable=g-import-not-at-top
   model = os.path.join(args.export_dir, "litert", "model_int8.tflite")
-  threads = hf_bridge.threads()
-  texts, labels = bench_equal.read_sentences(args.data, args.sentences)
+  threads = machine.threads()
+  texts, labels = sst2.read_sentences(args.data, args.sentences)
   with tempfile.TemporaryDirectory() as work:
     ids_file = os.path.join(work, "ids.npz")
-    lengths = bench_equal.tokenize(model, texts, ids_file)
+    lengths = sst2.tokenize(model, texts, ids_file)
     rows = equal_side.read_rows(ids_file)
   batches = equal_batching.make_batches(lengths, 32, args.order)
   variants = {
@@ -90,7 +84,7 @@ def main():
       seconds[name].append(time.perf_counter() - started)
       probs[name] = probabilities
   base = statistics.median(seconds["baseline"])
-  print(f"{hf_bridge.cpu_model()}; {threads} threads; {len(rows):,} SST-2 {args.data} rows, "
+  print(f"{machine.cpu_model()}; {threads} threads; {len(rows):,} SST-2 {args.data} rows, "
         f"{args.order} batches of 32; {args.rounds} rounds; load avg (1 min) "
         f"{min(loads):.2f}-{max(loads):.2f}; {time.strftime('%Y-%m-%d')}")
   print("| variant | model s (median) | speed-up over baseline | same class as baseline |"

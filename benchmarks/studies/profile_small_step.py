@@ -1,11 +1,11 @@
 """Profile: where a small pretraining step's time goes, per op class.
 
-  .venv/bin/python benchmarks/studies/profile_small_step.py                 # Korean shape
-  .venv/bin/python benchmarks/studies/profile_small_step.py --shape=demo    # quickstart's shape
-  .venv/bin/python benchmarks/studies/profile_small_step.py --steps=20 --markdown
+  python -m benchmarks.studies.profile_small_step                 # Korean shape
+  python -m benchmarks.studies.profile_small_step --shape=demo    # quickstart's shape
+  python -m benchmarks.studies.profile_small_step --steps=20 --markdown
 
 Builds the pretraining model (heads.build_pretraining_model), the real loss
-(heads.pretraining_loss), AdamWeightDecay and training.py's own step and loop
+(heads.pretraining_loss), AdamWeightDecay and bert/training/loop.py's own step and loop
 (make_train_step / make_train_loop: forward, loss, gradient, clip to 1.0, apply) on
 synthetic batches of the shape, runs a warm-up call (tracing), then records `--steps`
 steps with TensorFlow's profiler (tf.profiler.experimental) and reads the trace
@@ -23,18 +23,13 @@ import collections
 import glob
 import os
 import re
-import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "parts"))
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from benchmarks.parts import machine
+from benchmarks.parts import small_step
 
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import small_step  # noqa: E402  pylint: disable=g-import-not-at-top
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 # (class, regex on "op/name:OpType"), first match wins.
 CLASSES = [
@@ -124,7 +119,7 @@ def main():
   rates, wall, by_class, ops, executor = profile(args.shape, args.steps, args.xla)
   total = sum(by_class.values())
   print(f"{small_step.describe(args.shape)}, XLA {'on' if args.xla else 'off'}, "
-        f"{hf_bridge.cpu_model()}")
+        f"{machine.cpu_model()}")
   print("unprofiled rates (sequences/s): " + ", ".join(f"{r:.1f}" for r in rates))
   print(f"profiled step: {wall:.1f} ms wall; {total:.1f} ms op time summed over the op "
         f"threads; {ops:.0f} ops a step; executor {executor:.1f} ms "

@@ -147,7 +147,7 @@ def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
   is only as long as its longest row, rounded up to a multiple of `pad_to_multiple_of`.
   Default windows: 32 batches for training; for eval/predict one eager chunk
   (`eval_window_batches`: its rows are tokenized together, so sorting them all costs
-  nothing more). The default multiple is 1: training's loop and training.predict and
+  nothing more). The default multiple is 1: training's loop and evaluation.predict and
   evaluate take any length in one trace, and every padded position is matmul work; pass
   8 where every shape compiles, as with XLA, to bound the number of shapes.
 

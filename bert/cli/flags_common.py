@@ -442,8 +442,9 @@ def define_export_version_flag():
 # Flags that act only together with another: (flag, partner, what the flag does). Given
 # on the command line while its partner is unset (empty, false), the flag would do
 # nothing, silently; it is refused instead (check_partners), in every command that
-# defines both. tests/core/test_argument_checks.py lists, from the flag definitions, every flag
-# whose help says it acts "With --X" or "Only used if" and checks that it is here.
+# defines both. tests/core/test_argument_checks.py lists, from the flag definitions, every
+# flag whose help says it acts "With --X" or "Only used if" and checks that it is here
+# (test_every_flag_that_acts_only_with_another_is_in_the_partner_table).
 PARTNERS = (
     ("litert", "export_dir", "writes the LiteRT models of an export"),
     ("export_version", "export_dir", "names the version folder of an export"),

@@ -29,7 +29,8 @@ flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and eval
 flags.DEFINE_bool(
     "fixed_padding", False,
     "Pad every batch to max_seq_length (static shapes, for TPUs). Default: pad each batch "
-    "only to its longest row, rounded up to a multiple of 8.")
+    "only to its longest row (training batches rounded up to a multiple of 8 with "
+    "--enable_xla, which compiles every shape).")
 flags_common.define_path(
     "export_dir", None,
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "

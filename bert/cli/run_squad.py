@@ -57,7 +57,7 @@ flags_common.define_export_version_flag()
 flags.DEFINE_bool(
     "fast_tokenization", True,
     "Tokenize the SQuAD words and questions in batches with tokenization.FastTokenizer "
-    "(tensorflow-text; the same tokens as the Python tokenizer, about 3x faster). "
+    "(tensorflow-text; the same tokens as the Python tokenizer, faster: docs/squad.md). "
     "--nofast_tokenization uses the original's pure-Python tokenizer only.")
 flags_common.define_finetuning_flags(eval_limit=False)
 flags.DEFINE_integer("max_predict_examples", 0,

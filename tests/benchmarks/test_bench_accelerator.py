@@ -1,4 +1,6 @@
-"""benchmarks/bench_accelerator.py keeps working: `--quick` end to end, and its FLOP count."""
+"""benchmarks/bench_accelerator.py times the commands' own step: `--quick` end to end, one
+configuration in process (the loop's make_train_step, its float16 loss scale), the FLOP
+count and the data-sheet peaks."""
 
 import json
 import math
@@ -11,28 +13,83 @@ import pytest
 
 import tiny
 
+from benchmarks import bench_accelerator
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPT = os.path.join(ROOT, "benchmarks", "bench_accelerator.py")
 ROW_NUMBERS = ("examples_per_second", "seconds", "achieved_tflops",
-               "model_tflops_per_example", "peak_tflops", "mfu")
+               "model_tflops_per_example", "peak_tflops_measured", "mfu_measured")
 
 
 def _positive_finite(value):
   return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-@pytest.mark.slow  # 76 s: the whole --quick matrix (make test-slow)
+def _check_row(r, device):
+  assert r["status"] == "ok", r
+  for key in ROW_NUMBERS:
+    assert _positive_finite(r[key]), (key, r)
+  assert r["peak_tflops_measured"] == device["peaks"][r["dtype"]]
+  assert math.isclose(r["achieved_tflops"],
+                      r["examples_per_second"] * r["model_tflops_per_example"], rel_tol=1e-9)
+  assert math.isclose(r["mfu_measured"], r["achieved_tflops"] / (
+      r["peak_tflops_measured"] * r["replicas"]), rel_tol=1e-9)
+  assert math.isclose(r["examples_per_second"], r["steps"] * r["batch"] / r["seconds"],
+                      rel_tol=1e-9)
+  assert math.isfinite(r["loss"]) and r["loss"] > 0
+  # float16 trains with the loop's dynamic loss scale: 2**15 at the start, unchanged over
+  # a few finite steps (it halves on an overflow, doubles after 2000 good steps).
+  assert r["loss_scale"] == (2.0 ** 15 if r["dtype"] == "float16" else None)
+  if device["kind"] == "CPU":
+    assert r["peak_tflops"] is None and r["mfu"] is None  # no data sheet for a CPU
+    assert r["peak_memory_bytes"] > 100 * 2**20  # TensorFlow alone is ~0.5 GB
+    assert r["max_batch"] is None and r["max_batch_note"] == "not searched"
+
+
+def test_one_configuration_trains_with_the_loops_own_step(monkeypatch):
+  # The step timed is loop.make_train_step's, built as run_pretraining builds it
+  # (float16: the loss scaling of --dtype=float16).
+  from bert.training import loop  # pylint: disable=g-import-not-at-top
+  built = []
+  real = loop.make_train_step
+
+  def spy(model, optimizer, loss_fn, metric_names, config, state):
+    built.append((loss_fn.__name__, config.loss_scaling, config.jit_compile,
+                  config.global_batch_size, sorted(metric_names)))
+    return real(model, optimizer, loss_fn, metric_names, config, state)
+
+  monkeypatch.setattr(loop, "make_train_step", spy)
+  args = bench_accelerator.parse_args(["--quick", "--workloads=pretrain128",
+                                       "--dtypes=float16", "--xla=off"])
+  report = bench_accelerator.benchmark(args)
+  import keras  # pylint: disable=g-import-not-at-top
+  assert keras.mixed_precision.global_policy().name == "float32"  # left as it was
+  assert built == [("pretraining_loss", True, False, 2,
+                    ["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
+                     "next_sentence_loss"])]
+  device = report["device"]
+  assert device["kind"] in ("CPU", "GPU") and device["count"] >= 1
+  assert set(device["peaks"]) == {"float32", "bfloat16", "float16"}
+  assert all(_positive_finite(v) for v in device["peaks"].values())
+  [row] = report["rows"]
+  assert (row["model"], row["workload"], row["seq"], row["predictions"], row["dtype"],
+          row["xla"], row["batch"], row["steps"]) == (
+              "tiny", "pretrain128", 32, 5, "float16", False, 2, 2)
+  _check_row(row, device)
+  table = bench_accelerator.format_table(device, report["rows"])
+  assert "| MFU (data sheet) | MFU (measured peak) |" in table
+  assert "| tiny | pretrain128 | 32 | float16 | off | 2 |" in table
+
+
+@pytest.mark.slow  # the whole --quick matrix, 9 configurations (make test-slow)
 def test_quick_run_writes_the_whole_matrix_as_json(tmp_path):
   out = tmp_path / "accelerator.json"
-  proc = subprocess.run([sys.executable, SCRIPT, "--quick", f"--json_out={out}"],
+  proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_accelerator", "--quick",
+                         f"--json_out={out}"],
                         cwd=ROOT, capture_output=True, text=True, timeout=900,
                         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert proc.returncode == 0, proc.stderr[-3000:]
   report = json.loads(out.read_text())
   device = report["device"]
-  assert device["kind"] in ("CPU", "GPU") and device["count"] >= 1
-  assert set(device["peaks"]) == {"float32", "bfloat16", "float16"}
-  assert all(_positive_finite(v) for v in device["peaks"].values())
   rows = report["rows"]
   # Every dtype x XLA setting on the first workload, the other two once; all measured.
   assert [(r["workload"], r["dtype"], r["xla"]) for r in rows] == [
@@ -41,30 +98,24 @@ def test_quick_run_writes_the_whole_matrix_as_json(tmp_path):
                                  ("squad384", "float32", False)]
   assert [(r["seq"], r["predictions"]) for r in rows[-3:]] == [(32, 5), (64, 10), (48, 0)]
   for r in rows:
-    assert r["status"] == "ok", r
     assert r["model"] == "tiny" and r["steps"] == 2 and r["batch"] == 2
-    for key in ROW_NUMBERS:
-      assert _positive_finite(r[key]), (key, r)
-    assert r["peak_tflops"] == device["peaks"][r["dtype"]]
-    assert math.isclose(r["achieved_tflops"],
-                        r["examples_per_second"] * r["model_tflops_per_example"],
-                        rel_tol=1e-9)
-    assert math.isclose(r["examples_per_second"], r["steps"] * r["batch"] / r["seconds"],
-                        rel_tol=1e-9)
-    assert math.isfinite(r["loss"]) and r["loss"] > 0
-    if device["kind"] == "CPU":
-      assert r["peak_memory_bytes"] > 100 * 2**20  # TensorFlow alone is ~0.5 GB
-      assert r["max_batch"] is None and r["max_batch_note"] == "not searched"
+    _check_row(r, device)
   assert "| tiny | pretrain128 | 32 | float16 | on | 2 |" in proc.stdout
   assert "| tiny | squad384 | 48 | float32 | off | 2 |" in proc.stdout
 
 
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
+def test_datasheet_peaks_by_device_name():
+  # H100 SXM's dense figures; float32 compared with TF32's when TensorFloat-32 is on.
+  peaks, source = bench_accelerator.datasheet_peaks("NVIDIA H100 80GB HBM3", tf32=True)
+  assert peaks == {"float32": 495.0, "bfloat16": 989.0, "float16": 989.0}
+  assert source == "data sheet (H100, dense, float32 as TF32)"
+  peaks, _ = bench_accelerator.datasheet_peaks("NVIDIA H100 PCIe", tf32=False)
+  assert peaks == {"float32": 51.0, "bfloat16": 756.0, "float16": 756.0}
+  assert bench_accelerator.datasheet_peaks("NVIDIA A100-SXM4-40GB", False)[0]["bfloat16"] == 312.0
+  assert bench_accelerator.datasheet_peaks("Tesla T4", True) == ({}, "no data sheet for 'Tesla T4'")
 
 
 def test_matmul_parameter_count_matches_the_model():
-  import bench_accelerator  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   config = dict(tiny.TINY_SHAPE, vocab_size=53)
   encoder = modeling.BertModel(modeling.BertConfig(type_vocab_size=2, **config))
@@ -84,7 +135,6 @@ def test_matmul_parameter_count_matches_the_model():
 
 
 def test_flops_formula_by_hand():
-  import bench_accelerator  # pylint: disable=g-import-not-at-top
   config = dict(hidden_size=4, num_hidden_layers=2, intermediate_size=6, vocab_size=10)
   n = 2 * (4 * 16 + 2 * 4 * 6 + 5 * 4 + 6)                     # 300
   attention = 12 * 2 * 4 * 8 * 8                               # 6144

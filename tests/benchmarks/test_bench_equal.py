@@ -5,20 +5,12 @@ order is the one predict_litert.py's predictor uses; each side reports a digest 
 ran, and the driver refuses to keep a round in which any side ran something else. Nothing
 here times anything or loads a model.
 """
-import os
-import sys
-
 import numpy as np
 import pytest
 
-from conftest import ROOT
-
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
-
-import bench_equal  # noqa: E402  pylint: disable=g-import-not-at-top
-import equal_batching  # noqa: E402  pylint: disable=g-import-not-at-top
-import equal_side  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks import bench_equal
+from benchmarks.parts import equal_batching
+from benchmarks.parts import equal_side
 
 LENGTHS = [9, 3, 7, 3, 12, 5, 7, 3, 20, 1]
 

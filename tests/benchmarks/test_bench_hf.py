@@ -12,15 +12,13 @@ import pytest
 
 from conftest import ROOT, shared_path
 
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
-
-import bench_classifier  # noqa: E402  pylint: disable=g-import-not-at-top
-import bench_predict  # noqa: E402  pylint: disable=g-import-not-at-top
-import bench_pretraining  # noqa: E402  pylint: disable=g-import-not-at-top
-import bench_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import hf_side  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks import bench_classifier
+from benchmarks import bench_predict
+from benchmarks import bench_pretraining
+from benchmarks import bench_tokenization
+from benchmarks.parts import hf_bridge
+from benchmarks.parts import hf_side
+from benchmarks.parts import sst2
 
 
 def test_missing_interpreter_gives_skip_rows_with_the_setup_hint(monkeypatch):
@@ -60,7 +58,7 @@ def test_predict_sides_read_the_same_sentences_and_write_the_same_format(tmp_pat
   shared_path("glue", "SST-2", "train.tsv")
   data_dir = tmp_path / "data"
   data_dir.mkdir()
-  texts = bench_predict.write_test_file(str(data_dir / "test.tsv"), 40)
+  texts = sst2.write_test_file(str(data_dir / "test.tsv"), 40)
   ours = [e.text_a for e in classifier_data.Sst2Processor().get_test_examples(str(data_dir))]
   assert hf_side._read_test_texts(str(data_dir / "test.tsv")) == ours == texts  # pylint: disable=protected-access
   assert len(set(texts)) > 30

@@ -13,13 +13,10 @@ import pytest
 
 from conftest import ROOT
 
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
-
-import bench_pretraining_data  # noqa: E402  pylint: disable=g-import-not-at-top
-import bench_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
-import original_bridge  # noqa: E402  pylint: disable=g-import-not-at-top
-import original_side  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks import bench_pretraining_data
+from benchmarks import bench_tokenization
+from benchmarks.parts import original_bridge
+from benchmarks.parts import original_side
 
 
 def test_instance_counts_within_two_percent_give_the_relative_difference():
@@ -87,7 +84,7 @@ def test_the_side_starts_isolated_without_pythonpath(monkeypatch):
   monkeypatch.setenv("BERT_ORIGINAL_PYTHON", sys.executable)
   assert "PYTHONPATH" not in original_bridge.environment()
   assert original_bridge.command("generate", "r.json") == [
-      sys.executable, "-I", original_bridge.ORIGINAL_SIDE, "generate", "r.json"]
+      sys.executable, "-E", "-s", original_bridge.ORIGINAL_SIDE, "generate", "r.json"]
 
 
 def test_missing_interpreter_gives_rows_that_say_so(monkeypatch):

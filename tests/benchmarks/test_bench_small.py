@@ -3,17 +3,10 @@
 No timing here (speed figures live in benchmarks/); these check the arithmetic and the
 classification that the benchmark's figures rest on.
 """
-import os
-import sys
-
 import pytest
 
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__)))), "benchmarks", _part))
-
-import profile_small_step  # noqa: E402  pylint: disable=g-import-not-at-top
-import small_step  # noqa: E402  pylint: disable=g-import-not-at-top
+from benchmarks.parts import small_step
+from benchmarks.studies import profile_small_step
 
 
 def test_flops_per_sequence_by_hand():
@@ -51,7 +44,7 @@ def test_profile_op_classes(name, expected):
 
 
 def test_step_floor_flops_by_hand():
-  import step_floor  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
   # MiniLM at [32, 14], 448 rows. Layers 1-5: 20 x 2 x 448 x 384^2 = 2,642,411,520 (Q, K,
   # V, output); 10 x 2 x 448 x 384 x 1536 = 5,284,823,040 (intermediate, output);
   # attention 5 x 2 x 2 x 384 x 14 x 32 x 14 = 48,168,960. Layer 6 at [CLS] only: key and
@@ -67,7 +60,7 @@ def test_step_floor_flops_by_hand():
 def test_step_floor_runs_every_matmul_once():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  import step_floor  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
   gemms = step_floor.forward_gemms(layers=2, hidden=12, heads=3, intermediate=20, batch=3,
                                    seq=5)
   # layer 1: 4 + 1 + 1 + 1 + 1; pooler, classifier: 1 + 1; layer 2 ([CLS] only):
@@ -86,7 +79,7 @@ def test_step_floor_runs_every_matmul_once():
 
 @pytest.mark.parametrize("shape", ["korean", "demo"])
 def test_step_floor_pretraining_gemms_match_small_step_flops(shape):
-  import step_floor  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
   s = small_step.SHAPES[shape]
   gemms = step_floor.forward_gemms(**s)
   assert step_floor.flops(gemms, training=True) == s["batch"] * small_step.flops_per_sequence(

@@ -13,15 +13,12 @@ import pytest
 
 from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 
-for _part in ("", "parts", "studies"):
-  sys.path.insert(0, os.path.join(ROOT, "benchmarks", _part))
-
 from bert.pretraining import pretraining_records  # noqa: E402
 from bert.pretraining import pretraining_corpus  # noqa: E402
 from bert.pretraining import pretraining_generator as cpd  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
 from bert.utils import paths  # noqa: E402
-import pretraining_data_reference as reference  # noqa: E402
+from benchmarks.parts import pretraining_data_reference as reference  # noqa: E402
 from bert.pretraining import pretraining_instances  # noqa: E402
 from bert.pretraining import pretraining_tokenizer  # noqa: E402
 from bert import tokenization  # noqa: E402

@@ -208,6 +208,9 @@ table(refused_flags,
       # Accelerators and the cluster: asked for and not there, or not waited for.
       row("run_classifier.py", "tpu_asked_none_named", flags=["--use_tpu"],
           expect=["--use_tpu", "no local TPU and no --tpu_name"]),
+      # Feature extraction has no TPU path (docs/pretraining.md's what-runs-where table).
+      row("extract_features.py", "tpu_not_offered", flags=["--use_tpu"],
+          line="--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu"),
       row("run_classifier.py", "negative_multi_worker_timeout",
           flags=["--multi_worker_timeout=-1"],
           expect=["--multi_worker_timeout=-1.0: must be a finite number of seconds"]),

@@ -226,8 +226,9 @@ def test_bad_input_catalogue(ws, case_id):
 
 
 # Tools the docs tell users to run that read no user input: gen_flag_docs.py writes
-# docs/FLAGS.md from the scripts' own flag definitions.
-TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py"}
+# docs/FLAGS.md from the scripts' own flag definitions, gen_test_suites.py docs/TESTS.md
+# from the tests' markers.
+TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py", "tools/gen_test_suites.py"}
 
 
 def test_every_tool_a_doc_names_has_its_cases_here():

@@ -1,10 +1,11 @@
-"""Training steps of the tests' own under a tf.distribute strategy, and the small shape and
-pretraining batch they train on (tests/training/test_precision.py, in-process and in the
+"""Training steps under a tf.distribute strategy, through the commands' own loop, and the
+small shape and pretraining batch they train on (tests/training/test_precision.py, in-process and in the
 fresh interpreter its two-replica test starts)."""
 import numpy as np
 import tensorflow as tf
 
-from bert import optimization
+from bert.training import checkpoints
+from bert.training import loop
 import tiny
 
 # Shape keys only: the two-replica test adds its own dropout values.
@@ -29,35 +30,17 @@ def pretraining_batch(batch=BATCH, seed=0):
 
 
 def train_steps(strategy, model, optimizer, loss_fn, dataset_fn, global_batch, steps):
-  """`steps` optimizer steps with a strategy.run step of this test's own that mirrors
-  bert/training/loop.py's: forward, loss_fn, the loss averaged over the GLOBAL batch
-  (tf.nn.compute_average_loss), gradients summed over the replicas, clipped to global
-  norm 1.0, applied. dataset_fn(context) batches to the per-replica size.
-  Returns the per-step losses (floats); the model's weights are updated."""
-  variables = model.trainable_variables
-  names = [t.name for t in model.inputs]
-  optimizer.gradients_are_reduced = True  # this step sums over replicas itself
-  with strategy.scope():
-    optimizer.build(variables)  # slots now, not inside the replicated tf.function
-
-  def step(features):
-    with tf.GradientTape() as tape:
-      outputs = model({k: features[k] for k in names}, training=True)
-      per_example, _ = loss_fn(features, outputs)
-      loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch)
-    grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)  # dense slices
-             for g, v in zip(tape.gradient(loss, variables), variables)]
-    context = tf.distribute.get_replica_context()
-    if context.num_replicas_in_sync > 1:
-      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    grads, _ = optimization.clip_by_global_norm(grads, 1.0)
-    optimizer.apply_gradients(zip(grads, variables))
-    return loss
-
-  @tf.function
-  def run(iterator):
-    return strategy.reduce(tf.distribute.ReduceOp.SUM,
-                           strategy.run(step, args=(next(iterator),)), axis=None)
-
+  """`steps` optimizer steps of the step every command trains with (loop.make_train_step:
+  forward, loss_fn, the loss averaged over the GLOBAL batch, gradients summed over the
+  replicas, clipped to global norm 1.0, applied), one step a loop.make_train_loop call.
+  dataset_fn(context) batches to the per-replica size. Returns the per-step losses
+  (floats); the model's weights are updated."""
+  state = checkpoints.RunCheckpoint(None, model, optimizer, strategy)  # slots, loop state
+  config = loop.TrainConfig(global_batch_size=global_batch, num_train_steps=steps)
+  names = loop.loss_metric_names(model, loss_fn,
+                                 dataset_fn(tf.distribute.InputContext()).element_spec)
+  train_loop = loop.make_train_loop(
+      strategy, loop.make_train_step(model, optimizer, loss_fn, names, config, state.loop),
+      names)
   iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-  return [float(run(iterator)) for _ in range(steps)]
+  return [float(train_loop(iterator, tf.constant(1))[0]) for _ in range(steps)]

@@ -1,4 +1,4 @@
-"""training.py on a toy classifier: training, resume, gradient accumulation, eval, predict."""
+"""bert/training/loop.py on a toy classifier: training, resume, gradient accumulation, eval, predict."""
 import os
 
 import keras

@@ -8,7 +8,8 @@
   the classifier's SavedModel signature) under --dtype=bfloat16: every matmul in
   bfloat16, the softmax, LayerNorm and outputs in float32, and the probabilities within
   the tolerance docs/classifier.md gives of float32's.
-* A MirroredStrategy over one device trains exactly like OneDeviceStrategy.
+* A MirroredStrategy over one device trains exactly like OneDeviceStrategy, both with
+  the step the commands train with (loop.make_train_step).
 * `--train_batch_size` is the global batch (docs/pretraining.md): MirroredStrategy over
   two logical CPU devices gives each replica half of it, the masked-LM loss is
   normalised over the whole of it, and two replicas train to the single-device weights.
@@ -290,7 +291,8 @@ def test_mirrored_over_one_device_trains_like_one_device():
 # Runs in a fresh interpreter: two logical CPU devices before any op runs.
 _SPLIT_CHILD = r'''
 import json, os, sys
-sys.path.insert(0, os.getcwd()); sys.path.insert(0, os.path.join(os.getcwd(), "tests", "support"))
+sys.path.insert(0, os.getcwd())
+sys.path.insert(0, os.path.join(os.getcwd(), "tests", "support"))  # tiny, replica_steps
 import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)

@@ -1,0 +1,1 @@
+"""One-off studies whose findings docs/benchmarks.md records (`python -m benchmarks.studies.NAME`)."""
