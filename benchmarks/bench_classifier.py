@@ -1,6 +1,6 @@
 """Classifier speed: per-batch padding against fixed padding to 128, on SST-2 dev.
 
-  python -m benchmarks.bench_classifier [--quick] [--hf_only]
+  python -m benchmarks.bench_classifier [--quick] [--hf_only] [--command_rounds=N]
 
 Builds run_classifier's model for the shared MiniLM config (6 layers, hidden 384; the
 weights do not matter for speed, so they stay random) and feeds it SST-2 dev sentences
@@ -24,6 +24,14 @@ each in its own process, both from the shared MiniLM weights:
     traces / warms up), then each side's dev accuracy. Ours groups batches by length;
     theirs are shuffled and padded per batch (their default), and once more grouped by
     length (Trainer's group_by_length style) for information.
+On a CPU with bfloat16 units (AVX512-BF16 or AMX) each of those is also run in bfloat16
+(ours --dtype=bfloat16, built as finetune.run builds it; theirs under torch.autocast,
+length-grouped for fine-tuning as ours is), with each runtime's bfloat16/float32 ratio
+and ours against theirs in bfloat16; elsewhere a row says bfloat16 is left out.
+Last, run_classifier.py itself (--command_rounds=N, default 3, 1 with --quick, 0 for
+none): --do_train on SST-2 from the shared MiniLM, float32 and bfloat16 alternately, the
+seconds of 50 steps of 32 after the first 10 (the loop's own examples/s) and of the whole
+process.
 After the fine-tuning rows, the matmul floor (benchmarks/parts/step_floor.py, in this process):
 the training ceiling at the subset's unpadded mean length, and its ratio to HF grouped.
 --quick: 256 sentences and fewer training steps (30 fine-tuning steps: too few for the
@@ -34,10 +42,12 @@ comparisons.
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 
+from benchmarks.parts import command_runs
 from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
@@ -68,9 +78,11 @@ def _predict_rate(tf, model, batches, num_examples):
 
 
 def _loop_train(tf, config, examples, tokenizer, steps, output_dir, fixed_padding=False,
-                learning_rate=2e-5, steps_per_loop=None, init_checkpoint=None):
+                learning_rate=2e-5, steps_per_loop=None, init_checkpoint=None,
+                dtype="float32"):
   """run_classifier's training path (make_dataset, loop.train) on `examples`; returns
-  loop.train's result and the model. Its rate is that of the last loop call."""
+  loop.train's result and the model. Its rate is that of the last loop call. dtype: the
+  --dtype the model is built under (strategies.setup_precision, as finetune.run does)."""
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
@@ -79,9 +91,13 @@ def _loop_train(tf, config, examples, tokenizer, steps, output_dir, fixed_paddin
   from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   strategy = strategies.create_strategy("one_device")
-  with strategy.scope():
-    model, _ = heads.build_classifier_model(config, 2)
-    optimizer = optimization.create_optimizer(learning_rate, steps, max(steps // 10, 1))
+  strategies.setup_precision(dtype)
+  try:
+    with strategy.scope():
+      model, _ = heads.build_classifier_model(config, 2)
+      optimizer = optimization.create_optimizer(learning_rate, steps, max(steps // 10, 1))
+  finally:
+    strategies.setup_precision("float32")
   if init_checkpoint:
     checkpoints.load_checkpoint(model, init_checkpoint)
 
@@ -130,64 +146,119 @@ def _our_predict(model, tokenizer, examples):
   return logits, time.perf_counter() - started
 
 
+def _precisions():
+  """The --dtype values this CPU compares: bfloat16 beside float32 only with its units."""
+  from bert.utils import cpu_choice  # pylint: disable=g-import-not-at-top
+  return ("float32", "bfloat16") if cpu_choice.this_cpu().has_bfloat16 else ("float32",)
+
+
+def _no_bfloat16_rows(what):
+  return [{"name": f"classifier_{what}_bfloat16", "value": "skipped", "unit": "",
+           "note": f"{machine.cpu_model()} has no bfloat16 units (AVX512-BF16 or AMX): "
+                   "bfloat16 would run emulated; the float32 rows stand"}]
+
+
+def _suffix(dtype):
+  return "" if dtype == "float32" else "_bf16"
+
+
 def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
-  """Prediction on the same texts with the same weights, ours against transformers'."""
+  """Prediction on the same texts with the same weights, ours against transformers', in
+  float32 and, on a CPU with bfloat16 units, in bfloat16 on both sides (ours --dtype, theirs
+  torch.autocast); every batch padded to its own longest row on both sides."""
   import numpy as np  # pylint: disable=g-import-not-at-top
 
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
   del config  # the shared MiniLM's, which sst2.classifier_model reads
-  tf.keras.utils.set_random_seed(2)
-  model = sst2.classifier_model(os.path.join(MODEL_DIR, "bert_model.ckpt"))
-  sst2.save_head(model, os.path.join(workdir, "head.npz"))
+  dtypes = _precisions()
+  models = {}
+  for dtype in dtypes:  # the same weights and head under each precision
+    strategies.setup_precision(dtype)
+    try:
+      tf.keras.utils.set_random_seed(2)
+      models[dtype] = sst2.classifier_model(os.path.join(MODEL_DIR, "bert_model.ckpt"))
+    finally:
+      strategies.setup_precision("float32")
+  sst2.save_head(models["float32"], os.path.join(workdir, "head.npz"))
   texts = [e.text_a for e in examples]
   with open(os.path.join(workdir, "texts.json"), "w", encoding="utf-8") as handle:
     json.dump(texts, handle)
 
-  _, first_seconds = _our_predict(model, tokenizer, examples)  # warm-up: traces
-  seconds = float("inf")
-  for _ in range(PREDICT_REPEATS):
-    ours, elapsed = _our_predict(model, tokenizer, examples)
-    seconds = min(seconds, elapsed)
+  first, seconds, logits = {}, {d: float("inf") for d in dtypes}, {}
+  for dtype in dtypes:
+    _, first[dtype] = _our_predict(models[dtype], tokenizer, examples)  # warm-up: traces
+  for _ in range(PREDICT_REPEATS):  # the precisions alternate, so load falls on both
+    for dtype in dtypes:
+      logits[dtype], elapsed = _our_predict(models[dtype], tokenizer, examples)
+      seconds[dtype] = min(seconds[dtype], elapsed)
   load = machine.load_average()
-  hf, why = hf_bridge.run_hf("predict", {
-      "threads": machine.threads(), "vocab_file": VOCAB, "head_file": os.path.join(workdir, "head.npz"),
-      "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
-      "max_seq_length": SEQ, "logits_file": os.path.join(workdir, "hf_logits.npy"),
-      "repeats": PREDICT_REPEATS}, workdir)
   n = len(examples)
   timing = f"best of {PREDICT_REPEATS} passes after a warm-up pass"
-  rows = [{"name": "classifier_predict_ours", "value": round(n / seconds, 1),
-           "unit": "examples/s",
-           "note": f"run_classifier path (predict_batches + evaluation.predict), texts to logits, "
-                   f"{timing}; first pass {n / first_seconds:.1f}/s; {load}"}]
-  if hf is None:
-    return rows + [{"name": "classifier_predict_hf", "value": "failed", "unit": "",
-                    "note": why}]
-  theirs = np.load(os.path.join(workdir, "hf_logits.npy"))
-  diff = float(np.max(np.abs(theirs - ours)))
-  agree = float(np.mean(theirs.argmax(1) == ours.argmax(1)))
-  hf_rate = n / hf["seconds"]
-  return rows + [
-      {"name": "classifier_predict_hf", "value": round(hf_rate, 1), "unit": "examples/s",
-       "note": f"BertForSequenceClassification, DataCollatorWithPadding, inference_mode, "
-               f"{hf['threads']} threads, texts to logits, {timing}; first pass "
-               f"{n / hf['first_seconds']:.1f}/s; {hf['versions']}; {machine.load_average()}"},
-      {"name": "classifier_predict_ours_vs_hf", "value": round((n / seconds) / hf_rate, 2),
-       "unit": "x", "note": f"same weights (max |logit diff| {diff:.1e}, same class on "
-                            f"{agree:.1%}), batch {BATCH}; target >= 2x"}]
+  rows = []
+  for dtype in dtypes:
+    rows.append({"name": "classifier_predict_ours" + _suffix(dtype),
+                 "value": round(n / seconds[dtype], 1), "unit": "examples/s",
+                 "note": f"run_classifier path (predict_batches + evaluation.predict), "
+                         f"--dtype={dtype}, texts to logits, {timing}; first pass "
+                         f"{n / first[dtype]:.1f}/s; {load}"})
+  if "bfloat16" in dtypes:
+    diff = float(np.max(np.abs(logits["bfloat16"] - logits["float32"])))
+    rows.append({"name": "classifier_predict_ours_bf16_speedup",
+                 "value": round(seconds["float32"] / seconds["bfloat16"], 2), "unit": "x",
+                 "note": f"the same passes, the same weights; max |logit diff| against "
+                         f"float32 {diff:.1e}"})
+  else:
+    rows += _no_bfloat16_rows("predict")
+  hf = {}
+  for dtype in dtypes:
+    result, why = hf_bridge.run_hf("predict", {
+        "threads": machine.threads(), "vocab_file": VOCAB,
+        "head_file": os.path.join(workdir, "head.npz"),
+        "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
+        "max_seq_length": SEQ, "logits_file": os.path.join(workdir, f"hf_{dtype}.npy"),
+        "repeats": PREDICT_REPEATS, "precision": dtype}, workdir)
+    if result is None:
+      rows.append({"name": "classifier_predict_hf" + _suffix(dtype), "value": "failed",
+                   "unit": "", "note": why})
+      continue
+    hf[dtype] = result
+    theirs = np.load(os.path.join(workdir, f"hf_{dtype}.npy"))
+    diff = float(np.max(np.abs(theirs - logits[dtype])))
+    agree = float(np.mean(theirs.argmax(1) == logits[dtype].argmax(1)))
+    hf_rate, our_rate = n / result["seconds"], n / seconds[dtype]
+    how = "inference_mode" + (", torch.autocast bfloat16" if dtype == "bfloat16" else "")
+    rows += [
+        {"name": "classifier_predict_hf" + _suffix(dtype), "value": round(hf_rate, 1),
+         "unit": "examples/s",
+         "note": f"BertForSequenceClassification, DataCollatorWithPadding, {how}, "
+                 f"{result['threads']} threads, texts to logits, {timing}; first pass "
+                 f"{n / result['first_seconds']:.1f}/s; {result['versions']}; "
+                 f"{machine.load_average()}"},
+        {"name": "classifier_predict_ours_vs_hf" + _suffix(dtype),
+         "value": round(our_rate / hf_rate, 2), "unit": "x",
+         "note": f"{dtype} on both sides; same weights (max |logit diff| {diff:.1e}, same "
+                 f"class on {agree:.1%}), batch {BATCH}"
+                 + ("; target >= 2x" if dtype == "float32" else "")}]
+  if len(hf) == 2:
+    rows.append({"name": "classifier_predict_hf_bf16_speedup",
+                 "value": round(hf["float32"]["seconds"] / hf["bfloat16"]["seconds"], 2),
+                 "unit": "x", "note": "HF float32 / HF bfloat16 (torch.autocast), same passes"})
+  return rows
 
 
-def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir):
+def _our_finetune(tf, config, tokenizer, train, dev, steps, timed_steps, workdir,
+                  dtype="float32"):
   """(examples/s of the last loop call, dev accuracy, final loss): run_classifier's
-  training path (make_dataset, loop.train) from the shared MiniLM."""
+  training path (make_dataset, loop.train) from the shared MiniLM, in --dtype=dtype."""
   from bert import metrics  # pylint: disable=g-import-not-at-top
 
   tf.keras.utils.set_random_seed(3)
   # Loop calls of 1 (traces; untimed), steps - timed_steps, then the rest, whose rate
   # train() reports.
   result, model = _loop_train(
-      tf, config, train, tokenizer, steps, os.path.join(workdir, "ours-finetune"),
+      tf, config, train, tokenizer, steps, os.path.join(workdir, f"ours-finetune-{dtype}"),
       learning_rate=FINETUNE_LEARNING_RATE, steps_per_loop=steps - timed_steps,
-      init_checkpoint=os.path.join(MODEL_DIR, "bert_model.ckpt"))
+      init_checkpoint=os.path.join(MODEL_DIR, "bert_model.ckpt"), dtype=dtype)
   logits, _ = _our_predict(model, tokenizer, dev)
   accuracy = metrics.accuracy(logits.argmax(1), [int(e.label) for e in dev])
   return result["examples_per_second"], accuracy, result["loss"]
@@ -206,12 +277,25 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   scope = (f"{len(train)} SST-2 train sentences, {steps} steps of {BATCH}, lr "
            f"{FINETUNE_LEARNING_RATE:g} (warm-up {steps // 10}, linear decay), clip 1.0; "
            f"rate over the last {timed} steps")
-  rate, accuracy, loss = _our_finetune(tf, config, tokenizer, train, dev, steps, timed,
-                                       workdir)
-  rows = [{"name": "classifier_finetune_ours", "value": round(rate, 1), "unit": "examples/s",
-           "note": f"loop.train + make_dataset (length-sorted windows), AdamWeightDecay; dev "
-                   f"accuracy {accuracy:.4f} ({len(dev)}), loss {loss:.3f}; {scope}; "
-                   f"{machine.load_average()}"}]
+  ours = {}
+  rows = []
+  for dtype in _precisions():
+    ours[dtype] = _our_finetune(tf, config, tokenizer, train, dev, steps, timed, workdir,
+                                dtype)
+    rate, accuracy, loss = ours[dtype]
+    rows.append({"name": "classifier_finetune_ours" + _suffix(dtype),
+                 "value": round(rate, 1), "unit": "examples/s",
+                 "note": f"loop.train + make_dataset (length-sorted windows), AdamWeightDecay, "
+                         f"--dtype={dtype}; dev accuracy {accuracy:.4f} ({len(dev)}), loss "
+                         f"{loss:.3f}; {scope}; {machine.load_average()}"})
+  if "bfloat16" in ours:
+    rows.append({"name": "classifier_finetune_ours_bf16_speedup",
+                 "value": round(ours["bfloat16"][0] / ours["float32"][0], 2), "unit": "x",
+                 "note": f"dev accuracy float32 {ours['float32'][1]:.4f}, bfloat16 "
+                         f"{ours['bfloat16'][1]:.4f}"})
+  else:
+    rows += _no_bfloat16_rows("finetune")
+  rate, accuracy, loss = ours["float32"]
   with open(os.path.join(workdir, "finetune.json"), "w", encoding="utf-8") as handle:
     json.dump({"train_texts": [e.text_a for e in train],
                "train_labels": [int(e.label) for e in train],
@@ -248,6 +332,31 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
              "target >= 1.3x at matching accuracy")}]
     if group:
       grouped_rate = hf["examples_per_second"]
+  if "bfloat16" in ours:
+    hf, why = hf_bridge.run_hf("finetune", {
+        "threads": machine.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": True,
+        "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
+        "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
+        "learning_rate": FINETUNE_LEARNING_RATE, "max_seq_length": SEQ,
+        "precision": "bfloat16"}, workdir)
+    if hf is None:
+      rows.append({"name": "classifier_finetune_hf_grouped_bf16", "value": "failed",
+                   "unit": "", "note": why})
+    else:
+      bf16_rate, bf16_accuracy, _ = ours["bfloat16"]
+      rows += [
+          {"name": "classifier_finetune_hf_grouped_bf16",
+           "value": round(hf["examples_per_second"], 1), "unit": "examples/s",
+           "note": f"as classifier_finetune_hf_grouped, forward passes under torch.autocast "
+                   f"bfloat16; dev accuracy {hf['accuracy']:.4f}; {machine.load_average()}"},
+          {"name": "classifier_finetune_ours_bf16_vs_hf_grouped_bf16",
+           "value": round(bf16_rate / hf["examples_per_second"], 2), "unit": "x",
+           "note": f"both bfloat16, both length-grouped; dev accuracy ours "
+                   f"{bf16_accuracy:.4f} vs HF {hf['accuracy']:.4f}"}]
+      if grouped_rate:
+        rows.append({"name": "classifier_finetune_hf_bf16_speedup",
+                     "value": round(hf["examples_per_second"] / grouped_rate, 2), "unit": "x",
+                     "note": "HF grouped bfloat16 / HF grouped float32"})
   if grouped_rate:
     rows += _finetune_ceiling_rows(tokenizer, train, grouped_rate)
   return rows
@@ -275,6 +384,64 @@ def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
                "against HF grouped in this run; below 2 the target cannot be met"}]
 
 
+# run_classifier.py's own fine-tuning, whole command: these many steps timed, after these
+# many in the first loop calls (tracing, warm-up), each loop call COMMAND_LOOP steps.
+COMMAND_TIMED_STEPS, COMMAND_WARMUP_STEPS, COMMAND_LOOP = 50, 10, 10
+
+
+def _command_finetune_rows(rounds):
+  """run_classifier.py --do_train on SST-2 from the shared MiniLM, as a user runs it, in
+  float32 and bfloat16 alternately: the seconds of COMMAND_TIMED_STEPS steps after the
+  first COMMAND_WARMUP_STEPS (from the loop's own examples/s, logged to TensorBoard every
+  loop call) and of the whole process."""
+  dtypes = _precisions()
+  steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
+  timed, wall = {d: [] for d in dtypes}, {d: [] for d in dtypes}
+  with tempfile.TemporaryDirectory(prefix="bench-classifier-command-") as work:
+    for round_index in range(rounds):
+      for dtype in (dtypes if round_index % 2 == 0 else dtypes[::-1]):
+        output_dir = os.path.join(work, f"{dtype}-{round_index}")
+        command = [sys.executable, os.path.join(sst2.ROOT, "run_classifier.py"),
+                   "--task_name=sst2", "--do_train", f"--data_dir={SST2}",
+                   f"--vocab_file={sst2.MODEL_VOCAB}",
+                   f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
+                   f"--init_checkpoint={os.path.join(MODEL_DIR, 'bert_model.ckpt')}",
+                   f"--max_seq_length={SEQ}", f"--train_batch_size={BATCH}",
+                   "--learning_rate=2e-5", f"--num_train_steps={steps}",
+                   f"--steps_per_loop={COMMAND_LOOP}", f"--log_every_steps={COMMAND_LOOP}",
+                   f"--save_checkpoints_steps={10 * steps}", f"--output_dir={output_dir}",
+                   f"--dtype={dtype}"]
+        seconds, process = command_runs.timed_run(command, output_dir, COMMAND_WARMUP_STEPS,
+                                                  steps, COMMAND_LOOP, BATCH)
+        timed[dtype].append(seconds)
+        wall[dtype].append(process)
+  scope = (f"run_classifier.py --task_name=sst2 --do_train from the shared MiniLM, batch "
+           f"{BATCH}, --max_seq_length={SEQ}, {steps} steps (--steps_per_loop="
+           f"{COMMAND_LOOP}); {machine.cpu_model()}; {machine.load_average()}")
+  rows = []
+  for dtype in dtypes:
+    rows += [
+        {"name": "classifier_command_finetune_steps" + _suffix(dtype),
+         "value": round(statistics.median(timed[dtype]), 2), "unit": "s (median)",
+         "note": f"--dtype={dtype}: {COMMAND_TIMED_STEPS} steps after the first "
+                 f"{COMMAND_WARMUP_STEPS}, per round " + ", ".join(
+                     f"{s:.2f}" for s in timed[dtype]) + f"; {scope}"},
+        {"name": "classifier_command_finetune_process" + _suffix(dtype),
+         "value": round(statistics.median(wall[dtype]), 1), "unit": "s (median)",
+         "note": f"--dtype={dtype}, the whole process, per round " + ", ".join(
+             f"{s:.1f}" for s in wall[dtype])}]
+  if "bfloat16" in dtypes:
+    for what, seconds in (("steps", timed), ("process", wall)):
+      ratios = [a / b for a, b in zip(seconds["float32"], seconds["bfloat16"])]
+      rows.append({"name": f"classifier_command_finetune_{what}_bf16_speedup",
+                   "value": round(statistics.median(ratios), 2), "unit": "x",
+                   "note": f"float32 s / bfloat16 s per round: median "
+                           f"{machine.spread(ratios, '{:.2f}')}"})
+  else:
+    rows += _no_bfloat16_rows("command_finetune")
+  return rows
+
+
 def _hf_rows(tf, config, tokenizer, examples, quick):
   if hf_bridge.hf_python() is None:
     return [{"name": "classifier_hf_comparison", "value": "skipped", "unit": "",
@@ -284,8 +451,10 @@ def _hf_rows(tf, config, tokenizer, examples, quick):
             + _hf_finetune_rows(tf, config, tokenizer, quick, workdir))
 
 
-def run(quick=False, hf_only=False):
-  """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers."""
+def run(quick=False, hf_only=False, command_rounds=None):
+  """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers.
+  command_rounds: rounds of run_classifier.py's own fine-tuning in each precision (0: none;
+  default 1 with quick, else 3)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
@@ -326,11 +495,16 @@ def run(quick=False, hf_only=False):
                  "note": "same run, same model; target >= 2x for prediction"})
   shutil.rmtree(workdir, ignore_errors=True)
   rows += _hf_rows(tf, config, tokenizer, examples, quick)
+  rounds = (1 if quick else 3) if command_rounds is None else command_rounds
+  if rounds and not hf_only:
+    rows += _command_finetune_rows(rounds)
   return rows
 
 
 if __name__ == "__main__":
   from bert.utils import cpu_memory  # pylint: disable=g-import-not-at-top
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
-  for row in run(quick="--quick" in sys.argv, hf_only="--hf_only" in sys.argv):
+  rounds = [int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--command_rounds=")]
+  for row in run(quick="--quick" in sys.argv, hf_only="--hf_only" in sys.argv,
+                 command_rounds=rounds[-1] if rounds else None):
     print(f"{row['name']:50s} {row['value']!s:>10} {row['unit']:12s} {row['note']}")

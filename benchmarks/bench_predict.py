@@ -13,10 +13,13 @@ L6 H384 A12, and one classifier head), batch 32, max_seq_length 128:
   ort   the same model exported to ONNX and fused by ONNX Runtime's transformer optimizer
         (untimed), ORT_ENABLE_ALL, the `tokenizers` package's WordPiece, batches as HF's
         (hf_side.py ort_predict_file).
-Opt-in sides (--sides=...,ours_bf16,ort_int8), each CPU's best precision:
+Opt-in sides (--sides=...,ours_bf16,hf_bf16,ort_int8), each CPU's best precision:
   ours_bf16  the same command with --dtype=bfloat16 (its speed-up over ours is printed);
+  hf_bf16    transformers' side under torch.autocast bfloat16 (its speed-up over hf, and
+             ours_bf16 against it);
   ort_int8   the fused ONNX model with ORT's dynamic int8 quantization (int8 weights,
              activations quantized per call), timed against the faster of our sides.
+  On a CPU without bfloat16 units the bfloat16 sides are left out, and a row says so.
 LiteRT sides (--sides=...,litert_f32,litert_int8), the export's TensorFlow Lite models:
   litert_f32   `predict_litert.py --model=<export>/litert/model_float32.tflite
                --task_name=sst2 --do_predict`'s files, without TensorFlow (the pure-Python
@@ -40,8 +43,13 @@ median and min-max. The results files are checked against each other: the same c
 every row, probabilities within PROBABILITY_TOLERANCE.
 
   python -m benchmarks.bench_predict [--quick] [--rounds=3] [--sentences=10000]
-      [--sides=ours,ort,hf[,ours_bf16,ort_int8,litert_f32,litert_int8]]
+      [--sides=ours,ort,hf[,ours_bf16,hf_bf16,ort_int8,litert_f32,litert_int8]]
       [--finetuned_dir=DIR] [--ours_flags=...] [--baseline_tree=DIR]
+      [--small_sentences=N]
+
+--small_sentences=N: every side also predicts the first N sentences, in the same rounds,
+and the rows give each side's model share (the whole process on all the sentences minus
+the one on N) with the bfloat16/float32 and ours/HF ratios of it, round by round.
 
 With an ORT side, the run ends with the matmul floor of the same sentences
 (benchmarks/parts/step_floor.py, in this process): the forward matmuls alone at the sentences'
@@ -65,6 +73,7 @@ from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
 from benchmarks.parts import step_floor
+from bert.utils import cpu_choice
 
 ROOT = sst2.ROOT
 # The classifier benchmark's data, model and shapes: SST-2, the shared MiniLM, 32 x 128.
@@ -76,14 +85,17 @@ PROBABILITY_TOLERANCE = 1e-4
 SIDES = ("ours", "ort", "hf")  # the default sides
 # Opt-in sides (--sides): each CPU's best precision on both runtimes, for the comparison
 # "where both sides use the best precision the CPU allows".
-BEST_PRECISION_SIDES = ("ours_bf16", "ort_int8")  # and "before": --baseline_tree's script
+BEST_PRECISION_SIDES = ("ours_bf16", "hf_bf16", "ort_int8")  # and "before": --baseline_tree's
+# The sides that compute in bfloat16: only on a CPU with bfloat16 units.
+BFLOAT16_SIDES = ("ours_bf16", "hf_bf16")
 # The export's LiteRT models run by predict_litert.py, in a process without TensorFlow.
 LITERT_SIDES = ("litert_f32", "litert_int8")
 LITERT_FILES = {"litert_f32": "model_float32.tflite", "litert_int8": "model_int8.tflite"}
 # |p - p_ours| allowed for a side that computes in another precision: bfloat16 as
 # docs/classifier.md documents it for prediction; ORT's dynamic int8 has no documented
 # bound, so its difference and label agreement are reported, never judged.
-OTHER_PRECISION_TOLERANCE = {"ours_bf16": 0.03, "ort_int8": None, "litert_int8": None}
+OTHER_PRECISION_TOLERANCE = {"ours_bf16": 0.03, "hf_bf16": 0.03, "ort_int8": None,
+                             "litert_int8": None}
 # What each LiteRT side is compared with, whole process, and the speed-up it must reach
 # (None: reported only). int8 against ORT's dynamic int8 (the usual CPU speed path) and
 # our float32 SavedModel prediction it replaces; float32 against the float32 runtimes.
@@ -139,11 +151,14 @@ def _same_bytes(path, other):
 
 
 def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
-        baseline_tree=None, floor=True, finetuned_dir=None):
+        baseline_tree=None, floor=True, finetuned_dir=None, small_sentences=None):
   """Returns [{name, value, unit, note}]. floor: with an ORT side, also the matmul floor
   (step_floor.py) of the same sentences, in this process after the rounds.
   finetuned_dir: a run_classifier.py SST-2 run's output_dir whose weights every side uses
-  (None: the pretrained MiniLM with a seeded random head)."""
+  (None: the pretrained MiniLM with a seeded random head). small_sentences: every side
+  also predicts the first this many sentences, in the same rounds, and the rows give each
+  side's model share (the whole process on `sentences` minus the one on these: start-up,
+  imports and loading cancel out)."""
   import json  # pylint: disable=g-import-not-at-top
 
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -152,48 +167,43 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   sides = list(sides)
   hf_python = hf_bridge.hf_python()
   rows = []
-  external = ("hf", "ort", "ort_int8")  # the sides that run in the Hugging Face venv
+  if not cpu_choice.this_cpu().has_bfloat16 and any(s in BFLOAT16_SIDES for s in sides):
+    rows.append({"name": "predict_whole_process_bfloat16", "value": "skipped", "unit": "",
+                 "note": f"{machine.cpu_model()} has no bfloat16 units (AVX512-BF16 or "
+                         "AMX): bfloat16 would run emulated; the float32 rows stand"})
+    sides = [s for s in sides if s not in BFLOAT16_SIDES]
+  external = ("hf", "hf_bf16", "ort", "ort_int8")  # the sides of the Hugging Face venv
   if hf_python is None and any(s in external for s in sides):
     rows.append({"name": "predict_whole_process_hf_ort", "value": "skipped", "unit": "",
                  "note": hf_bridge.HF_HINT})
     sides = [s for s in sides if s not in external]
+  if baseline_tree:
+    sides = [s for s in sides if s != "before"] + ["before"]
+  else:
+    sides = [s for s in sides if s != "before"]
+  sizes = {"": sentences}
+  if small_sentences:
+    sizes["_small"] = small_sentences
   with tempfile.TemporaryDirectory(prefix="bench-predict-") as work:
-    data_dir = os.path.join(work, "data")
-    os.makedirs(data_dir)
-    test_file = os.path.join(data_dir, "test.tsv")
-    texts = sst2.write_test_file(test_file, sentences)
+    texts = None
+    test_files, data_dirs = {}, {}
+    for size, count in sizes.items():
+      data_dirs[size] = os.path.join(work, "data" + size)
+      os.makedirs(data_dirs[size])
+      test_files[size] = os.path.join(data_dirs[size], "test.tsv")
+      written = sst2.write_test_file(test_files[size], count)
+      texts = texts if size else written
     output_dir = os.path.join(work, "ours")
     head_file = os.path.join(work, "head.npz")
     if finetuned_dir:
       sst2.prepare_finetuned(finetuned_dir, output_dir, head_file)
     else:
       sst2.prepare_ours(output_dir, head_file)
-    commands = {"ours": our_command(data_dir, output_dir, ours_flags)}
-    results = {"ours": os.path.join(output_dir, "test_results.tsv")}
+    litert_dir = None
     if any(s in LITERT_SIDES for s in sides):  # exported from a copy of our checkpoint
       export_from = os.path.join(work, "export_from")
       shutil.copytree(output_dir, export_from)
-      litert_dir = prepare_litert(data_dir, export_from, os.path.join(work, "export"))
-      for side in LITERT_SIDES:
-        if side in sides:
-          side_dir = os.path.join(work, side)
-          commands[side] = litert_command(os.path.join(litert_dir, LITERT_FILES[side]),
-                                          data_dir, side_dir)
-          results[side] = os.path.join(side_dir, "test_results.tsv")
-    if "ours_bf16" in sides:  # the same checkpoint in its own output_dir
-      bf16_dir = os.path.join(work, "ours_bf16")
-      shutil.copytree(output_dir, bf16_dir)
-      commands["ours_bf16"] = our_command(data_dir, bf16_dir,
-                                          [*ours_flags, "--dtype=bfloat16"])
-      results["ours_bf16"] = os.path.join(bf16_dir, "test_results.tsv")
-    if baseline_tree:  # the same command in another tree (before/after), its own copy
-      before_dir = os.path.join(work, "before")
-      shutil.copytree(output_dir, before_dir)
-      commands["before"] = our_command(data_dir, before_dir, (), baseline_tree)
-      results["before"] = os.path.join(before_dir, "test_results.tsv")
-      sides = [s for s in sides if s != "before"] + ["before"]
-    else:
-      sides = [s for s in sides if s != "before"]
+      litert_dir = prepare_litert(data_dirs[""], export_from, os.path.join(work, "export"))
     versions = {}
     hf_model = {}
     if finetuned_dir and any(s in external for s in sides):
@@ -213,30 +223,52 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         sides = [s for s in sides if s not in external]
       else:
         versions["prepared"] = prepared
-      for side, mode, extra in (
-          ("hf", "predict_file", {"hf_model_dir": os.path.join(work, "hf_model")}),
-          ("ort", "ort_predict_file",
-           {"onnx_file": os.path.join(work, "model.opt.onnx")}),
-          ("ort_int8", "ort_predict_file",
-           {"onnx_file": os.path.join(work, "model.int8.onnx")})):
-        if side not in sides:
-          continue
-        results[side] = os.path.join(work, f"{side}_results.tsv")
-        request = os.path.join(work, f"{side}-request.json")
-        with open(request, "w", encoding="utf-8") as handle:
-          json.dump({"threads": machine.threads(), "vocab_file": VOCAB,
-                     "test_file": test_file, "results_file": results[side],
-                     "batch_size": BATCH, "max_seq_length": SEQ, **extra}, handle)
-        commands[side] = [hf_python, hf_bridge.HF_SIDE, mode, request]
-    seconds = {side: [] for side in sides}
+    external_modes = {
+        "hf": ("predict_file", {"hf_model_dir": os.path.join(work, "hf_model")}),
+        "hf_bf16": ("predict_file", {"hf_model_dir": os.path.join(work, "hf_model"),
+                                     "precision": "bfloat16"}),
+        "ort": ("ort_predict_file", {"onnx_file": os.path.join(work, "model.opt.onnx")}),
+        "ort_int8": ("ort_predict_file",
+                     {"onnx_file": os.path.join(work, "model.int8.onnx")})}
+    # Every side and size: its command, and the results file it writes. Each of our
+    # commands runs on its own copy of the checkpoint's output_dir (a run holds its lock
+    # and writes its results there).
+    commands, results = {}, {}
+    for size in sizes:
+      data_dir = data_dirs[size]
+      for side in sides:
+        key = side + size
+        side_dir = os.path.join(work, key)
+        if side in ("ours", "ours_bf16", "before"):
+          shutil.copytree(output_dir, side_dir)
+          flags = {"ours": list(ours_flags), "ours_bf16": [*ours_flags, "--dtype=bfloat16"],
+                   "before": []}[side]
+          tree = baseline_tree if side == "before" else ROOT
+          commands[key] = our_command(data_dir, side_dir, flags, tree)
+          results[key] = os.path.join(side_dir, "test_results.tsv")
+        elif side in LITERT_SIDES:
+          commands[key] = litert_command(os.path.join(litert_dir, LITERT_FILES[side]),
+                                         data_dir, side_dir)
+          results[key] = os.path.join(side_dir, "test_results.tsv")
+        else:
+          mode, extra = external_modes[side]
+          results[key] = os.path.join(work, f"{key}_results.tsv")
+          request = os.path.join(work, f"{key}-request.json")
+          with open(request, "w", encoding="utf-8") as handle:
+            json.dump({"threads": machine.threads(), "vocab_file": VOCAB,
+                       "test_file": test_files[size], "results_file": results[key],
+                       "batch_size": BATCH, "max_seq_length": SEQ, **extra}, handle)
+          commands[key] = [hf_python, hf_bridge.HF_SIDE, mode, request]
+    seconds = {key: [] for key in commands}
     loads = []
     for round_index in range(rounds):
       order = sides[round_index % len(sides):] + sides[:round_index % len(sides)]
       for side in order:
-        loads.append(os.getloadavg()[0])
-        seconds[side].append(time_process(commands[side]))
+        for size in sizes:
+          loads.append(os.getloadavg()[0])
+          seconds[side + size].append(time_process(commands[side + size]))
       print(f"[predict] round {round_index + 1}: " + ", ".join(
-          f"{s} {seconds[s][-1]:.1f} s" for s in sides), file=sys.stderr, flush=True)
+          f"{k} {seconds[k][-1]:.1f} s" for k in commands), file=sys.stderr, flush=True)
     probabilities = {side: read_probabilities(results[side]) for side in sides}
     identical = {side: _same_bytes(results[side], results["ours"]) for side in sides}
 
@@ -249,6 +281,8 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
                    + (f" ({' '.join(ours_flags)})" if ours_flags else ""),
            "hf": "transformers BertForSequenceClassification, dynamic padding, whole "
                  "process",
+           "hf_bf16": "transformers BertForSequenceClassification under torch.autocast "
+                      "bfloat16, dynamic padding, whole process",
            "ours_bf16": "run_classifier.py --do_predict --dtype=bfloat16, whole process",
            "ort": "ONNX Runtime, transformers' export fused by its BERT optimizer, "
                   "ORT_ENABLE_ALL, whole process",
@@ -265,6 +299,8 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     rows.append({"name": f"predict_whole_process_{side}",
                  "value": round(statistics.median(seconds[side]), 1), "unit": "s (median)",
                  "note": f"{notes[side]}; rounds: {per_round} s; {scope}"})
+  if small_sentences:
+    rows += _model_share_rows(sides, seconds, sentences, small_sentences)
   if "prepared" in versions:
     fused = versions["prepared"].get("fused", {})
     rows.append({"name": "predict_whole_process_versions", "value": "", "unit": "",
@@ -287,13 +323,21 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
       verdict = ("agree" if same == len(ours) and diff <= tolerance else "DISAGREE")
     agreement = (f"predictions against ours (float32) {verdict}: same class on {same:,} of "
                  f"{len(ours):,}, max |p diff| {diff:.1e}")
-    if side == "ours_bf16":  # our own speed-up from bfloat16
-      ratios = [mine / bf16 for mine, bf16 in zip(seconds["ours"], seconds[side])]
-      rows.append({"name": "predict_whole_process_bf16_speedup",
-                   "value": round(statistics.median(ratios), 2), "unit": "x",
-                   "note": f"ours s / ours_bf16 s per round: median "
-                           f"{machine.spread(ratios, '{:.2f}')}; target >= 2x on CPUs "
-                           f"with bfloat16 units; {agreement}"})
+    if side in ("ours_bf16", "hf_bf16"):  # a runtime's own speed-up from bfloat16
+      own = side[:-len("_bf16")]
+      if own in sides:
+        ratios = [f32 / bf16 for f32, bf16 in zip(seconds[own], seconds[side])]
+        rows.append({"name": f"predict_whole_process_{own}_bf16_speedup",
+                     "value": round(statistics.median(ratios), 2), "unit": "x",
+                     "note": f"{own} s / {side} s per round: median "
+                             f"{machine.spread(ratios, '{:.2f}')}; {agreement}"})
+      if side == "hf_bf16" and "ours_bf16" in sides:
+        ratios = [hf / mine for hf, mine in zip(seconds[side], seconds["ours_bf16"])]
+        rows.append({"name": "predict_whole_process_ours_bf16_vs_hf_bf16",
+                     "value": round(statistics.median(ratios), 2), "unit": "x",
+                     "note": f"hf_bf16 s / ours_bf16 s per round: median "
+                             f"{machine.spread(ratios, '{:.2f}')}; both bfloat16, each "
+                             "batch in file order padded to its longest row"})
       continue
     if side in LITERT_TARGETS:
       for other, target in LITERT_TARGETS[side].items():
@@ -329,6 +373,36 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   if floor and "ort" in sides:
     rows += _floor_rows(texts, {side: statistics.median(seconds[side])
                                 for side in ("ort", "hf") if side in sides})
+  return rows
+
+
+# Model-share ratios: (name, numerator side, denominator side, what it says).
+_SHARE_RATIOS = (
+    ("ours_bf16_speedup", "ours", "ours_bf16", "our float32 / our bfloat16"),
+    ("hf_bf16_speedup", "hf", "hf_bf16", "HF float32 / HF bfloat16"),
+    ("ours_vs_hf", "hf", "ours", "HF float32 / ours float32"),
+    ("ours_bf16_vs_hf_bf16", "hf_bf16", "ours_bf16", "HF bfloat16 / ours bfloat16"),
+    ("after_vs_before", "before", "ours", "the baseline tree's float32 / ours float32"),
+)
+
+
+def _model_share_rows(sides, seconds, sentences, small):
+  """Each side's model share per round (its process on `sentences` minus the one on the
+  first `small`), and the ratios between sides of it, round by round."""
+  share = {side: [big - little for big, little in zip(seconds[side], seconds[side + "_small"])]
+           for side in sides}
+  rows = [{"name": f"predict_model_share_{side}",
+           "value": round(statistics.median(share[side]), 1), "unit": "s (median)",
+           "note": f"whole process on {sentences:,} sentences minus on the first {small:,}, "
+                   f"per round: " + ", ".join(f"{s:.1f}" for s in share[side])}
+          for side in sides]
+  for name, top, bottom, what in _SHARE_RATIOS:
+    if top in sides and bottom in sides:
+      ratios = [a / b for a, b in zip(share[top], share[bottom])]
+      rows.append({"name": f"predict_model_share_{name}",
+                   "value": round(statistics.median(ratios), 2), "unit": "x",
+                   "note": f"{what}, model share per round: median "
+                           f"{machine.spread(ratios, '{:.2f}')}"})
   return rows
 
 
@@ -372,6 +446,9 @@ def main():
                       help="extra run_classifier flags for our side, e.g. an opt-in")
   parser.add_argument("--no_floor", action="store_true",
                       help="skip the matmul floor rows (benchmarks/parts/step_floor.py)")
+  parser.add_argument("--small_sentences", type=int, default=None,
+                      help="also predict the first N sentences in the same rounds and give "
+                           "each side's model share (the whole process minus the small one)")
   parser.add_argument("--baseline_tree", default=None,
                       help="another checkout (e.g. `git archive COMMIT | tar -x -C DIR`): "
                            "its run_classifier.py is timed too, as side 'before'")
@@ -384,7 +461,8 @@ def main():
     parser.error(f"--finetuned_dir={args.finetuned_dir}: no such folder")
   rows = run(args.quick, args.rounds, args.sentences,
              [s for s in args.sides.split(",") if s], shlex.split(args.ours_flags),
-             args.baseline_tree, not args.no_floor, args.finetuned_dir)
+             args.baseline_tree, not args.no_floor, args.finetuned_dir,
+             args.small_sentences)
   for row in rows:
     print(f"{row['name']:48s} {row['value']!s:>8} {row['unit']:11s} {row['note']}")
 

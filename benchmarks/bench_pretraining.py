@@ -25,27 +25,37 @@ P predictions). Peak is measured in the same run: the fastest square tf.matmul
 (machine.matmul_peak), float32 and bfloat16, best of a few runs. `run(quick=False)`
 returns [{name, value, unit, note}].
 
+On a CPU without bfloat16 units only float32 runs (a row says so); elsewhere each
+configuration also runs in bfloat16, with its bfloat16/float32 ratio. Then
+run_pretraining.py itself on synthetic records of the small config: float32 and bfloat16
+alternately, the seconds of 40 steps after the first 10 (the loop's own examples/s) and
+of the whole process.
+
 Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), each
 configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
 as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
 same way (the same number of timed steps, after at least as many warm-up steps), by
 benchmarks/parts/hf_side.py in its own process, which reads the batches from a file this
-benchmark writes; a ratio row compares our float32 XLA-off rate
-with it. Its masked-LM head computes logits at every position (the loss only counts the
+benchmark writes, in float32 and (with bfloat16 units) under torch.autocast bfloat16;
+ratio rows compare our XLA-off rate in the same dtype with it. Its masked-LM head
+computes logits at every position (the loss only counts the
 labelled ones), ours at the 20 predicted positions only, as the original does.
 """
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 
+from benchmarks.parts import command_runs
 from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
 from benchmarks.parts import small_step
 from benchmarks.parts import step_floor
 from benchmarks.parts import train_run
+from bert.utils import cpu_choice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = train_run.CONFIGS
@@ -87,11 +97,19 @@ def run(quick=False):
     results.append(dict(name=f"matmul peak {d} ({device})", value=round(value / 1e9, 1),
                         unit="GFLOP/s", note=machine.peak_note()))
   names = ["small"] if quick else ["small", "base"]
+  # bfloat16 beside float32 where the CPU has its units (or on a GPU); elsewhere a row
+  # says it is left out.
+  dtypes = ("float32", "bfloat16") if (on_gpu or cpu_choice.this_cpu().has_bfloat16) else (
+      "float32",)
+  if len(dtypes) == 1:
+    results.append(dict(name="pretraining bfloat16", value="skipped", unit="",
+                        note=f"{machine.cpu_model()} has no bfloat16 units (AVX512-BF16 or "
+                             "AMX): bfloat16 would run emulated; the float32 rows stand"))
   ours = {}
   for name in names:
     batch = (32 if on_gpu else 8) if name == "base" else 16
     steps = 2 if (name == "base" and not on_gpu) else (4 if quick else 10)
-    for dtype in ("float32", "bfloat16"):
+    for dtype in dtypes:
       for xla in (False, True):
         proc = subprocess.run(_child_command(name, dtype, int(xla), batch, steps),
                               capture_output=True, text=True, timeout=1800, cwd=ROOT,
@@ -110,23 +128,100 @@ def run(quick=False):
                             unit="GFLOP/s",
                             note=f"{100 * flops / peak:.1f}% of the measured {dtype} "
                                  "matmul peak"))
-        if dtype == "float32" and not xla:
-          ours[name] = rate
-    results += _hf_rows(name, batch, steps, ours.get(name))
+        if not xla:
+          ours[(name, dtype)] = rate
+    if ("bfloat16" in dtypes and (name, "float32") in ours
+        and (name, "bfloat16") in ours):
+      results.append(dict(name=f"pretraining {name} bfloat16 / float32 (xla off)",
+                          value=round(ours[(name, "bfloat16")] / ours[(name, "float32")], 2),
+                          unit="x", note="our step, the same run"))
+    hf_rates = {}
+    for dtype in dtypes:
+      rows, hf_rates[dtype] = _hf_rows(name, batch, steps, ours.get((name, dtype)), dtype)
+      results += rows
+    if hf_rates.get("float32") and hf_rates.get("bfloat16"):
+      results.append(dict(name=f"HF BertForPreTraining {name} bfloat16 / float32",
+                          value=round(hf_rates["bfloat16"] / hf_rates["float32"], 2),
+                          unit="x", note="torch.autocast bfloat16 against float32"))
+  if not on_gpu:
+    results += _command_rows("small", 1 if quick else 3, dtypes)
   # The small shapes (Korean, demo): XLA off and on, alternating processes.
   small = run_small(rounds=1 if quick else 3, steps=5 if quick else 20,
                     reps=2 if quick else 3, peak=peaks["float32"])
   return results + small[1:]
 
 
+# --------------------------------------------------------------------------- the command
+
+# run_pretraining.py itself: these many steps timed after these many (tracing, warm-up),
+# each loop call COMMAND_LOOP steps, on the small config at seq 128.
+COMMAND_TIMED_STEPS, COMMAND_WARMUP_STEPS, COMMAND_LOOP, COMMAND_BATCH = 40, 10, 10, 16
+
+
+def _command_rows(name, rounds, dtypes):
+  """run_pretraining.py --do_train on synthetic records of config `name`, as a user runs
+  it, in each dtype alternately: the seconds of COMMAND_TIMED_STEPS steps after the first
+  COMMAND_WARMUP_STEPS (the loop's own examples/s) and of the whole process."""
+  from bert import input_pipeline  # pylint: disable=g-import-not-at-top
+  steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
+  timed, wall = {d: [] for d in dtypes}, {d: [] for d in dtypes}
+  with tempfile.TemporaryDirectory(prefix="bench-pretrain-command-") as work:
+    data = train_run.synthetic_features("pretrain", 8 * COMMAND_BATCH, SEQ, PREDICTIONS,
+                                        VOCAB)
+    records = os.path.join(work, "data.tfrecord")
+    input_pipeline.write_examples(records, ({k: v[i].tolist() for k, v in data.items()}
+                                            for i in range(8 * COMMAND_BATCH)))
+    config_file = os.path.join(work, "bert_config.json")
+    with open(config_file, "w", encoding="utf-8") as handle:
+      json.dump({"vocab_size": VOCAB, "max_position_embeddings": 512, "type_vocab_size": 2,
+                 **CONFIGS[name]}, handle)
+    for round_index in range(rounds):
+      for dtype in (dtypes if round_index % 2 == 0 else dtypes[::-1]):
+        output_dir = os.path.join(work, f"{dtype}-{round_index}")
+        command = [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+                   f"--input_file={records}", f"--bert_config_file={config_file}",
+                   f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={SEQ}",
+                   f"--max_predictions_per_seq={PREDICTIONS}",
+                   f"--train_batch_size={COMMAND_BATCH}", f"--num_train_steps={steps}",
+                   "--num_warmup_steps=10", f"--steps_per_loop={COMMAND_LOOP}",
+                   f"--log_every_steps={COMMAND_LOOP}",
+                   f"--save_checkpoints_steps={10 * steps}", f"--dtype={dtype}"]
+        seconds, process = command_runs.timed_run(command, output_dir, COMMAND_WARMUP_STEPS,
+                                                  steps, COMMAND_LOOP, COMMAND_BATCH)
+        timed[dtype].append(seconds)
+        wall[dtype].append(process)
+  scope = (f"run_pretraining.py --do_train, config {name}, batch {COMMAND_BATCH}, seq {SEQ}, "
+           f"{steps} steps (--steps_per_loop={COMMAND_LOOP}); {machine.cpu_model()}; "
+           f"{machine.load_average()}")
+  rows = []
+  for dtype in dtypes:
+    rows += [
+        dict(name=f"run_pretraining {name} {dtype}: {COMMAND_TIMED_STEPS} steps",
+             value=round(statistics.median(timed[dtype]), 2), unit="s (median)",
+             note=f"after the first {COMMAND_WARMUP_STEPS}, per round " + ", ".join(
+                 f"{s:.2f}" for s in timed[dtype]) + f"; {scope}"),
+        dict(name=f"run_pretraining {name} {dtype}: whole process",
+             value=round(statistics.median(wall[dtype]), 1), unit="s (median)",
+             note="per round " + ", ".join(f"{s:.1f}" for s in wall[dtype]))]
+  if len(dtypes) == 2:
+    for what, seconds in (("steps", timed), ("whole process", wall)):
+      ratios = [a / b for a, b in zip(seconds["float32"], seconds["bfloat16"])]
+      rows.append(dict(name=f"run_pretraining {name} bfloat16 speed-up, {what}",
+                       value=round(statistics.median(ratios), 2), unit="x",
+                       note=f"float32 s / bfloat16 s per round: median "
+                            f"{machine.spread(ratios, '{:.2f}')}"))
+  return rows
+
+
 # --------------------------------------------------------------------------- Hugging Face
 
-def _hf_rows(name, batch, steps, ours):
+def _hf_rows(name, batch, steps, ours, dtype="float32"):
   """transformers' BertForPreTraining on the same config, batch and synthetic data, run by
-  hf_side.py in the Hugging Face venv; `ours` is our float32 XLA-off rate."""
-  label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} float32"
+  hf_side.py in the Hugging Face venv (bfloat16: under torch.autocast); `ours` is our
+  XLA-off rate in the same dtype."""
+  label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} {dtype}"
   if hf_bridge.hf_python() is None:
-    return [dict(name=label, value="skipped", unit="", note=hf_bridge.HF_HINT)]
+    return [dict(name=label, value="skipped", unit="", note=hf_bridge.HF_HINT)], None
   import numpy as np  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="bench-pretrain-hf-") as workdir:
     # The batches ours trains on (train_run.build draws them the same way), in a file.
@@ -135,20 +230,21 @@ def _hf_rows(name, batch, steps, ours):
                                                        PREDICTIONS, VOCAB))
     hf, why = hf_bridge.run_hf("pretrain", {
         "threads": machine.threads(), "config": CONFIGS[name], "vocab_size": VOCAB,
-        "data_file": data_file, "batch_size": batch, "steps": steps}, workdir,
-        timeout=1800)
+        "data_file": data_file, "batch_size": batch, "steps": steps,
+        "precision": dtype}, workdir, timeout=1800)
   if hf is None:
-    return [dict(name=label, value=float("nan"), unit="examples/s", note=why)]
+    return [dict(name=label, value=float("nan"), unit="examples/s", note=why)], None
   rows = [dict(name=label, value=round(hf["examples_per_second"], 2), unit="examples/s",
                note=f"masked LM (logits at all {SEQ} positions, loss at the {PREDICTIONS} "
                     f"labelled) + NSP, torch AdamW, clip 1.0, {hf['threads']} threads, "
                     f"{steps} timed steps after {hf['warmup_steps']} warm-up steps; {hf['versions']}; "
                     f"{machine.load_average()}")]
   if ours:
-    rows.append(dict(name=f"pretraining {name} ours (float32, xla off) / HF",
+    rows.append(dict(name=f"pretraining {name} ours ({dtype}, xla off) / HF {dtype}",
                      value=round(ours / hf["examples_per_second"], 2), unit="x",
-                     note="same config, batch and data, same run; target >= 1x for base"))
-  return rows
+                     note="same config, batch and data, same run"
+                          + ("; target >= 1x for base" if dtype == "float32" else "")))
+  return rows, hf["examples_per_second"]
 
 
 # --------------------------------------------------------------------------- small
