@@ -179,7 +179,8 @@ _CPU = re.compile(r"AMD\s+EPYC|Intel|Xeon|\bZen ?\d|family\s+\d+\s+model\s+\d+|m
 _LINK = re.compile(r"\]\((?:docs/)?([\w]+\.md)(?:#([\w-]+))?\)")
 # Durations that are settings or limits, not measurements (a file, then the phrase).
 _SETTINGS = {
-    "docs/cloud.md": ("every 10 s", "60 s old", "for 60 s", "5 s by default"),
+    "docs/cloud.md": ("every 10 s", "60 s old", "for 60 s", "5 s by default",
+                      "heartbeat is 75 s"),  # the last: an example of a log line
     "docs/gcs_emulator.md": ("(30 s at most)", "after 3 s"),
     "docs/pretraining.md": ("after 10 minutes",),
     "docs/pretraining_data.md": ("every 10 s",),
