@@ -193,7 +193,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
       test_files[size] = os.path.join(data_dirs[size], "test.tsv")
       written = sst2.write_test_file(test_files[size], count)
       texts = texts if size else written
-    output_dir = os.path.join(work, "ours")
+    output_dir = os.path.join(work, "prepared")  # each of our sides runs on a copy
     head_file = os.path.join(work, "head.npz")
     if finetuned_dir:
       sst2.prepare_finetuned(finetuned_dir, output_dir, head_file)
