@@ -396,25 +396,21 @@ def _command_finetune_rows(rounds):
   loop call) and of the whole process."""
   dtypes = _precisions()
   steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
-  timed, wall = {d: [] for d in dtypes}, {d: [] for d in dtypes}
+  def command_of(dtype, output_dir):
+    return [sys.executable, os.path.join(sst2.ROOT, "run_classifier.py"),
+            "--task_name=sst2", "--do_train", f"--data_dir={SST2}",
+            f"--vocab_file={sst2.MODEL_VOCAB}",
+            f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
+            f"--init_checkpoint={os.path.join(MODEL_DIR, 'bert_model.ckpt')}",
+            f"--max_seq_length={SEQ}", f"--train_batch_size={BATCH}",
+            "--learning_rate=2e-5", f"--num_train_steps={steps}",
+            f"--steps_per_loop={COMMAND_LOOP}", f"--log_every_steps={COMMAND_LOOP}",
+            f"--save_checkpoints_steps={10 * steps}", f"--output_dir={output_dir}",
+            f"--dtype={dtype}"]
+
   with tempfile.TemporaryDirectory(prefix="bench-classifier-command-") as work:
-    for round_index in range(rounds):
-      for dtype in (dtypes if round_index % 2 == 0 else dtypes[::-1]):
-        output_dir = os.path.join(work, f"{dtype}-{round_index}")
-        command = [sys.executable, os.path.join(sst2.ROOT, "run_classifier.py"),
-                   "--task_name=sst2", "--do_train", f"--data_dir={SST2}",
-                   f"--vocab_file={sst2.MODEL_VOCAB}",
-                   f"--bert_config_file={os.path.join(MODEL_DIR, 'bert_config.json')}",
-                   f"--init_checkpoint={os.path.join(MODEL_DIR, 'bert_model.ckpt')}",
-                   f"--max_seq_length={SEQ}", f"--train_batch_size={BATCH}",
-                   "--learning_rate=2e-5", f"--num_train_steps={steps}",
-                   f"--steps_per_loop={COMMAND_LOOP}", f"--log_every_steps={COMMAND_LOOP}",
-                   f"--save_checkpoints_steps={10 * steps}", f"--output_dir={output_dir}",
-                   f"--dtype={dtype}"]
-        seconds, process = command_runs.timed_run(command, output_dir, COMMAND_WARMUP_STEPS,
-                                                  steps, COMMAND_LOOP, BATCH)
-        timed[dtype].append(seconds)
-        wall[dtype].append(process)
+    timed, wall = command_runs.alternate(command_of, dtypes, rounds, work,
+                                         COMMAND_WARMUP_STEPS, steps, COMMAND_LOOP, BATCH)
   scope = (f"run_classifier.py --task_name=sst2 --do_train from the shared MiniLM, batch "
            f"{BATCH}, --max_seq_length={SEQ}, {steps} steps (--steps_per_loop="
            f"{COMMAND_LOOP}); {machine.cpu_model()}; {machine.load_average()}")

@@ -164,7 +164,6 @@ def _command_rows(name, rounds, dtypes):
   COMMAND_WARMUP_STEPS (the loop's own examples/s) and of the whole process."""
   from bert import input_pipeline  # pylint: disable=g-import-not-at-top
   steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
-  timed, wall = {d: [] for d in dtypes}, {d: [] for d in dtypes}
   with tempfile.TemporaryDirectory(prefix="bench-pretrain-command-") as work:
     data = train_run.synthetic_features("pretrain", 8 * COMMAND_BATCH, SEQ, PREDICTIONS,
                                         VOCAB)
@@ -175,21 +174,20 @@ def _command_rows(name, rounds, dtypes):
     with open(config_file, "w", encoding="utf-8") as handle:
       json.dump({"vocab_size": VOCAB, "max_position_embeddings": 512, "type_vocab_size": 2,
                  **CONFIGS[name]}, handle)
-    for round_index in range(rounds):
-      for dtype in (dtypes if round_index % 2 == 0 else dtypes[::-1]):
-        output_dir = os.path.join(work, f"{dtype}-{round_index}")
-        command = [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
-                   f"--input_file={records}", f"--bert_config_file={config_file}",
-                   f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={SEQ}",
-                   f"--max_predictions_per_seq={PREDICTIONS}",
-                   f"--train_batch_size={COMMAND_BATCH}", f"--num_train_steps={steps}",
-                   "--num_warmup_steps=10", f"--steps_per_loop={COMMAND_LOOP}",
-                   f"--log_every_steps={COMMAND_LOOP}",
-                   f"--save_checkpoints_steps={10 * steps}", f"--dtype={dtype}"]
-        seconds, process = command_runs.timed_run(command, output_dir, COMMAND_WARMUP_STEPS,
-                                                  steps, COMMAND_LOOP, COMMAND_BATCH)
-        timed[dtype].append(seconds)
-        wall[dtype].append(process)
+
+    def command_of(dtype, output_dir):
+      return [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+              f"--input_file={records}", f"--bert_config_file={config_file}",
+              f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={SEQ}",
+              f"--max_predictions_per_seq={PREDICTIONS}",
+              f"--train_batch_size={COMMAND_BATCH}", f"--num_train_steps={steps}",
+              "--num_warmup_steps=10", f"--steps_per_loop={COMMAND_LOOP}",
+              f"--log_every_steps={COMMAND_LOOP}",
+              f"--save_checkpoints_steps={10 * steps}", f"--dtype={dtype}"]
+
+    timed, wall = command_runs.alternate(command_of, dtypes, rounds, work,
+                                         COMMAND_WARMUP_STEPS, steps, COMMAND_LOOP,
+                                         COMMAND_BATCH)
   scope = (f"run_pretraining.py --do_train, config {name}, batch {COMMAND_BATCH}, seq {SEQ}, "
            f"{steps} steps (--steps_per_loop={COMMAND_LOOP}); {machine.cpu_model()}; "
            f"{machine.load_average()}")

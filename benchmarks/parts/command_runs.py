@@ -34,3 +34,18 @@ def timed_run(command, output_dir, warmup_steps, steps, loop_steps, batch):
   timed = sum(loop_steps * batch / rates[step]
               for step in range(warmup_steps + loop_steps, steps + 1, loop_steps))
   return timed, wall
+
+
+def alternate(command_of, dtypes, rounds, work, warmup_steps, steps, loop_steps, batch):
+  """({dtype: [seconds of the timed steps]}, {dtype: [seconds of the whole process]}):
+  each round runs command_of(dtype, output_dir) once per dtype, in an order that reverses
+  every other round, so that load from other work falls on every dtype alike."""
+  timed, wall = {d: [] for d in dtypes}, {d: [] for d in dtypes}
+  for round_index in range(rounds):
+    for dtype in (dtypes if round_index % 2 == 0 else dtypes[::-1]):
+      output_dir = os.path.join(work, f"{dtype}-{round_index}")
+      seconds, process = timed_run(command_of(dtype, output_dir), output_dir, warmup_steps,
+                                   steps, loop_steps, batch)
+      timed[dtype].append(seconds)
+      wall[dtype].append(process)
+  return timed, wall

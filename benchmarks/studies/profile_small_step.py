@@ -27,6 +27,7 @@ import tempfile
 import time
 
 from benchmarks.parts import machine
+from benchmarks.parts import profiler_trace
 from benchmarks.parts import small_step
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -71,24 +72,14 @@ def classify(name):
 
 def read_trace(path, steps):
   """xplane.pb -> (ms per step by class, op count per step, executor ms per step)."""
-  from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
-  space = xplane_pb2.XSpace()
-  with open(path, "rb") as f:
-    space.ParseFromString(f.read())
   by_class = collections.Counter()
   ops = executor = 0
-  for plane in space.planes:
-    metadata = plane.event_metadata
-    for line in plane.lines:
-      if not line.name.startswith("tf_Compute"):
-        continue
-      for event in line.events:
-        name = metadata[event.metadata_id].name
-        if name == "ExecutorState::Process":
-          executor += event.duration_ps
-        elif ":" in name and not name.startswith(("Executor", "Threadpool")):
-          by_class[classify(name)] += event.duration_ps
-          ops += 1
+  for name, duration in profiler_trace.compute_events(path):
+    if name == "ExecutorState::Process":
+      executor += duration
+    elif profiler_trace.is_op(name):
+      by_class[classify(name)] += duration
+      ops += 1
   scale = 1e9 * steps
   return ({k: v / scale for k, v in by_class.items()}, ops / steps, executor / scale)
 

@@ -25,7 +25,7 @@ def test_missing_interpreter_gives_skip_rows_with_the_setup_hint(monkeypatch):
   monkeypatch.setenv("BERT_HF_PYTHON", os.path.join(ROOT, "no-such-python"))
   rows = bench_classifier._hf_rows(None, None, None, [], quick=True)  # pylint: disable=protected-access
   assert [r["value"] for r in rows] == ["skipped"]
-  rows += bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
+  rows += bench_pretraining._hf_rows("small", 16, 2, 10.0)[0]  # pylint: disable=protected-access
   try:
     import tokenizers  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
   except ImportError:
@@ -41,8 +41,8 @@ def test_interpreter_without_torch_gives_a_failed_row(monkeypatch, tmp_path):
   except ImportError:
     pass
   monkeypatch.setenv("BERT_HF_PYTHON", sys.executable)
-  rows = bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
-  assert len(rows) == 1 and "failed" in rows[0]["note"]
+  rows, rate = bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
+  assert len(rows) == 1 and "failed" in rows[0]["note"] and rate is None
   assert "torch" in rows[0]["note"]
   result, why = hf_bridge.run_hf("predict", {"threads": 1}, str(tmp_path))
   assert result is None and "failed" in why

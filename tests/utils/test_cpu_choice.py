@@ -32,6 +32,8 @@ ZEN5 = _cpuinfo("AuthenticAMD", 26, 2, "AMD EPYC 9B45",
 XEON = _cpuinfo("GenuineIntel", 6, 207, "INTEL(R) XEON(R) PLATINUM 8581C CPU @ 2.10GHz",
                 "avx avx2 avx512f avx512_vnni avx512_bf16 amx_bf16 amx_tile amx_int8")
 ZEN3 = _cpuinfo("AuthenticAMD", 25, 1, "AMD EPYC 7B13", "avx avx2 fma")
+ZEN4 = _cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC",
+                "avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni")
 # An unmeasured CPU that has bfloat16 units: the table has no row, so float32.
 UNKNOWN = _cpuinfo("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Platinum 8488C",
                    "avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile")
@@ -44,6 +46,9 @@ EXPECTED = {
     (XEON, "pretraining"): (True, "float32"),
     (XEON, "fine-tuning"): (False, "float32"),
     (XEON, "prediction"): (False, "float32"),
+    (ZEN4, "pretraining"): (False, "float32"),
+    (ZEN4, "fine-tuning"): (False, "bfloat16"),
+    (ZEN4, "prediction"): (False, "bfloat16"),
     (ZEN3, "pretraining"): (True, "float32"),
     (ZEN3, "fine-tuning"): (False, "float32"),
     (ZEN3, "prediction"): (False, "float32"),
@@ -52,6 +57,7 @@ EXPECTED = {
     (UNKNOWN, "prediction"): (False, "float32"),
 }
 ROWS = {ZEN5: "AMD Zen 5", XEON: "Intel Xeon family 6 model 207", ZEN3: "AMD Zen 3",
+        ZEN4: "AMD Zen 4",
         UNKNOWN: None}
 
 
@@ -144,7 +150,7 @@ def test_auto_never_gives_float16():
         assert choice.dtype in ("float32", "bfloat16")
         if choice.dtype == "bfloat16":
           assert cpu.has_bfloat16
-  assert seen == {"float32"}  # no row measured bfloat16 faster yet
+  assert seen == {"float32", "bfloat16"}  # the Zen 4 row picks bfloat16
   for row in cpu_choice.TABLE:
     assert set(row.picks) == set(cpu_choice.PHASES)
     assert all(p.dtype in cpu_choice.AUTO_DTYPES for p in row.picks.values())

@@ -1,0 +1,119 @@
+"""Profile: where run_classifier's prediction time goes in float32 and bfloat16, per op
+type, and what freezing the weights into constants would change.
+
+  python -m benchmarks.studies.profile_prediction [--sentences=1000] [--frozen]
+
+For each --dtype (bfloat16 only on a CPU with its units) builds run_classifier's model of
+the shared MiniLM as finetune.run builds it (strategies.setup_precision first), predicts
+the first --sentences SST-2 train sentences through classifier_task.predict_logits
+(predict_batches, evaluation.predict: batch 32, per-batch padding, file order) once to
+trace, times the best of two more passes, then records one pass with TensorFlow's
+profiler and sums the op time of each op type over the threads that run ops.
+--frozen: also the same batches through the forward pass with its variables converted to
+constants (convert_variables_to_constants_v2: no per-batch weight casts, oneDNN's weight
+cache), with the time the freezing itself takes.
+"""
+
+import argparse
+import collections
+import glob
+import os
+import tempfile
+import time
+
+from benchmarks.parts import machine
+from benchmarks.parts import profiler_trace
+from benchmarks.parts import sst2
+from bert.utils import cpu_choice
+
+
+def op_times(run):
+  """{op type: (seconds of op time, count)} of one run() under TensorFlow's profiler."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  logdir = tempfile.mkdtemp(prefix="profile-prediction-")
+  tf.profiler.experimental.start(logdir)
+  run()
+  tf.profiler.experimental.stop()
+  path = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0]
+  seconds, counts = collections.Counter(), collections.Counter()
+  for name, duration in profiler_trace.compute_events(path):
+    if profiler_trace.is_op(name):
+      op = name.rsplit(":", 1)[1]
+      seconds[op] += duration / 1e12
+      counts[op] += 1
+  return {op: (seconds[op], counts[op]) for op in seconds}
+
+
+def profile(dtype, sentences, frozen):
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_task  # pylint: disable=g-import-not-at-top
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
+  strategies.setup_precision(dtype)
+  try:
+    model = sst2.classifier_model(os.path.join(sst2.MODEL_DIR, "bert_model.ckpt"))
+  finally:
+    strategies.setup_precision("float32")
+  tokenizer = fast_tokenization.FastTokenizer(sst2.MODEL_VOCAB, True)
+  examples = classifier_data.Sst2Processor().get_train_examples(sst2.SST2)[:sentences]
+
+  def run():
+    classifier_task.predict_logits(model, examples, ["0", "1"], tokenizer, sst2.SEQ,
+                                   sst2.BATCH, what="profile")
+
+  run()  # traces
+  best = float("inf")
+  for _ in range(2):
+    started = time.perf_counter()
+    run()
+    best = min(best, time.perf_counter() - started)
+  print(f"--dtype={dtype}: {sentences:,} sentences in {best:.2f} s "
+        f"({sentences / best:.0f} sentences/s, best of 2 after a traced pass)")
+  times = op_times(run)
+  total = sum(s for s, _ in times.values())
+  print(f"  op time {total:.2f} s, summed over the threads that run ops")
+  for op, (seconds, count) in sorted(times.items(), key=lambda kv: -kv[1][0])[:12]:
+    print(f"  {op:<28} {seconds:7.3f} s {100 * seconds / total:5.1f}%  {count} ops")
+  if frozen:
+    from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-import-not-at-top
+    names = sorted(t.name for t in model.inputs)
+    forward = tf.function(lambda inputs: model(inputs, training=False))
+    concrete = forward.get_concrete_function(
+        {n: tf.TensorSpec([None, None], tf.int32) for n in names})
+    batches = list(classifier_features.predict_batches(examples, ["0", "1"], tokenizer,
+                                                       sst2.SEQ, sst2.BATCH))
+    started = time.perf_counter()
+    constants = convert_to_constants.convert_variables_to_constants_v2(concrete)
+    constants(*[tf.convert_to_tensor(batches[0][n]) for n in names])
+    freeze = time.perf_counter() - started
+
+    def passes(call):
+      fastest = float("inf")
+      for _ in range(3):
+        started = time.perf_counter()
+        for batch in batches:
+          call(batch)
+        fastest = min(fastest, time.perf_counter() - started)
+      return fastest
+
+    variables = passes(lambda b: forward({n: tf.convert_to_tensor(b[n]) for n in names}))
+    consts = passes(lambda b: constants(*[tf.convert_to_tensor(b[n]) for n in names]))
+    print(f"  forward alone: variables {variables:.2f} s, frozen constants {consts:.2f} s "
+          f"({variables / consts:.2f}x); freezing and its first call {freeze:.1f} s")
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--sentences", type=int, default=1000)
+  parser.add_argument("--frozen", action="store_true")
+  args = parser.parse_args()
+  print(f"{machine.cpu_model()}; {machine.load_average()}")
+  dtypes = ["float32"] + (["bfloat16"] if cpu_choice.this_cpu().has_bfloat16 else [])
+  for dtype in dtypes:
+    profile(dtype, args.sentences, args.frozen)
+
+
+if __name__ == "__main__":
+  main()
