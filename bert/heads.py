@@ -47,7 +47,8 @@ class MaskedLMHead(modeling.ConfigLayer):
     self.dense.build((None, None, self.config.hidden_size))
     self.layer_norm.build((None, None, self.config.hidden_size))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,),
-                                       initializer="zeros", autocast=False)
+                                       initializer="zeros", autocast=False,
+                                       dtype="float32")
     self.built = True
 
   def call(self, sequence_output, positions, embedding_table):

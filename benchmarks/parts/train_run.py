@@ -1,7 +1,7 @@
 """The training step the commands run, on synthetic batches: what the benchmarks time.
 
-`build` makes what finetune.run makes for run_pretraining.py (or run_squad.py):
-strategies.setup_precision, the model under the strategy's scope,
+`build` makes what finetune.run makes for run_pretraining.py (or run_squad.py,
+run_classifier.py): strategies.setup_precision, the model under the strategy's scope,
 optimization.create_optimizer's AdamWeightDecay, a RunCheckpoint whose loop state holds
 float16's dynamic loss scale; and the step and loop loop.train trains with
 (loop.make_train_step, loop.make_train_loop, its input iterator). The batches are
@@ -13,7 +13,7 @@ The synthetic examples (`synthetic_features`): token ids drawn from [5, vocab) (
 [PAD]/[CLS]/[SEP]-like ids), every position real, the second half segment 1; pretraining:
 `predictions` distinct masked positions per row (sorted, never position 0), masked ids
 drawn like the tokens, all weights 1, random next-sentence labels; SQuAD: random start
-and end positions.
+and end positions; the classifier: random labels of two classes.
 """
 
 import time
@@ -29,7 +29,7 @@ CONFIGS = {
 }
 # run_pretraining's defaults and BERT's English vocabulary.
 SEQ, PREDICTIONS, VOCAB = 128, 20, 30522
-TASKS = ("pretrain", "squad")
+TASKS = ("pretrain", "squad", "classifier")
 
 
 def synthetic_features(task, num_examples, seq, predictions, vocab, seed=0):
@@ -52,6 +52,8 @@ def synthetic_features(task, num_examples, seq, predictions, vocab, seed=0):
   elif task == "squad":
     features.update(start_positions=rng.integers(0, seq, (n,)).astype("int32"),
                     end_positions=rng.integers(0, seq, (n,)).astype("int32"))
+  elif task == "classifier":
+    features.update(label_ids=rng.integers(0, 2, (n,)).astype("int32"))
   else:
     raise ValueError(f"task={task!r}: one of {', '.join(TASKS)}")
   return features
@@ -111,9 +113,12 @@ def build(config, task="pretrain", seq=SEQ, predictions=PREDICTIONS, batch=8,
     if task == "pretrain":
       model, _ = heads.build_pretraining_model(bert_config)
       loss_fn = heads.pretraining_loss
-    else:
+    elif task == "squad":
       model, _ = heads.build_squad_model(bert_config)
       loss_fn = heads.squad_loss
+    else:
+      model, _ = heads.build_classifier_model(bert_config, 2)
+      loss_fn = heads.classifier_loss
     optimizer = optimization.create_optimizer(learning_rate, 10000, 100)
   # finetune.run's state (without an output_dir: nothing is saved).
   state = checkpoints.RunCheckpoint(None, model, optimizer, strategy,

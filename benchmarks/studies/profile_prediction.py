@@ -9,39 +9,20 @@ the first --sentences SST-2 train sentences through classifier_task.predict_logi
 (predict_batches, evaluation.predict: batch 32, per-batch padding, file order) once to
 trace, times the best of two more passes, then records one pass with TensorFlow's
 profiler and sums the op time of each op type over the threads that run ops.
---frozen: also the same batches through the forward pass with its variables converted to
-constants (convert_variables_to_constants_v2: no per-batch weight casts, oneDNN's weight
-cache), with the time the freezing itself takes.
+In bfloat16 that path runs evaluation.rounded_copy's model (the weights held in
+bfloat16, no per-batch casts). --frozen: also the same batches through the forward pass
+with its variables converted to constants (convert_variables_to_constants_v2: oneDNN's
+weight cache), with the time the freezing itself takes.
 """
 
 import argparse
-import collections
-import glob
 import os
-import tempfile
 import time
 
 from benchmarks.parts import machine
 from benchmarks.parts import profiler_trace
 from benchmarks.parts import sst2
 from bert.utils import cpu_choice
-
-
-def op_times(run):
-  """{op type: (seconds of op time, count)} of one run() under TensorFlow's profiler."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  logdir = tempfile.mkdtemp(prefix="profile-prediction-")
-  tf.profiler.experimental.start(logdir)
-  run()
-  tf.profiler.experimental.stop()
-  path = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True)[0]
-  seconds, counts = collections.Counter(), collections.Counter()
-  for name, duration in profiler_trace.compute_events(path):
-    if profiler_trace.is_op(name):
-      op = name.rsplit(":", 1)[1]
-      seconds[op] += duration / 1e12
-      counts[op] += 1
-  return {op: (seconds[op], counts[op]) for op in seconds}
 
 
 def profile(dtype, sentences, frozen):
@@ -71,15 +52,13 @@ def profile(dtype, sentences, frozen):
     best = min(best, time.perf_counter() - started)
   print(f"--dtype={dtype}: {sentences:,} sentences in {best:.2f} s "
         f"({sentences / best:.0f} sentences/s, best of 2 after a traced pass)")
-  times = op_times(run)
-  total = sum(s for s, _ in times.values())
-  print(f"  op time {total:.2f} s, summed over the threads that run ops")
-  for op, (seconds, count) in sorted(times.items(), key=lambda kv: -kv[1][0])[:12]:
-    print(f"  {op:<28} {seconds:7.3f} s {100 * seconds / total:5.1f}%  {count} ops")
+  profiler_trace.print_op_times(profiler_trace.op_times(run))
   if frozen:
     from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-import-not-at-top
     names = sorted(t.name for t in model.inputs)
-    forward = tf.function(lambda inputs: model(inputs, training=False))
+    from bert.training import evaluation  # pylint: disable=g-import-not-at-top
+    predicting = evaluation.rounded_copy(model)
+    forward = tf.function(lambda inputs: predicting(inputs, training=False))
     concrete = forward.get_concrete_function(
         {n: tf.TensorSpec([None, None], tf.int32) for n in names})
     batches = list(classifier_features.predict_batches(examples, ["0", "1"], tokenizer,
