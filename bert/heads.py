@@ -47,8 +47,7 @@ class MaskedLMHead(modeling.ConfigLayer):
     self.dense.build((None, None, self.config.hidden_size))
     self.layer_norm.build((None, None, self.config.hidden_size))
     self.output_bias = self.add_weight(name="output_bias", shape=(self.config.vocab_size,),
-                                       initializer="zeros", autocast=False,
-                                       dtype="float32")
+                                       initializer="zeros", autocast=False)
     self.built = True
 
   def call(self, sequence_output, positions, embedding_table):

@@ -295,19 +295,19 @@ class BertEmbeddings(ConfigLayer):
   def build(self, input_shape=None):
     c = self.config
     init = initializer(c)
-    # float32 and autocast=False whatever the policy: the rows are summed and normalised
-    # in float32, not rounded to bfloat16/float16 first.
+    # autocast=False: under a mixed policy the rows are summed and normalised in
+    # float32, not rounded to bfloat16/float16 first.
     self.word_embeddings = self.add_weight(
         name="word_embeddings", shape=(c.vocab_size, c.hidden_size), initializer=init,
-        autocast=False, dtype="float32")
+        autocast=False)
     self.token_type_embeddings = self.add_weight(
         name="token_type_embeddings", shape=(c.type_vocab_size, c.hidden_size),
-        initializer=init, autocast=False, dtype="float32")
+        initializer=init, autocast=False)
     # A weight, sliced in call(): a table built from ops.arange in a functional graph
     # would be frozen into a constant and missing from the checkpoint (PITFALLS.md).
     self.position_embeddings = self.add_weight(
         name="position_embeddings", shape=(c.max_position_embeddings, c.hidden_size),
-        initializer=init, autocast=False, dtype="float32")
+        initializer=init, autocast=False)
     self.layer_norm.build((None, None, c.hidden_size))
     self.built = True
 

@@ -9,10 +9,9 @@ the first --sentences SST-2 train sentences through classifier_task.predict_logi
 (predict_batches, evaluation.predict: batch 32, per-batch padding, file order) once to
 trace, times the best of two more passes, then records one pass with TensorFlow's
 profiler and sums the op time of each op type over the threads that run ops.
-In bfloat16 that path runs evaluation.rounded_copy's model (the weights held in
-bfloat16, no per-batch casts). --frozen: also the same batches through the forward pass
-with its variables converted to constants (convert_variables_to_constants_v2: oneDNN's
-weight cache), with the time the freezing itself takes.
+--frozen: also the same batches through the forward pass with its variables converted to
+constants (convert_variables_to_constants_v2: no per-batch weight casts, oneDNN's weight
+cache), with the time the freezing itself takes.
 """
 
 import argparse
@@ -56,9 +55,7 @@ def profile(dtype, sentences, frozen):
   if frozen:
     from tensorflow.python.framework import convert_to_constants  # pylint: disable=g-import-not-at-top
     names = sorted(t.name for t in model.inputs)
-    from bert.training import evaluation  # pylint: disable=g-import-not-at-top
-    predicting = evaluation.rounded_copy(model)
-    forward = tf.function(lambda inputs: predicting(inputs, training=False))
+    forward = tf.function(lambda inputs: model(inputs, training=False))
     concrete = forward.get_concrete_function(
         {n: tf.TensorSpec([None, None], tf.int32) for n in names})
     batches = list(classifier_features.predict_batches(examples, ["0", "1"], tokenizer,

@@ -5,11 +5,8 @@ outputs back in input order (one device), each with progress (examples/s, ETA).
 import time
 
 from absl import logging
-import keras
 import numpy as np
 import tensorflow as tf
-
-from bert import modeling
 
 from bert.training import loop
 from bert.utils import progress
@@ -109,76 +106,13 @@ _PREDICT_FORWARD = {}
 
 def _predict_forward(model):
   if _PREDICT_FORWARD.get("model") is not model:
-    predicting = rounded_copy(model)
-
     @tf.function(reduce_retracing=True)  # many batch lengths: see evaluate()
     def forward(inputs):
-      return predicting(inputs, training=False)
+      return model(inputs, training=False)
 
     _PREDICT_FORWARD.clear()
-    _PREDICT_FORWARD.update(model=model, predicting=predicting, forward=forward)
-  elif _PREDICT_FORWARD["predicting"] is not model:
-    # The same model may have trained since the last call: round its weights again.
-    _copy_rounded(model, _PREDICT_FORWARD["predicting"])
+    _PREDICT_FORWARD.update(model=model, forward=forward)
   return _PREDICT_FORWARD["forward"]
-
-
-def _pure_policy(config, mixed, pure):
-  """`config` (a Keras config, nested) with every dtype policy named `mixed` renamed
-  `pure`; explicit float32 layers (the LayerNorms) keep theirs."""
-  if isinstance(config, dict):
-    if config.get("class_name") == "DTypePolicy" and config.get("config", {}).get("name") == mixed:
-      return {**config, "config": {**config["config"], "name": pure}}
-    return {k: _pure_policy(v, mixed, pure) for k, v in config.items()}
-  if isinstance(config, list):
-    return [_pure_policy(v, mixed, pure) for v in config]
-  return pure if config == mixed else config
-
-
-def rounded_copy(model):
-  """The model prediction runs: `model` itself unless it has a mixed precision policy;
-  then a copy of it that holds its weights in the compute dtype (bfloat16 or float16),
-  rounded once from `model`'s float32 weights.
-
-  Under a mixed policy every matmul casts its float32 kernel to the compute dtype each
-  time it runs, which at prediction means once per batch over every weight. A cast
-  rounds the same way each time, so the copy computes the same numbers without those
-  casts. The weights the model reads in float32 (embedding tables, LayerNorms, the
-  masked-LM bias) are declared float32 whatever the policy, so they stay float32 in the
-  copy. The copy holds the weights a second time, in half the bytes.
-  """
-  policy = model.dtype_policy
-  if policy.compute_dtype == policy.variable_dtype:
-    return model
-  pure = policy.compute_dtype
-
-  def clone(layer):
-    return layer.__class__.from_config(_pure_policy(layer.get_config(), policy.name, pure))
-
-  previous = keras.config.dtype_policy()
-  # Layers that a layer makes in its constructor take the global policy.
-  keras.config.set_dtype_policy(pure)
-  try:
-    if isinstance(model, modeling.BertModel):
-      copy = clone(model)
-    else:
-      copy = keras.models.clone_model(model, clone_function=clone)
-  finally:
-    keras.config.set_dtype_policy(previous)
-  _copy_rounded(model, copy)
-  return copy
-
-
-def _copy_rounded(model, copy):
-  if len(model.weights) != len(copy.weights):
-    raise ValueError(f"the copy of {model.name!r} has {len(copy.weights)} weights, "
-                     f"not {len(model.weights)}")
-  for source, target in zip(model.weights, copy.weights):
-    if (source.shape != target.shape
-        or source.path.split("/")[-1] != target.path.split("/")[-1]):
-      raise ValueError(f"the copy of {model.name!r}: {target.path} {target.shape} "
-                       f"in the place of {source.path} {source.shape}")
-    target.assign(tf.cast(source.value, target.dtype))
 
 
 def predict(model, dataset, total=None, what="predict"):

@@ -84,3 +84,17 @@ def test_step_floor_pretraining_gemms_match_small_step_flops(shape):
   gemms = step_floor.forward_gemms(**s)
   assert step_floor.flops(gemms, training=True) == s["batch"] * small_step.flops_per_sequence(
       shape)
+
+
+def test_train_run_classifier_trains_the_commands_step():
+  """train_run's classifier task (profile_finetuning's step): run_classifier's model and
+  loss through loop.make_train_step, on labels of two classes; the loss moves."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import train_run  # pylint: disable=g-import-not-at-top
+  features = train_run.synthetic_features("classifier", 6, 8, 0, 50, seed=1)
+  assert sorted(features) == ["input_ids", "input_mask", "label_ids", "segment_ids"]
+  assert features["label_ids"].shape == (6,) and set(features["label_ids"]) <= {0, 1}
+  config = dict(train_run.CONFIGS["small"], num_hidden_layers=1, vocab_size=50)
+  run = train_run.build(config, task="classifier", seq=8, batch=4, learning_rate=1e-3)
+  losses = [run.loop(3) for _ in range(3)]
+  assert all(np.isfinite(losses)) and losses[-1] != losses[0]

@@ -223,67 +223,6 @@ def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outpu
                              atol=1e-6)
 
 
-_HEAD_MODELS = {
-    "classifier": lambda config: heads.build_classifier_model(config, 3),
-    "squad": heads.build_squad_model,
-    "token_classifier": lambda config: heads.build_token_classifier_model(config, 4),
-}
-
-
-def _weight_casts(concrete):
-  """Cast ops whose input is a variable read: the per-call rounding of a weight."""
-  return [op for op in concrete.graph.get_operations()
-          if op.type == "Cast" and op.inputs[0].op.type == "ReadVariableOp"]
-
-
-@pytest.mark.parametrize("head", sorted(_HEAD_MODELS))
-def test_bfloat16_prediction_rounds_the_weights_once_to_the_same_numbers(head):
-  """Under --dtype=bfloat16, evaluation.predict runs a copy of the model that holds its
-  weights in bfloat16 (evaluation.rounded_copy): no weight is cast per batch, and the
-  outputs equal the mixed-precision model's bit for bit. The weights read in float32
-  stay float32; weights changed since the last prediction are read again."""
-  strategies.setup_precision("bfloat16")
-  try:
-    keras.utils.set_random_seed(8)
-    model, _ = _HEAD_MODELS[head](modeling.BertConfig(**CONFIG))
-  finally:
-    strategies.setup_precision("float32")
-  spec = {name: tf.TensorSpec([None, None], tf.int32)
-          for name in ("input_ids", "input_mask", "segment_ids")}
-  mixed = tf.function(lambda inputs: model(inputs, training=False)).get_concrete_function(spec)
-  assert len(_weight_casts(mixed)) > 6 * CONFIG["num_hidden_layers"]
-
-  def expected(batches):
-    return {key: np.concatenate([mixed({k: tf.constant(b[k]) for k in spec})[key].numpy()
-                                 for b in batches]) for key in mixed.structured_outputs}
-
-  def predicted(batches):
-    outputs = list(evaluation.predict(model, batches))
-    return {key: np.concatenate([b[key] for b in outputs]) for key in mixed.structured_outputs}
-
-  batches = _prediction_batches()
-  want, got = expected(batches), predicted(batches)
-  for key in want:
-    assert got[key].dtype == np.float32
-    np.testing.assert_array_equal(got[key], want[key])
-
-  copy = evaluation.rounded_copy(model)
-  dtypes = {w.path: w.dtype for w in copy.weights}
-  assert dtypes["layer_0/query/kernel"] == "bfloat16"
-  assert dtypes["layer_0/intermediate/bias"] == "bfloat16"
-  assert dtypes["embeddings/word_embeddings"] == "float32"
-  assert dtypes["layer_0/output_LayerNorm/gamma"] == "float32"
-  assert not _weight_casts(evaluation._predict_forward(model).get_concrete_function(spec))  # pylint: disable=protected-access
-
-  # Trained since: new weights, new outputs, equal again to the mixed model's.
-  for weight in model.weights:
-    weight.assign(weight * 1.5)
-  again = predicted(batches)
-  assert not np.array_equal(again[key], got[key])
-  for key, value in expected(batches).items():
-    np.testing.assert_array_equal(again[key], value)
-
-
 # docs/classifier.md: bfloat16 test_results.tsv within this of float32's on the tiny model
 # (measured: 0.014 at most, no label moved).
 BFLOAT16_PROBABILITY_TOLERANCE = 0.03
