@@ -51,11 +51,12 @@ def _folders_up_to_the_root(path):
   return [head + "/".join(parts[:n]) for n in range(len(parts), 1, -1)]
 
 
-def check_output_url(path, flag_name, is_file=False):
+def check_output_url(path, flag_name, is_file=False, probe=True):
   """The one check of an output URL, before any work: on gs:// the bucket's name is valid
   and the bucket exists; no file (an object) stands where a folder of the output goes;
-  the folder can be written (an empty object written and removed there). A local path is
-  checked where it is created (ensure_output_dir, prepare_output_file, atomic_path).
+  the folder can be written (an empty object written and removed there; probe=False
+  leaves that to the caller). A local path is checked where it is created
+  (ensure_output_dir, prepare_output_file, atomic_path).
   Each failure is one line naming the flag: `--{flag_name}={path}: why`."""
   if not path or not paths.is_url(path):
     return
@@ -64,13 +65,13 @@ def check_output_url(path, flag_name, is_file=False):
     file_io.check_bucket(path)
     folder = paths.dirname(paths.abspath(path)) if is_file else path
     for parent in _folders_up_to_the_root(folder):
-      if file_io.exists(parent) and not file_io.isdir(parent):
+      if file_io.isfile(parent):
         if parent == paths.normpath(path):
           raise errors.UserError(f"{where}: exists and is not a directory")
         raise errors.UserError(f"{where}: {parent} is a file, not a directory")
     if is_file and file_io.isdir(path):
       raise errors.UserError(f"{where}: is a directory, expected a file")
-    if paths.scheme(path) != "ram":  # one process's memory: nothing to refuse a write
+    if probe and paths.scheme(path) != "ram":  # ram://, one process's memory: no refusal
       _probe_write(folder)
 
 
@@ -80,9 +81,16 @@ def ensure_output_dir(path, flag_name="output_dir"):
     raise errors.UserError(f"--{flag_name} is required")
   where = f"--{flag_name}={path}"
   if paths.is_url(path):
-    check_output_url(path, flag_name)
+    check_output_url(path, flag_name, probe=False)
     with _naming(where):
       file_io.makedirs(path)
+    # The probe after the folder exists: a probe in a folder not made yet is the only
+    # object under its prefix, and while it is written and removed, another worker
+    # creating the same folder sees a folder appear and vanish (TensorFlow's makedirs
+    # then calls it "not a directory").
+    if paths.scheme(path) != "ram":
+      with _naming(where):
+        _probe_write(path)
     return path
   if file_io.exists(path) and not file_io.isdir(path):
     raise errors.UserError(f"{where}: exists and is not a directory")

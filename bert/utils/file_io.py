@@ -121,7 +121,15 @@ def isdir(path):
 def isfile(path):
   path = str(path)
   if paths.is_url(path):
-    return exists(path) and not isdir(path)
+    # One question, not exists() then isdir(): on an object store a folder is the objects
+    # under its prefix, which another process may add or remove between two questions
+    # (another worker's write probe), and the folder seen by the first and gone by the
+    # second is no file. stat() answers a file only for an object of exactly this name.
+    with url_errors(path):
+      try:
+        return not _filesystem(path).stat(path).is_directory
+      except _tf_errors().NotFoundError:
+        return False
   return os.path.isfile(path)
 
 

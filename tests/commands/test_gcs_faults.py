@@ -264,3 +264,42 @@ def test_a_kill_at_each_step_of_an_exports_move_then_the_rerun(gcs, gcs_bucket, 
   assert said.count("was killed while moving it into place; this run writes it again") == \
       len(dirs), said[-3000:]
   assert said.count("Took over the run lock ") == len(dirs), said[-3000:]
+
+
+# Two workers of one run check and create the same output folder at once; each check writes
+# and removes a probe object there. Run in a process of its own, through TensorFlow's GCS
+# client against the emulator.
+_FOLDER_CHECKS = r'''
+import json, sys
+from bert.utils import atomic_output, file_io
+bucket = sys.argv[1]
+seen = {}
+probe = atomic_output._probe_write
+def recording_probe(folder):
+  # What another worker sees of the folder while this probe object is its only content.
+  seen["folder_there_before_the_probe"] = file_io.isdir(folder)
+  probe(folder)
+atomic_output._probe_write = recording_probe
+atomic_output.ensure_output_dir(bucket + "/run/pt")
+seen["made"] = file_io.isdir(bucket + "/run/pt")
+seen["isfile"] = {name: file_io.isfile(bucket + "/" + name)
+                  for name in ("prefix", "prefix/only", "object", "none", "run/pt")}
+print(json.dumps(seen))
+'''
+
+
+def test_a_folder_seen_between_a_probes_write_and_removal_is_never_a_file(gcs, gcs_bucket):
+  """ensure_output_dir makes the folder before its write probe, so that the probe never is
+  the only object under the folder's prefix (another worker making the same folder saw it
+  appear and vanish: "/run/pt is not a directory", once in the two-worker pipeline); and
+  file_io.isfile asks the store one question (stat: an object of exactly that name), so a
+  folder whose objects come and go between two questions is never taken for a file."""
+  gcs.put_object(f"{gcs_bucket}/prefix/only", b"x")
+  gcs.put_object(f"{gcs_bucket}/object", b"x")
+  result = gcs.run([sys.executable, "-c", _FOLDER_CHECKS, gcs_bucket], cwd=ROOT,
+                   env={"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ROOT})
+  seen = json.loads(result.stdout.strip().splitlines()[-1])
+  assert seen == {"folder_there_before_the_probe": True, "made": True,
+                  "isfile": {"prefix": False, "prefix/only": True, "object": True,
+                             "none": False, "run/pt": False}}
+  assert not [n for n in gcs.list_objects(gcs_bucket) if "probe" in n]
