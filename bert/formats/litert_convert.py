@@ -20,6 +20,7 @@ from bert import tokenization
 from bert.formats import litert_metadata
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import runtime_log
 
 # Each model is checked on every float output against the SavedModel's:
 #   float32   max |difference|   <= FLOAT32_TOLERANCE * scale   (rounding)
@@ -52,7 +53,8 @@ def convert(saved_model_dir, precision):
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
   elif precision != "float32":
     raise ValueError(f"precision {precision!r}: one of {litert_metadata.PRECISIONS}")
-  return converter.convert()
+  with runtime_log.stderr_to_file():  # its diagnostics, written holding Python's lock
+    return converter.convert()
 
 
 def interpreter(model_content=None, model_path=None, num_threads=1):

@@ -345,6 +345,11 @@ def _check_requested(task, options):
     # after hours of work.
     serving.check_export_target(options.export_dir, options.export_version,
                                 options.overwrite_export)
+    if options.litert != "none" and options.dtype != "float32":
+      raise errors.UserError(
+          f"--export_dir with --dtype={options.dtype}: the export's LiteRT models "
+          f"(--litert={options.litert}) convert only from a float32 model; pass "
+          f"--litert=none to export the SavedModels alone, or train in float32")
   if options.eval_every_steps and not (options.do_train and options.do_eval):
     raise errors.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "

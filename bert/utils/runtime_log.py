@@ -8,10 +8,12 @@ notices go, every other error and every fatal line gets through. --runtime_log (
 BERT_RUNTIME_LOG=1) leaves everything as TensorFlow prints it."""
 
 import atexit
+import contextlib
 import logging
 import os
 import re
 import sys
+import tempfile
 import threading
 
 # glog-style lines of TensorFlow's C++ code: "I0000 00:00:1795382927.808695    5192
@@ -115,3 +117,36 @@ def _restore():
     pass
   os.dup2(terminal, 2)  # closes the pipe's last write end: the thread sees end of file
   _STATE["thread"].join(timeout=5)
+
+
+def _write_all(fd, data):
+  while data:
+    data = data[os.write(fd, data):]
+
+
+@contextlib.contextmanager
+def stderr_to_file():
+  """For a call into C++ that holds Python's lock while it writes to stderr (the LiteRT
+  converter's MLIR diagnostics): file descriptor 2 goes to a temporary file during the
+  call, and its lines then go into the pipe, through the filter, in order (os.write lets
+  the filter's thread run). Writing into the filter's pipe, such a
+  call blocks once the pipe is full, and the thread that empties the pipe cannot run
+  without the lock: the process hangs. Without the filter (--runtime_log), a no-op."""
+  if _STATE.get("terminal") is None:
+    yield
+    return
+  sys.stderr.flush()
+  pipe = os.dup(2)
+  with tempfile.TemporaryFile(prefix="bert-stderr-") as spill:
+    os.dup2(spill.fileno(), 2)
+    try:
+      yield
+    finally:
+      try:
+        sys.stderr.flush()
+      except (OSError, ValueError):
+        pass
+      os.dup2(pipe, 2)
+      os.close(pipe)
+      spill.seek(0)
+      _write_all(2, spill.read())

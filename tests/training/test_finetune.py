@@ -267,3 +267,21 @@ def test_the_loop_state_says_what_a_checkpoint_holds_of_the_loop():
                                        if "seed_generator" in v.path]) > 0
   state = checkpoints.RunCheckpoint("unused", model, loop=scaled, loss_scaling=True)
   assert state.loop is scaled and state.step is scaled.step
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_an_export_with_litert_models_in_low_precision_is_refused_before_training(
+    tmp_path, config_file, dtype):
+  """The LiteRT converter takes only a float32 model; a bfloat16 run's export used to fail
+  after the training. Now the run stops at once, saying what works; --litert=none exports
+  the SavedModels in that precision."""
+  options = _options(tmp_path / "run", config_file, do_train=True, num_train_steps=2,
+                     dtype=dtype, export_dir=str(tmp_path / "export"))
+  task = ToyTask(options)
+  task.exports = True
+  task.build_model = None  # refused before any model is built
+  with pytest.raises(errors.UserError, match=(
+      f"--export_dir with --dtype={dtype}: the export's LiteRT models \\(--litert=both\\) "
+      "convert only from a float32 model; pass --litert=none")):
+    finetune.run(task, options)
+  assert not os.path.exists(tmp_path / "run") and not os.path.exists(tmp_path / "export")

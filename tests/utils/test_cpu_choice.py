@@ -317,3 +317,23 @@ def test_settings_come_from_the_flags_of_the_same_names():
       _Settings, parsed(["--normalize=nfc", "--has_header=false", "--output_dir=o"]),
       threshold=0.25) == _Settings("o", "nfc", False, 0.25)
   assert flags_common.options_from_flags(parsed(["--normalize=nfc"])).normalize == "nfc"
+
+
+@pytest.mark.parametrize("litert,expected", [("both", "float32"), ("int8", "float32"),
+                                             ("none", "bfloat16")])
+def test_auto_keeps_float32_where_the_export_writes_litert_models(monkeypatch, litert,
+                                                                   expected):
+  """Zen 4's row picks bfloat16 for fine-tuning; an export's LiteRT models convert only
+  from a float32 model, so with --export_dir and LiteRT models --dtype=auto keeps float32
+  (and says why) rather than fail the export after the training."""
+  monkeypatch.delenv("BERT_CPU_TABLE", raising=False)
+  monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda: False)
+  speed = flags_common.resolve_speed(
+      {"dtype": "auto", "do_train": True, "export_dir": "/tmp/export", "litert": litert},
+      cpu=cpu_choice.parse_cpuinfo(ZEN4))
+  assert speed["dtype"] == expected
+  assert ("convert only from a float32 model" in speed["speed_choice"]) == (litert != "none")
+  without_export = flags_common.resolve_speed({"dtype": "auto", "do_train": True,
+                                               "litert": litert},
+                                              cpu=cpu_choice.parse_cpuinfo(ZEN4))
+  assert without_export["dtype"] == "bfloat16"

@@ -120,3 +120,36 @@ def test_every_way_to_start_a_command_sets_its_process_up_before_tensorflow(
                           capture_output=True, text=True, timeout=300, env=env)
   assert result.returncode == 0, result.stderr[-2000:]
   assert result.stdout.split() == [("2" if quiet else "None"), str(keeps_memory), "False"]
+
+
+# 256 KB written to stderr by C code that holds Python's lock (ctypes.PyDLL keeps it, as the
+# LiteRT converter's pybind11 call does): four times what a pipe holds.
+_HELD_LOCK_WRITE = r'''
+import ctypes, sys
+from bert.utils import runtime_log
+runtime_log.quiet()
+libc = ctypes.PyDLL(None)
+line = b"x" * 1023 + b"\n"
+data = line * 256 + b"I0000 00:00:1.0    1 foo.cc:1] runtime noise\n" + b"last\n"
+def write():
+  done = 0
+  while done < len(data):
+    done += libc.write(2, data[done:], len(data) - done)
+with runtime_log.stderr_to_file():
+  write()
+sys.stderr.write("ours\n")
+'''
+
+
+def test_a_call_holding_the_lock_that_fills_stderr_does_not_hang():
+  """The filter empties its pipe in a Python thread; a C++ call that holds Python's lock
+  and writes more than the pipe holds (the LiteRT converter on a bfloat16 model) blocked
+  for ever. Inside stderr_to_file it spills to a file: every line arrives, in order, and
+  the runtime noise among them is still filtered."""
+  result = subprocess.run([sys.executable, "-c", _HELD_LOCK_WRITE], cwd=ROOT,
+                          capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": ROOT, "BERT_RUNTIME_LOG": "0"})
+  assert result.returncode == 0, result.stderr[-2000:]
+  lines = result.stderr.split(b"\n")
+  assert lines[:256] == [b"x" * 1023] * 256
+  assert lines[256:] == [b"last", b"ours", b""]
