@@ -88,7 +88,9 @@ def test_step_floor_pretraining_gemms_match_small_step_flops(shape):
 
 def test_train_run_classifier_trains_the_commands_step():
   """train_run's classifier task (profile_finetuning's step): run_classifier's model and
-  loss through loop.make_train_step, on labels of two classes; the loss moves."""
+  loss through loop.make_train_step, on labels of two classes. A head initialised at
+  standard deviation 0.02 gives logits near 0, so the first steps' loss is about ln 2;
+  on its 16 repeated examples the loop then lowers it."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   from benchmarks.parts import train_run  # pylint: disable=g-import-not-at-top
   features = train_run.synthetic_features("classifier", 6, 8, 0, 50, seed=1)
@@ -96,5 +98,6 @@ def test_train_run_classifier_trains_the_commands_step():
   assert features["label_ids"].shape == (6,) and set(features["label_ids"]) <= {0, 1}
   config = dict(train_run.CONFIGS["small"], num_hidden_layers=1, vocab_size=50)
   run = train_run.build(config, task="classifier", seq=8, batch=4, learning_rate=1e-3)
-  losses = [run.loop(3) for _ in range(3)]
-  assert all(np.isfinite(losses)) and losses[-1] != losses[0]
+  losses = [run.loop(3) for _ in range(4)]
+  assert abs(losses[0] - np.log(2)) < 0.05, losses
+  assert losses[-1] < losses[0] - 0.05, losses

@@ -8,8 +8,8 @@ Against the local GCS emulator (tests/support/gcs_emulator), in `make test`'s gs
     and `gs://b//x`, read as gsutil reads it;
   * kill -9 after each file of an export's move (tests/support/export_mover.py), then
     the rerun of the same command, which replaces the half-moved export.
-Each loads TensorFlow in a process per command: `make test` runs them for the commands
-the report named and three kill points; `make test-slow` for every command and step.
+Each loads TensorFlow in a process per command: `make test` runs them for the four
+commands whose bucket errors were the worst and three kill points; `make test-slow` for every command and step.
 The runs that train (a cut network mid-run, a kill between a checkpoint's .index and the
 `checkpoint` file) take minutes: tests/commands/test_gcs_runs.py, in `make test-slow`.
 """
@@ -101,16 +101,16 @@ def _error_line(result):
   return lines[-1]
 
 
-# The commands of the report that found them (a missing bucket was a raw HTTP error naming
-# our lock, run_classifier's only after training) and the generator: in `make test`; every
+# The commands whose bucket errors were the worst (a missing bucket was a raw HTTP error
+# naming our lock, run_classifier's only after training) and the generator: in `make test`; every
 # command in `make test-slow` (each command's cases run in a process of its own that loads
 # TensorFlow: a few seconds each).
-REPORTED = ("run_classifier.py", "extract_features.py", "export_encoder.py",
+WORST_BEFORE = ("run_classifier.py", "extract_features.py", "export_encoder.py",
             "create_pretraining_data.py")
 
 
 @pytest.mark.parametrize("scripts", [
-    pytest.param(REPORTED, id="reported"),
+    pytest.param(WORST_BEFORE, id="four-commands"),
     pytest.param(None, id="every-command", marks=pytest.mark.slow)])
 def test_every_output_flag_of_every_command_checks_its_bucket_before_any_work(
     gcs, gcs_bucket, tmp_path, scripts):
@@ -119,7 +119,7 @@ def test_every_output_flag_of_every_command_checks_its_bucket_before_any_work(
   gcs.put_object(f"{gcs_bucket}/afile", b"a user's object\n")
   expected, runs = {}, {}
   commands = _commands(inputs, local)
-  assert set(REPORTED) <= set(commands)
+  assert set(WORST_BEFORE) <= set(commands)
   for script, (argv, outputs) in commands.items():
     if scripts and script not in scripts:
       continue
