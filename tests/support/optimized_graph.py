@@ -59,9 +59,9 @@ def layer_nodes(policy, hidden_act, training):
   def call(hidden, bias):
     if not training:
       return layer(hidden, bias)
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_sum(tf.cast(layer(hidden, bias, training=True), tf.float32))
-    return tape.gradient(loss, layer.trainable_variables)
+    # The backward graph to read, not a training step: no optimizer, no update.
+    loss = tf.reduce_sum(tf.cast(layer(hidden, bias, training=True), tf.float32))
+    return tf.gradients(loss, layer.trainable_variables)
 
   return optimized_nodes(call, hidden, bias)
 
