@@ -16,7 +16,8 @@ The task heads, each model's build_* function and its loss are in heads.py.
 
 Like the original, the encoder layers run every dense layer on [batch·seq, width]
 matrices: on that layout TensorFlow fuses each matmul with its bias (and, with oneDNN,
-with the GELU) into one CPU op, in float32 and in bfloat16
+with the GELU) into one CPU op, in float32 and in bfloat16; each LayerNorm is one fused
+batch norm, which oneDNN turns into its one-op layer norm when predicting
 (tests/core/test_modeling_cpu_graph.py reads the optimized graph).
 
 Mixed precision goes through Keras dtype policies: set the global policy (for example
@@ -199,10 +200,34 @@ def initializer(config):
   return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
+class LayerNorm(keras.layers.LayerNormalization):
+  """keras.layers.LayerNormalization over the last axis, computed through TensorFlow's
+  fused batch norm: the rows as the channels of a [1, rows, width, 1] NCHW image, each
+  normalised over its width (unit scale, zero offset), then gamma and beta.
+
+  The same function as Keras' call, in the op pattern TensorFlow's remapper replaces
+  with oneDNN's one-op layer norm (_MklLayerNorm) when nothing differentiates it; a
+  training step runs the fused batch norm and its fused gradient. The epsilon goes to
+  the op as it is: tf.nn.fused_batch_norm would raise 1e-12 to cuDNN's 1.001e-5."""
+
+  def call(self, inputs):
+    if self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling:
+      return super().call(inputs)
+    shape = tf.shape(inputs)
+    rows = tf.reduce_prod(shape[:-1], keepdims=True)
+    image = tf.reshape(inputs, tf.concat([[1], rows, shape[-1:], [1]], 0))
+    empty = tf.constant([], inputs.dtype)
+    normalized = tf.raw_ops.FusedBatchNormV3(
+        x=image, scale=tf.fill(rows, tf.constant(1.0, inputs.dtype)),
+        offset=tf.fill(rows, tf.constant(0.0, inputs.dtype)), mean=empty, variance=empty,
+        epsilon=self.epsilon, data_format="NCHW", is_training=True)[0]
+    return tf.reshape(normalized, shape) * self.gamma + self.beta
+
+
 def layer_norm(name):
   # float32 whatever the global policy: LayerNorm statistics in bfloat16/float16 lose
   # too much precision for the 1e-12 epsilon to mean anything.
-  return keras.layers.LayerNormalization(epsilon=1e-12, name=name, dtype="float32")
+  return LayerNorm(epsilon=1e-12, name=name, dtype="float32")
 
 
 def dense_2d(dense, x, activation=None):
@@ -651,4 +676,4 @@ def google_variable_map(model):
 
 # The encoder's layers by class name, for keras.saving (heads.CUSTOM_OBJECTS adds the heads').
 CUSTOM_OBJECTS = {cls.__name__: cls for cls in (
-    BertModel, BertEmbeddings, TransformerLayer, BertPooler, AttentionBias)}
+    BertModel, BertEmbeddings, TransformerLayer, BertPooler, AttentionBias, LayerNorm)}

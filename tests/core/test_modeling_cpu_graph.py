@@ -1,5 +1,5 @@
 """The encoder layer's CPU graph fuses: every dense layer is one fused matmul (bias, and
-with oneDNN the GELU, inside it), with oneDNN's ops on and off.
+with oneDNN the GELU, inside it), and each LayerNorm one op, with oneDNN's ops on and off.
 
 What runs is read from TensorFlow's own optimized graph (tests/support/optimized_graph.py),
 in a process per setting: TF_ENABLE_ONEDNN_OPTS is read once, when TensorFlow starts.
@@ -20,6 +20,10 @@ FUSED_MATMULS = ("_FusedMatMul", "_MklFusedMatMul", "_MklNativeFusedMatMul")
 # The six dense layers of one encoder layer: query, key, value, attention output,
 # intermediate, output.
 DENSE_LAYERS = 6
+# Its two LayerNorms: after attention, after the feed-forward layers.
+LAYER_NORMS = 2
+# What a LayerNorm's statistics would be computed with if it did not fuse.
+NORM_PIECES = ("Mean", "SquaredDifference", "Rsqrt", "Sub", "Square")
 
 
 @functools.lru_cache(maxsize=None)
@@ -66,6 +70,12 @@ def test_with_onednn_each_dense_layer_is_one_op_with_its_bias_and_gelu():
       (op, f, d) for op, f, d, _ in found]
 
 
+def test_with_onednn_each_layer_norm_is_one_op_at_inference():
+  found = nodes("1")
+  assert [d for op, _, d, _ in found if op == "_MklLayerNorm"] == ["float32"] * LAYER_NORMS
+  assert not [op for op, _, _, _ in found if op in NORM_PIECES or "BatchNorm" in op]
+
+
 def test_with_onednn_gelu_exact_fuses_as_the_exact_gelu():
   matmuls = fused(nodes("1", "float32 gelu_exact"))
   assert [f for _, f, _ in matmuls if f[-1].startswith("Gelu")] == [["BiasAdd", "GeluExact"]]
@@ -80,10 +90,10 @@ def test_with_onednn_bfloat16_fuses_in_bfloat16():
   assert len(matmuls) == DENSE_LAYERS and {d for _, _, d in matmuls} == {"bfloat16"}
   assert ("_MklFusedBatchMatMulV2", ["Mul", "Add"], "bfloat16") in [
       (op, f, d) for op, f, d, _ in found]
-  # The softmax and both LayerNorms' statistics in float32.
+  # The softmax and both LayerNorms in float32.
   assert {d for op, _, d, _ in found if op in ("_MklSoftmax", "Softmax")} == {"float32"}
-  assert {d for op, _, d, _ in found if op in ("Mean", "SquaredDifference", "Rsqrt")} == {
-      "float32"}
+  assert [d for op, _, d, _ in found if op == "_MklLayerNorm"] == ["float32"] * LAYER_NORMS
+  assert not [op for op, _, _, _ in found if op in NORM_PIECES]
 
 
 def test_without_onednn_each_dense_layer_is_one_fused_matmul_with_its_bias():
@@ -92,6 +102,9 @@ def test_without_onednn_each_dense_layer_is_one_fused_matmul_with_its_bias():
   matmuls = fused(found)
   assert len(matmuls) == DENSE_LAYERS
   assert {tuple(f) for _, f, _ in matmuls} == {("BiasAdd",)}
+  # Each LayerNorm's statistics and normalisation are one fused batch norm.
+  assert [op for op, _, _, _ in found if "Norm" in op] == ["FusedBatchNormV3"] * LAYER_NORMS
+  assert not [op for op, _, _, _ in found if op in NORM_PIECES[:4]]
 
 
 @pytest.mark.parametrize("onednn", ["1", "0"])
@@ -101,3 +114,8 @@ def test_training_keeps_the_bias_in_the_matmul(onednn):
   # BiasAdd anywhere (its gradient is BiasAddGrad).
   assert len(fused(found)) == DENSE_LAYERS
   assert "BiasAdd" not in [op for op, _, _, _ in found]
+  # Each LayerNorm forward and backward is a fused batch norm and its fused gradient.
+  norms = sorted(op for op, _, _, _ in found if "Norm" in op)
+  prefix = "_MklNative" if onednn == "1" else ""
+  assert norms == sorted([f"{prefix}FusedBatchNormGradV3", f"{prefix}FusedBatchNormV3"]
+                         * LAYER_NORMS)

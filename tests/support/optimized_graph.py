@@ -55,7 +55,10 @@ def layer_nodes(policy, hidden_act, training):
   bias = modeling.attention_mask_bias(tf.constant([[1] * 7, [1] * 5 + [0] * 2]))
   layer(hidden, bias)
 
-  @tf.function
+  # Batch and sequence unknown, as in prediction (each batch padded to its longest row):
+  # with static shapes constant folding would leave other ops than a real run's.
+  @tf.function(input_signature=[tf.TensorSpec([None, None, 32], tf.float32),
+                                tf.TensorSpec([None, 1, None, None], tf.float32)])
   def call(hidden, bias):
     if not training:
       return layer(hidden, bias)

@@ -86,9 +86,7 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
   assert all(v.dtype == "float32" for v in model.weights)
 
   ops = _traced_ops(model)
-  norm_ops = [op for op in ops if "LayerNorm" in op.name]
-  assert len(norm_ops) > 10 * len(norms)
-  assert {o.dtype for op in norm_ops for o in op.outputs} == {tf.float32}
+  _check_float32_norms(ops, len(norms))
   softmax = [op for op in ops if op.type == "Softmax"]
   assert len(softmax) == CONFIG["num_hidden_layers"]
   assert all(op.get_attr("T") == tf.float32 for op in softmax)
@@ -170,6 +168,16 @@ def _ops(concrete):
           if op.outputs and op.type not in ("Placeholder", "ReadVariableOp", "Const")]
 
 
+def _check_float32_norms(ops, count):
+  """Each of the `count` LayerNorms is one fused batch norm in float32, and every value
+  its ops make is float32 (beside the int32 shapes that lay its rows out)."""
+  norm_ops = [op for op in ops if "LayerNorm" in op.name]
+  assert [op.get_attr("T") for op in norm_ops if op.type == "FusedBatchNormV3"] == [
+      tf.float32] * count
+  assert {o.dtype for op in norm_ops for o in op.outputs if o.dtype != tf.int32} == {
+      tf.float32}
+
+
 def _check_bfloat16_forward(ops, softmax_count):
   layers = CONFIG["num_hidden_layers"]
   products = [op for op in ops if op.type in ("MatMul", "BatchMatMulV2")]
@@ -182,9 +190,7 @@ def _check_bfloat16_forward(ops, softmax_count):
   softmax = [op for op in ops if op.type == "Softmax"]
   assert len(softmax) == softmax_count
   assert {op.get_attr("T") for op in softmax} == {tf.float32}
-  norm_ops = [op for op in ops if "LayerNorm" in op.name]
-  assert len(norm_ops) > 10 * (1 + 2 * layers)
-  assert {o.dtype for op in norm_ops for o in op.outputs} == {tf.float32}
+  _check_float32_norms(ops, 1 + 2 * layers)
 
 
 def test_bfloat16_prediction_computes_in_bfloat16_with_float32_softmax_and_outputs():
