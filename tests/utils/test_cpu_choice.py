@@ -41,8 +41,8 @@ UNKNOWN = _cpuinfo("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Platinum 8488C",
 # (cpuinfo, phase) -> (enable_xla, dtype) as docs/cpu.md's table says.
 EXPECTED = {
     (ZEN5, "pretraining"): (False, "float32"),
-    (ZEN5, "fine-tuning"): (False, "float32"),
-    (ZEN5, "prediction"): (False, "float32"),
+    (ZEN5, "fine-tuning"): (False, "bfloat16"),
+    (ZEN5, "prediction"): (False, "bfloat16"),
     (XEON, "pretraining"): (True, "float32"),
     (XEON, "fine-tuning"): (False, "float32"),
     (XEON, "prediction"): (False, "float32"),
@@ -150,7 +150,7 @@ def test_auto_never_gives_float16():
         assert choice.dtype in ("float32", "bfloat16")
         if choice.dtype == "bfloat16":
           assert cpu.has_bfloat16
-  assert seen == {"float32", "bfloat16"}  # the Zen 4 row picks bfloat16
+  assert seen == {"float32", "bfloat16"}  # the Zen 4 and Zen 5 rows pick bfloat16
   for row in cpu_choice.TABLE:
     assert set(row.picks) == set(cpu_choice.PHASES)
     assert all(p.dtype in cpu_choice.AUTO_DTYPES for p in row.picks.values())
