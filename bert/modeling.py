@@ -208,10 +208,14 @@ class LayerNorm(keras.layers.LayerNormalization):
   The same function as Keras' call, in the op pattern TensorFlow's remapper replaces
   with oneDNN's one-op layer norm (_MklLayerNorm) when nothing differentiates it; a
   training step runs the fused batch norm and its fused gradient. The epsilon goes to
-  the op as it is: tf.nn.fused_batch_norm would raise 1e-12 to cuDNN's 1.001e-5."""
+  the op as it is: tf.nn.fused_batch_norm would raise 1e-12 to cuDNN's 1.001e-5.
+
+  Where TensorFlow sees a GPU or a TPU, Keras' own call: the pattern is there for the
+  CPU's kernels, and a batch norm over one channel per token has never run on either."""
 
   def call(self, inputs):
-    if self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling:
+    if (self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling
+        or tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU")):
       return super().call(inputs)
     shape = tf.shape(inputs)
     rows = tf.reduce_prod(shape[:-1], keepdims=True)

@@ -341,6 +341,30 @@ def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
                              atol=0.05)
 
 
+@pytest.mark.parametrize("accelerator", [None, "GPU", "TPU"])
+def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_accelerator(
+    accelerator, monkeypatch):
+  # The fused pattern is for the CPU's kernels; where TensorFlow sees a GPU or a TPU the
+  # layer keeps Keras' own call. Both are the same function as the NumPy reference.
+  listed = tf.config.list_physical_devices
+  if accelerator:
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: (
+        [tf.config.PhysicalDevice(f"/physical_device:{kind}:0", kind)]
+        if kind == accelerator else listed(kind)))
+  norm = modeling.layer_norm("LayerNorm")
+  norm.build((None, None, 24))
+  rng = np.random.default_rng(3)
+  norm.gamma.assign(rng.normal(1, 0.5, 24).astype("float32"))
+  norm.beta.assign(rng.normal(0, 0.5, 24).astype("float32"))
+  x = rng.normal(2, 3, (2, 5, 24)).astype("float32")
+  graph = tf.function(norm.call).get_concrete_function(
+      tf.TensorSpec([None, None, 24], tf.float32)).graph
+  fused = [op.type for op in graph.get_operations() if op.type == "FusedBatchNormV3"]
+  assert fused == ([] if accelerator else ["FusedBatchNormV3"])
+  np.testing.assert_allclose(norm(x).numpy(), numpy_bert.layer_norm(
+      x, norm.gamma.numpy(), norm.beta.numpy()), atol=2e-5, rtol=1e-5)
+
+
 def test_real_checkpoint_matches_numpy_reference():
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
