@@ -1,6 +1,7 @@
 """Classifier speed: per-batch padding against fixed padding to 128, on SST-2 dev.
 
   python -m benchmarks.bench_classifier [--quick] [--hf_only] [--command_rounds=N]
+      [--command_fixed_padding]
 
 Builds run_classifier's model for the shared MiniLM config (6 layers, hidden 384; the
 weights do not matter for speed, so they stay random) and feeds it SST-2 dev sentences
@@ -31,7 +32,9 @@ and ours against theirs in bfloat16; elsewhere a row says bfloat16 is left out.
 Last, run_classifier.py itself (--command_rounds=N, default 3, 1 with --quick, 0 for
 none): --do_train on SST-2 from the shared MiniLM, float32 and bfloat16 alternately, the
 seconds of 50 steps of 32 after the first 10 (the loop's own examples/s) and of the whole
-process.
+process; --command_fixed_padding runs those rounds once more with --fixed_padding (every
+step at 128 positions, the original's shapes: where the matmuls' share, and so
+bfloat16's gain, is largest), as rows of their own.
 After the fine-tuning rows, the matmul floor (benchmarks/parts/step_floor.py, in this process):
 the training ceiling at the subset's unpadded mean length, and its ratio to HF grouped.
 --quick: 256 sentences and fewer training steps (30 fine-tuning steps: too few for the
@@ -389,12 +392,14 @@ def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
 COMMAND_TIMED_STEPS, COMMAND_WARMUP_STEPS, COMMAND_LOOP = 50, 10, 10
 
 
-def _command_finetune_rows(rounds):
+def _command_finetune_rows(rounds, fixed_padding=False):
   """run_classifier.py --do_train on SST-2 from the shared MiniLM, as a user runs it, in
   float32 and bfloat16 alternately: the seconds of COMMAND_TIMED_STEPS steps after the
   first COMMAND_WARMUP_STEPS (from the loop's own examples/s, logged to TensorBoard every
-  loop call) and of the whole process."""
+  loop call) and of the whole process. fixed_padding: with --fixed_padding, rows named
+  classifier_command_fixed128_*."""
   dtypes = _precisions()
+  name = "classifier_command_fixed128_" if fixed_padding else "classifier_command_"
   steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
   def command_of(dtype, output_dir):
     return [sys.executable, os.path.join(sst2.ROOT, "run_classifier.py"),
@@ -406,35 +411,36 @@ def _command_finetune_rows(rounds):
             "--learning_rate=2e-5", f"--num_train_steps={steps}",
             f"--steps_per_loop={COMMAND_LOOP}", f"--log_every_steps={COMMAND_LOOP}",
             f"--save_checkpoints_steps={10 * steps}", f"--output_dir={output_dir}",
-            f"--dtype={dtype}"]
+            f"--dtype={dtype}"] + (["--fixed_padding"] if fixed_padding else [])
 
   with tempfile.TemporaryDirectory(prefix="bench-classifier-command-") as work:
     timed, wall = command_runs.alternate(command_of, dtypes, rounds, work,
                                          COMMAND_WARMUP_STEPS, steps, COMMAND_LOOP, BATCH)
   scope = (f"run_classifier.py --task_name=sst2 --do_train from the shared MiniLM, batch "
-           f"{BATCH}, --max_seq_length={SEQ}, {steps} steps (--steps_per_loop="
+           f"{BATCH}, --max_seq_length={SEQ}"
+           f"{' --fixed_padding' if fixed_padding else ''}, {steps} steps (--steps_per_loop="
            f"{COMMAND_LOOP}); {machine.cpu_model()}; {machine.load_average()}")
   rows = []
   for dtype in dtypes:
     rows += [
-        {"name": "classifier_command_finetune_steps" + _suffix(dtype),
+        {"name": name + "finetune_steps" + _suffix(dtype),
          "value": round(statistics.median(timed[dtype]), 2), "unit": "s (median)",
          "note": f"--dtype={dtype}: {COMMAND_TIMED_STEPS} steps after the first "
                  f"{COMMAND_WARMUP_STEPS}, per round " + ", ".join(
                      f"{s:.2f}" for s in timed[dtype]) + f"; {scope}"},
-        {"name": "classifier_command_finetune_process" + _suffix(dtype),
+        {"name": name + "finetune_process" + _suffix(dtype),
          "value": round(statistics.median(wall[dtype]), 1), "unit": "s (median)",
          "note": f"--dtype={dtype}, the whole process, per round " + ", ".join(
              f"{s:.1f}" for s in wall[dtype])}]
   if "bfloat16" in dtypes:
     for what, seconds in (("steps", timed), ("process", wall)):
       ratios = [a / b for a, b in zip(seconds["float32"], seconds["bfloat16"])]
-      rows.append({"name": f"classifier_command_finetune_{what}_bf16_speedup",
+      rows.append({"name": f"{name}finetune_{what}_bf16_speedup",
                    "value": round(statistics.median(ratios), 2), "unit": "x",
                    "note": f"float32 s / bfloat16 s per round: median "
                            f"{machine.spread(ratios, '{:.2f}')}"})
   else:
-    rows += _no_bfloat16_rows("command_finetune")
+    rows += _no_bfloat16_rows(name[len("classifier_"):] + "finetune")
   return rows
 
 
@@ -447,10 +453,11 @@ def _hf_rows(tf, config, tokenizer, examples, quick):
             + _hf_finetune_rows(tf, config, tokenizer, quick, workdir))
 
 
-def run(quick=False, hf_only=False, command_rounds=None):
+def run(quick=False, hf_only=False, command_rounds=None, command_fixed_padding=False):
   """Returns [{name, value, unit, note}]. hf_only: only the comparisons with transformers.
   command_rounds: rounds of run_classifier.py's own fine-tuning in each precision (0: none;
-  default 1 with quick, else 3)."""
+  default 1 with quick, else 3); command_fixed_padding: those rounds once more with
+  --fixed_padding."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
@@ -494,6 +501,8 @@ def run(quick=False, hf_only=False, command_rounds=None):
   rounds = (1 if quick else 3) if command_rounds is None else command_rounds
   if rounds and not hf_only:
     rows += _command_finetune_rows(rounds)
+    if command_fixed_padding:
+      rows += _command_finetune_rows(rounds, fixed_padding=True)
   return rows
 
 
@@ -502,5 +511,6 @@ if __name__ == "__main__":
   cpu_memory.keep_freed_memory()  # as the scripts do: the figures are what a user gets
   rounds = [int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--command_rounds=")]
   for row in run(quick="--quick" in sys.argv, hf_only="--hf_only" in sys.argv,
-                 command_rounds=rounds[-1] if rounds else None):
+                 command_rounds=rounds[-1] if rounds else None,
+                 command_fixed_padding="--command_fixed_padding" in sys.argv):
     print(f"{row['name']:50s} {row['value']!s:>10} {row['unit']:12s} {row['note']}")
