@@ -2,6 +2,7 @@
 type, and what freezing the weights into constants would change.
 
   python -m benchmarks.studies.profile_prediction [--sentences=1000] [--frozen]
+      [--fixed_padding]
 
 For each --dtype (bfloat16 only on a CPU with its units) builds run_classifier's model of
 the shared MiniLM as finetune.run builds it (strategies.setup_precision first), predicts
@@ -9,6 +10,7 @@ the first --sentences SST-2 train sentences through classifier_task.predict_logi
 (predict_batches, evaluation.predict: batch 32, per-batch padding, file order) once to
 trace, times the best of two more passes, then records one pass with TensorFlow's
 profiler and sums the op time of each op type over the threads that run ops.
+--fixed_padding: every batch padded to 128, as run_classifier.py --fixed_padding.
 --frozen: also the same batches through the forward pass with its variables converted to
 constants (convert_variables_to_constants_v2: no per-batch weight casts, oneDNN's weight
 cache), with the time the freezing itself takes.
@@ -24,7 +26,7 @@ from benchmarks.parts import sst2
 from bert.utils import cpu_choice
 
 
-def profile(dtype, sentences, frozen):
+def profile(dtype, sentences, frozen, fixed_padding=False):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
@@ -41,7 +43,7 @@ def profile(dtype, sentences, frozen):
 
   def run():
     classifier_task.predict_logits(model, examples, ["0", "1"], tokenizer, sst2.SEQ,
-                                   sst2.BATCH, what="profile")
+                                   sst2.BATCH, fixed_padding=fixed_padding, what="profile")
 
   run()  # traces
   best = float("inf")
@@ -58,8 +60,8 @@ def profile(dtype, sentences, frozen):
     forward = tf.function(lambda inputs: model(inputs, training=False))
     concrete = forward.get_concrete_function(
         {n: tf.TensorSpec([None, None], tf.int32) for n in names})
-    batches = list(classifier_features.predict_batches(examples, ["0", "1"], tokenizer,
-                                                       sst2.SEQ, sst2.BATCH))
+    batches = list(classifier_features.predict_batches(
+        examples, ["0", "1"], tokenizer, sst2.SEQ, sst2.BATCH, fixed_padding=fixed_padding))
     started = time.perf_counter()
     constants = convert_to_constants.convert_variables_to_constants_v2(concrete)
     constants(*[tf.convert_to_tensor(batches[0][n]) for n in names])
@@ -84,11 +86,12 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--sentences", type=int, default=1000)
   parser.add_argument("--frozen", action="store_true")
+  parser.add_argument("--fixed_padding", action="store_true")
   args = parser.parse_args()
   print(f"{machine.cpu_model()}; {machine.load_average()}")
   dtypes = ["float32"] + (["bfloat16"] if cpu_choice.this_cpu().has_bfloat16 else [])
   for dtype in dtypes:
-    profile(dtype, args.sentences, args.frozen)
+    profile(dtype, args.sentences, args.frozen, args.fixed_padding)
 
 
 if __name__ == "__main__":
