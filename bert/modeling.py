@@ -287,7 +287,10 @@ def attention_mask_bias(input_mask, causal=False, dtype="float32"):
     positions = ops.arange(seq_length)
     lower = ops.cast(positions[:, None] >= positions[None, :], dtype)
     mask = mask * ops.expand_dims(ops.expand_dims(lower, 0), 0)
-  return (1.0 - mask) * -10000.0
+  # The original's (1 - mask) * -10000, the same 0 and -10000 exactly, written to end in
+  # a subtraction: each layer adds it to its scaled scores, and TensorFlow's remapper
+  # leaves that scale and add out of the batch matmul when the added tensor is a Mul.
+  return mask * 10000.0 - 10000.0
 
 
 # --------------------------------------------------------------------------- layers

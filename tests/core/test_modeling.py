@@ -365,6 +365,16 @@ def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_acce
       x, norm.gamma.numpy(), norm.beta.numpy()), atol=2e-5, rtol=1e-5)
 
 
+def test_attention_mask_bias_is_the_originals_zero_or_minus_10000():
+  mask = np.array([[1, 1, 0], [1, 0, 0]], "int32")
+  np.testing.assert_array_equal(modeling.attention_mask_bias(mask).numpy(), np.array(
+      [[[[0, 0, -10000]]], [[[0, -10000, -10000]]]], "float32"))
+  causal = modeling.attention_mask_bias(mask, causal=True).numpy()
+  np.testing.assert_array_equal(causal[0, 0], [[0, -10000, -10000], [0, 0, -10000],
+                                               [0, 0, -10000]])
+  np.testing.assert_array_equal(causal[1, 0], [[0, -10000, -10000]] * 3)
+
+
 def test_real_checkpoint_matches_numpy_reference():
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top

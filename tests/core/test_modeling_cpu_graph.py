@@ -14,6 +14,7 @@ import pytest
 
 from bert.utils import cpu_choice
 from conftest import ROOT
+import optimized_graph
 
 SCRIPT = os.path.join(ROOT, "tests", "support", "optimized_graph.py")
 FUSED_MATMULS = ("_FusedMatMul", "_MklFusedMatMul", "_MklNativeFusedMatMul")
@@ -79,6 +80,25 @@ def test_with_onednn_each_layer_norm_is_one_op_at_inference():
 def test_with_onednn_gelu_exact_fuses_as_the_exact_gelu():
   matmuls = fused(nodes("1", "float32 gelu_exact"))
   assert [f for _, f, _ in matmuls if f[-1].startswith("Gelu")] == [["BiasAdd", "GeluExact"]]
+
+
+def test_with_onednn_every_layer_of_an_encoder_fuses_its_scores_scale_and_mask():
+  # The layers share one attention bias, computed from input_mask inside the graph: each
+  # layer's scores still take their scale and that bias inside the batch matmul.
+  found = nodes("1", "encoder float32")
+  assert [(op, f, d) for op, f, d, _ in found if op == "_MklFusedBatchMatMulV2"] == [
+      ("_MklFusedBatchMatMulV2", ["Mul", "Add"], "float32")] * optimized_graph.ENCODER_LAYERS
+  # The other batch matmul of each layer: the probabilities times the values.
+  assert [op for op, _, _, _ in found if op == "_MklBatchMatMulV2"] == [
+      "_MklBatchMatMulV2"] * optimized_graph.ENCODER_LAYERS
+
+
+@pytest.mark.skipif(not cpu_choice.this_cpu().has_bfloat16,
+                    reason="oneDNN runs bfloat16 only on a CPU with AVX512-BF16 or AMX")
+def test_with_onednn_an_encoder_in_bfloat16_fuses_every_layers_scores():
+  found = nodes("1", "encoder bfloat16")
+  assert [(op, f, d) for op, f, d, _ in found if op == "_MklFusedBatchMatMulV2"] == [
+      ("_MklFusedBatchMatMulV2", ["Mul", "Add"], "bfloat16")] * optimized_graph.ENCODER_LAYERS
 
 
 @pytest.mark.skipif(not cpu_choice.this_cpu().has_bfloat16,

@@ -3,7 +3,8 @@ op rewriting: op type, fused ops, dtype and name of every node.
 
 Run as a script (the oneDNN setting is read once, when TensorFlow starts, so each setting
 needs a process of its own), `python tests/support/optimized_graph.py` prints, as one JSON
-object, the nodes of one tiny encoder layer's call for each variant in VARIANTS.
+object, the nodes of one tiny encoder layer's call for each variant in VARIANTS and of a
+whole tiny encoder for each of ENCODER_VARIANTS.
 """
 import json
 import os
@@ -69,8 +70,37 @@ def layer_nodes(policy, hidden_act, training):
   return optimized_nodes(call, hidden, bias)
 
 
+def encoder_nodes(policy):
+  """The nodes of a whole tiny encoder's forward pass (three layers sharing one attention
+  bias), batch and sequence unknown, as prediction traces it."""
+  import keras  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  import tiny  # pylint: disable=g-import-not-at-top
+  keras.mixed_precision.set_global_policy(policy)
+  encoder = modeling.BertModel(tiny.tiny_config(50, num_hidden_layers=ENCODER_LAYERS))
+  ids = tf.constant([[5, 6, 7, 8], [9, 10, 0, 0]])
+  mask = tf.constant([[1, 1, 1, 1], [1, 1, 0, 0]])
+  encoder({"input_ids": ids, "input_mask": mask, "segment_ids": tf.zeros_like(ids)})
+  spec = tf.TensorSpec([None, None], tf.int32)
+
+  @tf.function(input_signature=[spec, spec])
+  def call(ids, mask):
+    return encoder({"input_ids": ids, "input_mask": mask, "segment_ids": tf.zeros_like(ids)},
+                   training=False)["sequence_output"]
+
+  return optimized_nodes(call, ids, mask)
+
+
+ENCODER_LAYERS = 3
+# name -> Keras dtype policy
+ENCODER_VARIANTS = {"encoder float32": "float32", "encoder bfloat16": "mixed_bfloat16"}
+
+
 if __name__ == "__main__":
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__)))))
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  print(json.dumps({name: layer_nodes(*variant) for name, variant in VARIANTS.items()}))
+  print(json.dumps({**{name: layer_nodes(*variant) for name, variant in VARIANTS.items()},
+                    **{name: encoder_nodes(policy)
+                       for name, policy in ENCODER_VARIANTS.items()}}))
