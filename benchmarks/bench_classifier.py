@@ -399,7 +399,7 @@ def _command_finetune_rows(rounds, fixed_padding=False):
   loop call) and of the whole process. fixed_padding: with --fixed_padding, rows named
   classifier_command_fixed128_*."""
   dtypes = _precisions()
-  name = "classifier_command_fixed128_" if fixed_padding else "classifier_command_"
+  what_ran = "command_fixed128" if fixed_padding else "command"
   steps = COMMAND_WARMUP_STEPS + COMMAND_TIMED_STEPS
   def command_of(dtype, output_dir):
     return [sys.executable, os.path.join(sst2.ROOT, "run_classifier.py"),
@@ -423,24 +423,24 @@ def _command_finetune_rows(rounds, fixed_padding=False):
   rows = []
   for dtype in dtypes:
     rows += [
-        {"name": name + "finetune_steps" + _suffix(dtype),
+        {"name": f"classifier_{what_ran}_finetune_steps" + _suffix(dtype),
          "value": round(statistics.median(timed[dtype]), 2), "unit": "s (median)",
          "note": f"--dtype={dtype}: {COMMAND_TIMED_STEPS} steps after the first "
                  f"{COMMAND_WARMUP_STEPS}, per round " + ", ".join(
                      f"{s:.2f}" for s in timed[dtype]) + f"; {scope}"},
-        {"name": name + "finetune_process" + _suffix(dtype),
+        {"name": f"classifier_{what_ran}_finetune_process" + _suffix(dtype),
          "value": round(statistics.median(wall[dtype]), 1), "unit": "s (median)",
          "note": f"--dtype={dtype}, the whole process, per round " + ", ".join(
              f"{s:.1f}" for s in wall[dtype])}]
   if "bfloat16" in dtypes:
     for what, seconds in (("steps", timed), ("process", wall)):
       ratios = [a / b for a, b in zip(seconds["float32"], seconds["bfloat16"])]
-      rows.append({"name": f"{name}finetune_{what}_bf16_speedup",
+      rows.append({"name": f"classifier_{what_ran}_finetune_{what}_bf16_speedup",
                    "value": round(statistics.median(ratios), 2), "unit": "x",
                    "note": f"float32 s / bfloat16 s per round: median "
                            f"{machine.spread(ratios, '{:.2f}')}"})
   else:
-    rows += _no_bfloat16_rows(name[len("classifier_"):] + "finetune")
+    rows += _no_bfloat16_rows(f"{what_ran}_finetune")
   return rows
 
 

@@ -28,6 +28,7 @@ logits (tests/training/test_precision.py checks the traced graph).
 """
 
 import copy
+import functools
 import json
 import math
 
@@ -200,6 +201,13 @@ def initializer(config):
   return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
+@functools.lru_cache(maxsize=None)
+def accelerator_visible():
+  """Whether TensorFlow sees a GPU or a TPU (fixed once it has started)."""
+  return bool(tf.config.list_physical_devices("GPU")
+              or tf.config.list_physical_devices("TPU"))
+
+
 class LayerNorm(keras.layers.LayerNormalization):
   """keras.layers.LayerNormalization over the last axis, computed through TensorFlow's
   fused batch norm: the rows as the channels of a [1, rows, width, 1] NCHW image, each
@@ -215,7 +223,7 @@ class LayerNorm(keras.layers.LayerNormalization):
 
   def call(self, inputs):
     if (self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling
-        or tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU")):
+        or accelerator_visible()):
       return super().call(inputs)
     shape = tf.shape(inputs)
     rows = tf.reduce_prod(shape[:-1], keepdims=True)

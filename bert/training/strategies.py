@@ -20,6 +20,7 @@ from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.eager import context as tf_context
 
+from bert import modeling
 from bert.utils import errors
 
 
@@ -228,8 +229,7 @@ def setup_determinism(seed, deterministic=None):
   effective setting.
   """
   if deterministic is None:
-    deterministic = not (tf.config.list_physical_devices("GPU")
-                         or tf.config.list_physical_devices("TPU"))
+    deterministic = not modeling.accelerator_visible()
   keras.utils.set_random_seed(int(seed))
   if deterministic:
     tf.config.experimental.enable_op_determinism()

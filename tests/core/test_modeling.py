@@ -343,7 +343,7 @@ def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
 
 @pytest.mark.parametrize("accelerator", [None, "GPU", "TPU"])
 def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_accelerator(
-    accelerator, monkeypatch):
+    accelerator, monkeypatch, request):
   # The fused pattern is for the CPU's kernels; where TensorFlow sees a GPU or a TPU the
   # layer keeps Keras' own call. Both are the same function as the NumPy reference.
   listed = tf.config.list_physical_devices
@@ -351,6 +351,10 @@ def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_acce
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: (
         [tf.config.PhysicalDevice(f"/physical_device:{kind}:0", kind)]
         if kind == accelerator else listed(kind)))
+  # What the pretend device made it cache is forgotten before the next test.
+  modeling.accelerator_visible.cache_clear()
+  request.addfinalizer(modeling.accelerator_visible.cache_clear)
+  assert modeling.accelerator_visible() == bool(accelerator)
   norm = modeling.layer_norm("LayerNorm")
   norm.build((None, None, 24))
   rng = np.random.default_rng(3)

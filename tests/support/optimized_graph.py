@@ -70,6 +70,11 @@ def layer_nodes(policy, hidden_act, training):
   return optimized_nodes(call, hidden, bias)
 
 
+ENCODER_LAYERS = 3
+# name -> Keras dtype policy
+ENCODER_VARIANTS = {"encoder float32": "float32", "encoder bfloat16": "mixed_bfloat16"}
+
+
 def encoder_nodes(policy):
   """The nodes of a whole tiny encoder's forward pass (three layers sharing one attention
   bias), batch and sequence unknown, as prediction traces it."""
@@ -90,11 +95,6 @@ def encoder_nodes(policy):
                    training=False)["sequence_output"]
 
   return optimized_nodes(call, ids, mask)
-
-
-ENCODER_LAYERS = 3
-# name -> Keras dtype policy
-ENCODER_VARIANTS = {"encoder float32": "float32", "encoder bfloat16": "mixed_bfloat16"}
 
 
 if __name__ == "__main__":
