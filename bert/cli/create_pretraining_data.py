@@ -63,6 +63,19 @@ flags.DEFINE_integer(
     "documents_per_chunk", 1000,
     "Documents read, shuffled and paired together; bounds memory. Random-next segments "
     "come from the same chunk (the original: from the whole corpus).")
+flags.DEFINE_bool(
+    "pack_sequences", False,
+    "Pack several instances into each row of --max_seq_length (the same instances and "
+    "masks as without it), each attending only to itself, so that training computes on "
+    "text instead of padding. run_pretraining.py reads packed records without a flag.")
+flags.DEFINE_integer(
+    "max_sequences_per_row", 8,
+    "--pack_sequences: the most instances one row may hold.")
+flags.DEFINE_bool(
+    "dynamic_masking", False,
+    "Write each instance once without masks; run_pretraining.py masks them as it trains, "
+    "anew each epoch (use --dupe_factor=1), with its own --masked_lm_prob, "
+    "--do_whole_word_mask, --mask_token_prob and --random_token_prob.")
 flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
                   "A line that is not valid UTF-8: fail naming file and line, or skip it.")
 flags_common.define_normalize_flag("before tokenizing")
@@ -82,7 +95,8 @@ FLAGS = flags.FLAGS
 INSTANCE_FLAGS = ("do_whole_word_mask", "max_seq_length", "max_predictions_per_seq",
                   "random_seed", "dupe_factor", "masked_lm_prob", "short_seq_prob",
                   "mask_token_prob", "random_token_prob", "num_workers",
-                  "documents_per_chunk")
+                  "documents_per_chunk", "pack_sequences", "max_sequences_per_row",
+                  "dynamic_masking")
 
 
 def main(_):

@@ -53,6 +53,7 @@ def _instance_options(vocab, vocab_file, **kwargs):
 MAX_SEQ_LENGTH_LIMIT = 8192
 _LIMITS = {"max_seq_length": MAX_SEQ_LENGTH_LIMIT,
            "max_predictions_per_seq": MAX_SEQ_LENGTH_LIMIT,
+           "max_sequences_per_row": MAX_SEQ_LENGTH_LIMIT,
            "dupe_factor": 1000, "documents_per_chunk": 1_000_000,
            "num_workers": 1024, "num_output_shards": 100_000}
 
@@ -83,9 +84,13 @@ def output_paths(output_file, num_output_shards=None):
 
 def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_lm_prob,
                   short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
-                  num_workers):
+                  num_workers, max_sequences_per_row=1, **unused):
   """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
+  del unused  # the boolean options, which any value suits
   checks = [
+      (max_sequences_per_row >= 1,
+       f"--max_sequences_per_row={max_sequences_per_row}: must be at least 1 (the "
+       "instances a packed row may hold)"),
       (max_seq_length >= 5,
        f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])"),
       (max_predictions_per_seq >= 1,
@@ -111,7 +116,8 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
                       ("max_predictions_per_seq", max_predictions_per_seq),
                       ("dupe_factor", dupe_factor),
                       ("documents_per_chunk", documents_per_chunk),
-                      ("num_workers", num_workers)]:
+                      ("num_workers", num_workers),
+                      ("max_sequences_per_row", max_sequences_per_row)]:
     _check_limit(name, value)
 
 
@@ -130,8 +136,7 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
       raise errors.UserError(f"--{name} is required")
   input_files = input_checks.expand_file_patterns(input_patterns, "input_file")
   outputs = output_paths(output_file, num_output_shards)
-  check_options(**{k: v for k, v in options.items()
-                   if k not in ("do_whole_word_mask", "random_seed")})
+  check_options(**{k: v for k, v in options.items() if k != "random_seed"})
   for path in input_files:
     input_checks.check_input_file(path, "input_file", allow_empty=True)
   input_checks.check_input_file(vocab_file, "vocab_file")
@@ -202,7 +207,7 @@ class _RoundRobinWriter:
       self.written += len(sizes)
     for key in pretraining_instances.STAT_KEYS:
       self.totals[key] += stats[key]
-    self.progress(self.totals["documents"], self.written)
+    self.progress(self.totals["documents"], self.totals["instances"])
 
 
 def _chunk_tasks(documents, tokenizer, random_seed, documents_per_chunk, unk_id, totals):
@@ -249,19 +254,24 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
              mask_token_prob=0.8, random_token_prob=0.1, num_workers=0,
              documents_per_chunk=1000, on_encoding_error="fail", normalize=None,
-             split_sentences=None, log=logging.info):
+             split_sentences=None, pack_sequences=False, max_sequences_per_row=1,
+             dynamic_masking=False, log=logging.info):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 
   input_files, output_files: lists of paths. Every output is written under a temporary
   name and renamed when the whole run succeeded. normalize: None (the original) or "nfc",
   which the tokenizer applies to every line first. split_sentences: None, or a function
   line -> list of sentences applied to every line (pretraining_corpus.sentence_splitter).
+  pack_sequences: rows packed with up to max_sequences_per_row instances each;
+  dynamic_masking: instances written without masks, for run_pretraining.py to mask as
+  it trains (docs/pretraining_data.md).
   """
   _validate(input_files, output_files, vocab_file, dict(
       max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
       dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
-      documents_per_chunk=documents_per_chunk, num_workers=num_workers))
+      documents_per_chunk=documents_per_chunk, num_workers=num_workers,
+      max_sequences_per_row=max_sequences_per_row))
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   vocab = tokenization.load_vocab(vocab_file)
@@ -270,7 +280,9 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
       short_seq_prob=short_seq_prob, masked_lm_prob=masked_lm_prob,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
-      do_whole_word_mask=do_whole_word_mask)
+      do_whole_word_mask=do_whole_word_mask, pack_sequences=pack_sequences,
+      max_sequences_per_row=max_sequences_per_row if pack_sequences else 1,
+      dynamic_masking=dynamic_masking)
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(pretraining_instances.STAT_KEYS + ("unk_tokens",), 0)
   report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
@@ -293,29 +305,47 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       log(f"skipped {counters['skipped_lines']:,} lines that were not valid UTF-8")
     _check_corpus_shape(totals, input_files)
     report(totals["documents"], write.written, final=True)
-  summary = summarize(totals, write.written, time.time() - report.start)
+  summary = summarize(totals, write.written, time.time() - report.start, max_seq_length,
+                      packed=pack_sequences, masked=not dynamic_masking)
   summary["skipped_lines"] = counters["skipped_lines"]
   return summary
 
 
-def summarize(totals, written, seconds):
-  """The end-of-run figures: counts, masking split, random-next and [UNK] rates."""
-  masked = max(totals["masked"], 1)
-  return {
+def summarize(totals, written, seconds, max_seq_length=None, packed=False, masked=True):
+  """The end-of-run figures: counts, padding, masking split, random-next and [UNK] rates.
+
+  written: the records written (rows, when packed). Without masks (dynamic masking) the
+  masking split is not reported: run_pretraining.py draws it.
+  """
+  instances = totals["instances"]
+  summary = {
       "documents": totals["documents"],
       "sentences": totals["sentences"],
       "corpus_tokens": totals["corpus_tokens"],
-      "instances_written": written,
-      "instance_tokens": totals["instance_tokens"],
-      "masked_fraction": totals["masked"] / max(totals["instance_tokens"], 1),
-      "mask_token_fraction": totals["masked_as_mask"] / masked,
-      "kept_fraction": totals["masked_kept"] / masked,
-      "random_token_fraction": totals["masked_random"] / masked,
-      "random_next_fraction": totals["random_next"] / max(written, 1),
+      "instances_written": instances,
+  }
+  if packed:
+    summary["rows_written"] = written
+    summary["instances_per_row"] = instances / max(written, 1)
+  summary["instance_tokens"] = totals["instance_tokens"]
+  if max_seq_length:
+    summary["padding_fraction"] = 1.0 - totals["instance_tokens"] / max(
+        written * max_seq_length, 1)
+  if masked:
+    masked_count = max(totals["masked"], 1)
+    summary.update({
+        "masked_fraction": totals["masked"] / max(totals["instance_tokens"], 1),
+        "mask_token_fraction": totals["masked_as_mask"] / masked_count,
+        "kept_fraction": totals["masked_kept"] / masked_count,
+        "random_token_fraction": totals["masked_random"] / masked_count,
+    })
+  summary.update({
+      "random_next_fraction": totals["random_next"] / max(instances, 1),
       "unk_rate": totals["unk_tokens"] / max(totals["corpus_tokens"], 1),
       "seconds": seconds,
-      "instances_per_second": written / max(seconds, 1e-9),
-  }
+      "instances_per_second": instances / max(seconds, 1e-9),
+  })
+  return summary
 
 
 def summary_lines(summary):

@@ -15,22 +15,28 @@ import random
 
 import numpy as np
 
+from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_records
 
 
 InstanceOptions = collections.namedtuple("InstanceOptions", [
     "max_seq_length", "max_predictions_per_seq", "dupe_factor", "short_seq_prob",
     "masked_lm_prob", "mask_token_prob", "random_token_prob", "do_whole_word_mask",
-    "cls_id", "sep_id", "mask_id", "vocab_ids", "is_subword"])
+    "cls_id", "sep_id", "mask_id", "vocab_ids", "is_subword", "pack_sequences",
+    "max_sequences_per_row", "dynamic_masking"], defaults=(False, 1, False))
 InstanceOptions.__doc__ = """What a worker needs to turn token ids into instances.
 
 vocab_ids: the ids of the vocabulary's tokens in file order (the original's
   `list(tokenizer.vocab.keys())`, as ids), from which random replacements are drawn.
 is_subword: bytes, is_subword[id] == 1 when the token starts with "##".
+pack_sequences: write rows packed with up to max_sequences_per_row instances
+  (pretraining_packing); dynamic_masking: write the instances without masks (run_pretraining
+  masks them as it trains). Neither changes the instances, nor (packing) their masks.
 """
 
 STAT_KEYS = ("documents", "sentences", "corpus_tokens", "instances", "instance_tokens",
-             "masked", "masked_as_mask", "masked_kept", "masked_random", "random_next")
+             "masked", "masked_as_mask", "masked_kept", "masked_random", "random_next",
+             "records")
 
 # Instances masked and serialized together: large enough to amortise NumPy's per-call
 # cost, small enough that the [batch, max_seq_length] temporaries stay a few MB.
@@ -193,12 +199,13 @@ def _choose_positions(tokens, length, num_a, opt, arrays, generator):
 
 
 def build_batch(flat, a_start, a_length, b_start, b_length, opt, arrays, generator,
-                stats):
+                stats, masked=True):
   """Token matrix, masking and labels for a batch of truncated pairs.
 
   flat: int32 [num_tokens], the chunk's ids; the rest int64 [n]. Returns dict of NumPy
   arrays: input_ids [n, S] (masked, 0-padded), length [n], num_a [n], positions [n, k]
-  and labels [n, k] (0-padded), num_masked [n].
+  and labels [n, k] (0-padded), num_masked [n]. masked=False: input_ids unmasked, and
+  neither positions nor labels (nothing is drawn from `generator`).
   """
   seq = opt.max_seq_length
   n = len(a_start)
@@ -211,6 +218,9 @@ def build_batch(flat, a_start, a_length, b_start, b_length, opt, arrays, generat
   tokens[:, 0] = opt.cls_id
   tokens[(pos == la + 1) | (pos == length[:, None] - 1)] = opt.sep_id
   tokens[pos >= length[:, None]] = 0
+  stats["instance_tokens"] += int(length.sum())
+  if not masked:
+    return {"input_ids": tokens, "length": length, "num_a": a_length}
   positions, valid = _choose_positions(tokens, length, a_length, opt, arrays, generator)
   # A scratch column takes the writes of unused slots.
   padded = np.concatenate([tokens, np.zeros((n, 1), np.int64)], axis=1)
@@ -230,7 +240,6 @@ def build_batch(flat, a_start, a_length, b_start, b_length, opt, arrays, generat
   stats["masked_as_mask"] += int(as_mask.sum())
   stats["masked_random"] += int(as_random.sum())
   stats["masked_kept"] += total_masked - int(as_mask.sum()) - int(as_random.sum())
-  stats["instance_tokens"] += int(length.sum())
   return {"input_ids": padded[:, :seq], "length": length, "num_a": a_length,
           "positions": np.where(valid, positions, 0), "labels": labels,
           "num_masked": num_masked}
@@ -281,15 +290,92 @@ def create_chunk_examples(flat_ids, sentence_splits, doc_sentence_counts, opt, s
       a_start, a_length, b_start, b_length, opt.max_seq_length - 3, generator)
   stats["instances"] = num
   stats["random_next"] = int(random_next.sum())
-  batches = []
+  masked = not opt.dynamic_masking
+  batches, parts = [], []
   for lo in range(0, num, _ENCODE_BATCH):
     part = slice(lo, lo + _ENCODE_BATCH)
     batch = build_batch(flat_ids, a_start[part], a_length[part], b_start[part],
-                        b_length[part], opt, arrays, generator, stats)
+                        b_length[part], opt, arrays, generator, stats, masked=masked)
     batch["next_sentence_labels"] = random_next[part]
-    records, sizes = encoder.encode(batch)
-    batches.append((records, sizes.tolist()))
+    if opt.pack_sequences:
+      parts.append(batch)
+    elif masked:
+      records, sizes = encoder.encode(batch)
+      batches.append((records, sizes.tolist()))
+    else:
+      batches.append(_encode_unmasked(batch, opt))
+  if parts:
+    batches = _pack_and_encode(parts, opt, seed)
+  stats["records"] = sum(len(sizes) for _, sizes in batches)
   return batches, stats
+
+
+def layout_features(opt):
+  """The features that say what records without masks were made for: run_pretraining.py
+  masks them with the same --max_predictions_per_seq and (packed) --masked_lm_prob."""
+  return {"max_predictions_per_seq": opt.max_predictions_per_seq,
+          "masked_lm_prob": opt.masked_lm_prob}
+
+
+def _with_layout(features, opt, n):
+  for name, value in layout_features(opt).items():
+    dtype = np.float32 if isinstance(value, float) else np.int64
+    features[name] = np.full((n, 1), value, dtype)
+  return features
+
+
+def _float_names(features):
+  return tuple(k for k, v in features.items() if v.dtype.kind == "f")
+
+
+def _encode_unmasked(batch, opt):
+  """One sequence a row, without masks: input_ids, input_mask, segment_ids,
+  next_sentence_labels and the layout features."""
+  n, seq = batch["input_ids"].shape
+  column = np.arange(seq)[None, :]
+  length = batch["length"][:, None]
+  features = _with_layout({
+      "input_ids": batch["input_ids"],
+      "input_mask": (column < length).astype(np.int64),
+      "segment_ids": ((column >= batch["num_a"][:, None] + 2) & (column < length)
+                      ).astype(np.int64),
+      "next_sentence_labels": batch["next_sentence_labels"][:, None].astype(np.int64),
+  }, opt, n)
+  records, sizes = pretraining_records.encode_features(features, _float_names(features))
+  return records, sizes.tolist()
+
+
+def _pack_and_encode(parts, opt, seed):
+  """Packs a chunk's instances into rows (pretraining_packing), shuffled by a generator
+  of their own (so that the instances and masks are those of the unpacked records)."""
+  instances = {key: np.concatenate([p[key] for p in parts])
+               for key in parts[0] if key in ("input_ids", "length", "num_a", "positions",
+                                              "labels", "num_masked",
+                                              "next_sentence_labels")}
+  if opt.dynamic_masking:
+    predictions = pretraining_packing.prediction_budget(
+        instances["length"], opt.masked_lm_prob, opt.max_predictions_per_seq)
+  else:
+    predictions = instances["num_masked"]
+  row, offset, num_rows = pretraining_packing.pack(
+      instances["length"], predictions, opt.max_seq_length, opt.max_predictions_per_seq,
+      opt.max_sequences_per_row)
+  # The rows in a random order: best-fit decreasing opens them longest instance first.
+  shuffled = np.random.default_rng([seed, 1]).permutation(num_rows)
+  rank = np.empty(num_rows, np.int64)
+  rank[shuffled] = np.arange(num_rows)
+  features = pretraining_packing.packed_rows(
+      instances, rank[row], offset, num_rows, opt.max_seq_length,
+      opt.max_predictions_per_seq, opt.max_sequences_per_row,
+      masked=not opt.dynamic_masking)
+  if opt.dynamic_masking:
+    features = _with_layout(features, opt, num_rows)
+  batches = []
+  for lo in range(0, num_rows, _ENCODE_BATCH):
+    part = {k: v[lo:lo + _ENCODE_BATCH] for k, v in features.items()}
+    records, sizes = pretraining_records.encode_features(part, _float_names(part))
+    batches.append((records, sizes.tolist()))
+  return batches
 
 
 def option_arrays(opt):
