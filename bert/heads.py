@@ -190,7 +190,7 @@ def _as_config(config):
   return modeling.BertConfig.from_dict(config) if isinstance(config, dict) else config
 
 
-def build_pretraining_model(config, use_next_sentence=True, causal=False):
+def build_pretraining_model(config, use_next_sentence=True, causal=False, packed=False):
   """Encoder + masked-LM head (+ next-sentence head).
 
   Inputs: input_ids, input_mask, segment_ids int32 [batch, seq];
@@ -198,22 +198,33 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False):
   Outputs: masked_lm_logits float32 [batch, P, vocab];
            next_sentence_logits float32 [batch, 2] (label 0 = actual next, 1 = random),
            absent when use_next_sentence=False.
+  packed=True (rows of several sequences, create_pretraining_data.py --pack_sequences):
+  the inputs add position_ids and sequence_ids (modeling.PACKED_INPUTS) and
+  next_sentence_positions int32 [batch, K], the [CLS] position of each sequence; the
+  pooler and the next-sentence head read each of them: next_sentence_logits float32
+  [batch, K, 2]. The weights and their names are the same.
   Returns (model, encoder).
   """
   config = _as_config(config)
-  encoder = modeling.BertModel(config, causal=causal)
-  inputs = modeling.encoder_inputs()
+  encoder = modeling.BertModel(config, causal=causal, packed=packed)
+  inputs = modeling.encoder_inputs(packed=packed)
   inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
                                               name="masked_lm_positions")
-  encoded = encoder({k: inputs[k] for k in ("input_ids", "input_mask", "segment_ids")})
+  if packed and use_next_sentence:
+    inputs["next_sentence_positions"] = keras.Input(shape=(None,), dtype="int32",
+                                                    name="next_sentence_positions")
+  encoded = encoder({t.name: inputs[t.name] for t in encoder.inputs})
   table = EmbeddingTable(encoder.embeddings_layer, name="tied_embeddings")(
       inputs["input_ids"])
   outputs = {"masked_lm_logits": MaskedLMHead(config, name="cls_predictions")(
       encoded["sequence_output"], inputs["masked_lm_positions"], table)}
   if use_next_sentence:
+    pooled = encoded["pooled_output"]
+    if packed:  # the pooler again (its own weights) on each sequence's [CLS]
+      pooled = encoder.get_layer("pooler")(encoded["sequence_output"],
+                                           inputs["next_sentence_positions"])
     outputs["next_sentence_logits"] = OutputProjection(
-        config, 2, scope="cls/seq_relationship", name="cls_seq_relationship")(
-            encoded["pooled_output"])
+        config, 2, scope="cls/seq_relationship", name="cls_seq_relationship")(pooled)
   model = keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
   return model, encoder
 
@@ -235,7 +246,9 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
 
   Args:
     features: masked_lm_ids int32 [B, P], masked_lm_weights float32 [B, P] (0 on padded
-      predictions), next_sentence_labels int32 [B, 1] (0 = actual next, 1 = random).
+      predictions), next_sentence_labels int32 [B, 1] (0 = actual next, 1 = random);
+      packed rows: next_sentence_labels and next_sentence_weights [B, K], one slot per
+      sequence, and the next-sentence part is a mean over the sequences.
     outputs: build_pretraining_model's masked_lm_logits float32 [B, P, vocab] and
       next_sentence_logits float32 [B, 2].
     use_next_sentence: add the next-sentence loss (False for --no_nsp / --ltr).
@@ -260,7 +273,22 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
                              tf.reduce_sum(weights)),
       "masked_lm_loss": (tf.reduce_sum(weights * nll), tf.reduce_sum(weights)),
   }
-  if use_next_sentence:
+  if use_next_sentence and "next_sentence_weights" in features:
+    # Packed rows: one label per sequence, [B, K], weight 0 on the empty slots. The loss
+    # is a mean over the sequences of the global batch, as over the rows unpacked.
+    ns_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)     # [B, K, 2]
+    ns_labels = tf.cast(features["next_sentence_labels"], tf.int32)      # [B, K]
+    ns_weights = tf.cast(features["next_sentence_weights"], tf.float32)  # [B, K]
+    ns_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ns_labels,
+                                                            logits=ns_logits)
+    sequences = cross_replica_sum(tf.reduce_sum(ns_weights))
+    per_example += tf.reduce_sum(ns_weights * ns_nll, axis=1) * global_batch / tf.maximum(
+        sequences, 1.0)
+    metrics["next_sentence_accuracy"] = (
+        tf.reduce_sum(ns_weights * _correct(ns_logits, ns_labels)), tf.reduce_sum(ns_weights))
+    metrics["next_sentence_loss"] = (tf.reduce_sum(ns_weights * ns_nll),
+                                     tf.reduce_sum(ns_weights))
+  elif use_next_sentence:
     ns_logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
     ns_labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
     ns_nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ns_labels,

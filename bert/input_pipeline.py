@@ -6,9 +6,11 @@ uninterrupted one; `check_pretraining_files` names a file of the wrong schema be
 first batch, where the original failed deep inside TensorFlow."""
 
 import collections
+import dataclasses
 
 import tensorflow as tf
 
+from bert import masking as dynamic_masking
 from bert.utils import atomic_output
 from bert.utils import paths
 from bert.utils import errors
@@ -141,24 +143,87 @@ def read_examples(files, spec):
 
 # --------------------------------------------------------------------------- pretraining
 
+# Records beyond the original's layout (create_pretraining_data.py --pack_sequences,
+# --dynamic_masking) say what they are by their features: packed rows hold these...
+PACKED_FEATURES = collections.OrderedDict([
+    ("position_ids", ("max_seq_length", tf.int64)),
+    ("sequence_ids", ("max_seq_length", tf.int64)),
+    ("next_sentence_positions", ("max_sequences_per_row", tf.int64)),
+    ("next_sentence_labels", ("max_sequences_per_row", tf.int64)),
+    ("next_sentence_weights", ("max_sequences_per_row", tf.float32)),
+])
+# ... and records without masks hold no masked_lm_* but what they were made for.
+UNMASKED_LAYOUT_FEATURES = collections.OrderedDict([
+    ("max_predictions_per_seq", (1, tf.int64)),
+    ("masked_lm_prob", (1, tf.float32)),
+])
+MASKED_LM_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 
-def pretraining_feature_spec(max_seq_length, max_predictions_per_seq):
+
+@dataclasses.dataclass(frozen=True)
+class RecordLayout:
+  """What pretraining records hold: packed rows (several sequences a row, with
+  max_sequences_per_row next-sentence slots) or one sequence a row; masked by the
+  generator or not (masks drawn as it trains, bert/masking.py). `masked_lm_prob` is
+  the one records without masks were made for."""
+  packed: bool = False
+  masked: bool = True
+  max_sequences_per_row: int = 1
+  masked_lm_prob: float = None
+
+  def describe(self):
+    rows = (f"packed rows (up to {self.max_sequences_per_row} sequences a row)"
+            if self.packed else "one sequence a row")
+    return f"{rows}, {'masked' if self.masked else 'without masks (masked as it trains)'}"
+
+
+def pretraining_features(layout=RecordLayout()):
+  """name -> (length key or number, dtype) of the records of `layout`."""
+  features = collections.OrderedDict(
+      (k, v) for k, v in PRETRAINING_FEATURES.items()
+      if layout.masked or k not in MASKED_LM_FEATURES)
+  if layout.packed:
+    features.update(PACKED_FEATURES)
+  if not layout.masked:
+    features.update(UNMASKED_LAYOUT_FEATURES)
+  return features
+
+
+def pretraining_feature_spec(max_seq_length, max_predictions_per_seq,
+                             layout=RecordLayout()):
   sizes = {"max_seq_length": max_seq_length,
-           "max_predictions_per_seq": max_predictions_per_seq}
+           "max_predictions_per_seq": max_predictions_per_seq,
+           "max_sequences_per_row": layout.max_sequences_per_row}
   return {name: tf.io.FixedLenFeature([sizes.get(size, size)], dtype)
-          for name, (size, dtype) in PRETRAINING_FEATURES.items()}
+          for name, (size, dtype) in pretraining_features(layout).items()}
+
+
+def _layout_of(feature):
+  """The RecordLayout of a record's features (a tf.train.Features map)."""
+  packed = "sequence_ids" in feature
+  masked = "masked_lm_ids" in feature
+  sequences = len(feature["next_sentence_weights"].float_list.value) if (
+      packed and "next_sentence_weights" in feature) else 1
+  prob = None
+  if not masked and "masked_lm_prob" in feature:
+    values = feature["masked_lm_prob"].float_list.value
+    prob = round(float(values[0]), 6) if values else None
+  return RecordLayout(packed=packed, masked=masked, max_sequences_per_row=sequences,
+                      masked_lm_prob=prob)
 
 
 def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
                             flag_name="input_file", max_files=50, vocab_size=None):
   """Fails with a UserError naming the file unless its first record fits the flags.
 
-  Checks up to `max_files` files (one record each; cheap even on remote storage).
+  Checks up to `max_files` files (one record each; cheap even on remote storage), which
+  must all have one layout. Returns that RecordLayout.
   """
   expected = {"max_seq_length": max_seq_length,
               "max_predictions_per_seq": max_predictions_per_seq}
   flag_of = {"max_seq_length": "--max_seq_length",
              "max_predictions_per_seq": "--max_predictions_per_seq"}
+  layout = first = None
   for path in list(files)[:max_files]:
     # A file cut short (an interrupted copy) would otherwise fail hours into training,
     # inside a step, without its name; the header walk reads 12 bytes a record.
@@ -180,14 +245,22 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
           f"--{flag_name}: {path} record 0 is not a tf.train.Example; pass the output of "
           "create_pretraining_data.py") from None
     feature = example.features.feature
-    for name, (size, dtype) in PRETRAINING_FEATURES.items():
+    this = _layout_of(feature)
+    if layout is None:
+      layout, first = this, path
+    elif this != layout:
+      raise errors.UserError(
+          f"--{flag_name}: {path} holds {this.describe()}, but {first} holds "
+          f"{layout.describe()}; pass files of one create_pretraining_data.py layout")
+    sizes = dict(expected, max_sequences_per_row=this.max_sequences_per_row)
+    for name, (size, dtype) in pretraining_features(this).items():
       if name not in feature:
         raise errors.UserError(
             f"--{flag_name}: {path} record 0 has no feature {name!r} (it has "
             f"{sorted(feature)}); pass the output of create_pretraining_data.py")
       kind = "float_list" if dtype == tf.float32 else "int64_list"
       values = getattr(feature[name], kind).value
-      want = expected.get(size, size)
+      want = sizes.get(size, size)
       if len(values) != want:
         if size in flag_of:
           fix = (f"rerun with {flag_of[size]}={len(values)} or recreate the data with "
@@ -197,29 +270,44 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
         raise errors.UserError(
             f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
             f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
+    if not this.masked:
+      made_for = int(feature["max_predictions_per_seq"].int64_list.value[0])
+      if made_for != max_predictions_per_seq:
+        raise errors.UserError(
+            f"--{flag_name}: {path} holds records without masks made for "
+            f"--max_predictions_per_seq={made_for}, but --max_predictions_per_seq is "
+            f"{max_predictions_per_seq}; rerun with --max_predictions_per_seq={made_for} "
+            "or recreate the data")
     if vocab_size is not None:
-      ids = list(feature["input_ids"].int64_list.value) + list(
-          feature["masked_lm_ids"].int64_list.value)
+      ids = list(feature["input_ids"].int64_list.value)
+      if "masked_lm_ids" in feature:
+        ids += list(feature["masked_lm_ids"].int64_list.value)
       if ids and (max(ids) >= vocab_size or min(ids) < 0):
         bad = max(ids) if max(ids) >= vocab_size else min(ids)
         raise errors.UserError(
             f"--{flag_name}: {path} record 0 has token id {bad}, but vocab_size is "
             f"{vocab_size} in --bert_config_file; the data was made with another "
             "vocabulary: recreate it with the model's vocab.txt")
-  return list(files)
+  return layout
 
 
 def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_size,
-                        is_training, input_context=None, seed=12345):
+                        is_training, input_context=None, seed=12345,
+                        layout=RecordLayout(), masking=None):
   """Batches of pretraining features, each a dict of int32/float32 [batch_size, length].
 
   files: list of TFRecord paths (input_checks.expand_file_patterns). batch_size: the
   per-replica batch. Training repeats forever with shuffled file order, a parallel
-  (deterministic) interleave over up to 4 files and a 100-record shuffle; eval reads the
-  files in order and also repeats, as the original did. With several input pipelines
-  (hosts) each takes every n-th file, or every n-th record when there are fewer files.
+  (deterministic) interleave over up to 4 files and a 100-record shuffle, as the
+  original. Evaluation reads the files once, in order, the last batch possibly short
+  (the original repeated them to fill its steps, counting records twice). With several
+  input pipelines (hosts) each takes every n-th file, or every n-th record when there
+  are fewer files.
+  layout: the records' RecordLayout (check_pretraining_files). Records without masks
+  need masking=(masking.Vocabulary, masking.MaskingOptions): each batch is masked as
+  it is read, anew each epoch, by stateless draws from `seed` and the batch's number.
   """
-  spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq)
+  spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq, layout)
   files = list(files)
   pipelines = input_context.num_input_pipelines if input_context else 1
   pipeline_id = input_context.input_pipeline_id if input_context else 0
@@ -239,10 +327,25 @@ def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_si
     dataset = tf.data.TFRecordDataset(files)
     if shard_records:
       dataset = dataset.shard(pipelines, pipeline_id)
-    dataset = dataset.repeat()
-  dataset = dataset.map(lambda r: decode_record(r, spec),
-                        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  dataset = dataset.batch(batch_size, drop_remainder=True)
+  layout_names = set(UNMASKED_LAYOUT_FEATURES)
+
+  def decode(record):
+    parsed = decode_record(record, spec)
+    return {k: v for k, v in parsed.items() if k not in layout_names}
+
+  dataset = dataset.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  if not layout.masked:
+    if masking is None:
+      raise ValueError("records without masks need masking=(vocabulary, options)")
+    vocabulary, options = masking
+    # Evaluation draws from a seed of its own, the same masks at every evaluation.
+    mask_seed = seed if is_training else seed + 7919
+    dataset = dataset.enumerate().map(
+        lambda index, batch: dynamic_masking.mask_batch(
+            batch, index, max_predictions_per_seq, vocabulary, options, mask_seed,
+            stream=pipeline_id),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 

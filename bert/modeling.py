@@ -301,6 +301,23 @@ def attention_mask_bias(input_mask, causal=False, dtype="float32"):
   return mask * 10000.0 - 10000.0
 
 
+def packed_attention_bias(sequence_ids, dtype="float32"):
+  """Additive attention bias for packed rows: each token attends only to its own sequence.
+
+  Args:
+    sequence_ids: int32 [batch, seq], the sequence each token belongs to within its row
+      (1, 2, ...), 0 on padding.
+  Returns:
+    float [batch, 1, seq, seq]: 0 where query and key are of the same sequence, -10000
+    elsewhere and on padding keys, so a sequence's outputs are those it has alone.
+  """
+  query = ops.expand_dims(sequence_ids, 2)                    # [B, S, 1]
+  key = ops.expand_dims(sequence_ids, 1)                      # [B, 1, S]
+  same = ops.logical_and(ops.equal(query, key), key > 0)      # [B, S, S]
+  mask = ops.expand_dims(ops.cast(same, dtype), 1)            # [B, 1, S, S]
+  return mask * 10000.0 - 10000.0
+
+
 # --------------------------------------------------------------------------- layers
 
 
@@ -351,14 +368,20 @@ class BertEmbeddings(ConfigLayer):
     self.layer_norm.build((None, None, c.hidden_size))
     self.built = True
 
-  def call(self, input_ids, segment_ids, training=None):
-    """input_ids, segment_ids: int32 [batch, seq] -> float32 [batch, seq, hidden]."""
+  def call(self, input_ids, segment_ids, position_ids=None, training=None):
+    """input_ids, segment_ids: int32 [batch, seq] -> float32 [batch, seq, hidden].
+
+    position_ids: int32 [batch, seq], each token's position (packed rows restart it at
+    each sequence); None: 0, 1, ..., seq - 1 in every row, as the original."""
     seq_length = ops.shape(input_ids)[1]
     words = ops.take(self.word_embeddings, input_ids, axis=0)
     types = ops.take(self.token_type_embeddings, segment_ids, axis=0)
-    positions = ops.slice(self.position_embeddings, (0, 0),
-                          (seq_length, self.config.hidden_size))
-    output = self.layer_norm(words + types + positions[None])
+    if position_ids is None:
+      positions = ops.slice(self.position_embeddings, (0, 0),
+                            (seq_length, self.config.hidden_size))[None]
+    else:
+      positions = ops.take(self.position_embeddings, position_ids, axis=0)
+    output = self.layer_norm(words + types + positions)
     return self.dropout(output, training=training)
 
   def google_variables(self, prefix="bert/embeddings"):
@@ -480,26 +503,38 @@ class BertPooler(ConfigLayer):
     self.dense.build((None, self.config.hidden_size))
     self.built = True
 
-  def call(self, sequence_output):
-    """sequence_output: float [batch, seq, hidden] -> float [batch, hidden]."""
-    return self.dense(sequence_output[:, 0, :])
+  def call(self, sequence_output, positions=None):
+    """sequence_output: float [batch, seq, hidden] -> float [batch, hidden].
+
+    positions: int32 [batch, K], the [CLS] position of each sequence of a packed row ->
+    float [batch, K, hidden]; None: the first token of each row, as the original."""
+    if positions is None:
+      return self.dense(sequence_output[:, 0, :])
+    cls_rows = ops.take_along_axis(
+        sequence_output, ops.expand_dims(ops.cast(positions, "int32"), -1), axis=1)
+    return self.dense(cls_rows)
 
   def google_variables(self, prefix="bert/pooler"):
     return dense_variables(f"{prefix}/dense", self.dense)
 
 
 class AttentionBias(keras.layers.Layer):
-  """input_mask int32 [batch, seq] -> additive float32 bias [batch, 1, seq|1, seq]."""
+  """input_mask int32 [batch, seq] -> additive float32 bias [batch, 1, seq|1, seq].
 
-  def __init__(self, causal=False, **kwargs):
+  packed=True: takes sequence_ids int32 [batch, seq] instead (packed_attention_bias)."""
+
+  def __init__(self, causal=False, packed=False, **kwargs):
     super().__init__(**kwargs)
     self.causal = causal
+    self.packed = packed
 
   def call(self, input_mask):
+    if self.packed:
+      return packed_attention_bias(input_mask)
     return attention_mask_bias(input_mask, causal=self.causal)
 
   def get_config(self):
-    return {**super().get_config(), "causal": self.causal}
+    return {**super().get_config(), "causal": self.causal, "packed": self.packed}
 
 
 # --------------------------------------------------------------------------- input checks
@@ -543,7 +578,8 @@ def check_encoder_inputs(inputs, config, where="BertModel"):
   graph too; values only when they are concrete (eagerly)."""
   if not isinstance(inputs, dict):
     return  # Keras calls with a list in input order at times; its own checks apply
-  names = ("input_ids", "input_mask", "segment_ids")
+  names = ("input_ids", "input_mask", "segment_ids") + tuple(
+      name for name in PACKED_INPUTS if name in inputs)
   missing = [name for name in names if name not in inputs]
   if missing:
     raise ValueError(f"{where}: inputs lack {', '.join(missing)} (a dict of input_ids, "
@@ -566,7 +602,11 @@ def check_encoder_inputs(inputs, config, where="BertModel"):
                      f"{list(ids_shape)}), more than the config's max_position_embeddings "
                      f"{config.max_position_embeddings}")
   for name, limit, key in (("segment_ids", config.type_vocab_size, "type_vocab_size"),
-                           ("input_ids", config.vocab_size, "vocab_size")):
+                           ("input_ids", config.vocab_size, "vocab_size"),
+                           ("position_ids", config.max_position_embeddings,
+                            "max_position_embeddings")):
+    if name not in inputs:
+      continue
     value = concrete_value(inputs[name])
     if value is None or value.size == 0:
       continue
@@ -577,9 +617,15 @@ def check_encoder_inputs(inputs, config, where="BertModel"):
                        f"each must be in [0, {limit - 1}]")
 
 
-def encoder_inputs(prefix_shape=(None,)):
+# The inputs a packed model takes beside the three of the original: each token's position
+# within its sequence and the sequence it belongs to within its row (1, 2, ...; 0: padding).
+PACKED_INPUTS = ("position_ids", "sequence_ids")
+
+
+def encoder_inputs(prefix_shape=(None,), packed=False):
+  names = ("input_ids", "input_mask", "segment_ids") + (PACKED_INPUTS if packed else ())
   return {name: keras.Input(shape=prefix_shape, dtype="int32", name=name)
-          for name in ("input_ids", "input_mask", "segment_ids")}
+          for name in names}
 
 
 class BertModel(keras.Model):
@@ -595,6 +641,11 @@ class BertModel(keras.Model):
   Under a mixed policy, sequence_output, encoder_outputs and embedding_output stay
   float32 (the residual stream); pooled_output is in the compute dtype.
   `causal=True` restricts attention to the left context (the paper's LTR ablation).
+  `packed=True` (pretraining on packed rows): two more inputs, `position_ids` and
+  `sequence_ids` (PACKED_INPUTS), each int32 [batch, seq]; positions come from
+  position_ids and each token attends only to the tokens of its own sequence, so every
+  sequence of a row gets the outputs it would get alone. pooled_output still reads each
+  row's first token; the pretraining model pools each sequence's [CLS] itself.
   `pooled_only=True` (the classifier and multiple-choice models): the only output is
   `pooled_output`, and the last layer computes the [CLS] position alone
   (TransformerLayer's first_token_only), the one row the pooler reads. Same weights,
@@ -602,13 +653,24 @@ class BertModel(keras.Model):
   (the last layer's other rows are skipped; docs/benchmarks.md counts the FLOPs saved).
   """
 
-  def __init__(self, config, causal=False, pooled_only=False, name="bert", **kwargs):
+  def __init__(self, config, causal=False, pooled_only=False, packed=False, name="bert",
+               **kwargs):
     if isinstance(config, dict):
       config = BertConfig.from_dict(config)
-    inputs = encoder_inputs()
+    if packed and causal:
+      raise ValueError("packed=True with causal=True: a left-to-right model over packed "
+                       "rows is not supported")
+    inputs = encoder_inputs(packed=packed)
     embeddings = BertEmbeddings(config, name="embeddings")
-    embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
-    attention_bias = AttentionBias(causal=causal, name="attention_bias")(inputs["input_mask"])
+    if packed:
+      embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
+                                    inputs["position_ids"])
+      attention_bias = AttentionBias(packed=True, name="attention_bias")(
+          inputs["sequence_ids"])
+    else:
+      embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
+      attention_bias = AttentionBias(causal=causal, name="attention_bias")(
+          inputs["input_mask"])
     hidden = embedding_output
     encoder_outputs = []
     for index in range(config.num_hidden_layers):
@@ -628,6 +690,7 @@ class BertModel(keras.Model):
     self.config = config
     self.causal = causal
     self.pooled_only = pooled_only
+    self.packed = packed
 
   def __call__(self, inputs, *args, **kwargs):
     # Before Keras's own __call__, so that the ValueError reaches the caller as raised.
@@ -652,8 +715,11 @@ class BertModel(keras.Model):
     return variables
 
   def get_config(self):
-    return {"config": self.config.to_dict(), "causal": self.causal,
-            "pooled_only": self.pooled_only, "name": self.name}
+    config = {"config": self.config.to_dict(), "causal": self.causal,
+              "pooled_only": self.pooled_only, "name": self.name}
+    if self.packed:  # absent otherwise: .keras files of the original model are unchanged
+      config["packed"] = True
+    return config
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

@@ -31,26 +31,17 @@ flags.DEFINE_bool(
     "do_lower_case", True,
     "Whether to lower case the input text. Should be True for uncased models and False "
     "for cased models.")
-flags.DEFINE_bool("do_whole_word_mask", False,
-                  "Whether to use whole word masking rather than per-WordPiece masking.")
 flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
 flags.DEFINE_integer("max_predictions_per_seq", 20,
                      "Maximum number of masked LM predictions per sequence.")
 flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
 flags.DEFINE_integer(
     "dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
 flags.DEFINE_float(
     "short_seq_prob", 0.1,
     "Probability of creating sequences which are shorter than the maximum length.")
+flags_common.define_masking_flags()
 # Ours, not the original's.
-flags.DEFINE_float(
-    "mask_token_prob", 0.8,
-    "Of the chosen positions, the share replaced by [MASK] (the paper's Table 8 ablation).")
-flags.DEFINE_float(
-    "random_token_prob", 0.1,
-    "Of the chosen positions, the share replaced by a random vocabulary token; the rest "
-    "(1 - mask_token_prob - random_token_prob) keep their token.")
 flags.DEFINE_integer(
     "num_output_shards", None,
     "Write N files named <output_file>-0000i-of-0000N instead of --output_file itself "

@@ -128,6 +128,36 @@ def define_model_flags(max_seq_length=128, require_vocab=True, require_config=Tr
     flags.mark_flag_as_required("vocab_file")
 
 
+def define_masking_flags(applies_to=None):
+  """The masking rules: masked_lm_prob, do_whole_word_mask (the original's flags of
+  create_pretraining_data.py), mask_token_prob and random_token_prob (ours).
+
+  applies_to: a note added to each help text (run_pretraining.py applies them only to
+  records without masks)."""
+  if not _once("masking"):
+    return
+  note = f" {applies_to}" if applies_to else ""
+  flags.DEFINE_bool("do_whole_word_mask", False,
+                    "Whether to use whole word masking rather than per-WordPiece masking."
+                    + note)
+  flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability." + note)
+  # Ours, not the original's.
+  flags.DEFINE_float(
+      "mask_token_prob", 0.8,
+      "Of the chosen positions, the share replaced by [MASK] (the paper's Table 8 "
+      "ablation)." + note)
+  flags.DEFINE_float(
+      "random_token_prob", 0.1,
+      "Of the chosen positions, the share replaced by a random vocabulary token; the rest "
+      "(1 - mask_token_prob - random_token_prob) keep their token." + note)
+
+
+def masking_values(flag_values):
+  """The masking flags' values, {name: value}, for bert.masking.MaskingOptions."""
+  return {name: flag_values[name].value for name in (
+      "masked_lm_prob", "do_whole_word_mask", "mask_token_prob", "random_token_prob")}
+
+
 def define_normalize_flag(applies_to="before tokenizing"):
   """--normalize: none (the original) or nfc, the same choice at every step of a run.
 

@@ -34,6 +34,10 @@ flags.DEFINE_bool("no_nsp", False,
                   "Ablation: train the masked LM only, without next sentence prediction.")
 flags.DEFINE_bool("ltr", False,
                   "Ablation: left-to-right LM (causal mask, next-token prediction, no NSP).")
+flags_common.define_masking_flags(
+    "Applies to records made without masks (create_pretraining_data.py "
+    "--dynamic_masking), which are masked as they are read, anew each epoch; they also "
+    "need --vocab_file.")
 flags.DEFINE_bool(
     "no_dropout", False,
     "Pretrain with both dropout rates at 0 (short budgets learn faster without it); the "
@@ -47,10 +51,13 @@ def main(_):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
     # Deferred: TensorFlow loads here, so --help stays fast.
+    from bert import masking
     from bert.pretraining import pretraining_task
+    masking_options = masking.MaskingOptions(**flags_common.masking_values(FLAGS))
     pretraining_task.PretrainingTask(
         options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,
-        FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout).run()
+        FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout,
+        masking_options=masking_options).run()
 
 
 flags.mark_flag_as_required("input_file")

@@ -84,10 +84,17 @@ def output_paths(output_file, num_output_shards=None):
 
 def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_lm_prob,
                   short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
-                  num_workers, max_sequences_per_row=1, **unused):
+                  num_workers, max_sequences_per_row=1, dynamic_masking=False,
+                  do_whole_word_mask=False, pack_sequences=False):
   """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
-  del unused  # the boolean options, which any value suits
+  del pack_sequences  # any value suits
+  moved = [name for name, given in (
+      ("do_whole_word_mask", do_whole_word_mask), ("mask_token_prob", mask_token_prob != 0.8),
+      ("random_token_prob", random_token_prob != 0.1)) if given]
   checks = [
+      (not (dynamic_masking and moved),
+       f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
+       "run_pretraining.py as it trains; pass these flags to it instead"),
       (max_sequences_per_row >= 1,
        f"--max_sequences_per_row={max_sequences_per_row}: must be at least 1 (the "
        "instances a packed row may hold)"),
@@ -271,7 +278,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
       documents_per_chunk=documents_per_chunk, num_workers=num_workers,
-      max_sequences_per_row=max_sequences_per_row))
+      max_sequences_per_row=max_sequences_per_row, dynamic_masking=dynamic_masking,
+      do_whole_word_mask=do_whole_word_mask))
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   vocab = tokenization.load_vocab(vocab_file)

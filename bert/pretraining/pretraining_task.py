@@ -2,7 +2,10 @@
 
 It joins input_pipeline.pretraining_dataset and heads.build_pretraining_model for the
 driver, with the paper's ablations (no_nsp, ltr) and no_dropout (the config written
-beside the pretrained model keeps its own rates, which fine-tuning then uses). After
+beside the pretrained model keeps its own rates, which fine-tuning then uses). Records
+of every create_pretraining_data.py layout are read without a flag: packed rows train a
+model that attends within each sequence (heads.build_pretraining_model(packed=True)),
+and records without masks are masked as they are read (bert/masking.py). After
 training the chief also writes the model in Google's TF1 layout to
 output_dir/pretrained/, which every other script accepts."""
 
@@ -14,6 +17,7 @@ import tensorflow as tf
 
 from bert import heads
 from bert import input_pipeline
+from bert import masking
 from bert.formats import checkpoint_files
 from bert.training import evaluation
 from bert.training import finetune
@@ -47,6 +51,21 @@ def to_next_token_features(features):
   return out
 
 
+def as_packed_features(features):
+  """One-sequence rows in the packed model's form: positions 0..S-1, the padding mask as
+  sequence ids, and one next-sentence slot at position 0 (so a packed model evaluates
+  records of either layout)."""
+  ids = features["input_ids"]
+  batch, seq = tf.shape(ids)[0], tf.shape(ids)[1]
+  out = dict(features)
+  out["position_ids"] = tf.broadcast_to(tf.range(seq)[None, :], [batch, seq])
+  out["sequence_ids"] = tf.cast(features["input_mask"] > 0, tf.int32)
+  out["next_sentence_positions"] = tf.zeros([batch, 1], tf.int32)
+  out["next_sentence_labels"] = tf.reshape(features["next_sentence_labels"], [batch, 1])
+  out["next_sentence_weights"] = tf.ones([batch, 1], tf.float32)
+  return out
+
+
 class PretrainingTask(finetune.Task):
   """Masked LM (+ next sentence) on create_pretraining_data.py's TFRecords."""
 
@@ -55,15 +74,19 @@ class PretrainingTask(finetune.Task):
 
   def __init__(self, options, input_file, eval_input_file=None,
                max_predictions_per_seq=20, max_eval_steps=100, no_nsp=False,
-               no_dropout=False):
+               no_dropout=False, masking_options=None):
     super().__init__(options)
     self.input_file, self.eval_input_file = input_file, eval_input_file
     self.max_predictions_per_seq = max_predictions_per_seq
     self.max_eval_steps = max_eval_steps
     self.use_next_sentence = not (no_nsp or options.ltr)
     self.no_dropout = no_dropout
+    self.masking_options = masking_options or masking.MaskingOptions()
     self.config = None
     self.files = self.eval_files = None
+    self.layouts = {}  # flag name -> input_pipeline.RecordLayout
+    self.vocabulary = None
+    self.packed = False
 
   def head_info(self):
     return {"task": self.name, "head": "pretraining",
@@ -88,21 +111,86 @@ class PretrainingTask(finetune.Task):
     if self.eval_input_file:
       checks.append((self.eval_files, "eval_input_file"))
     for files, flag in checks:
-      input_pipeline.check_pretraining_files(files, options.max_seq_length,
-                                             self.max_predictions_per_seq, flag,
-                                             vocab_size=config.vocab_size)
-    logging.info("Pretraining %s: NSP %s, LTR %s, dropout %s",
-                 input_pipeline.file_label(self.files), self.use_next_sentence, options.ltr,
+      self.layouts[flag] = input_pipeline.check_pretraining_files(
+          files, options.max_seq_length, self.max_predictions_per_seq, flag,
+          vocab_size=config.vocab_size)
+    if "eval_input_file" not in self.layouts:
+      self.layouts["eval_input_file"] = self.layouts["input_file"]
+    self._check_layouts(config)
+    logging.info("Pretraining %s (%s): NSP %s, LTR %s, dropout %s",
+                 input_pipeline.file_label(self.files),
+                 self.layouts["input_file"].describe(), self.use_next_sentence, options.ltr,
                  "off" if self.no_dropout else "on")
+
+  def _read_layouts(self):
+    """The layouts of the files this run reads (training, evaluation or both)."""
+    read = []
+    if self.options.do_train:
+      read.append(("input_file", self.layouts["input_file"]))
+    if self.options.do_eval:
+      read.append(("eval_input_file" if self.eval_input_file else "input_file",
+                   self.layouts["eval_input_file"]))
+    return read
+
+  def _check_layouts(self, config):
+    """Packed or unmasked records: the options they need, each refusal in one line."""
+    read = self._read_layouts()
+    self.packed = any(layout.packed for _, layout in read)
+    unmasked = [(flag, layout) for flag, layout in read if not layout.masked]
+    if self.options.ltr and (self.packed or unmasked):
+      flag = next(f for f, layout in read if layout.packed or not layout.masked)
+      raise errors.UserError(
+          f"--ltr: --{flag} holds {self.layouts[flag].describe()}; the left-to-right "
+          "ablation reads the original's layout (recreate the data without "
+          "--pack_sequences and --dynamic_masking)")
+    if not unmasked:
+      if self.masking_options != masking.MaskingOptions():
+        raise errors.UserError(
+            f"--masked_lm_prob, --do_whole_word_mask, --mask_token_prob and "
+            f"--random_token_prob apply to records without masks; --{read[0][0] if read else 'input_file'} "
+            "was masked by create_pretraining_data.py (pass those flags there, or make "
+            "the data with --dynamic_masking)")
+      return
+    flag, layout = unmasked[0]
+    if not self.options.vocab_file:
+      raise errors.UserError(
+          f"--{flag} holds records without masks (create_pretraining_data.py "
+          "--dynamic_masking): run_pretraining.py masks them as it trains and needs "
+          "--vocab_file, the vocabulary they were made with")
+    for flag, layout in unmasked:
+      prob = self.masking_options.masked_lm_prob
+      if layout.packed and layout.masked_lm_prob is not None and abs(
+          layout.masked_lm_prob - prob) > 1e-6:
+        raise errors.UserError(
+            f"--{flag} holds packed rows without masks made for --masked_lm_prob="
+            f"{layout.masked_lm_prob:g} (each row has room for that many predictions), "
+            f"but --masked_lm_prob is {prob:g}; rerun with --masked_lm_prob="
+            f"{layout.masked_lm_prob:g} or recreate the data")
+    self.vocabulary = masking.Vocabulary.from_file(self.options.vocab_file)
+    if max(self.vocabulary.vocab_ids) >= config.vocab_size:
+      raise errors.UserError(
+          f"--vocab_file={self.options.vocab_file}: has ids up to "
+          f"{max(self.vocabulary.vocab_ids)}, but vocab_size is {config.vocab_size} in "
+          "--bert_config_file; pass the model's vocabulary")
+    logging.info("Masks drawn as it trains: masked_lm_prob %g, whole words %s, "
+                 "[MASK] %g, random %g", prob, self.masking_options.do_whole_word_mask,
+                 self.masking_options.mask_token_prob,
+                 self.masking_options.random_token_prob)
 
   def num_train_examples(self):
     raise errors.UserError("run_pretraining.py needs --num_train_steps")
 
   def _dataset(self, files, input_context, batch_size, is_training):
+    layout = self.layouts["input_file" if is_training else "eval_input_file"]
     dataset = input_pipeline.pretraining_dataset(
         files, self.options.max_seq_length, self.max_predictions_per_seq, batch_size,
-        is_training, input_context, seed=self.options.seed)
-    return dataset.map(to_next_token_features) if self.options.ltr else dataset
+        is_training, input_context, seed=self.options.seed, layout=layout,
+        masking=None if layout.masked else (self.vocabulary, self.masking_options))
+    if self.options.ltr:
+      return dataset.map(to_next_token_features)
+    if self.packed and not layout.packed:
+      return dataset.map(as_packed_features)
+    return dataset
 
   def train_dataset(self, input_context, batch_size):
     return self._dataset(self.files, input_context, batch_size, True)
@@ -112,7 +200,8 @@ class PretrainingTask(finetune.Task):
       config = copy.copy(config)
       config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
     model, _ = heads.build_pretraining_model(
-        config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr)
+        config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr,
+        packed=self.packed)
     return model
 
   def loss(self, features, outputs):
@@ -126,6 +215,10 @@ class PretrainingTask(finetune.Task):
     values = evaluation.evaluate(strategy, model, self.loss, dataset_fn,
                                  steps=self.max_eval_steps)
     values.pop("num_examples")
+    # The loss over the whole set, whatever the batches: the per-example losses are
+    # normalised per batch, so their mean would depend on how the records fall into
+    # batches (packed rows hold several sequences), and the metrics do not.
+    values["loss"] = values["masked_lm_loss"] + values.get("next_sentence_loss", 0.0)
     return values
 
   def _eval_dataset(self, input_context, batch_size):

@@ -85,12 +85,16 @@ def _record(i, seq=8, pred=3):
 def test_pretraining_records_round_trip_and_bad_files_are_named(tmp_path):
   path = str(tmp_path / "data.tfrecord")
   assert input_pipeline.write_examples(path, (_record(i) for i in range(5))) == 5
-  assert input_pipeline.check_pretraining_files([path], 8, 3) == [path]
-  batch = next(iter(input_pipeline.pretraining_dataset([path], 8, 3, 4, is_training=False)))
+  assert input_pipeline.check_pretraining_files([path], 8, 3) == input_pipeline.RecordLayout(
+      packed=False, masked=True, max_sequences_per_row=1)
+  batches = list(input_pipeline.pretraining_dataset([path], 8, 3, 4, is_training=False))
+  batch = batches[0]
   assert batch["input_ids"].dtype == tf.int32 and batch["input_ids"].shape == (4, 8)
   assert batch["input_ids"][:, 1].numpy().tolist() == [10, 11, 12, 13]  # eval: in order
   assert batch["masked_lm_weights"].numpy().tolist()[0] == [1.0, 1.0, 0.0]
   assert batch["next_sentence_labels"].numpy().tolist() == [[0], [1], [0], [1]]
+  # Evaluation reads each record once: the fifth comes alone, and nothing repeats.
+  assert [b["input_ids"][:, 1].numpy().tolist() for b in batches[1:]] == [[14]]
   train = input_pipeline.pretraining_dataset([path], 8, 3, 5, is_training=True, seed=1)
   first = next(iter(train))["input_ids"][:, 1].numpy()
   # Files repeat before the 100-record shuffle (as in the original), so epochs mix.
