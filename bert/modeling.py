@@ -749,7 +749,9 @@ def google_variable_map(model):
   for layer in model.layers:
     if layer is not encoder and hasattr(layer, "google_variables"):
       for name, variable in layer.google_variables().items():
-        if name in variables:
+        # A layer of the encoder called again by a head (the packed model's pooler)
+        # names the same variables.
+        if name in variables and variables[name] is not variable:
           raise ValueError(f"two weights of {model.name!r} map to checkpoint name {name}")
         variables[name] = variable
   return variables
