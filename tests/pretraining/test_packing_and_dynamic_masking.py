@@ -495,3 +495,68 @@ def test_dynamic_masks_are_new_each_epoch_and_the_same_for_a_seed(data):
   epoch_two = masking.mask_batch(features, 40, 10, vocabulary, options, 12345 + 7919)
   assert (epoch_two["masked_lm_positions"].numpy() !=
           first[0]["masked_lm_positions"]).any()
+
+
+def test_a_resumed_stream_draws_the_masks_of_an_uninterrupted_one(data):
+  # A resumed run skips the batches it has trained on (loop._train_iterator); the masks
+  # of the batches after must be those the uninterrupted run draws.
+  path = data["files"]["unmasked_packed"][0]
+  layout = input_pipeline.check_pretraining_files([path], 64, 10)
+  vocabulary = masking.Vocabulary.from_file(data["vocab"])
+
+  def stream():
+    return input_pipeline.pretraining_dataset(
+        [path], 64, 10, 8, True, seed=3, layout=layout,
+        masking=(vocabulary, masking.MaskingOptions(do_whole_word_mask=True)))
+
+  uninterrupted = [b for b in stream().take(7)]
+  resumed = [b for b in stream().skip(4).take(3)]
+  for a, b in zip(uninterrupted[4:], resumed):
+    for key in ("input_ids", "masked_lm_positions", "masked_lm_ids", "sequence_ids"):
+      np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
+
+
+def _run_pretraining(args):
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  from conftest import ROOT  # pylint: disable=g-import-not-at-top
+  return subprocess.Popen([sys.executable, os.path.join(ROOT, "run_pretraining.py"), *args],
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow  # about a minute: three runs of run_pretraining.py (make test-slow)
+def test_kill_9_then_resume_on_packed_rows_masked_as_they_train(data, tmp_path):
+  import signal  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  config = tiny.write_tiny_config(tmp_path / "bert_config.json", data["vocab_size"],
+                                  max_position_embeddings=64)
+
+  def args(out):
+    return [f"--input_file={data['files']['unmasked_packed'][0]}",
+            f"--bert_config_file={config}", f"--vocab_file={data['vocab']}",
+            f"--output_dir={out}", "--do_train", "--max_seq_length=64",
+            "--max_predictions_per_seq=10", "--do_whole_word_mask", "--train_batch_size=4",
+            "--num_train_steps=24", "--num_warmup_steps=2", "--learning_rate=2e-3",
+            "--save_checkpoints_steps=4", "--steps_per_loop=1", "--log_every_steps=4"]
+
+  full = _run_pretraining(args(tmp_path / "full"))
+  assert full.wait(timeout=600) == 0, full.stderr.read()[-2000:]
+  killed = _run_pretraining(args(tmp_path / "killed"))
+  deadline = time.time() + 300
+  while not os.path.exists(tmp_path / "killed" / "ckpt-8.index"):
+    assert time.time() < deadline and killed.poll() is None
+    time.sleep(0.02)
+  killed.send_signal(signal.SIGKILL)
+  killed.wait()
+  resumed = _run_pretraining(args(tmp_path / "killed"))
+  assert resumed.wait(timeout=600) == 0
+  assert "Resumed from" in resumed.stderr.read()
+  a = tf.train.load_checkpoint(str(tmp_path / "full" / "pretrained" / "bert_model.ckpt"))
+  b = tf.train.load_checkpoint(str(tmp_path / "killed" / "pretrained" / "bert_model.ckpt"))
+  names = [n for n, _ in tf.train.list_variables(
+      str(tmp_path / "full" / "pretrained" / "bert_model.ckpt"))]
+  assert "cls/seq_relationship/output_weights" in names
+  for name in names:
+    np.testing.assert_allclose(a.get_tensor(name), b.get_tensor(name), rtol=1e-5, atol=1e-6,
+                               err_msg=name)
