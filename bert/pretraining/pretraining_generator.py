@@ -291,6 +291,13 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       do_whole_word_mask=do_whole_word_mask, pack_sequences=pack_sequences,
       max_sequences_per_row=max_sequences_per_row if pack_sequences else 1,
       dynamic_masking=dynamic_masking)
+  full_row = int(round(max_seq_length * masked_lm_prob))
+  if pack_sequences and max_predictions_per_seq < full_row:
+    log(f"--pack_sequences: a row holds at most --max_predictions_per_seq="
+        f"{max_predictions_per_seq} masked positions, fewer than a full row of "
+        f"{max_seq_length} tokens gets at --masked_lm_prob={masked_lm_prob:g} ({full_row}), "
+        "so rows will stay part empty; set it to about max_seq_length x masked_lm_prob, "
+        "as the original's README says")
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(pretraining_instances.STAT_KEYS + ("unk_tokens",), 0)
   report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
