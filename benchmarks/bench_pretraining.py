@@ -4,6 +4,9 @@
   python -m benchmarks.bench_pretraining --quick   # small config only
   python -m benchmarks.bench_pretraining --base [--rounds=3] [--steps=3] \
       [--batch=8] [--xla=0,1]   # BERT-Base float32, % of each round's peak
+  python -m benchmarks.bench_pretraining --packing [--seqs=128,512] [--rounds=3] \
+      [--corpus=FILE]   # packed against unpacked records through run_pretraining.py:
+      # padding and real tokens/s at each length (run_packing; needs ../shared/data)
   python -m benchmarks.bench_pretraining --small [--rounds=3] [--baseline=DIR]
       # the Korean and demo shapes (benchmarks/parts/small_step.py), XLA off and on,
       # in fresh processes taken in turn (A/B/A/B...), each timing --reps loop calls of
@@ -148,7 +151,9 @@ def run(quick=False):
   # The small shapes (Korean, demo): XLA off and on, alternating processes.
   small = run_small(rounds=1 if quick else 3, steps=5 if quick else 20,
                     reps=2 if quick else 3, peak=peaks["float32"])
-  return results + small[1:]
+  # Packed records against the original's, through run_pretraining.py.
+  packing = run_packing(seqs=(128,) if quick else (128, 512), rounds=1 if quick else 3)
+  return results + small[1:] + packing
 
 
 # --------------------------------------------------------------------------- the command
@@ -208,6 +213,96 @@ def _command_rows(name, rounds, dtypes):
                        value=round(statistics.median(ratios), 2), unit="x",
                        note=f"float32 s / bfloat16 s per round: median "
                             f"{machine.spread(ratios, '{:.2f}')}"))
+  return rows
+
+
+# --------------------------------------------------------------------------- packing
+
+SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared", "data"))
+PACKING_CORPUS = os.path.join(SHARED, "corpora", "reuters_docs.txt")
+PACKING_VOCAB = os.path.join(SHARED, "vocab", "uncased_vocab.txt")
+# The small config of the packing rows (L=2, H=128), and per sequence length the
+# original README's --max_predictions_per_seq (about max_seq_length x masked_lm_prob) and
+# the batch in rows, the same for both layouts.
+PACKING_CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 2,
+                  "intermediate_size": 512}
+PACKING_PREDICTIONS = {128: 20, 512: 80}
+PACKING_BATCH = {128: 32, 512: 8}
+PACKING_WARMUP_STEPS, PACKING_TIMED_STEPS, PACKING_LOOP = 10, 30, 10
+
+
+def _summary_value(text, key):
+  for line in text.splitlines():
+    if line.startswith(f"{key} = "):
+      return float(line.split(" = ")[1].replace(",", ""))
+  raise AssertionError(f"no {key} in the summary:\n{text[-1500:]}")
+
+
+def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
+  """run_pretraining.py on the original's records and on packed records of the same
+  instances (create_pretraining_data.py without and with --pack_sequences, the README's
+  flags otherwise, --dupe_factor=1), the same batch in rows, in turn (A/B, B/A, ...):
+  each layout's padding, and its real (non-padding) tokens per second, the loop's own
+  rows per second after the first PACKING_WARMUP_STEPS steps times the file's mean real
+  tokens per row; the ratio packed / unpacked is taken within each round."""
+  if not (os.path.exists(corpus) and os.path.exists(PACKING_VOCAB)):
+    return [dict(name="packing", value="skipped", unit="",
+                 note=f"{corpus} or {PACKING_VOCAB} not found (needs ../shared/data)")]
+  rows = []
+  steps = PACKING_WARMUP_STEPS + PACKING_TIMED_STEPS
+  with tempfile.TemporaryDirectory(prefix="bench-packing-") as work:
+    config_file = os.path.join(work, "bert_config.json")
+    with open(config_file, "w", encoding="utf-8") as handle:
+      json.dump({"vocab_size": VOCAB, "max_position_embeddings": 512, "type_vocab_size": 2,
+                 **PACKING_CONFIG}, handle)
+    for seq in seqs:
+      predictions, batch = PACKING_PREDICTIONS[seq], PACKING_BATCH[seq]
+      records, real_per_row = {}, {}
+      for layout, extra in (("unpacked", []), ("packed", ["--pack_sequences"])):
+        records[layout] = os.path.join(work, f"{layout}-{seq}.tfrecord")
+        proc = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
+             f"--input_file={corpus}", f"--output_file={records[layout]}",
+             f"--vocab_file={PACKING_VOCAB}", "--do_lower_case=True",
+             f"--max_seq_length={seq}", f"--max_predictions_per_seq={predictions}",
+             "--masked_lm_prob=0.15", "--random_seed=12345", "--dupe_factor=1", *extra],
+            capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        if proc.returncode:
+          raise RuntimeError(f"create_pretraining_data.py failed:\n{proc.stderr[-1500:]}")
+        padding = _summary_value(proc.stdout, "padding_fraction")
+        real_per_row[layout] = (1 - padding) * seq
+        records_written = _summary_value(
+            proc.stdout, "rows_written" if extra else "instances_written")
+        rows.append(dict(name=f"packing seq {seq}: padding, {layout}",
+                         value=round(100 * padding, 1), unit="% of positions",
+                         note=f"{records_written:,.0f} rows of {os.path.basename(corpus)}"))
+
+      def command_of(layout, output_dir, seq=seq, predictions=predictions, batch=batch):
+        return [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
+                f"--input_file={records[layout]}", f"--bert_config_file={config_file}",
+                f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={seq}",
+                f"--max_predictions_per_seq={predictions}", f"--train_batch_size={batch}",
+                f"--num_train_steps={steps}", "--num_warmup_steps=10",
+                f"--steps_per_loop={PACKING_LOOP}", f"--log_every_steps={PACKING_LOOP}",
+                f"--save_checkpoints_steps={10 * steps}"]
+
+      timed, _ = command_runs.alternate(command_of, ["unpacked", "packed"], rounds,
+                                        os.path.join(work, f"runs-{seq}"),
+                                        PACKING_WARMUP_STEPS, steps, PACKING_LOOP, batch)
+      rate = {layout: [PACKING_TIMED_STEPS * batch * real_per_row[layout] / s
+                       for s in timed[layout]] for layout in timed}
+      scope = (f"run_pretraining.py, L=2 H=128, batch {batch} rows, seq {seq}, "
+               f"--max_predictions_per_seq={predictions}, {PACKING_TIMED_STEPS} steps after "
+               f"{PACKING_WARMUP_STEPS}; {machine.cpu_model()}; {machine.load_average()}")
+      for layout in ("unpacked", "packed"):
+        rows.append(dict(name=f"packing seq {seq}: real tokens/s, {layout}",
+                         value=round(statistics.median(rate[layout])), unit="tokens/s",
+                         note=f"per round {machine.spread(rate[layout], '{:,.0f}')}; "
+                              f"{scope}"))
+      ratios = [p / u for p, u in zip(rate["packed"], rate["unpacked"])]
+      rows.append(dict(name=f"packing seq {seq}: real tokens/s, packed / unpacked",
+                       value=round(statistics.median(ratios), 2), unit="x",
+                       note=f"within each round: median {machine.spread(ratios, '{:.2f}')}"))
   return rows
 
 
@@ -386,6 +481,11 @@ def main():
     xla = tuple(bool(int(x)) for x in _arg("xla", "0,1").split(","))
     for row in run_base(int(_arg("rounds", 3)), int(_arg("steps", 3)), int(_arg("batch", 8)),
                         xla):
+      print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
+    return
+  if "--packing" in sys.argv:
+    seqs = tuple(int(x) for x in _arg("seqs", "128,512").split(","))
+    for row in run_packing(_arg("corpus", PACKING_CORPUS), seqs, int(_arg("rounds", 3))):
       print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
     return
   if len(sys.argv) > 1 and sys.argv[1] == "--child":

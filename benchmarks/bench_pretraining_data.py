@@ -3,6 +3,9 @@
   python -m benchmarks.bench_pretraining_data           # 1 and 10 MB, 3 rounds; +50 MB
   python -m benchmarks.bench_pretraining_data --quick   # 1 and 2 MB, 1 round
   python -m benchmarks.bench_pretraining_data --sizes=1,10 --rounds=3 --large_mb=0
+  python -m benchmarks.bench_pretraining_data --dynamic_masking [--rounds=3]
+      # static --dupe_factor=10 against --dynamic_masking --dupe_factor=1 on Reuters:
+      # generation time and bytes on disk (run_dynamic_masking)
 
 The peers, each a process of its own, on the same corpus with the README's flags
 (uncased vocabulary, --do_lower_case=True, max_seq_length 128, max_predictions_per_seq
@@ -290,6 +293,58 @@ def _compare(corpus, size, rounds, tmp):
   return rows + _ratio_rows(size, ours, original)
 
 
+# --------------------------------------------------------------------------- dynamic masking
+
+DYNAMIC_CORPORA = {"reuters": os.path.join(SHARED, "corpora", "reuters_docs.txt")}
+
+
+def _generate_timed(corpus, output, flags):
+  """One run of our command line: (whole process s, the summary's seconds, bytes)."""
+  wall, _, out = _measure([sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
+                           f"--input_file={corpus}", f"--output_file={output}",
+                           f"--vocab_file={VOCAB}", *flags])
+  size = os.path.getsize(output)
+  os.remove(output)
+  return wall, _summary_value(out, "seconds"), size
+
+
+def run_dynamic_masking(corpus=DYNAMIC_CORPORA["reuters"], rounds=3, tmp=None):
+  """Static masks written ten times (the README's --dupe_factor=10) against each instance
+  written once without masks (--dynamic_masking --dupe_factor=1), the README's flags
+  otherwise, in turn: generation time (whole process and the work the summary counts) and
+  the bytes on disk."""
+  if not (os.path.exists(corpus) and os.path.exists(VOCAB)):
+    return [{"name": "dynamic masking", "value": "skipped", "unit": "",
+             "note": f"{corpus} or {VOCAB} not found (needs ../shared/data)"}]
+  common = ["--do_lower_case=True", "--max_seq_length=128", "--max_predictions_per_seq=20",
+            "--masked_lm_prob=0.15", "--random_seed=12345"]
+  sides = {"static, --dupe_factor=10": common + ["--dupe_factor=10"],
+           "dynamic, --dupe_factor=1": common + ["--dupe_factor=1", "--dynamic_masking"]}
+  runs = {side: [] for side in sides}
+  with tempfile.TemporaryDirectory(prefix="bench-dynamic-", dir=tmp) as work:
+    for round_index in range(rounds):
+      order = list(sides) if round_index % 2 == 0 else list(sides)[::-1]
+      for side in order:
+        runs[side].append(_generate_timed(corpus, os.path.join(work, "out.tfrecord"),
+                                          sides[side]))
+  name = os.path.basename(corpus)
+  rows = []
+  for side, results in runs.items():
+    rows += [
+        {"name": f"dynamic masking, {name}: {side}, bytes", "value": results[0][2],
+         "unit": "bytes", "note": "the TFRecord file written"},
+        {"name": f"dynamic masking, {name}: {side}, whole process", "unit": "s (median)",
+         "value": round(statistics.median(r[0] for r in results), 2),
+         "note": f"{machine.spread([r[0] for r in results], '{:.2f}')}; the work alone "
+                 f"{machine.spread([r[1] for r in results], '{:.2f}')} s; "
+                 f"{machine.cpu_model()}; {machine.load_average()}"}]
+  static, dynamic = (runs[side] for side in sides)
+  rows.append({"name": f"dynamic masking, {name}: bytes, dynamic / static",
+               "value": round(dynamic[0][2] / static[0][2], 4), "unit": "",
+               "note": "at most 1/8 (0.125) is the target"})
+  return rows
+
+
 def _sizes(text):
   return [float(s) for s in text.split(",") if s]
 
@@ -315,6 +370,7 @@ def run(quick=False, sizes=None, rounds=None, large_mb=None):
       size = f"{build_corpus(corpus, large_mb, seed=len(sizes)) / 1e6:.1f} MB"
       rows += _side_rows("ours alone", size, [_ours(corpus, os.path.join(tmp, "ours.tfrecord"))],
                          "one run, for memory against the corpus size")
+    rows += run_dynamic_masking(rounds=rounds, tmp=tmp)
   rows.append({"name": "pretraining_data: load average after the runs",
                "value": round(os.getloadavg()[0], 2), "unit": "",
                "note": machine.load_average()})
@@ -331,7 +387,14 @@ def main():
   parser.add_argument("--rounds", type=int, default=0, help="rounds of both sides in turn")
   parser.add_argument("--large_mb", type=float, default=None,
                       help="ours alone on a corpus this large, for memory (0: none)")
+  parser.add_argument("--dynamic_masking", action="store_true",
+                      help="only static --dupe_factor=10 against --dynamic_masking, on "
+                           "the Reuters corpus")
   args = parser.parse_args()
+  if args.dynamic_masking:
+    for row in run_dynamic_masking(rounds=args.rounds or 3):
+      print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
+    return
   for row in run(quick=args.quick, sizes=_sizes(args.sizes), rounds=args.rounds,
                  large_mb=args.large_mb):
     print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
