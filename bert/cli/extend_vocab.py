@@ -1,7 +1,6 @@
-"""Puts new words into a vocab.txt in place of its [unusedN] entries, as the original
-README advises for domain words.
+"""Puts new words into a vocab.txt in place of its [unusedN] entries, in order.
 
-Every other line is kept byte for byte, so the vocabulary keeps its size and ids and the
+The original README advises this for domain words. Every other line is kept byte for byte, so the vocabulary keeps its size and ids and the
 model's checkpoint loads unchanged; the new words' embeddings are the unused entries'
 rows, which fine-tuning trains. A word the vocabulary already has as one piece is
 skipped; a word the tokenizer would split before WordPiece (punctuation, CJK

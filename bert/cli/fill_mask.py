@@ -1,8 +1,8 @@
-"""Fills in each [MASK] of raw text with a pretrained model's masked-LM head: the top-k
-tokens and their probabilities, as JSON lines.
+"""Fills in each [MASK] of raw text: the top-k tokens and probabilities, as JSON lines.
 
-One text a line in --input_file, with [MASK] written literally (in capitals) where a
-word should be predicted; blank lines are skipped. The checkpoint must hold the
+The predictions are a pretrained model's masked-LM head's. One text a line in
+--input_file, with [MASK] written literally (in capitals) where a word should be
+predicted; blank lines are skipped. The checkpoint must hold the
 masked-LM head: run_pretraining.py's output_dir or its pretrained/bert_model.ckpt,
 Google's pretrained release (cls/predictions), or a Hugging Face BertForMaskedLM /
 BertForPreTraining folder. Each [MASK] is one WordPiece; each prediction is also shown

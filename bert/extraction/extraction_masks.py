@@ -7,8 +7,10 @@ the model's tokenizer does, and one [MASK] token stands at each cut. A [MASK] is
 WordPiece position, as in pretraining: the model predicts one piece there, never a
 whole word of several pieces (a word the vocabulary splits in two needs two [MASK]s,
 each predicted on its own). Each prediction is also given as the whole word it makes
-with the pieces around it ("##ing" after "walk" makes "walking"), and the line is
-given back with every mask's top-1 in place, its pieces joined into words.
+with the pieces around it: "##ing" at "walk[MASK]" makes "walking"; at "walk [MASK]",
+written after a space, a "##" piece joins no word and is shown as it is. The line is
+given back with every mask's top-1 in place, its pieces joined into words. Text glued
+to the end of a [MASK] ("[MASK]ing") is tokenized as a word of its own.
 
 One JSON line per text:
 
@@ -150,22 +152,53 @@ def load_masked_lm(config, init_checkpoint):
   return model
 
 
-def whole_word(tokens, position):
+def glued_masks(tokens, text):
+  """The positions of the [MASK]s in `tokens` (the text's, tokenize_with_masks's) that
+  stand apart from the word before: written after a space, punctuation or another
+  word's end, or first. A "##" piece predicted there joins no word."""
+  apart, at = set(), [i for i, t in enumerate(tokens) if t == MASK]
+  parts = text.split(MASK)
+  for index, position in enumerate(at):
+    before = parts[index]
+    if before:
+      last = before[-1]
+      glued = not (tokenization._is_whitespace(last) or  # pylint: disable=protected-access
+                   tokenization._is_punctuation(last) or  # pylint: disable=protected-access
+                   tokenization._is_chinese_char(ord(last)))  # pylint: disable=protected-access
+    else:
+      glued = index > 0  # right after another [MASK]
+    if not glued or position == 0:
+      apart.add(position)
+  return apart
+
+
+def whole_word(tokens, position, apart=()):
   """The word that the piece at `position` belongs to: the pieces from the word's first
-  to its last "##" continuation, joined."""
+  to its last "##" continuation, joined. `apart`: positions whose "##" piece joins no
+  word before it (glued_masks): such a piece starts its own, shown as it is."""
   start = position
-  while start > 0 and tokens[start].startswith("##"):
+  while start > 0 and tokens[start].startswith("##") and start not in apart:
     start -= 1
   end = position + 1
-  while end < len(tokens) and tokens[end].startswith("##"):
+  while end < len(tokens) and tokens[end].startswith("##") and end not in apart:
     end += 1
   pieces = tokens[start:end]
-  return pieces[0].removeprefix("##") + "".join(p.removeprefix("##") for p in pieces[1:])
+  first = pieces[0] if start in apart else pieces[0].removeprefix("##")
+  return first + "".join(p.removeprefix("##") for p in pieces[1:])
 
 
-def join_pieces(tokens):
-  """WordPieces as words: "##" continuations joined to the piece before."""
-  return " ".join(tokens).replace(" ##", "").removeprefix("##")
+def join_pieces(tokens, apart=()):
+  """WordPieces as words: "##" continuations joined to the piece before (except at the
+  positions `apart`, as whole_word's)."""
+  words = []
+  for position, token in enumerate(tokens):
+    if token.startswith("##") and position not in apart:
+      if words:
+        words[-1] += token[2:]
+        continue
+      token = token[2:]
+    words.append(token)
+  return " ".join(words)
 
 
 class MaskFiller:
@@ -247,6 +280,7 @@ class MaskFiller:
   def _result(self, text, tokens, values, indices):
     at = [i for i, t in enumerate(tokens) if t == MASK]
     top = [self.tokenizer.convert_ids_to_tokens([int(i)])[0] for i in indices[:len(at), 0]]
+    apart = glued_masks(tokens, text)
     filled = list(tokens)
     for position, token in zip(at, top):
       filled[position] = token
@@ -257,10 +291,11 @@ class MaskFiller:
         token = self.tokenizer.convert_ids_to_tokens([int(index)])[0]
         context = list(filled)
         context[position] = token
-        predictions.append({"token": token, "word": whole_word(context, position),
+        predictions.append({"token": token, "word": whole_word(context, position, apart),
                             "probability": round(float(probability), 6)})
       masks.append({"position": position, "predictions": predictions})
-    return {"text": text, "tokens": tokens, "masks": masks, "filled": join_pieces(filled)}
+    return {"text": text, "tokens": tokens, "masks": masks,
+            "filled": join_pieces(filled, apart)}
 
 
 def read_texts(input_file):

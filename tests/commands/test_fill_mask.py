@@ -228,3 +228,11 @@ def test_whole_words_join_the_pieces_around_a_prediction():
   assert extraction_masks.whole_word(tokens, 0) == "the"
   assert extraction_masks.whole_word(["##s", "dog"], 0) == "s"
   assert extraction_masks.join_pieces(tokens) == "the dog walked in playings"
+  # A mask written after a space: its "##" piece starts no word and joins none.
+  assert extraction_masks.whole_word(tokens, 3, apart={3}) == "##ed"
+  assert extraction_masks.whole_word(tokens, 2, apart={3}) == "walk"
+  assert extraction_masks.join_pieces(tokens, apart={3}) == "the dog walk ##ed in playings"
+  text = "the dog walk [MASK] in play[MASK][MASK] . [MASK]"
+  masked = ["the", "dog", "walk", "[MASK]", "in", "play", "[MASK]", "[MASK]", ".", "[MASK]"]
+  assert extraction_masks.glued_masks(masked, text) == {3, 9}
+  assert extraction_masks.glued_masks(["[MASK]", "sat"], "[MASK]sat") == {0}
