@@ -34,7 +34,6 @@ import tensorflow as tf
 from bert import heads
 from bert import tokenization
 from bert.formats import checkpoint_files
-from bert.formats import hugging_face
 from bert.training import checkpoints
 from bert.training import model_config
 from bert.utils import atomic_output
@@ -43,7 +42,10 @@ from bert.utils import input_checks
 from bert.utils import output_lock
 
 MASK = "[MASK]"
-_MLM_WEIGHTS = hugging_face._HEAD_WEIGHTS[hugging_face._MLM]  # pylint: disable=protected-access
+# The masked-LM head's weights, by Google's names (heads.MaskedLMHead.google_variables).
+_MLM_WEIGHTS = ("cls/predictions/transform/dense/kernel", "cls/predictions/transform/dense/bias",
+                "cls/predictions/transform/LayerNorm/gamma",
+                "cls/predictions/transform/LayerNorm/beta", "cls/predictions/output_bias")
 _NSP_WEIGHT = "cls/seq_relationship/output_weights"
 _NO_HEAD = ("filling masks needs the masked-LM head that pretraining trains: "
             "run_pretraining.py's output_dir (or its pretrained/bert_model.ckpt), Google's "
