@@ -1,13 +1,14 @@
 """Puts new words into a vocab.txt in place of its [unusedN] entries, in order.
 
-The original README advises this for domain words. Every other line is kept byte for byte, so the vocabulary keeps its size and ids and the
-model's checkpoint loads unchanged; the new words' embeddings are the unused entries'
-rows, which fine-tuning trains. A word the vocabulary already has as one piece is
-skipped; a word the tokenizer would split before WordPiece (punctuation, CJK
-ideographs) is refused with the reason; with --do_lower_case a word is written as the
-tokenizer reads it (lower-cased, accents stripped), with a note. With --corpus_file it
-reports how the corpus tokenizes before and after. docs/tokenization.md says when to
-extend a vocabulary and when to learn a new one."""
+The original README advises this for domain words. Every other line is kept byte for
+byte, so the vocabulary keeps its size and ids and the model's checkpoint loads
+unchanged; the new words' embeddings are the unused entries' rows, which fine-tuning
+trains. A word the vocabulary already has as one piece is skipped; a word the tokenizer
+would split before WordPiece (punctuation, CJK ideographs) is refused with the reason;
+with --do_lower_case a word is written as the tokenizer reads it (lower-cased, accents
+stripped), with a note. With --corpus_file it reports how the corpus tokenizes before
+and after. docs/tokenization.md says when to extend a vocabulary and when to learn a new
+one."""
 
 import json
 
