@@ -8,10 +8,10 @@ module (`python -m bert.cli.run_classifier`) and as the installed console script
 
 # Every command, in the order docs/FLAGS.md lists them; pyproject.toml's [project.scripts]
 # installs each as bert-<name with dashes> (tests/project/test_package.py holds the two together).
-COMMANDS = ("create_vocab", "create_pretraining_data", "run_pretraining", "run_classifier",
-            "run_squad", "squad_evaluate", "run_ner", "run_tagger", "run_swag",
-            "run_multilabel", "extract_features", "export_encoder", "predict_litert",
-            "quickstart")
+COMMANDS = ("create_vocab", "extend_vocab", "create_pretraining_data", "run_pretraining",
+            "run_classifier", "run_squad", "squad_evaluate", "run_ner", "run_tagger",
+            "run_swag", "run_multilabel", "extract_features", "fill_mask", "export_encoder",
+            "predict_litert", "quickstart")
 
 # The commands that run without TensorFlow, in the serving install (`pip install
 # bert-tensorflow2`: NumPy and the LiteRT runtime); every other one needs the training
@@ -26,7 +26,7 @@ QUIET_RUNTIME_LOG = tuple(command for command in COMMANDS
 # Those that run a TensorFlow model also keep the memory they free, so that big tensors
 # reuse warm pages (bert/utils/cpu_memory.py); the data tools, which make no model's
 # tensors, leave glibc's default (and so do the worker processes they start).
-DATA_TOOLS = ("create_vocab", "create_pretraining_data")
+DATA_TOOLS = ("create_vocab", "extend_vocab", "create_pretraining_data")
 KEEP_FREED_MEMORY = tuple(command for command in QUIET_RUNTIME_LOG
                           if command not in DATA_TOOLS)
 

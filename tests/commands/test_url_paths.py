@@ -79,6 +79,11 @@ def inputs(tmp_path_factory):
   _write(f"{base}/corpus/a.txt", CORPUS)
   _write(f"{base}/corpus/b.txt", CORPUS.replace("cat", "dog"))
   _write(f"{base}/sentences.txt", "the cat sat on the mat . ||| the dog ran\nshe said no\n")
+  _write(f"{base}/masks.txt", "the cat sat on the [MASK] .\nshe [MASK] no\n")
+  # WORDS with [unusedN] entries after [PAD], for the new words of extend_vocab.
+  _write(f"{base}/unused/vocab.txt", "\n".join(WORDS[:1] + ["[unused0]", "[unused1]"]
+                                               + list(WORDS[1:])) + "\n")
+  _write(f"{base}/unused/words.txt", "talked\nCats\nthe\n")
   return base
 
 
@@ -333,6 +338,30 @@ def test_features_export_and_scorer_on_urls_equal_local(inputs, tmp_path):
                                                                  "f1": 100.0}
 
 
+# Slow: two more commands on both filesystems (make test-slow).
+@pytest.mark.slow
+def test_fill_mask_and_extend_vocab_on_urls_equal_local(inputs, tmp_path):
+  tmp = str(tmp_path)
+  pretrained = {"google_checkpoint": f"{inputs}/mlm/bert_model.ckpt",
+                "bert_config": f"{inputs}/model/bert_config.json", "head": "pretraining"}
+  os.makedirs(f"{tmp}/masks-local")  # the command writes into an existing folder
+  masks = ["--input_file={IN}/masks.txt", "--output_file={OUT}/masks.jsonl", *MODEL,
+           "--init_checkpoint={IN}/mlm/bert_model.ckpt", "--max_seq_length=16", "--top_k=3"]
+  results = _harness("fill_mask.py", _pair("masks", inputs, tmp, masks, [pretrained]), tmp)
+  for case_id in results:
+    _ok(results, case_id)
+  _same_trees(tmp, "masks", ["masks.jsonl"])
+
+  os.makedirs(f"{tmp}/vocab-local")
+  vocab = ["--vocab_file={IN}/unused/vocab.txt", "--words_file={IN}/unused/words.txt",
+           "--corpus_file={IN}/corpus/a.txt", "--output_file={OUT}/vocab.txt"]
+  results = _harness("extend_vocab.py", _pair("vocab", inputs, tmp, vocab), tmp)
+  for case_id in results:
+    _ok(results, case_id)
+  _same_trees(tmp, "vocab", ["vocab.txt"])
+  assert _read(f"{tmp}/vocab-ram/vocab.txt").split(b"\n")[1:3] == [b"talked", b"cats"]
+
+
 # The path flags each test above puts on ram:// (command -> flags), held to the flags
 # docs/FLAGS.md lists by the coverage test below.
 COVERED = {
@@ -355,6 +384,9 @@ COVERED = {
                        "init_checkpoint", "output_dir", "export_dir"},
     "extract_features": {"input_file", "output_file", "vocab_file", "bert_config_file",
                          "init_checkpoint"},
+    "fill_mask": {"input_file", "output_file", "vocab_file", "bert_config_file",
+                  "init_checkpoint"},
+    "extend_vocab": {"vocab_file", "words_file", "corpus_file", "output_file"},
     "export_encoder": {"vocab_file", "bert_config_file", "init_checkpoint", "export_dir"},
     "squad_evaluate": {"out-file", "na-prob-file"},
     # Refused in one line (tests/reliability/test_litert_folders_and_flag_pairs.py's

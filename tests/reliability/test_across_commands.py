@@ -428,6 +428,15 @@ def _extract_materials(ws, folder):
   ws.write(f"{folder}/data/input.txt", "the cat sat on the mat .\nit was a good day .\n")
 
 
+def _fill_mask_materials(ws, folder):
+  ws.write(f"{folder}/data/input.txt", "the cat sat on the [MASK] .\nit was a [MASK] day .\n")
+
+
+def _extend_vocab_materials(ws, folder):
+  ws.write(f"{folder}/data/words.txt", "bitcoin\nMiner\nthe\n")
+  ws.write(f"{folder}/data/corpus.txt", "the bitcoin miners sat .\nthe miner was good .\n")
+
+
 def _squad_materials(ws, folder):
   context = "The cat sat on the mat in the house of the old man ."
   second = {"id": "q2", "question": "whose house was it ?",
@@ -519,6 +528,18 @@ FORM_FAMILIES = {
          **_MODEL_FLAGS},
         ("--max_seq_length=16", "--layers=-1"), ("out-{name}.jsonl",),
         default_forms=("relative",)),
+    # The checkpoint is one of ours with the masked-LM head.
+    "fill_mask": path_forms.FormFamily(
+        "fill_mask.py", _fill_mask_materials,
+        {"input_file": ("data/input.txt", False), "output_file": ("out-{name}.jsonl", False),
+         **_MODEL_FLAGS},
+        ("--max_seq_length=16", "--top_k=3"), ("out-{name}.jsonl",),
+        checkpoint_head="pretraining"),
+    "extend_vocab": path_forms.FormFamily(
+        "extend_vocab.py", _extend_vocab_materials,
+        {"vocab_file": ("model/vocab.txt", False), "words_file": ("data/words.txt", False),
+         "corpus_file": ("data/corpus.txt", False), "output_file": ("out-{name}.txt", False)},
+        (), ("out-{name}.txt",)),
     "export": path_forms.FormFamily(
         "export_encoder.py", lambda ws, folder: None,
         {**_MODEL_FLAGS, "export_dir": ("out-{name}", True)},

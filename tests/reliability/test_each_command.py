@@ -22,10 +22,12 @@ from catalogue import classifier_args, conll_folder, cpd_args, export_args, extr
 from catalogue import google_checkpoint, litert_folder, mrpc_folder, ner_args
 from catalogue import pretraining_args, pretraining_features, records_input, squad_args
 from catalogue import squad_json, tagger_args, vocab_args
+from catalogue import extend_vocab_args, fill_mask_args, pretraining_checkpoint
 from conftest import ROOT
 
 CATALOGUE = catalogue.Catalogue(default_scripts={
-    "run_classifier.py", "run_pretraining.py", "run_squad.py"})
+    "run_classifier.py", "run_pretraining.py", "run_squad.py", "fill_mask.py",
+    "extend_vocab.py"})
 case = CATALOGUE.case
 
 
@@ -408,6 +410,95 @@ def pair_on_type_vocab_size_one(ws):
   out = ws.path("ef-o11.jsonl")
   return dict(argv=extract_args(ws, path, out, config=config),
               expect=[path + ":2: the line is a pair", "type_vocab_size 1"], absent=[out])
+
+
+# ---- fill_mask.py
+
+
+@case("fill_mask.py", default=True)
+def encoder_without_masked_lm_head(ws):
+  """Google's layout with the encoder alone (as the shared MiniLM)."""
+  path = ws.write("fm-in.txt", "the cat sat on the [MASK] .\n")
+  prefix = ws.path("fm-encoder", "bert_model.ckpt")
+  out = ws.path("fm-o1.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, checkpoint=prefix),
+              expect=[f"--init_checkpoint={prefix}: it holds no masked-LM head "
+                      "(cls/predictions/transform/dense/kernel is not in it)"],
+              setup=[google_checkpoint(ws, "fm-encoder")], absent=[out])
+
+
+@case("fill_mask.py", default=True)
+def line_without_mask(ws):
+  path = ws.write("fm-nomask.txt", "the cat sat on the [MASK] .\nthe cat sat [mask] .\n")
+  out = ws.path("fm-o2.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out),
+              expect=[f"{path}:2: the text has no [MASK]"],
+              setup=[pretraining_checkpoint(ws, "fm-tiny")], absent=[out])
+
+
+@case("fill_mask.py", default=True)
+def more_masks_than_allowed(ws):
+  path = ws.write("fm-many.txt", "the [MASK] sat on the [MASK] .\n")
+  out = ws.path("fm-o3.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, "--max_masks=1"),
+              expect=[f"{path}:1: the text has 2 [MASK]s, more than --max_masks=1"],
+              setup=[pretraining_checkpoint(ws, "fm-tiny")], absent=[out])
+
+
+@case("fill_mask.py")
+def fine_tuned_classifier(ws):
+  path = ws.write("fm-in4.txt", "the cat sat on the [MASK] .\n")
+  run = ws.path("fm-mrpc")
+  out = ws.path("fm-o4.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, checkpoint=run),
+              expect=[f"--init_checkpoint={run}: it holds no masked-LM head",
+                      "it is a fine-tuned model (MRPC's classifier (labels 0, 1))"],
+              setup=[{"foreign_checkpoint": run, "bert_config": ws.config,
+                      "head_info": '{"task": "MRPC", "head": "classifier", '
+                                   '"labels": ["0", "1"]}'}], absent=[out])
+
+
+@case("fill_mask.py")
+def shared_minilm_without_masked_lm_head(ws):
+  path = ws.write("fm-in5.txt", "paris is the [MASK] of france .\n")
+  folder = os.path.dirname(ws.minilm)
+  out = ws.path("fm-o5.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, checkpoint=ws.minilm,
+                                  config=os.path.join(folder, "bert_config.json"),
+                                  vocab=os.path.join(folder, "vocab.txt")),
+              expect=[f"--init_checkpoint={ws.minilm}: it holds no masked-LM head",
+                      "an encoder without its pretraining heads"], absent=[out])
+
+
+# ---- extend_vocab.py
+
+
+@case("extend_vocab.py", default=True)
+def word_the_tokenizer_splits(ws):
+  words = ws.write("xv-words.txt", "bitcoin\ne-mail\n")
+  out = ws.path("xv-o1.txt")
+  return dict(argv=extend_vocab_args(ws, words, out),
+              expect=[f"{words}:2: 'e-mail' cannot be one piece", "'e', '-', 'mail'",
+                      "punctuation"], absent=[out])
+
+
+@case("extend_vocab.py", default=True)
+def more_words_than_unused_entries(ws):
+  vocab = ws.write("xv-vocab.txt", "[PAD]\n[unused0]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
+                   "[unused1]\nthe\n")
+  words = ws.write("xv-words2.txt", "bitcoin\nminer\nthe\nblockchain\n")
+  out = ws.path("xv-o2.txt")
+  return dict(argv=extend_vocab_args(ws, words, out, vocab=vocab),
+              expect=[f"--words_file={words}: 3 new words", "only 2 [unusedN] entries"],
+              absent=[out])
+
+
+@case("extend_vocab.py")
+def cjk_word(ws):
+  words = ws.write("xv-words3.txt", "東京\n")
+  out = ws.path("xv-o3.txt")
+  return dict(argv=extend_vocab_args(ws, words, out),
+              expect=[f"{words}:1: '東京' cannot be one piece", "CJK ideograph"], absent=[out])
 
 
 # ---- squad_evaluate.py

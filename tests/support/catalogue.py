@@ -310,6 +310,19 @@ def extract_args(ws, input_file, output_file, *extra, config=None, checkpoint=No
           "--max_seq_length=16", "--layers=-1", *extra]
 
 
+def fill_mask_args(ws, input_file, output_file, *extra, config=None, vocab=None,
+                   checkpoint=None):
+  return [f"--input_file={input_file}", f"--output_file={output_file}",
+          *ws.model_flags(config, vocab),
+          f"--init_checkpoint={checkpoint or ws.path('fm-tiny', 'bert_model.ckpt')}",
+          "--max_seq_length=16", *extra]
+
+
+def extend_vocab_args(ws, words_file, output_file, *extra, vocab=None):
+  return [f"--vocab_file={vocab or ws.vocab}", f"--words_file={words_file}",
+          f"--output_file={output_file}", *extra]
+
+
 def vocab_args(ws, input_file, output_file, *extra):
   return [f"--input_file={input_file}", f"--output_file={output_file}", "--vocab_size=200",
           "--num_unused=5", *extra]
@@ -324,6 +337,12 @@ def export_args(ws, export_dir, *extra, config=None, vocab=None, checkpoint=None
 def google_checkpoint(ws, folder):
   """Harness setup: the tiny encoder, saved in Google's layout in `folder`."""
   return {"google_checkpoint": ws.path(folder, "bert_model.ckpt"), "bert_config": ws.config}
+
+
+def pretraining_checkpoint(ws, folder):
+  """Harness setup: the tiny pretraining model (encoder, masked-LM and next-sentence
+  heads), saved in Google's layout in `folder`."""
+  return {**google_checkpoint(ws, folder), "head": "pretraining"}
 
 
 def _text_input(content, file_name="input.txt"):
@@ -374,7 +393,8 @@ class Command:
     elif inputs is None:
       inputs, setup = self.inputs(ws, name, length)
     if self.checkpoint and "checkpoint" not in model:
-      setup = setup + [google_checkpoint(ws, self.checkpoint)]
+      setup = setup + [(pretraining_checkpoint if self.script == "fill_mask.py"
+                        else google_checkpoint)(ws, self.checkpoint)]
     out = out or ws.path(f"{name}-{self.output or 'out'}")
     return self.args(ws, inputs, out, *self.action, *extra, **model), out, setup
 
@@ -423,6 +443,10 @@ COMMANDS = {command.script: command for command in (
             output="vocab.txt"),
     Command("extract_features.py", extract_args, inputs=_text_input("the cat sat .\n"),
             output="features.jsonl", checkpoint="ef-tiny"),
+    Command("fill_mask.py", fill_mask_args, inputs=_text_input("the cat sat on the [MASK] .\n"),
+            output="masks.jsonl", checkpoint="fm-tiny"),
+    Command("extend_vocab.py", extend_vocab_args, inputs=_text_input("bitcoin\n", "words.txt"),
+            output="vocab.txt"),
     Command("export_encoder.py", _export_run_args,
             inputs=lambda ws, name, length: (None, []), checkpoint="ee-tiny"),
 )}

@@ -27,8 +27,9 @@ RESULTS.json: {id: {"exit": int|None, "stderr": str, "stdout": str, "crashed": b
 Setup actions (run in this process before the case, with TensorFlow available):
   {"tfrecord": PATH, "features": {name: ["int64"|"float", [values...]]}, "count": N}
       N identical tf.train.Examples; "truncate_by": B cuts the last B bytes off.
-  {"google_checkpoint": PREFIX, "bert_config": PATH}
-      a randomly initialised encoder saved in Google's TF1 layout.
+  {"google_checkpoint": PREFIX, "bert_config": PATH, "head": "pretraining"}
+      a randomly initialised encoder saved in Google's TF1 layout; with "head", the
+      pretraining model (encoder, masked-LM and next-sentence heads).
   {"upload": LOCAL, "to": URL}
       copies a local file or folder to a URL (ram:// lives in this process only).
   {"truncate": PATH, "by": B}
@@ -39,7 +40,8 @@ Setup actions (run in this process before the case, with TensorFlow available):
       TensorBoard scalars NAME at steps 1, 2, ... in DIR (a run's train/ curves).
   {"foreign_checkpoint": DIR, "bert_config": PATH, "num_labels": K, "head_info": STR}
       a training-loop style checkpoint (step, model, encoder, model_signature) of a
-      classifier built from that config, as a previous run with a different model (another
+      classifier built from that config (with "head": "pretraining", of the pretraining
+      model), as a previous run with a different model (another
       size, or another task) would leave in output_dir; with "head_info", that string
       recorded as the checkpoint's head_info (valid or not).
 """
@@ -76,14 +78,22 @@ def _setup(action):
     from bert import modeling  # pylint: disable=g-import-not-at-top
     from bert.formats import checkpoint_files  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
-    encoder = modeling.BertModel(model_config.load_bert_config(action["bert_config"]))
-    checkpoint_files.save_google_checkpoint(encoder, action["google_checkpoint"])
+    config = model_config.load_bert_config(action["bert_config"])
+    if action.get("head") == "pretraining":
+      from bert import heads  # pylint: disable=g-import-not-at-top
+      model, _ = heads.build_pretraining_model(config)
+    else:
+      model = modeling.BertModel(config)
+    checkpoint_files.save_google_checkpoint(model, action["google_checkpoint"])
   elif "foreign_checkpoint" in action:
     from bert import heads  # pylint: disable=g-import-not-at-top
     from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
     from bert.training import model_config  # pylint: disable=g-import-not-at-top
     config = model_config.load_bert_config(action["bert_config"])
-    model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
+    if action.get("head") == "pretraining":
+      model, encoder = heads.build_pretraining_model(config)
+    else:
+      model, encoder = heads.build_classifier_model(config, int(action.get("num_labels", 2)))
     step = tf.Variable(7, dtype=tf.int64)
     signature = tf.Variable(checkpoints.model_signature(model))
     extra = {}

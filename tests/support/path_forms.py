@@ -29,7 +29,8 @@ class FormFamily:
   a comma a list, * a glob; a key "<name>" is a positional argument. outputs: the outputs
   compared with the reference's (a folder: every file in it but catalogue.NOT_COMPARED's).
   records: the run needs base/records/ (TFRecords, written by the harness).
-  default_forms: the forms of the default suite."""
+  default_forms: the forms of the default suite. checkpoint_head: the model of the run's
+  checkpoint ("run"): a classifier, or "pretraining" (with the masked-LM head)."""
   script: str
   materials: object
   flags: dict
@@ -38,6 +39,7 @@ class FormFamily:
   records: bool = False
   default_forms: tuple = ()
   every_flag_alone: bool = False
+  checkpoint_head: str = "classifier"
 
 
 def pretraining_records(base):
@@ -124,7 +126,8 @@ def _path_form_reference(families, family, group):
     base = os.path.join(root, "base")
     made = pretraining_records(base) if spec.records else []
     if "init_checkpoint" in spec.flags:
-      made.append({"foreign_checkpoint": os.path.join(base, "run"), "bert_config": ws.config})
+      made.append({"foreign_checkpoint": os.path.join(base, "run"), "bert_config": ws.config,
+                   "head": spec.checkpoint_head})
     case_spec["setup"] = made + case_spec["setup"]
     case_spec["same"] = []
     return case_spec
