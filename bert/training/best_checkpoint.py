@@ -106,11 +106,14 @@ class Record:
     return False
 
   def to_json(self):
-    return json.dumps({
-        "metric": self.metric, "higher_is_better": self.higher,
-        "evaluations": [[s, v] for s, v in self.evaluations],
-        "best_step": self.best[0] if self.best else None,
-        "best_value": self.best[1] if self.best else None}, indent=1) + "\n"
+    """best.json's text: one key a line, one evaluation a line."""
+    fields = {"metric": self.metric, "higher_is_better": self.higher,
+              "best_step": self.best[0] if self.best else None,
+              "best_value": self.best[1] if self.best else None}
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in fields.items()]
+    evaluations = ",\n".join(f"  {json.dumps([s, v])}" for s, v in self.evaluations)
+    evaluations = f"[\n{evaluations}\n ]" if evaluations else "[]"
+    return "{\n" + "\n".join(lines) + f'\n "evaluations": {evaluations}\n}}\n'
 
   def describe(self):
     """"eval_accuracy = 0.9106 at step 150, the highest of 8 evaluations (the newest,
