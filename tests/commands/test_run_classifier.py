@@ -167,19 +167,6 @@ def test_a_best_metric_the_task_does_not_report_is_one_line_before_training(tmp_
       "training: it needs --eval_every_steps (without it the flag does nothing)")
 
 
-def test_each_glue_task_chooses_its_best_checkpoint_by_the_papers_metric(tmp_path):
-  from bert.classifier import classifier_task  # pylint: disable=g-import-not-at-top
-  from bert.training import run_options  # pylint: disable=g-import-not-at-top
-  options = run_options.RunOptions(output_dir=str(tmp_path))
-  chosen = {name: classifier_task.ClassifierTask(
-      options, classifier_task.make_processor(name, str(tmp_path))).default_best_metric()
-            for name in ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE")}
-  assert chosen == {"CoLA": "eval_matthews_corrcoef", "SST-2": "eval_accuracy",
-                    "MRPC": "eval_f1", "STS-B": "eval_spearman", "QQP": "eval_f1",
-                    "MNLI": "eval_accuracy", "QNLI": "eval_accuracy",
-                    "RTE": "eval_accuracy"}
-
-
 _HANGUL_WORDS = ["정말", "재미", "##있다", "지루", "##하다", "최악", "영화", "배우", "연기",
                  "좋다", "별로", "."]
 _NFC_ROWS = [("정말 재미있다.", "1"), ("지루하다 최악.", "0"), ("배우 연기 좋다.", "1"),

@@ -397,3 +397,18 @@ def test_on_ram_filesystem(config_file, optimizers):
   task = _run(options, optimizers)
   assert task.evaluated_steps == [6]  # the final --do_eval of the best
   assert _record(out)["best_step"] == 6
+
+
+def test_each_glue_task_chooses_its_best_checkpoint_by_the_papers_metric(tmp_path):
+  """The paper reports F1 for MRPC and QQP, Spearman for STS-B, Matthews correlation for
+  CoLA, accuracy for the others."""
+  from bert.classifier import classifier_task  # pylint: disable=g-import-not-at-top
+  options = run_options.RunOptions(output_dir=str(tmp_path))
+  chosen = {name: classifier_task.ClassifierTask(
+      options, classifier_task.make_processor(name, str(tmp_path)),
+      str(tmp_path)).default_best_metric()
+            for name in ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI", "QNLI", "RTE")}
+  assert chosen == {"CoLA": "eval_matthews_corrcoef", "SST-2": "eval_accuracy",
+                    "MRPC": "eval_f1", "STS-B": "eval_spearman", "QQP": "eval_f1",
+                    "MNLI": "eval_accuracy", "QNLI": "eval_accuracy",
+                    "RTE": "eval_accuracy"}
