@@ -361,7 +361,7 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
       "use_best_checkpoint", False,
       "--do_eval, --do_predict and --export_dir use the best checkpoint on dev that a run "
       "with --eval_every_steps kept in output_dir/best, not the newest (the log says "
-      "which step and why).")
+      "which step and why); with --do_train, it needs --eval_every_steps.")
   if eval_limit:
     flags.DEFINE_integer("max_eval_examples", 0,
                          "Evaluate/predict only the first N examples of dev/test (0: all).")

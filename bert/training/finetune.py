@@ -471,6 +471,11 @@ def _check_requested(task, options):
     raise errors.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
         "needs --do_train and --do_eval")
+  if options.use_best_checkpoint and options.do_train and not options.eval_every_steps:
+    # Refused now, not after the training: no evaluation would choose a best.
+    raise errors.UserError(
+        "--use_best_checkpoint with --do_train takes the best of the evaluations during "
+        "training: it needs --eval_every_steps")
   for name, value in (("best_metric", options.best_metric),
                       ("early_stopping_patience", options.early_stopping_patience)):
     if value and not options.eval_every_steps:

@@ -361,6 +361,12 @@ def test_best_metric_names_a_metric_the_task_reports(tmp_path, config_file, opti
                      "evaluations during training: it needs --eval_every_steps"):
     finetune.run(ScriptedTask(options, optimizers), _options(
         tmp_path / "bad", config_file, early_stopping_patience=2, eval_every_steps=0))
+  with pytest.raises(errors.UserError, match=r"--use_best_checkpoint with --do_train takes "
+                     "the best of the evaluations during training: it needs "
+                     "--eval_every_steps"):
+    finetune.run(ScriptedTask(options, optimizers), _options(
+        tmp_path / "bad", config_file, use_best_checkpoint=True, eval_every_steps=0))
+  assert not os.path.exists(tmp_path / "bad")
   with pytest.raises(errors.UserError, match="must be >= 0"):
     _options(tmp_path / "bad", config_file, early_stopping_patience=-1)
   with pytest.raises(errors.UserError, match=r"--use_best_checkpoint: .*holds no best "
