@@ -258,7 +258,7 @@ def test_use_best_checkpoint_without_training_reads_the_kept_best(straight, conf
   out = straight["out"]
   options = _options(out, config_file, do_train=False, eval_every_steps=0,
                      use_best_checkpoint=True)
-  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")
   _run(options, optimizers)
   assert _eval_results(out)["global_step"] == "6"
   assert _eval_results(out)["eval_accuracy"] == "0.9"
@@ -272,7 +272,7 @@ def test_early_stopping_stops_after_n_evaluations_and_a_rerun_trains_no_further(
     tmp_path, config_file, optimizers, caplog):
   out = tmp_path / "run"
   options = _options(out, config_file, early_stopping_patience=2)
-  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")
   task = _run(options, optimizers)
   # Evaluations at 8 and 10 do not beat step 6: the run stops at 10, keeps 6.
   assert task.evaluated_steps == [2, 4, 6, 8, 10, 6]
@@ -336,7 +336,7 @@ def test_a_run_killed_and_run_again_keeps_what_an_uninterrupted_run_keeps(
     with pytest.raises(Killed):
       _run(options, optimizers, kill_at_evaluation=at)
     assert _record(out)["best_step"] == 6
-  caplog.set_level("INFO")
+  caplog.set_level("INFO", logger="absl")
   task = _run(options, optimizers)
   if cut == "after a save, before its evaluation":
     # ckpt-8 was saved, its evaluation never ran: the rerun evaluates step 8 first.
