@@ -155,7 +155,7 @@ def read_record(output_dir):
       record.best = None
       record.evaluations = []
     return record
-  prefix, saved = kept
+  _, saved = kept
   if record is None or record.metric != saved["metric"]:
     # Killed between the first best checkpoint and its record.
     record = Record(saved["metric"])
@@ -164,7 +164,6 @@ def read_record(output_dir):
     record.evaluations = [(s, v) for s, v in record.evaluations if s < saved["step"]]
     record.evaluations.append((saved["step"], saved["value"]))
     record.best = (saved["step"], saved["value"])
-  del prefix
   return record
 
 
@@ -218,7 +217,7 @@ class Tracker:
     self.record = None
     self._head_info = head_info
     self._manager = None
-    self._best_variable = None
+    self._best_variable = self._step_variable = None
 
   def start(self):
     """Reads what an earlier run of this output_dir kept. A record of another metric is
