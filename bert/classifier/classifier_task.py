@@ -111,6 +111,20 @@ class ClassifierTask(finetune.Task):
         values[eval_set.key_prefix + key] = value
     return values  # the driver adds the original's `loss` (= eval_loss)
 
+  def eval_metric_names(self):
+    if self.processor.is_regression:
+      keys = ["pearson", "spearman", "corr"]
+    else:
+      keys = list(metrics.compute_metrics(self.processor.metric, [0], [0]))
+    return [eval_set.key_prefix + key for eval_set in self.eval_sets
+            for key in keys + ["loss"]]
+
+  def default_best_metric(self):
+    # What the paper reports for each GLUE task: F1 for MRPC and QQP, Spearman for STS-B,
+    # Matthews correlation for CoLA, accuracy for the others (MNLI: the matched dev set).
+    return {"accuracy_f1": "eval_f1", "matthews": "eval_matthews_corrcoef",
+            "pearson_spearman": "eval_spearman"}.get(self.processor.metric, "eval_accuracy")
+
   def head_info(self):
     labels = self.labels if self.labels is not None else self.processor.get_labels()
     if self.processor.is_regression:

@@ -372,7 +372,26 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
       "With --do_train and --do_eval: also evaluate the dev set every N training steps, "
       "its metrics into output_dir/eval under the training curves' tags (loss, "
       "accuracy, ...); eval_results.txt keeps the final evaluation. 0: evaluate once, "
-      "at the end.")
+      "at the end. The checkpoint with the best dev metric (--best_metric) is kept in "
+      "output_dir/best beside the newest ones.")
+  flags.DEFINE_string(
+      "best_metric", None,
+      "With --eval_every_steps: the dev metric (a key of eval_results.txt) that chooses "
+      "the best checkpoint; a loss is better lower, every other metric higher. Default: "
+      "the task's (the paper's): eval_accuracy; eval_f1 for MRPC, QQP and NER; "
+      "eval_matthews_corrcoef for CoLA; eval_spearman for STS-B and regression; micro_f1 "
+      "for multi-label; f1 for SQuAD.")
+  flags.DEFINE_integer(
+      "early_stopping_patience", 0,
+      "With --eval_every_steps: stop training after N evaluations without improvement of "
+      "--best_metric (the run ends cleanly, and the same command run again trains no "
+      "further); --do_eval, --do_predict and --export_dir then use the best checkpoint. "
+      "0: never stop early.")
+  flags.DEFINE_bool(
+      "use_best_checkpoint", False,
+      "--do_eval, --do_predict and --export_dir use the best checkpoint on dev that a run "
+      "with --eval_every_steps kept in output_dir/best, not the newest (the log says "
+      "which step and why); with --do_train, it needs --eval_every_steps.")
   if eval_limit:
     flags.DEFINE_integer("max_eval_examples", 0,
                          "Evaluate/predict only the first N examples of dev/test (0: all).")
@@ -481,6 +500,9 @@ PARTNERS = (
     ("overwrite_export", "export_dir", "replaces part of an export"),
     ("eval_every_steps", "do_train", "evaluates during training"),
     ("eval_every_steps", "do_eval", "evaluates during training"),
+    ("best_metric", "eval_every_steps", "chooses the best of the evaluations during training"),
+    ("early_stopping_patience", "eval_every_steps",
+     "counts the evaluations during training"),
     ("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
 )
 

@@ -105,6 +105,13 @@ class MultiLabelTask(finetune.Task):
     values["num_examples"] = len(logits)
     return values
 
+  def eval_metric_names(self):
+    return (["micro_precision", "micro_recall", "micro_f1", "macro_f1"]
+            + [f"f1_{name}" for name in self.labels] + ["eval_accuracy", "eval_loss"])
+
+  def default_best_metric(self):
+    return "micro_f1"
+
   def predict(self, model, global_step):
     del global_step
     arrays = self.splits["test"]

@@ -201,6 +201,18 @@ class SquadTask(finetune.Task):
     self.predicted = False  # each evaluation (--eval_every_steps) predicts afresh
     return self.predict(model, None) or {}
 
+  def eval_metric_names(self):
+    if not any(qa.get("answers") for article in self.predict_data or []
+               for paragraph in article["paragraphs"] for qa in paragraph["qas"]):
+      return []  # a test file: nothing to score
+    if not self.settings.version_2_with_negative:
+      return ["exact_match", "f1"]
+    return ["exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
+            "best_exact", "best_f1"]
+
+  def default_best_metric(self):
+    return "f1"
+
   def head_info(self):
     return {"task": self.name, "head": "squad"}
 

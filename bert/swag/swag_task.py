@@ -105,6 +105,9 @@ class SwagTask(finetune.Task):
             "eval_loss": metrics.cross_entropy(logits, labels),
             "num_examples": len(split.examples)}
 
+  def eval_metric_names(self):
+    return ["eval_accuracy", "eval_loss"]
+
   def predict(self, model, global_step):
     del global_step
     split, _ = self._predict_split(model, "test", self.options.predict_batch_size)

@@ -246,6 +246,16 @@ class TaggingTask(finetune.Task):
     del strategy
     return self.score(model, "dev", self.options.eval_batch_size)
 
+  def eval_metric_names(self):
+    if not self.settings.iob:
+      return ["eval_loss", "eval_accuracy"]
+    types = sorted({label.split("-", 1)[1] for label in self.label_list if "-" in label})
+    return (["eval_loss", "eval_f1", "eval_precision", "eval_recall", "eval_accuracy"]
+            + [f"eval_f1_{t}" for t in types])
+
+  def default_best_metric(self):
+    return "eval_f1" if self.settings.iob else "eval_accuracy"
+
   def predict(self, model, global_step):
     results = self.score(model, "test", self.options.predict_batch_size)
     if results is not None:

@@ -563,3 +563,12 @@ def check_trained_weights_exist(output_dir, init_checkpoint):
       "--init_checkpoint) of a trained run")
 
 
+
+
+def is_whole(prefix, names=None):
+  """True when checkpoint `prefix` is whole: its data shards all there and its step read
+  (names: its folder's listing, when the caller has it)."""
+  if names is None:
+    directory = paths.dirname(prefix)
+    names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
+  return _is_whole(prefix, names)

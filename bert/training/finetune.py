@@ -16,6 +16,7 @@ from bert.formats import serving
 from bert import optimization
 from bert import tokenization
 from bert.formats import checkpoint_files
+from bert.training import best_checkpoint
 from bert.training import checkpoints
 from bert.training import loop
 from bert.training import model_config
@@ -146,6 +147,17 @@ class Task:
     """
     raise errors.UserError(f"{self.name}: --do_eval is not supported")
 
+  def eval_metric_names(self):
+    """The keys `evaluate` will report for this run's dev set (called after read_data),
+    the names --best_metric may take; None: not known before the first evaluation (the
+    name is then checked there)."""
+    return None
+
+  def default_best_metric(self):
+    """The metric that chooses the best checkpoint without --best_metric: the one the
+    paper reports for the task (eval_accuracy unless a task says otherwise)."""
+    return "eval_accuracy"
+
   def predict(self, model, global_step):
     """Writes the test-set predictions into options.output_dir (global_step: the step of
     the weights predicting, for files that record it).
@@ -246,9 +258,14 @@ def _run_locked(task, options, config, strategy):
     checkpoint_files.resolve_checkpoint(options.init_checkpoint)
   task.read_data(config)
   check_segments(task, config, options)
+  # --best_metric checked against what the dev evaluation reports, before any training.
+  metric = (best_metric(task, options) if options.do_train and options.eval_every_steps
+            else None)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
+    if options.use_best_checkpoint:
+      best_checkpoint.check_kept(options.output_dir)
   strategies.setup_precision(options.dtype)
   strategies.setup_determinism(options.seed, options.deterministic)
 
@@ -273,17 +290,44 @@ def _run_locked(task, options, config, strategy):
         for_training=options.do_train)
 
     chief = checkpoints.is_chief(strategy)
-    periodic = PeriodicEval(task, model, strategy, options, chief)
+    tracker = None
+    if metric is not None:
+      tracker = best_tracker(task, options, model, state, chief, metric)
+    periodic = PeriodicEval(task, model, strategy, options, chief, num_train_steps,
+                            tracker)
     if options.do_train:
-      logging.info("***** Running training: %s *****", task.name)
-      logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
-                   num_warmup_steps, options.train_batch_size)
-      result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                          state, training_config(options, num_train_steps),
-                          after_loop=periodic if options.eval_every_steps else None)
-      global_step = result["global_step"]
+      if tracker is not None:
+        tracker.start()
+        periodic.catch_up(global_step)
+      if tracker is not None and tracker.stopped_at(global_step):
+        logging.info("Early stopping already stopped this run at step %d (%d evaluations "
+                     "without improvement of %s, --early_stopping_patience=%d): nothing "
+                     "to train; a larger --early_stopping_patience, or 0, trains on",
+                     global_step, tracker.record.without_improvement(global_step),
+                     tracker.metric, options.early_stopping_patience)
+      else:
+        logging.info("***** Running training: %s *****", task.name)
+        logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
+                     num_warmup_steps, options.train_batch_size)
+        result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
+                            state, training_config(options, num_train_steps),
+                            after_loop=periodic if options.eval_every_steps else None)
+        global_step = result["global_step"]
+      if tracker is not None:
+        tracker.cleanup()
       if chief:
         task.after_training(model, global_step)
+    if uses_best_checkpoint(options) and (options.do_eval or options.do_predict
+                                          or options.export_dir):
+      best_step, record = best_checkpoint.restore_best(
+          model, options.output_dir, recorded_head_info(task, options))
+      logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
+                   paths.join(best_checkpoint.best_dir(options.output_dir),
+                              f"ckpt-{best_step}"),
+                   record.describe(), _best_uses(options), _best_reason(options))
+      if best_step != periodic.last_step:
+        periodic.last, periodic.last_step = None, None  # those were other weights
+      global_step = best_step
     if options.do_eval:
       # The last periodic evaluation may be of these very weights: not evaluated twice.
       reuse = periodic.last_step is not None and periodic.last_step == global_step
@@ -307,16 +351,35 @@ def _run_locked(task, options, config, strategy):
 
 class PeriodicEval:
   """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
-  N (loop.train's after_loop hook), scalars into output_dir/eval at that step."""
+  N, and at the last step (loop.train's after_loop hook), scalars into output_dir/eval at
+  that step; with a best_checkpoint.Tracker, each evaluation may keep the best
+  checkpoint, and its answer (early stopping) stops the training."""
 
-  def __init__(self, task, model, strategy, options, chief):
+  def __init__(self, task, model, strategy, options, chief, num_train_steps=0,
+               tracker=None):
     self.task, self.model, self.strategy = task, model, strategy
     self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
+    self.num_train_steps, self.tracker = num_train_steps, tracker
     self.last, self.last_step = None, None
 
+  def due(self, step, previous_step):
+    return bool(self.every) and (step // self.every != previous_step // self.every
+                                 or step == self.num_train_steps)
+
   def __call__(self, step, previous_step):
-    if not self.every or step // self.every == previous_step // self.every:
-      return
+    if not self.due(step, previous_step):
+      return False
+    return self.evaluate_at(step)
+
+  def catch_up(self, step):
+    """A resumed run whose checkpoint is at an evaluation step that its record lacks (a
+    kill after the save, before the evaluation): evaluated now, as the uninterrupted run
+    did at that step."""
+    if (self.tracker is not None and step > 0 and self.due(step, step - 1)
+        and not self.tracker.record.evaluated(step)):
+      self.evaluate_at(step)
+
+  def evaluate_at(self, step):
     logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
     self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
     logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
@@ -324,6 +387,60 @@ class PeriodicEval:
     if self.chief:
       loop.write_scalars(paths.join(self.output_dir, "eval"), eval_tags(self.last),
                          step)
+    return self.tracker is not None and self.tracker.evaluated(step, self.last)
+
+
+def uses_best_checkpoint(options):
+  """--use_best_checkpoint, or early stopping (which stops because dev stopped
+  improving: the best, not the newest, is the model)."""
+  return bool(options.use_best_checkpoint or options.early_stopping_patience)
+
+
+def _best_uses(options):
+  uses = [flag for flag, on in (("--do_eval", options.do_eval),
+                                ("--do_predict", options.do_predict),
+                                ("--export_dir", options.export_dir)) if on]
+  return ", ".join(uses)
+
+
+def _best_reason(options):
+  if options.use_best_checkpoint:
+    return "--use_best_checkpoint"
+  return (f"--early_stopping_patience={options.early_stopping_patience} takes the best, "
+          "not the newest")
+
+
+def best_metric(task, options):
+  """The metric that chooses the best checkpoint (--best_metric, else the task's
+  default), checked against what the task's dev evaluation reports; None when it reports
+  no metric (a SQuAD predict file without answers) and nothing asked for one."""
+  names = task.eval_metric_names()
+  metric = options.best_metric or task.default_best_metric()
+  if names is None:
+    return metric
+  if options.best_metric or options.early_stopping_patience or options.use_best_checkpoint:
+    best_checkpoint.check_metric(metric, names, task.name)
+  elif metric not in best_checkpoint.selectable(names):
+    logging.info("%s's dev evaluation reports no %s: no best checkpoint is kept",
+                 task.name, metric)
+    return None
+  return metric
+
+
+def best_tracker(task, options, model, state, chief, metric):
+  """The best_checkpoint.Tracker of a training run with --eval_every_steps, choosing by
+  `metric` (best_metric)."""
+  logging.info("The best checkpoint on dev is chosen by %s (%s is better)%s", metric,
+               "higher" if best_checkpoint.higher_is_better(metric) else "lower",
+               f"; early stopping after {options.early_stopping_patience} evaluations "
+               "without improvement" if options.early_stopping_patience else "")
+  worker_dir = None
+  if not chief:
+    worker_dir = paths.join(state.write_dir, "best")
+  return best_checkpoint.Tracker(options.output_dir, model, metric,
+                                 options.early_stopping_patience,
+                                 head_info=recorded_head_info(task, options), chief=chief,
+                                 worker_dir=worker_dir)
 
 
 def recorded_head_info(task, options):
@@ -354,6 +471,17 @@ def _check_requested(task, options):
     raise errors.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
         "needs --do_train and --do_eval")
+  if options.use_best_checkpoint and options.do_train and not options.eval_every_steps:
+    # Refused now, not after the training: no evaluation would choose a best.
+    raise errors.UserError(
+        "--use_best_checkpoint with --do_train takes the best of the evaluations during "
+        "training: it needs --eval_every_steps")
+  for name, value in (("best_metric", options.best_metric),
+                      ("early_stopping_patience", options.early_stopping_patience)):
+    if value and not options.eval_every_steps:
+      raise errors.UserError(
+          f"--{name}={value} acts on the evaluations during training: it needs "
+          "--eval_every_steps")
 
 
 def check_segments(task, config, options):

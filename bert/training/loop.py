@@ -360,7 +360,9 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config, after_
   state: a checkpoints.RunCheckpoint, already restored when resuming. Returns a dict:
   global_step, loss (mean of the last loop call), the metrics, examples_per_second.
   after_loop(step, previous_step): called after each loop call (and its checkpoint), e.g.
-  the driver's periodic evaluation (finetune.PeriodicEval, --eval_every_steps).
+  the driver's periodic evaluation (finetune.PeriodicEval, --eval_every_steps); a true
+  answer stops the training there (early stopping), with a checkpoint of that step, and
+  the result says `stopped_early`.
   """
   resumed_at = int(state.loop.step.numpy())
   element_spec = dataset_fn(tf.distribute.InputContext(), 1).element_spec
@@ -400,11 +402,21 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config, after_
                         current)
         state.cleanup()
         raise SystemExit(PREEMPTED_EXIT_CODE)
-      if after_loop is not None:
-        after_loop(current, current - steps)
+      if after_loop is not None and after_loop(current, current - steps):
+        # Early stopping: the run ends here, its newest checkpoint at this step, so that
+        # the same command run again resumes here and trains no further.
+        if state.last_saved is None or _number(state.last_saved) != current:
+          _save(state)
+        result["stopped_early"] = True
+        break
   state.cleanup()
   logger.close()
   return result
+
+
+def _number(prefix):
+  match = re.search(r"ckpt-(\d+)$", prefix)
+  return int(match.group(1)) if match else -1
 
 
 def _save(state):

@@ -67,6 +67,9 @@ class RunOptions:
   max_train_examples: int = 0
   max_eval_examples: int = 0
   eval_every_steps: int = 0        # 0: evaluate once, after training
+  best_metric: str = None          # None: the task's default (Task.default_best_metric)
+  early_stopping_patience: int = 0  # evaluations without improvement; 0: never stops
+  use_best_checkpoint: bool = False  # eval/predict/export the best on dev, not the newest
   verbose: bool = False
   # The log line naming the CPU and why dtype/enable_xla are what they are (run_options).
   speed_choice: str = ""
@@ -120,6 +123,10 @@ def _check_options(options):
   if options.eval_every_steps < 0:
     raise errors.UserError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                            "(0: evaluate once, at the end)")
+  if options.early_stopping_patience < 0:
+    raise errors.UserError(
+        f"--early_stopping_patience={options.early_stopping_patience}: must be >= 0 (0: "
+        "never stop early)")
 
 
 def _check_export(options):

@@ -189,6 +189,36 @@ def test_hugging_face_export_writes_the_classifier_and_drops_nothing(mrpc_run):
 
 
 @_THE_MRPC_RUN
+def test_the_best_checkpoint_on_dev_exports_to_hugging_face(mrpc_run):
+  """MRPC's best is chosen by eval_f1 (the paper's metric); output_dir/best as
+  --init_checkpoint exports that step's weights and head."""
+  record = json.loads((mrpc_run["out"] / "best" / "best.json").read_text())
+  assert record["metric"] == "eval_f1" and record["higher_is_better"] is True
+  evaluations = dict(record["evaluations"])
+  assert sorted(evaluations) == [3, 6, 9]
+  best = max(sorted(evaluations), key=lambda s: (evaluations[s], -s))
+  assert (record["best_step"], record["best_value"]) == (best, evaluations[best])
+  target = mrpc_run["tmp"] / "hf-best"
+  result = _script("export_encoder.py", [
+      "--format=huggingface", f"--init_checkpoint={mrpc_run['out'] / 'best'}",
+      f"--bert_config_file={mrpc_run['config']}", f"--vocab_file={UNCASED_VOCAB}",
+      f"--export_dir={target}"])
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert json.loads((target / "config.json").read_text())["architectures"] == [
+      "BertForSequenceClassification"]
+  state = load_file(str(target / "model.safetensors"))
+  from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert import modeling  # pylint: disable=g-import-not-at-top
+  from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
+  model, _ = heads.build_classifier_model(modeling.BertConfig.from_dict(TINY_CONFIG), 2)
+  report = checkpoints.load_checkpoint(model, str(mrpc_run["out"] / "best" / f"ckpt-{best}"))
+  assert report["global_step"] == best and report["whole_model"]
+  np.testing.assert_array_equal(
+      state["classifier.weight"],
+      modeling.google_variable_map(model)["output_weights"].numpy())
+
+
+@_THE_MRPC_RUN
 def test_another_tasks_evaluation_into_the_output_dir_is_refused(mrpc_run):
   cola = mrpc_run["tmp"] / "cola"
   cola.mkdir()

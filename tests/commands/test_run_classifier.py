@@ -137,6 +137,36 @@ def test_bad_row_is_one_line_error_and_nothing_written(tmp_path):
   assert not (out / "eval_results.txt").exists() and not (out / "ckpt-1.index").exists()
 
 
+def test_a_best_metric_the_task_does_not_report_is_one_line_before_training(tmp_path):
+  data = tmp_path / "rte"
+  data.mkdir()
+  header = "index\tsentence1\tsentence2\tlabel\n"
+  for split in ("train", "dev"):
+    (data / f"{split}.tsv").write_text(header + "0\tA dog runs.\tAn animal runs.\t"
+                                       "entailment\n")
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "dog",
+                              "runs", "an", "animal", "."]) + "\n")
+  config = tmp_path / "bert_config.json"
+  config.write_text(json.dumps(dict(TINY_CONFIG, vocab_size=11)))
+  out = tmp_path / "out"
+  common = ["--task_name=rte", "--do_train=true", "--do_eval=true", f"--data_dir={data}",
+            f"--vocab_file={vocab}", f"--bert_config_file={config}",
+            "--max_seq_length=16", f"--output_dir={out}"]
+  result = _run(common + ["--eval_every_steps=2", "--best_metric=eval_f1"])
+  assert result.returncode == 2, result.stderr[-2000:]
+  assert result.stderr.strip().splitlines()[-1] == (
+      "run_classifier.py: error: --best_metric=eval_f1: Rte's dev evaluation reports "
+      "eval_accuracy, eval_loss; name one of them")
+  assert "Traceback" not in result.stderr and not out.exists()
+  # Without --eval_every_steps there is nothing to choose from.
+  result = _run(common + ["--early_stopping_patience=3"])
+  assert result.returncode == 2
+  assert result.stderr.strip().splitlines()[-1] == (
+      "run_classifier.py: error: --early_stopping_patience=3 counts the evaluations during "
+      "training: it needs --eval_every_steps (without it the flag does nothing)")
+
+
 _HANGUL_WORDS = ["정말", "재미", "##있다", "지루", "##하다", "최악", "영화", "배우", "연기",
                  "좋다", "별로", "."]
 _NFC_ROWS = [("정말 재미있다.", "1"), ("지루하다 최악.", "0"), ("배우 연기 좋다.", "1"),

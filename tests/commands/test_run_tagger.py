@@ -93,6 +93,9 @@ def test_pos_tagging_trains_evaluates_and_predicts(files, tmp_path):
   assert sorted(values) == ["eval_accuracy", "eval_loss", "eval_sentences", "global_step",
                             "loss"]
   assert values["global_step"] == "6" and values["eval_sentences"] == "3"
+  # --best_metric takes what eval_results.txt scores (counts left out); accuracy chooses.
+  assert task.eval_metric_names() == ["eval_loss", "eval_accuracy"]
+  assert task.default_best_metric() == "eval_accuracy"
   dev = _predictions(tmp_path / "dev_predictions.txt")
   # word, chunk (the other column, kept), gold POS, predicted POS; dev is SENTENCES reversed
   assert [[f[:3] for f in sentence] for sentence in dev] == [
@@ -127,6 +130,10 @@ def test_chunking_is_scored_by_span_f1(files, tmp_path):
                                     [[f[-1] for f in s] for s in dev])
   for key in ("f1", "precision", "recall", "accuracy"):
     assert float(values[f"eval_{key}"]) == pytest.approx(scores[key], abs=1e-15), key
+  # --best_metric takes every score eval_results.txt holds (span F1 by default).
+  assert sorted(task.eval_metric_names()) == sorted(
+      k for k in values if k not in ("global_step", "loss", "eval_sentences"))
+  assert task.default_best_metric() == "eval_f1"
   with open(tmp_path / "dev_conlleval.txt", encoding="utf-8") as handle:
     assert handle.read() == tagging_conlleval.conlleval_report(scores)
   assert scores["tokens"] == 27

@@ -6,7 +6,9 @@
 * kill -9 at random moments (and one SIGTERM, the preemption notice) of a tiny
   run_classifier.py run, each time rerunning the same command: the final step, weights,
   optimizer slots and dropout RNG state equal those of an uninterrupted run; the same
-  command twice gives byte-identical eval_results.txt (CPU op determinism).
+  command twice gives byte-identical eval_results.txt (CPU op determinism);
+* kill -9 while --eval_every_steps keeps the best checkpoint on dev, twice, then the same
+  command: the best step, its value and its weights are the unbroken run's.
 
 run_pretraining's own kill test is tests/commands/test_run_pretraining.py;
 create_pretraining_data's worker/run determinism is tests/pretraining/test_pretraining_generator.py.
@@ -317,3 +319,70 @@ def test_same_command_twice_gives_identical_eval_results(task):
   assert keys == [b"eval_acc_and_f1", b"eval_accuracy", b"eval_f1", b"eval_loss",
                   b"global_step", b"loss"]
   assert b"global_step = %d" % NUM_STEPS in outputs[0]
+
+
+def _best_record(out):
+  path = out / "best" / "best.json"
+  try:
+    return json.loads(path.read_text(encoding="utf-8"))
+  except (OSError, ValueError):
+    return None
+
+
+@pytest.mark.slow
+def test_kill_9_during_evaluations_keeps_the_best_an_unbroken_run_keeps(task):
+  """kill -9 as the first best checkpoint lands, then again after a few evaluations; the
+  same command once more: output_dir/best holds the step, value and weights of an
+  unbroken run's best, and eval_results.txt is that step's evaluation."""
+  flags = ("--do_train", "--do_eval", "--eval_every_steps=2", "--best_metric=eval_loss",
+           "--use_best_checkpoint")
+  full = task / "best-full"
+  _run(task, full, *flags)
+  reference = _best_record(full)
+  assert [s for s, _ in reference["evaluations"]] == list(range(2, NUM_STEPS + 1, 2))
+
+  out = task / "best-broken"
+  waits = [lambda: any(n.endswith(".index") for n in os.listdir(out / "best"))
+           if (out / "best").is_dir() else False,
+           lambda: len((_best_record(out) or {}).get("evaluations", [])) >= 4]
+  for ready in waits:
+    process = subprocess.Popen(_args(task, out, *flags), env=ENV, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+      deadline = time.time() + 600
+      while not ready():
+        assert process.poll() is None, "the run ended before the kill point"
+        assert time.time() < deadline
+        time.sleep(0.02)
+      process.send_signal(signal.SIGKILL)
+      process.wait(timeout=60)
+    finally:
+      if process.poll() is None:
+        process.kill()
+    assert process.returncode == -signal.SIGKILL
+  _run(task, out, *flags)
+  record = _best_record(out)
+  assert record["best_step"] == reference["best_step"]
+  assert record["best_value"] == pytest.approx(reference["best_value"], rel=1e-5)
+  assert [s for s, _ in record["evaluations"]] == [s for s, _ in reference["evaluations"]]
+  np.testing.assert_allclose([v for _, v in record["evaluations"]],
+                             [v for _, v in reference["evaluations"]], rtol=1e-5)
+  best = f"ckpt-{reference['best_step']}"
+  assert sorted(n for n in os.listdir(out / "best") if n.endswith(".index")) == [
+      best + ".index"]
+  ours = tf.train.load_checkpoint(str(out / "best" / best))
+  theirs = tf.train.load_checkpoint(str(full / "best" / best))
+  names = [n for n in theirs.get_variable_to_shape_map()
+           if n != "_CHECKPOINTABLE_OBJECT_GRAPH" and not n.startswith("save_counter")]
+  assert sorted(names) == sorted(n for n in ours.get_variable_to_shape_map()
+                                 if n != "_CHECKPOINTABLE_OBJECT_GRAPH"
+                                 and not n.startswith("save_counter"))
+  for name in names:
+    value = theirs.get_tensor(name)
+    if np.asarray(value).dtype.kind == "f":
+      np.testing.assert_allclose(ours.get_tensor(name), value, rtol=1e-5, atol=1e-6,
+                                 err_msg=name)
+  said = dict(line.split(" = ") for line in
+              (out / "eval_results.txt").read_text().splitlines())
+  assert int(said["global_step"]) == reference["best_step"]
+  assert float(said["eval_loss"]) == pytest.approx(reference["best_value"], rel=1e-5)

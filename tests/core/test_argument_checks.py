@@ -186,7 +186,8 @@ def test_every_flag_that_acts_only_with_another_is_in_the_partner_table():
         found.add((flag, partner))
   assert found == {("litert", "export_dir"), ("export_version", "export_dir"),
                    ("eval_every_steps", "do_train"), ("eval_every_steps", "do_eval"),
-                   ("num_tpu_cores", "use_tpu")}
+                   ("num_tpu_cores", "use_tpu"), ("best_metric", "eval_every_steps"),
+                   ("early_stopping_patience", "eval_every_steps")}
   assert found <= table
   for flag, partner in table:  # each entry names flags that exist
     assert flag in helps and partner in helps, (flag, partner)
