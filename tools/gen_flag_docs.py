@@ -45,6 +45,14 @@ def _ours(module_name):
 PATH_SUFFIXES = ("_file", "_dir", "_checkpoint", "-file", "-dir")
 
 
+def _is_path_flag(flag):
+  """Defined through flags_common.define_path, or named like a path and taking a value
+  (--use_best_checkpoint is a switch, not a path)."""
+  from bert.cli import flags_common  # pylint: disable=g-import-not-at-top
+  return isinstance(flag.parser, flags_common.PathParser) or (
+      flag.name.endswith(PATH_SUFFIXES) and not isinstance(flag, flags.BooleanFlag))
+
+
 def describe(script, path_flags=None):
   """The script's section of docs/FLAGS.md; its path flags (defined through
   flags_common.define_path, or named *_file, *_dir, *_checkpoint) appended to
@@ -57,8 +65,7 @@ def describe(script, path_flags=None):
   if path_flags is not None:
     path_flags.extend(sorted({
         flags.FLAGS[name].name for name in defined  # a short alias counted once
-        if isinstance(flags.FLAGS[name].parser, flags_common.PathParser)
-        or flags.FLAGS[name].name.endswith(PATH_SUFFIXES)}))
+        if _is_path_flag(flags.FLAGS[name])}))
   out = io.StringIO()
   doc = (module.__doc__ or "").strip().splitlines()
   out.write(f"## {script}.py\n\n{doc[0] if doc else ''}\n\n")
@@ -81,9 +88,6 @@ def describe(script, path_flags=None):
   return out.getvalue()
 
 
-PATH_SUFFIXES = ("_file", "_dir", "_checkpoint", "-file", "-dir")
-
-
 def path_flags(script):
   """The path flags of `script`: every flag of ours defined through
   flags_common.define_path, and every flag whose name says it is one (ends in _file,
@@ -94,8 +98,7 @@ def path_flags(script):
   new = [name for name in flags.FLAGS if name not in before]
   found = sorted({flags.FLAGS[name].name for name in new
                   if _ours(flags.FLAGS.find_module_defining_flag(name))
-                  and (isinstance(flags.FLAGS[name].parser, flags_common.PathParser)
-                       or flags.FLAGS[name].name.endswith(PATH_SUFFIXES))})
+                  and _is_path_flag(flags.FLAGS[name])})
   for name in new:
     delattr(flags.FLAGS, name)
   flags_common._DEFINED.clear()  # pylint: disable=protected-access
