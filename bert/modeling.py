@@ -577,18 +577,22 @@ def check_encoder_inputs(inputs, config, where="BertModel"):
                        f"each must be in [0, {limit - 1}]")
 
 
-def check_input_shapes_in_graph(inputs, where="BertModel"):
+ENCODER_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def check_input_shapes_in_graph(inputs, where="BertModel", names=ENCODER_INPUT_NAMES):
   """`inputs` with a run-time check of the three inputs' shapes added to the graph, for
   shapes not known when tracing (a serving signature's are [None, None]): input_ids,
   input_mask and segment_ids must be of one batch and one length, else the call fails
-  with an InvalidArgumentError naming the three and their shapes. Without it a mask of
+  with an InvalidArgumentError naming the three and their shapes. names: the three keys
+  of `inputs` in that order (a TF-Hub encoder's input_word_ids, input_mask,
+  input_type_ids), which the message uses. Without it a mask of
   another length is no error on every path: oneDNN's fused attention (the bias added
   inside the batch matmul) skips the broadcast check that a separate add makes, and
   answers from a mask that does not fit. Eager calls and shapes known when tracing are
   checked by check_encoder_inputs instead, and add no op."""
   if not isinstance(inputs, dict) or tf.executing_eagerly():
     return inputs
-  names = ("input_ids", "input_mask", "segment_ids")
   if any(name not in inputs for name in names):
     return inputs
   known = [static_shape(inputs[name]) for name in names]
@@ -600,9 +604,9 @@ def check_input_shapes_in_graph(inputs, where="BertModel"):
   agree = tf.reduce_all(tf.logical_and(tf.equal(shapes[0], shapes[1]),
                                        tf.equal(shapes[0], shapes[2])))
   check = tf.debugging.Assert(agree, [
-      f"{where}: input_ids, input_mask and segment_ids must have the same shape [batch, "
-      "seq]; input_ids has shape", shapes[0], "input_mask", shapes[1], "segment_ids",
-      shapes[2]], name="input_shapes_agree")
+      f"{where}: {names[0]}, {names[1]} and {names[2]} must have the same shape [batch, "
+      f"seq]; {names[0]} has shape", shapes[0], names[1], shapes[1], names[2], shapes[2]],
+      name="input_shapes_agree")
   with tf.control_dependencies([check]):
     # Stacked and unstacked, too: a stack needs its parts of one shape exactly, and it
     # is a built-in op of LiteRT, whose converter drops the Assert above; a LiteRT model
