@@ -426,6 +426,7 @@ class RunCheckpoint:
 newest_whole_checkpoint = checkpoint_files.newest_whole_checkpoint
 
 
+@contextlib.contextmanager
 def naming_storage_failures(state, outputs):
   """A storage that stops answering while the run works (TensorFlow's Aborted,
   Unavailable and DeadlineExceeded errors on a URL, the summary writer's flush failure):
