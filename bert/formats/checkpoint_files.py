@@ -101,6 +101,9 @@ def resolve_checkpoint(path):
       "nor one of ours")
 
 
+_SAID = set()  # (directory, problem, checkpoint) already logged by this process
+
+
 def _directory_checkpoint(directory):
   """The checkpoint a directory given as a checkpoint means: a run folder's newest whole
   ckpt-N whatever its `checkpoint` state file says (the log names the file and what is
@@ -109,7 +112,8 @@ def _directory_checkpoint(directory):
   newest, _ = newest_whole_checkpoint(directory)
   named, problem = state_file_problem(directory, newest)
   if newest is not None:
-    if problem:
+    if problem and (directory, problem, newest) not in _SAID:
+      _SAID.add((directory, problem, newest))  # a run resolves its checkpoint more than once
       logging.warning("%s: %s; loading %s, the newest whole checkpoint there",
                       directory, problem, paths.basename(newest))
     return newest
