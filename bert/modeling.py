@@ -586,10 +586,10 @@ def check_input_shapes_in_graph(inputs, where="BertModel", names=ENCODER_INPUT_N
   input_mask and segment_ids must be of one batch and one length, else the call fails
   with an InvalidArgumentError naming the three and their shapes. names: the three keys
   of `inputs` in that order (a TF-Hub encoder's input_word_ids, input_mask,
-  input_type_ids), which the message uses. Without it a mask of
-  another length is no error on every path: oneDNN's fused attention (the bias added
-  inside the batch matmul) skips the broadcast check that a separate add makes, and
-  answers from a mask that does not fit. Eager calls and shapes known when tracing are
+  input_type_ids), which the message uses. Without it a mask of another length is no
+  error on every path: oneDNN's fused attention (the bias added inside the batch matmul)
+  skips the broadcast check that a separate add makes, and answers from a mask that does
+  not fit; a mask of batch 1 broadcasts over every row on any path. Eager calls and shapes known when tracing are
   checked by check_encoder_inputs instead, and add no op."""
   if not isinstance(inputs, dict) or tf.executing_eagerly():
     return inputs
@@ -611,7 +611,9 @@ def check_input_shapes_in_graph(inputs, where="BertModel", names=ENCODER_INPUT_N
     # Stacked and unstacked, too: a stack needs its parts of one shape exactly, and it
     # is a built-in op of LiteRT, whose converter drops the Assert above; a LiteRT model
     # then fails on a mismatch rather than broadcast a mask of batch 1 over every row.
-    checked = tf.unstack(tf.stack([inputs[name] for name in names]), num=3)
+    # int32 as the encoder's inputs are (Keras casts them so after this anyway).
+    checked = tf.unstack(tf.stack([tf.cast(inputs[name], tf.int32) for name in names]),
+                         num=3)
   return {**inputs, **dict(zip(names, checked))}
 
 
