@@ -42,7 +42,6 @@ their tf2onnx setups) are left out, saying so. `run(quick)` is run_all.py's entr
 same with --prepare into out/sst2_bench, fewer sentences with --quick.
 """
 
-import argparse
 import json
 import os
 import statistics
@@ -51,6 +50,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.parts import arguments
 from benchmarks.parts import equal_batching
 from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
@@ -185,11 +185,11 @@ def _fmt_ratio(values):
 
 
 def parse_args(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = arguments.Parser(description=__doc__.splitlines()[0])
   parser.add_argument("--finetuned_dir", required=True)
   parser.add_argument("--export_dir", required=True)
-  parser.add_argument("--sentences", type=int, default=5000)
-  parser.add_argument("--rounds", type=int, default=3)
+  parser.add_argument("--sentences", type=arguments.positive_int, default=5000)
+  parser.add_argument("--rounds", type=arguments.positive_int, default=3)
   parser.add_argument("--orders", default="file,sorted")
   parser.add_argument("--data", default="train", choices=("train", "dev"))
   parser.add_argument("--screen", type=int, default=1000,

@@ -59,7 +59,6 @@ machine's matmul kernels could reach against ORT (--no_floor skips it).
 (.venv-hf, or $BERT_HF_PYTHON); without it only our side is timed.
 """
 
-import argparse
 import os
 import shlex
 import shutil
@@ -69,6 +68,7 @@ import sys
 import tempfile
 import time
 
+from benchmarks.parts import arguments
 from benchmarks.parts import hf_bridge
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
@@ -162,8 +162,14 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   import json  # pylint: disable=g-import-not-at-top
 
   import numpy as np  # pylint: disable=g-import-not-at-top
-  rounds = rounds or (1 if quick else 3)
-  sentences = sentences or (1000 if quick else 10000)
+  rounds = (1 if quick else 3) if rounds is None else rounds
+  sentences = (1000 if quick else 10000) if sentences is None else sentences
+  if rounds < 1 or sentences < 1:
+    raise ValueError(f"rounds={rounds}, sentences={sentences}: each at least 1")
+  if not os.path.isdir(sst2.SST2) or not os.path.isdir(sst2.MODEL_DIR):
+    missing = sst2.SST2 if not os.path.isdir(sst2.SST2) else sst2.MODEL_DIR
+    return [{"name": "predict_whole_process", "value": "skipped", "unit": "",
+             "note": f"{missing} not found (needs ../shared/data)"}]
   sides = list(sides)
   hf_python = hf_bridge.hf_python()
   rows = []
@@ -181,6 +187,10 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     sides = [s for s in sides if s != "before"] + ["before"]
   else:
     sides = [s for s in sides if s != "before"]
+  if not sides:  # every side asked for is skipped: the rows above say why
+    return rows
+  if "ours" not in sides:  # every other side is compared with ours
+    sides.insert(0, "ours")
   sizes = {"": sentences}
   if small_sentences:
     sizes["_small"] = small_sentences
@@ -433,10 +443,10 @@ def _floor_rows(texts, their_seconds):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = arguments.Parser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true")
-  parser.add_argument("--rounds", type=int, default=None)
-  parser.add_argument("--sentences", type=int, default=None)
+  parser.add_argument("--rounds", type=arguments.positive_int, default=None)
+  parser.add_argument("--sentences", type=arguments.positive_int, default=None)
   parser.add_argument("--sides", default=",".join(SIDES),
                       help="of " + ", ".join(SIDES + BEST_PRECISION_SIDES + LITERT_SIDES))
   parser.add_argument("--finetuned_dir", default=None,
@@ -446,7 +456,7 @@ def main():
                       help="extra run_classifier flags for our side, e.g. an opt-in")
   parser.add_argument("--no_floor", action="store_true",
                       help="skip the matmul floor rows (benchmarks/parts/step_floor.py)")
-  parser.add_argument("--small_sentences", type=int, default=None,
+  parser.add_argument("--small_sentences", type=arguments.positive_int, default=None,
                       help="also predict the first N sentences in the same rounds and give "
                            "each side's model share (the whole process minus the small one)")
   parser.add_argument("--baseline_tree", default=None,

@@ -27,7 +27,6 @@ the ratios are taken round by round, then reported as the median and the range.
 `run(quick=False, rounds=3)` returns the rows for benchmarks/run_all.py.
 """
 
-import argparse
 import json
 import os
 import random
@@ -36,6 +35,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from benchmarks.parts import arguments  # noqa: E402
 from benchmarks.parts import hf_bridge  # noqa: E402
 from benchmarks.parts import machine  # noqa: E402
 from benchmarks.parts import original_bridge  # noqa: E402
@@ -390,9 +390,9 @@ def run(quick=False, rounds=3):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = arguments.Parser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="about 0.4 MB instead of 3.5")
-  parser.add_argument("--rounds", type=int, default=3,
+  parser.add_argument("--rounds", type=arguments.positive_int, default=3,
                       help="rounds of every path in turn; ratios are medians over them")
   args = parser.parse_args()
   rows = run(quick=args.quick, rounds=args.rounds)

@@ -16,13 +16,14 @@ benchmarks of real data (tokenization, pretraining_data, classifier, predict, sq
 equal) need ../shared/data.
 """
 
-import argparse
 import importlib
 import json
 import os
 import sys
 import time
 import traceback
+
+from benchmarks.parts import arguments
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -40,12 +41,13 @@ def _format(value):
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser = arguments.Parser(description=__doc__.splitlines()[0])
   parser.add_argument("--quick", action="store_true", help="smaller inputs")
-  parser.add_argument("--only", default="", help="comma-separated benchmark names")
+  parser.add_argument("--only", default=[], type=arguments.names_in(BENCHMARKS, "--only"),
+                      help="comma-separated benchmark names, of " + ", ".join(BENCHMARKS))
   parser.add_argument("--json", default="", help="also write the rows to this JSON file")
   args = parser.parse_args()
-  names = [n for n in args.only.split(",") if n] or BENCHMARKS
+  names = args.only or BENCHMARKS
   rows, failed = [], []
   for name in names:
     module_name = f"bench_{name}"

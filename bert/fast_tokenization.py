@@ -195,6 +195,19 @@ def pack_inputs(segments, seq_length, cls_id, sep_id):
   if len(segments) not in (1, 2):
     raise ValueError(f"pack_inputs takes one or two segments, got {len(segments)}")
   segments = [_flat_segment(s) for s in segments]
+  if len(segments) == 2:
+    known = [s.shape[0] for s in segments]
+    if None not in known and known[0] != known[1]:
+      raise ValueError(f"the two texts of a pair (text_a and text_b) must have the same "
+                       f"batch; text_a has {known[0]} rows, text_b {known[1]}")
+    # Two texts of different batches would otherwise fail deep in the truncation with
+    # "Incompatible shapes" (or broadcast a batch of one over the other).
+    rows = [tf.cast(s.nrows(), tf.int32) for s in segments]
+    check = tf.debugging.Assert(tf.equal(rows[0], rows[1]), [
+        "the two texts of a pair (text_a and text_b) must have the same batch; text_a "
+        "has rows:", rows[0], "text_b has rows:", rows[1]], name="pair_batches_agree")
+    with tf.control_dependencies([check]):
+      segments = [tf.identity(s) for s in segments]
   seq_length, static_length = _checked_seq_length(seq_length, len(segments))
   lengths = [s.row_lengths() for s in segments]
   budget = seq_length - 2  # [CLS] and A's [SEP]

@@ -617,6 +617,46 @@ def check_encoder_inputs(inputs, config, where="BertModel"):
                        f"each must be in [0, {limit - 1}]")
 
 
+ENCODER_INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def check_input_shapes_in_graph(inputs, where="BertModel", names=ENCODER_INPUT_NAMES):
+  """`inputs` with a run-time check of the three inputs' shapes added to the graph, for
+  shapes not known when tracing (a serving signature's are [None, None]): input_ids,
+  input_mask and segment_ids must be of one batch and one length, else the call fails
+  with an InvalidArgumentError naming the three and their shapes. names: the three keys
+  of `inputs` in that order (a TF-Hub encoder's input_word_ids, input_mask,
+  input_type_ids), which the message uses. Without it a mask of another length is no
+  error on every path: oneDNN's fused attention (the bias added inside the batch matmul)
+  skips the broadcast check that a separate add makes, and answers from a mask that does
+  not fit; a mask of batch 1 broadcasts over every row on any path. Eager calls and
+  shapes known when tracing are checked by check_encoder_inputs instead, and add no op."""
+  if not isinstance(inputs, dict) or tf.executing_eagerly():
+    return inputs
+  if any(name not in inputs for name in names):
+    return inputs
+  known = [static_shape(inputs[name]) for name in names]
+  if all(shape is not None and len(shape) == 2 and None not in shape for shape in known):
+    return inputs  # check_encoder_inputs compared them already
+  if any(shape is None or len(shape) != 2 for shape in known):
+    return inputs  # an unknown rank: TensorFlow's own checks apply
+  shapes = [tf.shape(inputs[name], out_type=tf.int32) for name in names]
+  agree = tf.reduce_all(tf.logical_and(tf.equal(shapes[0], shapes[1]),
+                                       tf.equal(shapes[0], shapes[2])))
+  check = tf.debugging.Assert(agree, [
+      f"{where}: {names[0]}, {names[1]} and {names[2]} must have the same shape [batch, "
+      f"seq]; {names[0]} has shape", shapes[0], names[1], shapes[1], names[2], shapes[2]],
+      name="input_shapes_agree")
+  with tf.control_dependencies([check]):
+    # Stacked and unstacked, too: a stack needs its parts of one shape exactly, and it
+    # is a built-in op of LiteRT, whose converter drops the Assert above; a LiteRT model
+    # then fails on a mismatch rather than broadcast a mask of batch 1 over every row.
+    # int32 as the encoder's inputs are (Keras casts them so after this anyway).
+    checked = tf.unstack(tf.stack([tf.cast(inputs[name], tf.int32) for name in names]),
+                         num=3)
+  return {**inputs, **dict(zip(names, checked))}
+
+
 # The inputs a packed model takes beside the three of the original: each token's position
 # within its sequence and the sequence it belongs to within its row (1, 2, ...; 0: padding).
 PACKED_INPUTS = ("position_ids", "sequence_ids")
@@ -696,6 +736,12 @@ class BertModel(keras.Model):
     # Before Keras's own __call__, so that the ValueError reaches the caller as raised.
     check_encoder_inputs(inputs, self.config, self.name)
     return super().__call__(inputs, *args, **kwargs)
+
+  def call(self, inputs, training=None, mask=None, **kwargs):
+    # Inside a traced graph (a serving signature, model.predict), where the shapes come
+    # only at run time.
+    inputs = check_input_shapes_in_graph(inputs, self.name)
+    return super().call(inputs, training=training, mask=mask, **kwargs)
 
   @property
   def embeddings_layer(self):

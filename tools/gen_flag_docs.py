@@ -107,6 +107,11 @@ def path_flags(script):
 
 
 def main():
+  if sys.argv[1:] not in ([], ["--path_flags"]):
+    # A misspelt flag must not print the page as if it had been understood.
+    sys.stderr.write(f"gen_flag_docs.py: error: unknown argument(s) "
+                     f"{' '.join(sys.argv[1:])}; the one flag is --path_flags\n")
+    return 2
   if sys.argv[1:] == ["--path_flags"]:
     import json  # pylint: disable=g-import-not-at-top
     sys.stdout.write(json.dumps({script: path_flags(script) for script in SCRIPTS
@@ -133,4 +138,4 @@ def main():
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())

@@ -33,6 +33,11 @@ class _Render:
 
 
 def main():
+  if sys.argv[1:] not in ([], ["--by_test"]):
+    # A misspelt flag must not print the page as if it had been understood.
+    sys.stderr.write(f"gen_test_suites.py: error: unknown argument(s) "
+                     f"{' '.join(sys.argv[1:])}; the one flag is --by_test\n")
+    return 2
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
   plugin = _Render()
   os.chdir(ROOT)
@@ -45,7 +50,7 @@ def main():
                      + f"\ncollecting the tests failed (pytest exit {status})\n")
     return 1
   sys.stdout.write(json.dumps(plugin.by_test, indent=0, sort_keys=True) + "\n"
-                   if "--by_test" in sys.argv[1:] else plugin.text)
+                   if sys.argv[1:] == ["--by_test"] else plugin.text)
   return 0
 
 

@@ -590,17 +590,18 @@ def resolve_speed(values, phase=None, cpu=None):
   elif cpu_choice.accelerator_visible():
     reason = "a GPU is visible: the table describes CPU runs"
   on_cpu = strategy != "tpu" and not cpu_choice.accelerator_visible()
-  choice = cpu_choice.choose(
-      cpu if cpu is not None else cpu_choice.this_cpu(), phase,
-      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
-      table_applies=not reason, not_applies_reason=reason, on_cpu=on_cpu)
-  dtype, line = choice.dtype, choice.line
-  if (values.get("dtype") == "auto" and dtype != "float32" and values.get("export_dir")
+  override = None
+  if (values.get("dtype") == "auto" and values.get("export_dir")
       and values.get("litert", "none") != "none"):
     # An export's LiteRT models convert only from a float32 model; auto must not pick a
     # precision that fails the export after the training.
-    dtype = "float32"
-    line += (f". --dtype=auto: float32 all the same, because --export_dir's LiteRT models "
-             f"(--litert={values['litert']}) convert only from a float32 model; "
-             f"--litert=none keeps {choice.dtype}")
+    override = ("float32", f"--export_dir's LiteRT models (--litert={values['litert']}) "
+                "convert only from a float32 model, so --dtype=auto takes float32 "
+                "(--litert=none leaves it to the table)")
+  choice = cpu_choice.choose(
+      cpu if cpu is not None else cpu_choice.this_cpu(), phase,
+      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
+      table_applies=not reason, not_applies_reason=reason, on_cpu=on_cpu,
+      auto_dtype_override=override)
+  dtype, line = choice.dtype, choice.line
   return {"dtype": dtype, "enable_xla": choice.enable_xla, "speed_choice": line}

@@ -5,6 +5,7 @@ TensorFlow reads it; `assign_by_name` checks every shape; `save_google_checkpoin
 writes Google's layout, so tools written for the original read what we train. Our own
 TF2 layout, and what a run starts from, are checkpoints.py's."""
 
+import codecs
 import contextlib
 import re
 
@@ -81,16 +82,7 @@ def resolve_checkpoint(path):
     return HUGGING_FACE, st
   prefix = path
   if file_io.isdir(path):
-    _check_state_file(path)
-    prefix = tf.train.latest_checkpoint(path)
-    if prefix is None:
-      google = paths.join(path, "bert_model.ckpt")
-      if file_io.exists(google + ".index"):
-        prefix = google
-      else:
-        raise errors.UserError(
-            f"{path}: no checkpoint in this directory (no 'checkpoint' file, "
-            "bert_model.ckpt.index or model.safetensors)")
+    prefix = _directory_checkpoint(path)
   if not file_io.exists(prefix + ".index"):
     raise errors.UserError(
         f"{path}: not a checkpoint ({prefix}.index does not exist); pass the "
@@ -109,26 +101,140 @@ def resolve_checkpoint(path):
       "nor one of ours")
 
 
-def _check_state_file(directory):
-  """A directory's `checkpoint` file that names a checkpoint whose files are gone is an
-  error saying which, before TensorFlow logs its own E line about it."""
-  state_file = paths.join(directory, "checkpoint")
-  if not file_io.isfile(state_file):
-    return
-  try:
-    state = tf.train.get_checkpoint_state(directory)
-  except (tf.errors.OpError, ValueError):  # not a text proto: not our state file
-    return
-  if state is None or not state.model_checkpoint_path:
-    return
-  # TensorFlow has already joined the directory onto a relative name (`run/ckpt-3` for
-  # the directory `run`): joining it again would look in run/run/.
-  prefix = named = state.model_checkpoint_path
-  if not file_io.exists(prefix + ".index"):
+_SAID = set()  # (directory, problem, checkpoint) already logged by this process
+
+
+def _directory_checkpoint(directory):
+  """The checkpoint a directory given as a checkpoint means: a run folder's newest whole
+  ckpt-N whatever its `checkpoint` state file says (the log names the file and what is
+  wrong with it), else the checkpoint the state file names (the original's
+  model.ckpt-N), else Google's bert_model.ckpt."""
+  newest, _ = newest_whole_checkpoint(directory)
+  named, problem = state_file_problem(directory, newest)
+  if newest is not None:
+    if problem and (directory, problem, newest) not in _SAID:
+      _SAID.add((directory, problem, newest))  # a run resolves its checkpoint more than once
+      logging.warning("%s: %s; loading %s, the newest whole checkpoint there",
+                      directory, problem, paths.basename(newest))
+    return newest
+  if named is not None:
+    # TensorFlow has already joined the directory onto a relative name.
+    prefix = read_state_file(directory)[2]
+    if file_io.exists(prefix + ".index"):
+      return prefix
     raise errors.UserError(
-        f"{directory}: its 'checkpoint' file names {paths.basename(named)}, which does "
-        f"not exist ({prefix}.index is missing); restore the files, pass an existing "
-        "ckpt-N prefix, or delete the 'checkpoint' file")
+        f"{directory}: its 'checkpoint' file names {named}, which does not exist "
+        f"({prefix}.index is missing); restore the files, pass an existing ckpt-N "
+        "prefix, or delete the 'checkpoint' file")
+  google = paths.join(directory, "bert_model.ckpt")
+  if file_io.exists(google + ".index"):
+    return google
+  said = f"; {problem}" if problem and "is missing" not in problem else ""
+  raise errors.UserError(
+      f"{directory}: no checkpoint in this directory (no whole ckpt-N, no 'checkpoint' "
+      f"file naming one, no bert_model.ckpt.index or model.safetensors){said}")
+
+
+# --------------------------------------------------------------------------- run folders
+
+STATE_FILE = "checkpoint"  # TensorFlow's checkpoint state file in a run folder
+_STEP_KEY = "step/.ATTRIBUTES/VARIABLE_VALUE"  # a checkpoint of ours: its global step
+
+
+# The lines of TensorFlow's CheckpointState text (update_checkpoint_state writes them).
+_STATE_LINE = re.compile(r'(model_checkpoint_path|all_model_checkpoint_paths): '
+                         r'"((?:[^"\\]|\\.)*)"|(all_model_checkpoint_timestamps|'
+                         r'last_preserved_timestamp): [^\s"]+')
+
+
+def read_state_file(directory):
+  """(name, problem, path) of a run folder's `checkpoint` state file: the basename of the
+  checkpoint it names ("ckpt-4") and its path (a relative name joined onto the folder,
+  as TensorFlow does), or None and a phrase saying what is wrong with the file
+  ("'.../checkpoint' is empty (0 bytes)"): missing, empty, or cut short while it was
+  written. Read here rather than by tf.train.get_checkpoint_state, which raises on an
+  empty file and answers None, with warnings of its own, for a cut one."""
+  state_file = paths.join(directory, STATE_FILE)
+  if not file_io.exists(state_file):
+    return None, f"'{state_file}' is missing", None
+  data = file_io.read_bytes(state_file)
+  if not data:
+    return None, f"'{state_file}' is empty (0 bytes)", None
+  lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines()]
+  bad = [line for line in lines if line and not _STATE_LINE.fullmatch(line)]
+  if bad:
+    return None, (f"'{state_file}' is cut short or not a checkpoint state ({len(data)} "
+                  f"bytes; its line {bad[0][:60]!r} is not one)"), None
+  named = [_STATE_LINE.fullmatch(line).group(2) for line in lines
+           if line.startswith("model_checkpoint_path:")]
+  if not named or not named[0]:
+    return None, (f"'{state_file}' names no checkpoint ({len(data)} bytes: cut short "
+                  "while it was written?)"), None
+  # Text-format strings escape quotes, backslashes and non-ASCII bytes.
+  path = codecs.escape_decode(named[0].encode("utf-8"))[0].decode("utf-8", "replace")
+  if not (paths.is_url(path) or path.startswith("/")):
+    path = paths.join(directory, path)
+  return paths.basename(path), None, path
+
+
+def state_file_problem(directory, newest):
+  """(name, problem): what the state file names (or None) and, unless it names `newest`
+  (the newest whole ckpt-N prefix, or None), what is wrong with it, in a phrase that
+  names the file: missing, empty, cut short, naming an older checkpoint, naming one that
+  is gone or not whole."""
+  named, problem, _ = read_state_file(directory)
+  state_file = paths.join(directory, STATE_FILE)
+  newest_name = paths.basename(newest) if newest else None
+  if problem or named == newest_name:
+    return named, problem
+  if not file_io.exists(paths.join(directory, named) + ".index"):
+    return named, f"'{state_file}' names {named}, which does not exist"
+  if newest_name and _number_of(named) < _number_of(newest_name):
+    return named, (f"'{state_file}' names {named}, older than {newest_name} (a run was "
+                   "stopped while saving)")
+  return named, f"'{state_file}' names {named}, which is not whole"
+
+
+def _number_of(name):
+  """N of ckpt-N (-1 for a name of another form)."""
+  match = re.fullmatch(r"ckpt-(\d+)", name)
+  return int(match.group(1)) if match else -1
+
+
+def newest_whole_checkpoint(directory):
+  """(prefix, every ckpt-N prefix with an .index, oldest first) of `directory`: the
+  newest ckpt-N whose .index reads and whose data shards are all there and readable (its
+  global step read from them), or None.
+
+  What a kill at each point of a save leaves: the shards in `ckpt-N_temp/` (no
+  ckpt-N.index), the shards in place without their .index, or a whole ckpt-N that the
+  `checkpoint` file does not name yet; only the last is taken."""
+  names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
+  numbers = sorted((int(m.group(1)) for m in (re.fullmatch(r"ckpt-(\d+)\.index", n)
+                                             for n in names) if m))
+  indexed = [paths.join(directory, f"ckpt-{n}") for n in numbers]
+  for prefix in reversed(indexed):
+    if _is_whole(prefix, names):
+      return prefix, indexed
+  return None, indexed
+
+
+def _is_whole(prefix, names):
+  base = paths.basename(prefix)
+  shards = [re.fullmatch(re.escape(base) + r"\.data-(\d+)-of-(\d+)", n) for n in names]
+  counts = {int(m.group(2)) for m in shards if m}
+  if len(counts) != 1:
+    return False
+  count = counts.pop()
+  if {int(m.group(1)) for m in shards if m} != set(range(count)):
+    return False
+  try:
+    reader = checkpoint_reader(prefix)
+    if _STEP_KEY in reader.get_variable_to_shape_map():
+      reader.get_tensor(_STEP_KEY)
+  except (tf.errors.OpError, ValueError, errors.UserError):
+    return False
+  return True
 
 
 def _check_data_files(prefix):

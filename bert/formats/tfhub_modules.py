@@ -52,6 +52,8 @@ def _encoder_call_fn(model):
 
   def call(inputs, training=False):
     """inputs: dict of int32 [batch, seq] input_word_ids, input_mask, input_type_ids."""
+    # Checked under the names the caller gave them (the encoder checks its own too).
+    inputs = modeling.check_input_shapes_in_graph(inputs, "encoder", ENCODER_INPUT_NAMES)
     outputs = model({ours: inputs[hub] for ours, hub in
                      zip(_MODEL_INPUT_NAMES, ENCODER_INPUT_NAMES)}, training=training)
     pooled = outputs["pooled_output"]

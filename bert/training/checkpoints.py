@@ -323,28 +323,24 @@ class RunCheckpoint:
     .index and the state file, or during the state file's rename, leaves a whole
     checkpoint newer than the file names, or no file at all. The newest whole one is
     taken, said in the log, and (by the chief) named in a rewritten state file, so that
-    the checkpoints kept and removed go on as before. A state file that names a
-    checkpoint that is not whole, with no whole one as new, is an error, not a fresh
-    start."""
+    the checkpoints kept and removed go on as before: whether the state file is missing,
+    empty, cut short, or names an older checkpoint or one that is gone or not whole. A
+    state file that names a checkpoint, with no whole one to take, is an error, not a
+    fresh start."""
     if not self.output_dir:
       return None
     newest, kept = newest_whole_checkpoint(self.output_dir)
-    state_file = paths.join(self.output_dir, "checkpoint")
-    named = None
-    if file_io.exists(state_file):
-      state = tf.train.get_checkpoint_state(self.output_dir)
-      named = paths.basename(state.model_checkpoint_path) if state else "?"
-    if named is not None and named != (paths.basename(newest) if newest else None):
-      if newest is None or _number_of(named) >= _number_of(paths.basename(newest)):
+    named, problem = checkpoint_files.state_file_problem(self.output_dir, newest)
+    if newest is None:
+      if named is not None:
         raise errors.UserError(
             f"--output_dir={self.output_dir}: its 'checkpoint' file names {named}, which "
-            "does not exist or is not whole; restore the files or delete the 'checkpoint' "
-            "file")
-    if newest is not None and named != paths.basename(newest):
-      logging.warning("--output_dir=%s: its 'checkpoint' file %s; %s is the newest whole "
-                      "checkpoint there (a run was stopped while saving it)",
-                      self.output_dir, f"names {named}" if named else "is missing",
-                      paths.basename(newest))
+            "does not exist or is not whole, and no other checkpoint there is whole; "
+            "restore the files or delete the 'checkpoint' file")
+      return None
+    if problem:
+      logging.warning("--output_dir=%s: %s; resuming from %s, the newest whole checkpoint "
+                      "there", self.output_dir, problem, paths.basename(newest))
       if self.chief:
         # With their times: CheckpointManager keeps for ever the ones listed without.
         kept = [paths.abspath(p) for p in kept[:kept.index(newest) + 1]]
@@ -426,46 +422,8 @@ class RunCheckpoint:
       file_io.rmtree(self.write_dir)
 
 
-def _number_of(name):
-  """N of ckpt-N (-1 for a name of another form)."""
-  match = re.fullmatch(r"ckpt-(\d+)", name)
-  return int(match.group(1)) if match else -1
-
-
-def newest_whole_checkpoint(directory):
-  """(prefix, every ckpt-N prefix with an .index, oldest first) of `directory`: the
-  newest ckpt-N whose .index reads and whose data shards are all there and readable (its
-  global step read from them), or None.
-
-  What a kill at each point of a save leaves: the shards in `ckpt-N_temp/` (no
-  ckpt-N.index), the shards in place without their .index, or a whole ckpt-N that the
-  `checkpoint` file does not name yet; only the last is taken."""
-  names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
-  numbers = sorted((int(m.group(1)) for m in (re.fullmatch(r"ckpt-(\d+)\.index", n)
-                                             for n in names) if m))
-  indexed = [paths.join(directory, f"ckpt-{n}") for n in numbers]
-  for prefix in reversed(indexed):
-    if _is_whole(prefix, names):
-      return prefix, indexed
-  return None, indexed
-
-
-def _is_whole(prefix, names):
-  base = paths.basename(prefix)
-  shards = [re.fullmatch(re.escape(base) + r"\.data-(\d+)-of-(\d+)", n) for n in names]
-  counts = {int(m.group(2)) for m in shards if m}
-  if len(counts) != 1:
-    return False
-  count = counts.pop()
-  if {int(m.group(1)) for m in shards if m} != set(range(count)):
-    return False
-  try:
-    reader = checkpoint_files.checkpoint_reader(prefix)
-    if _STEP_KEY in reader.get_variable_to_shape_map():
-      reader.get_tensor(_STEP_KEY)
-  except (tf.errors.OpError, ValueError, errors.UserError):
-    return False
-  return True
+# Read in checkpoint_files, where --init_checkpoint=<run folder> takes the same one.
+newest_whole_checkpoint = checkpoint_files.newest_whole_checkpoint
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ CPUINFO = "/proc/cpuinfo"
 # /proc/cpuinfo flag -> the unit's name in the log line and docs, in this order.
 _UNITS = (("avx2", "AVX2"), ("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
           ("amx_bf16", "AMX-BF16"))
+UNIT_NAMES = dict(_UNITS)
 # TensorFlow's oneDNN is on by default on Linux x86 when the CPU has one of these
 # (tensorflow/core/util/port.cc, DefaultOneDnnPolicy); TF_ENABLE_ONEDNN_OPTS overrides.
 _ONEDNN_DEFAULT_FLAGS = ("avx512_vnni", "avx512_bf16", "avx_vnni", "amx_tile", "amx_int8",
@@ -107,34 +108,59 @@ def onednn_state(cpu, environ=None):
 
 @dataclasses.dataclass(frozen=True)
 class Pick:
-  """One cell of the table: XLA for the training step, the precision, and the evidence."""
+  """One cell of the table: XLA for the training step, the precision, and the evidence.
+  bfloat16_slower: bfloat16 was measured and found no faster here (a --dtype=bfloat16
+  given is still honoured, and the start-up line says what was measured)."""
   enable_xla: bool
   dtype: str
   evidence: str
+  bfloat16_slower: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-  """A measured CPU class: which CPUs it covers and its pick for each phase."""
+  """A measured CPU class: which CPUs it covers and its pick for each phase.
+
+  A family and model do not tell a CPU's units (the same Xeon model shows AMX in one
+  virtual machine and not in another), so a row also states the units it was measured
+  with (`units`, /proc/cpuinfo flags) and those it was measured without (`lacks`): it
+  covers a CPU of its vendor, family and model that has each of the first and none of
+  the second."""
   name: str
   vendor: str
   family: int
   model: int
   picks: dict  # phase -> Pick
+  units: tuple = ()  # /proc/cpuinfo flags the measured CPU had: "avx512f", "amx_bf16"
+  lacks: tuple = ()  # flags it did not have
+
+  def same_model(self, cpu):
+    return (cpu.vendor, cpu.family, cpu.model) == (self.vendor, self.family, self.model)
 
   def matches(self, cpu):
-    return (cpu.vendor, cpu.family, cpu.model) == (self.vendor, self.family, self.model)
+    return (self.same_model(cpu) and all(flag in cpu.flags for flag in self.units)
+            and not any(flag in cpu.flags for flag in self.lacks))
+
+  def mismatch(self, cpu):
+    """Why a CPU of this row's model is not covered: 'it lacks AMX-BF16', or ''."""
+    missing = [UNIT_NAMES.get(flag, flag) for flag in self.units if flag not in cpu.flags]
+    extra = [UNIT_NAMES.get(flag, flag) for flag in self.lacks if flag in cpu.flags]
+    parts = ([f"it lacks {', '.join(missing)}"] if missing else []) + (
+        [f"it has {', '.join(extra)}, which the measured CPU had not"] if extra else [])
+    return "; ".join(parts)
 
 
 # Every figure: 2 cores. docs/cpu.md has the whole measurements and their commands.
 _NO_XLA_IN_PREDICTION = "prediction is not compiled with XLA"
 TABLE = (
     Row("AMD Zen 5 (EPYC family 26 model 2: AVX-512, AVX512-BF16, no AMX)",
-        "AuthenticAMD", 26, 2, {
+        "AuthenticAMD", 26, 2, units=("avx512f", "avx512_bf16"), lacks=("amx_bf16",),
+        picks={
             "pretraining": Pick(False, "float32",
                 "measured 2026-11-26 on an idle machine, reproduce/korean.sh's step (L=4 "
                 "H=128, seq 64): batch 32 float32 331 sequences/s with XLA off, 325 on; "
-                "batch 64 362 / 335; bfloat16 (batch 64) 320 / 298, not faster"),
+                "batch 64 362 / 335; bfloat16 (batch 64) 320 / 298, not faster",
+                bfloat16_slower=True),
             "fine-tuning": Pick(False, "bfloat16",
                 "measured 2026-12-02 on an idle machine: run_classifier.py SST-2 from "
                 "MiniLM, 50 steps of 32 after 10, bfloat16 1.15x float32 (1.13-1.16 over "
@@ -147,7 +173,8 @@ TABLE = (
                 "on 4,992 of 5,000; " + _NO_XLA_IN_PREDICTION),
         }),
     Row("AMD Zen 4 (EPYC family 25 model 17: AVX-512, AVX512-BF16, no AMX)",
-        "AuthenticAMD", 25, 17, {
+        "AuthenticAMD", 25, 17, units=("avx512f", "avx512_bf16"), lacks=("amx_bf16",),
+        picks={
             "pretraining": Pick(False, "float32",
                 "measured 2026-12-02 on an idle machine: run_pretraining.py, L4 H256, seq "
                 "128, batch 16, bfloat16 1.22x float32 (40 steps after 10; 1.14x the "
@@ -165,7 +192,7 @@ TABLE = (
                 + _NO_XLA_IN_PREDICTION),
         }),
     Row("Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, AMX)",
-        "GenuineIntel", 6, 207, {
+        "GenuineIntel", 6, 207, units=("avx512f", "avx512_bf16", "amx_bf16"), picks={
             "pretraining": Pick(True, "float32",
                 "measured, reproduce/korean.sh's step, oneDNN on: float32 179 ms a step "
                 "with XLA on, 366 off; bfloat16 200 with XLA, 224 without"),
@@ -176,8 +203,26 @@ TABLE = (
                 "measured: bfloat16 whole-process prediction 1.05x / 1.00x float32, not "
                 "worth leaving float32's numerics; " + _NO_XLA_IN_PREDICTION),
         }),
+    Row("Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, no AMX)",
+        "GenuineIntel", 6, 207, units=("avx512f", "avx512_bf16"), lacks=("amx_bf16",),
+        picks={
+            "pretraining": Pick(False, "float32",
+                "not measured on this CPU kind (the AMX row's XLA was measured with AMX): "
+                "the original's XLA off and float32"),
+            "fine-tuning": Pick(False, "float32",
+                "measured on a quiet machine: run_classifier.py SST-2 from MiniLM, 50 "
+                "steps, bfloat16 1.00x float32, not worth leaving float32's numerics; "
+                "without AMX oneDNN's bfloat16 matmul runs at 0.58x float32's; XLA not "
+                "measured for fine-tuning", bfloat16_slower=True),
+            "prediction": Pick(False, "float32",
+                "measured on a quiet machine: run_classifier.py --do_predict, 5,000 SST-2 "
+                "sentences from MiniLM, bfloat16 0.63x float32 in the model's share "
+                "(0.74x the whole process): without AMX oneDNN's bfloat16 matmul runs at "
+                "0.58x float32's; " + _NO_XLA_IN_PREDICTION, bfloat16_slower=True),
+        }),
     Row("AMD Zen 3 (EPYC family 25 model 1: AVX2, no AVX-512, no bfloat16 units)",
-        "AuthenticAMD", 25, 1, {
+        "AuthenticAMD", 25, 1, units=("avx2",),
+        lacks=("avx512f", "avx512_bf16", "amx_bf16"), picks={
             "pretraining": Pick(True, "float32",
                 "measured 2026-11-26, run_pretraining.py at the Korean shape: XLA 1.10x "
                 "(70.4 against 64.3 sequences/s); no bfloat16 units"),
@@ -215,6 +260,12 @@ def table_pick(cpu, phase):
         pick = dataclasses.replace(pick, dtype="float32",
                                    evidence=pick.evidence + "; no bfloat16 units here")
       return row.name, pick
+  # A row of this model measured with other units says nothing about this CPU.
+  near = [f"table row '{row.name}' does not apply, {row.mismatch(cpu)}"
+          for row in TABLE if row.same_model(cpu)]
+  if near:
+    return None, dataclasses.replace(
+        UNMEASURED, evidence=f"{'; '.join(near)}; {UNMEASURED.evidence}")
   return None, UNMEASURED
 
 
@@ -235,7 +286,7 @@ class Choice:
 
 
 def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
-           table_applies=True, not_applies_reason="", on_cpu=True):
+           table_applies=True, not_applies_reason="", on_cpu=True, auto_dtype_override=None):
   """The run's XLA and precision: the flags where given, else the table's for cpu and phase.
 
   dtype: the --dtype flag ("auto" asks the table; float32/bfloat16/float16 are kept).
@@ -244,6 +295,10 @@ def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
   original's (XLA off, float32); not_applies_reason says why in the log line.
   on_cpu: the run computes on this CPU (no GPU or TPU): bfloat16 then leaves XLA off
   unless --enable_xla asks for it, and the line says what asking costs.
+  auto_dtype_override: (dtype, reason) that --dtype=auto must take whatever the table
+  says (an export's LiteRT models convert only from float32); the headline gives the
+  precision the run uses and this reason for it.
+  The line's headline is what the run uses: XLA and the precision, each with its reason.
   """
   row, pick = table_pick(cpu, phase)
   if not table_applies:
@@ -253,14 +308,20 @@ def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
   xla = pick.enable_xla if enable_xla is None else bool(enable_xla)
   dtype_why = "table" if dtype == "auto" else "flag"
   dtype = pick.dtype if dtype == "auto" else dtype
+  if auto_dtype_override and dtype_why == "table" and auto_dtype_override[0] != dtype:
+    dtype, dtype_why = auto_dtype_override[0], (
+        f"{auto_dtype_override[1]}; the table's {dtype} otherwise")
   cost = ""
   if on_cpu and dtype == "bfloat16" and xla:
     if enable_xla is None:  # the table's XLA is for its own precision, never bfloat16
       xla, xla_why = False, "bfloat16 on a CPU"
     else:
       cost = f" --enable_xla with bfloat16 costs time here: {XLA_BFLOAT16_COST}."
+  if dtype_why == "flag" and dtype == "bfloat16" and row and pick.bfloat16_slower:
+    cost += (f" --dtype=bfloat16 is honoured, though bfloat16 was measured no faster for "
+             f"{phase} on this CPU kind (table row '{row}': {pick.evidence}).")
   onednn, onednn_why = onednn_state(cpu, environ)
-  used = [w for w in (xla_why, dtype_why) if w == "table"]
+  used = [w for w in (xla_why, dtype_why) if w == "table" or "the table's" in w]
   why = (f"table row '{row}' for {phase}: {pick.evidence}" if row
          else f"{phase}: {pick.evidence}") if used else "flags"
   if xla_why == "bfloat16 on a CPU":

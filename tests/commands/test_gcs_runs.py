@@ -85,8 +85,8 @@ def test_a_kill_at_the_first_state_file_and_a_cut_network_lose_nothing(gcs, gcs_
   log.seek(0)
   said = log.read()
   assert "Traceback" not in said, said[-3000:]
-  assert (f"--output_dir={out}: its 'checkpoint' file is missing; ckpt-4 is the newest whole "
-          "checkpoint there (a run was stopped while saving it)") in said
+  assert (f"--output_dir={out}: '{out}/checkpoint' is missing; resuming from ckpt-4, the "
+          "newest whole checkpoint there") in said
   assert f"Resumed from {out}/ckpt-4 at step 4" in said
   line = _last_line(said)
   cut = re.fullmatch(

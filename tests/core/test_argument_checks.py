@@ -1,6 +1,7 @@
 """The library's public entry points check their inputs up front (docs/library.md's calls):
 the encoder and the heads raise a ValueError naming the argument, its shape or value and
-the limit, eagerly, and add no op to a traced graph; the tokenizer refuses a vocabulary
+the limit, eagerly; a traced graph gets only the run-time check of the three inputs'
+shapes (when they are unknown when tracing); the tokenizer refuses a vocabulary
 without the [UNK] it emits and names an unknown token. Also: every flag that acts only
 with another is in flags_common.PARTNERS and refused without it."""
 import os
@@ -85,7 +86,7 @@ def test_good_inputs_still_give_the_encoders_outputs(encoder):
   assert outputs["sequence_output"].shape == (1, 16, 32)
 
 
-def test_inside_a_traced_graph_only_static_shapes_are_checked_and_no_op_is_added(encoder):
+def test_inside_a_traced_graph_values_are_not_checked_and_shapes_once(encoder):
   spec = {name: tf.TensorSpec([None, None], tf.int32)
           for name in ("input_ids", "input_mask", "segment_ids")}
 
@@ -100,6 +101,16 @@ def test_inside_a_traced_graph_only_static_shapes_are_checked_and_no_op_is_added
     return [op.type for op in graph.get_operations()]
 
   assert ops_of(modeling.check_encoder_inputs) == ops_of(lambda *args, **kwargs: None)
+  # Shapes known only at run time get the one run-time check of the three shapes (an
+  # Assert), which a graph of shapes known when tracing does without.
+  def asserts(shape):
+    specs = {name: tf.TensorSpec(shape, tf.int32) for name in spec}
+    graph = tf.function(lambda x: encoder(x)["pooled_output"]).get_concrete_function(
+        specs).graph
+    return [op.name for op in graph.get_operations() if op.type == "Assert"]
+  assert [name.rsplit("/", 2)[-2:] for name in asserts([None, None])] == [
+      ["input_shapes_agree", "Assert"]]
+  assert asserts([2, 6]) == []
   # Values are not looked at in a graph: a bad segment id runs as TensorFlow runs it.
   traced = tf.function(lambda x: encoder(x)["pooled_output"])
   assert traced(_feed()).shape == (1, 32)

@@ -266,8 +266,8 @@ def test_a_kill_before_the_first_checkpoint_file_keeps_that_checkpoint(tmp_path,
   os.remove(os.path.join(out, "checkpoint"))
   state = _run_state(out)
   assert checkpoints.start_weights(state, None, for_training=True) == 2
-  assert (f"--output_dir={out}: its 'checkpoint' file is missing; ckpt-2 is the newest whole "
-          "checkpoint there (a run was stopped while saving it)") in [
+  assert (f"--output_dir={out}: '{out}/checkpoint' is missing; resuming from ckpt-2, the "
+          "newest whole checkpoint there") in [
               r.getMessage() for r in caplog.records]
   state.step.assign(4)
   state.save()
@@ -278,14 +278,13 @@ def test_a_kill_before_the_first_checkpoint_file_keeps_that_checkpoint(tmp_path,
   checkpoints.check_trained_weights_exist(out, None)
 
 
-def test_a_checkpoint_file_naming_what_is_not_there_is_still_an_error(tmp_path):
+def test_a_checkpoint_file_naming_what_is_not_there_resumes_from_the_newest_whole(tmp_path):
+  """(tests/training/test_checkpoint_state_files.py has every kind of state file.)"""
   out = str(tmp_path / "out")
   _saved_at(out, (2, 4))
   os.remove(os.path.join(out, "ckpt-4.index"))
-  with pytest.raises(errors.UserError, match=(
-      r"^--output_dir=.*/out: its 'checkpoint' file names ckpt-4, which does not exist or "
-      r"is not whole; restore the files or delete the 'checkpoint' file$")):
-    _run_state(out).latest()
+  assert _run_state(out).latest() == os.path.join(out, "ckpt-2")
+  assert tf.train.latest_checkpoint(out) == os.path.join(out, "ckpt-2")
 
 
 # --------------------------------------------------------------------------- storage that stops answering

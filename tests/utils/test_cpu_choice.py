@@ -34,6 +34,12 @@ XEON = _cpuinfo("GenuineIntel", 6, 207, "INTEL(R) XEON(R) PLATINUM 8581C CPU @ 2
 ZEN3 = _cpuinfo("AuthenticAMD", 25, 1, "AMD EPYC 7B13", "avx avx2 fma")
 ZEN4 = _cpuinfo("AuthenticAMD", 25, 17, "AMD EPYC",
                 "avx avx2 avx512f avx512bw avx512_bf16 avx512_vnni")
+# The same Xeon model in a virtual machine that exposes AVX512-BF16 but no AMX (this
+# project's test machine), and one that exposes neither (bfloat16 emulated).
+XEON_NO_AMX = _cpuinfo("GenuineIntel", 6, 207, "Intel(R) Xeon(R) Processor",
+                       "avx avx2 avx512f avx512bw avx512_vnni avx512_bf16 avx512_fp16")
+XEON_NO_BF16 = _cpuinfo("GenuineIntel", 6, 207, "Intel(R) Xeon(R) Processor",
+                        "avx avx2 avx512f avx512bw avx512_vnni")
 # An unmeasured CPU that has bfloat16 units: the table has no row, so float32.
 UNKNOWN = _cpuinfo("GenuineIntel", 6, 143, "Intel(R) Xeon(R) Platinum 8488C",
                    "avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile")
@@ -52,13 +58,20 @@ EXPECTED = {
     (ZEN3, "pretraining"): (True, "float32"),
     (ZEN3, "fine-tuning"): (False, "float32"),
     (ZEN3, "prediction"): (False, "float32"),
+    (XEON_NO_AMX, "pretraining"): (False, "float32"),
+    (XEON_NO_AMX, "fine-tuning"): (False, "float32"),
+    (XEON_NO_AMX, "prediction"): (False, "float32"),
+    (XEON_NO_BF16, "pretraining"): (False, "float32"),
+    (XEON_NO_BF16, "fine-tuning"): (False, "float32"),
+    (XEON_NO_BF16, "prediction"): (False, "float32"),
     (UNKNOWN, "pretraining"): (False, "float32"),
     (UNKNOWN, "fine-tuning"): (False, "float32"),
     (UNKNOWN, "prediction"): (False, "float32"),
 }
 ROWS = {ZEN5: "AMD Zen 5", XEON: "Intel Xeon family 6 model 207", ZEN3: "AMD Zen 3",
         ZEN4: "AMD Zen 4",
-        UNKNOWN: None}
+        XEON_NO_AMX: "Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, no AMX)",
+        XEON_NO_BF16: None, UNKNOWN: None}
 
 
 def test_parse_cpuinfo_reads_the_first_processor():
@@ -337,3 +350,117 @@ def test_auto_keeps_float32_where_the_export_writes_litert_models(monkeypatch, l
                                                "litert": litert},
                                               cpu=cpu_choice.parse_cpuinfo(ZEN4))
   assert without_export["dtype"] == "bfloat16"
+
+
+def _headline(line):
+  """The start-up line's headline: the phase, XLA and precision with their reasons."""
+  return line.split("); ", 1)[1].split("; oneDNN")[0]
+
+
+def test_a_row_applies_only_to_a_cpu_with_the_units_it_was_measured_with():
+  """The Xeon model 207 seen with AMX, with AVX512-BF16 alone, and with neither: one row
+  each for the first two; the third is not measured, and the line says which rows of its
+  model do not apply and why."""
+  with_amx, no_amx, no_bf16 = (cpu_choice.parse_cpuinfo(text)
+                               for text in (XEON, XEON_NO_AMX, XEON_NO_BF16))
+  assert cpu_choice.table_pick(with_amx, "pretraining")[0] == (
+      "Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, AMX)")
+  row, pick = cpu_choice.table_pick(no_amx, "pretraining")
+  assert row == "Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, no AMX)"
+  # The AMX row's XLA for pretraining was never measured without AMX: the original's.
+  assert (pick.enable_xla, pick.dtype) == (False, "float32")
+  assert pick.evidence.startswith("not measured on this CPU kind")
+  line = cpu_choice.choose(no_amx, "pretraining", dtype="auto", environ={}).line
+  assert _headline(line) == "pretraining: XLA off (table), float32 (table)"
+  assert "AMX-BF16" not in line.split("; pretraining")[0]  # the units it has, no AMX
+  assert cpu_choice.table_pick(no_amx, "prediction")[1].evidence.startswith(
+      "measured on a quiet machine: run_classifier.py --do_predict, 5,000 SST-2 "
+      "sentences from MiniLM, bfloat16 0.63x float32 in the model's share (0.74x the "
+      "whole process)")
+  assert "bfloat16 1.00x float32" in cpu_choice.table_pick(no_amx, "fine-tuning")[1].evidence
+  row, pick = cpu_choice.table_pick(no_bf16, "fine-tuning")
+  assert row is None
+  assert pick.evidence == (
+      "table row 'Intel Xeon family 6 model 207 (AVX-512, AVX512-BF16, AMX)' does not "
+      "apply, it lacks AVX512-BF16, AMX-BF16; table row 'Intel Xeon family 6 model 207 "
+      "(AVX-512, AVX512-BF16, no AMX)' does not apply, it lacks AVX512-BF16; not measured: "
+      "the original's XLA off and float32")
+  # A Zen 5 that showed AMX would not be the CPU its row measured.
+  zen5_amx = cpu_choice.parse_cpuinfo(ZEN5.replace("avx512_vnni", "avx512_vnni amx_bf16"))
+  row, pick = cpu_choice.table_pick(zen5_amx, "fine-tuning")
+  assert row is None and "it has AMX-BF16, which the measured CPU had not" in pick.evidence
+  for table_row in cpu_choice.TABLE:
+    assert table_row.units, table_row.name  # every row states its units
+
+
+def test_this_machines_cpu_gets_a_row_that_matches_its_units():
+  cpu = cpu_choice.this_cpu()
+  row, _ = cpu_choice.table_pick(cpu, "prediction")
+  if row is None:
+    pytest.skip(f"this CPU has no row: {cpu.describe()}")
+  assert all(unit in cpu.flags for unit in next(
+      r for r in cpu_choice.TABLE if r.name == row).units)
+
+
+def test_explicit_bfloat16_is_honoured_where_measured_slower_and_the_line_says_so():
+  no_amx = cpu_choice.parse_cpuinfo(XEON_NO_AMX)
+  choice = cpu_choice.choose(no_amx, "prediction", dtype="bfloat16", environ={})
+  assert choice.dtype == "bfloat16"
+  assert _headline(choice.line) == "prediction: XLA off (table), bfloat16 (flag)"
+  assert (" --dtype=bfloat16 is honoured, though bfloat16 was measured no faster for "
+          "prediction on this CPU kind (table row 'Intel Xeon family 6 model 207 "
+          "(AVX-512, AVX512-BF16, no AMX)': measured on a quiet machine: "
+          "run_classifier.py --do_predict, 5,000 SST-2 sentences from MiniLM, bfloat16 "
+          "0.63x float32") in choice.line
+  # Where bfloat16 was measured faster (Zen 4's fine-tuning) nothing is added.
+  zen4 = cpu_choice.choose(cpu_choice.parse_cpuinfo(ZEN4), "fine-tuning",
+                           dtype="bfloat16", environ={})
+  assert "measured no faster" not in zen4.line
+
+
+# The headline every start-up line begins with, for each CPU kind in the table, this
+# machine's kind, and a CPU of none: (cpuinfo, phase, flags) -> headline.
+HEADLINES = [
+    (ZEN5, "fine-tuning", {}, "fine-tuning: XLA off (table), bfloat16 (table)"),
+    (ZEN5, "pretraining", {"enable_xla": True}, "pretraining: XLA on (flag), float32 (table)"),
+    (ZEN4, "prediction", {}, "prediction: XLA off (table), bfloat16 (table)"),
+    (XEON, "pretraining", {}, "pretraining: XLA on (table), float32 (table)"),
+    (XEON, "pretraining", {"dtype": "bfloat16"},
+     "pretraining: XLA off (bfloat16 on a CPU), bfloat16 (flag)"),
+    (XEON_NO_AMX, "pretraining", {}, "pretraining: XLA off (table), float32 (table)"),
+    (XEON_NO_AMX, "fine-tuning", {}, "fine-tuning: XLA off (table), float32 (table)"),
+    (XEON_NO_BF16, "prediction", {}, "prediction: XLA off (table), float32 (table)"),
+    (ZEN3, "pretraining", {}, "pretraining: XLA on (table), float32 (table)"),
+    (ZEN3, "fine-tuning", {"dtype": "float32", "enable_xla": False},
+     "fine-tuning: XLA off (flag), float32 (flag)"),
+    (UNKNOWN, "prediction", {}, "prediction: XLA off (table), float32 (table)"),
+]
+
+
+@pytest.mark.parametrize("cpuinfo,phase,given,headline", HEADLINES)
+def test_the_headline_gives_what_the_run_uses(monkeypatch, cpuinfo, phase, given, headline):
+  monkeypatch.delenv("BERT_CPU_TABLE", raising=False)
+  monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda environ=None: False)
+  values = {"dtype": "auto", **given}
+  speed = flags_common.resolve_speed(values, phase, cpu=cpu_choice.parse_cpuinfo(cpuinfo))
+  assert _headline(speed["speed_choice"]) == headline
+  words = headline.split(": ", 1)[1]
+  assert (f"XLA {'on' if speed['enable_xla'] else 'off'}" in words
+          and f", {speed['dtype']} (" in words)
+
+
+def test_an_export_that_overrides_the_table_is_the_headlines_reason(monkeypatch):
+  """--dtype=auto with --export_dir and LiteRT models on a row that picks bfloat16: the
+  run trains and exports in float32, and the headline says so with the reason, not a
+  correction after the table's bfloat16."""
+  monkeypatch.delenv("BERT_CPU_TABLE", raising=False)
+  monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda environ=None: False)
+  speed = flags_common.resolve_speed(
+      {"dtype": "auto", "do_train": True, "export_dir": "e", "litert": "both"},
+      cpu=cpu_choice.parse_cpuinfo(ZEN5))
+  assert speed["dtype"] == "float32"
+  assert _headline(speed["speed_choice"]) == (
+      "fine-tuning: XLA off (table), float32 (--export_dir's LiteRT models (--litert=both) "
+      "convert only from a float32 model, so --dtype=auto takes float32 (--litert=none "
+      "leaves it to the table); the table's bfloat16 otherwise)")
+  assert "bfloat16 (table)" not in speed["speed_choice"]

@@ -1,0 +1,75 @@
+"""Every served form refuses inputs whose shapes disagree, with oneDNN on and off.
+
+oneDNN's fused attention (the mask's bias added inside the batch matmul) skips the
+broadcast check that a separate add makes: an ids SavedModel fed a mask 8 wide beside ids
+16 wide answered as if nothing were wrong. Each form is fed, in a fresh process per
+oneDNN setting, a mask 8 and 32 wide, a mask of batch 1 beside ids of batch 2 (which
+broadcasts on every path), and segment ids 8 wide: the token-id SavedModel
+(run_classifier.py --export_dir), the model in-process (traced, and eagerly), the
+TF-Hub-style encoder, and the LiteRT model converted from the export; and a pair of texts
+of two batch sizes: the raw-text SavedModel and the TF-Hub-style preprocessor. Each is an
+error naming the inputs and their shapes (LiteRT's runtime, which has no Assert, fails its
+stack of the three inputs instead of answering)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+import served_shapes
+
+IDS = "input_ids has shape] [2 16]"
+
+
+def _expected():
+  """{case: what its outcome must contain}."""
+  expected = {}
+  for case, mask, segments in served_shapes.MISMATCHES:
+    shapes = (f"{IDS} [input_mask] [{mask[0]} {mask[1]}] [segment_ids] "
+              f"[{segments[0]} {segments[1]}]")
+    ours = "assertion failed: [bert: input_ids, input_mask and segment_ids must have the " \
+           "same shape [batch, seq]; " + shapes
+    expected[f"ids SavedModel, {case}"] = ours
+    expected[f"in-process traced, {case}"] = ours
+    name, shape = (("segment_ids", segments) if case.startswith("segments")
+                   else ("input_mask", mask))
+    expected[f"in-process eager, {case}"] = (
+        f"bert: {name} has shape [{shape[0]}, {shape[1]}], input_ids [2, 16]; the three "
+        "inputs must have the same shape")
+    expected[f"TF-Hub encoder, {case}"] = (
+        "assertion failed: [encoder: input_word_ids, input_mask and input_type_ids must "
+        "have the same shape [batch, seq]; input_word_ids has shape] [2 16] [input_mask] "
+        f"[{mask[0]} {mask[1]}] [input_type_ids] [{segments[0]} {segments[1]}]")
+    expected[f"LiteRT, {case}"] = "(PACK) failed to prepare"
+  pair = ("assertion failed: [the two texts of a pair (text_a and text_b) must have the "
+          "same batch; text_a has rows:] [2] [text_b has rows:] [1]")
+  expected["text SavedModel, pair of batches 2 and 1"] = pair
+  # Called in-process, its batches are known when tracing: refused there.
+  expected["TF-Hub preprocessor, pair of batches 2 and 1"] = (
+      "the two texts of a pair (text_a and text_b) must have the same batch; text_a has "
+      "2 rows, text_b 1")
+  return expected
+
+
+@pytest.fixture(scope="module", params=["1", "0"], ids=["oneDNN on", "oneDNN off"])
+def outcomes(request, tmp_path_factory):
+  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=request.param, TF_CPP_MIN_LOG_LEVEL="3",
+             PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests"),
+                                         os.path.join(ROOT, "tests", "support")]))
+  result = subprocess.run(
+      [sys.executable, served_shapes.__file__, str(tmp_path_factory.mktemp("served"))],
+      env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+  lines = [line for line in result.stdout.splitlines() if line.startswith("RESULTS ")]
+  assert result.returncode == 0 and lines, result.stderr[-3000:]
+  return json.loads(lines[-1][len("RESULTS "):])
+
+
+@pytest.mark.parametrize("case", sorted(_expected()))
+def test_a_mismatch_is_an_error_naming_the_inputs_and_shapes(outcomes, case):
+  assert _expected()[case] in outcomes[case], outcomes[case]
+
+
+def test_the_right_shapes_still_answer_alike_on_every_form(outcomes):
+  assert outcomes["good inputs"] == {"ids": True, "traced": True, "litert": True}
