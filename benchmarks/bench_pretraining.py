@@ -228,7 +228,10 @@ PACKING_CONFIG = {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_hea
                   "intermediate_size": 512}
 PACKING_PREDICTIONS = {128: 20, 512: 80}
 PACKING_BATCH = {128: 32, 512: 8}
-PACKING_WARMUP_STEPS, PACKING_TIMED_STEPS, PACKING_LOOP = 10, 30, 10
+# Steps timed per length (after PACKING_WARMUP_STEPS): at 128 a step is short, and 30
+# of them left the rounds' spread wider than the effect.
+PACKING_WARMUP_STEPS, PACKING_LOOP = 10, 10
+PACKING_TIMED_STEPS = {128: 100, 512: 30}
 
 
 def _summary_value(text, key):
@@ -249,7 +252,6 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
     return [dict(name="packing", value="skipped", unit="",
                  note=f"{corpus} or {PACKING_VOCAB} not found (needs ../shared/data)")]
   rows = []
-  steps = PACKING_WARMUP_STEPS + PACKING_TIMED_STEPS
   with tempfile.TemporaryDirectory(prefix="bench-packing-") as work:
     config_file = os.path.join(work, "bert_config.json")
     with open(config_file, "w", encoding="utf-8") as handle:
@@ -257,6 +259,8 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
                  **PACKING_CONFIG}, handle)
     for seq in seqs:
       predictions, batch = PACKING_PREDICTIONS[seq], PACKING_BATCH[seq]
+      timed_steps = PACKING_TIMED_STEPS[seq]
+      steps = PACKING_WARMUP_STEPS + timed_steps
       records, real_per_row = {}, {}
       for layout, extra in (("unpacked", []), ("packed", ["--pack_sequences"])):
         records[layout] = os.path.join(work, f"{layout}-{seq}.tfrecord")
@@ -277,7 +281,8 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
                          value=round(100 * padding, 1), unit="% of positions",
                          note=f"{records_written:,.0f} rows of {os.path.basename(corpus)}"))
 
-      def command_of(layout, output_dir, seq=seq, predictions=predictions, batch=batch):
+      def command_of(layout, output_dir, seq=seq, predictions=predictions, batch=batch,
+                     steps=steps):
         return [sys.executable, os.path.join(ROOT, "run_pretraining.py"),
                 f"--input_file={records[layout]}", f"--bert_config_file={config_file}",
                 f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={seq}",
@@ -289,10 +294,10 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
       timed, _ = command_runs.alternate(command_of, ["unpacked", "packed"], rounds,
                                         os.path.join(work, f"runs-{seq}"),
                                         PACKING_WARMUP_STEPS, steps, PACKING_LOOP, batch)
-      rate = {layout: [PACKING_TIMED_STEPS * batch * real_per_row[layout] / s
+      rate = {layout: [timed_steps * batch * real_per_row[layout] / s
                        for s in timed[layout]] for layout in timed}
       scope = (f"run_pretraining.py, L=2 H=128, batch {batch} rows, seq {seq}, "
-               f"--max_predictions_per_seq={predictions}, {PACKING_TIMED_STEPS} steps after "
+               f"--max_predictions_per_seq={predictions}, {timed_steps} steps after "
                f"{PACKING_WARMUP_STEPS}; {machine.cpu_model()}; {machine.load_average()}")
       for layout in ("unpacked", "packed"):
         rows.append(dict(name=f"packing seq {seq}: real tokens/s, {layout}",
