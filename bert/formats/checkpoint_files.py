@@ -214,12 +214,14 @@ def newest_whole_checkpoint(directory):
                                              for n in names) if m))
   indexed = [paths.join(directory, f"ckpt-{n}") for n in numbers]
   for prefix in reversed(indexed):
-    if _is_whole(prefix, names):
+    if is_whole(prefix, names):
       return prefix, indexed
   return None, indexed
 
 
-def _is_whole(prefix, names):
+def is_whole(prefix, names):
+  """True when checkpoint `prefix` is whole: every data shard of its count is among
+  `names` (its folder's listing) and its step can be read."""
   base = paths.basename(prefix)
   shards = [re.fullmatch(re.escape(base) + r"\.data-(\d+)-of-(\d+)", n) for n in names]
   counts = {int(m.group(2)) for m in shards if m}

@@ -24,7 +24,6 @@ from bert.utils import input_checks
 
 # The entries Google's vocabularies reserve for new words (create_vocab.py's too).
 UNUSED_RE = re.compile(r"^\[unused\d+\]$")
-_BOM = "\ufeff".encode("utf-8")
 
 
 @dataclasses.dataclass
@@ -52,7 +51,7 @@ def _lines(data):
 
 
 def _token(raw, index):
-  text = (raw[len(_BOM):] if index == 0 and raw.startswith(_BOM) else raw).decode("utf-8")
+  text = file_io.decode_text(raw) if index == 0 else raw.decode("utf-8")
   return text.strip()
 
 
@@ -138,8 +137,8 @@ def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
   for word, index in zip(words, slots):
     old = lines[index]
     new = word.encode("utf-8")
-    if index == 0 and old.startswith(_BOM):
-      new = _BOM + new
+    if index == 0 and old.startswith(file_io.BYTE_ORDER_MARK):
+      new = file_io.BYTE_ORDER_MARK + new
     if old.endswith(b"\r"):  # a Windows line end stays as it was
       new += b"\r"
     out[index] = new

@@ -529,4 +529,4 @@ def is_whole(prefix, names=None):
   if names is None:
     directory = paths.dirname(prefix)
     names = set(file_io.listdir(directory)) if file_io.isdir(directory) else set()
-  return _is_whole(prefix, names)
+  return checkpoint_files.is_whole(prefix, names)

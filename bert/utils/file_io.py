@@ -439,6 +439,8 @@ def write_bytes(path, data):
 # would be part of the first word, field, header name or JSON key (a CoNLL reader would
 # take "\ufeff-DOCSTART-" for a word). Every reader of ours decodes a file's start with it.
 _TEXT_ENCODING = "utf-8-sig"
+# The mark's bytes, for a writer that must keep a file's first line as it was.
+BYTE_ORDER_MARK = "\ufeff".encode("utf-8")
 def decode_text(data):
   """A whole file's bytes (or its first line's) as text: UTF-8, a leading byte-order mark
   dropped.
