@@ -5,7 +5,8 @@
   python -m benchmarks.bench_pretraining --base [--rounds=3] [--steps=3] \
       [--batch=8] [--xla=0,1]   # BERT-Base float32, % of each round's peak
   python -m benchmarks.bench_pretraining --packing [--seqs=128,512] [--rounds=3] \
-      [--corpus=FILE]   # packed against unpacked records through run_pretraining.py:
+      [--corpus=FILE --vocab=FILE --do_lower_case=false]
+      # packed against unpacked records through run_pretraining.py:
       # padding and real tokens/s at each length (run_packing; needs ../shared/data)
   python -m benchmarks.bench_pretraining --small [--rounds=3] [--baseline=DIR]
       # the Korean and demo shapes (benchmarks/parts/small_step.py), XLA off and on,
@@ -241,16 +242,17 @@ def _summary_value(text, key):
   raise AssertionError(f"no {key} in the summary:\n{text[-1500:]}")
 
 
-def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
+def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3, vocab=PACKING_VOCAB,
+                do_lower_case=True):
   """run_pretraining.py on the original's records and on packed records of the same
   instances (create_pretraining_data.py without and with --pack_sequences, the README's
   flags otherwise, --dupe_factor=1), the same batch in rows, in turn (A/B, B/A, ...):
   each layout's padding, and its real (non-padding) tokens per second, the loop's own
   rows per second after the first PACKING_WARMUP_STEPS steps times the file's mean real
   tokens per row; the ratio packed / unpacked is taken within each round."""
-  if not (os.path.exists(corpus) and os.path.exists(PACKING_VOCAB)):
+  if not (os.path.exists(corpus) and os.path.exists(vocab)):
     return [dict(name="packing", value="skipped", unit="",
-                 note=f"{corpus} or {PACKING_VOCAB} not found (needs ../shared/data)")]
+                 note=f"{corpus} or {vocab} not found (needs ../shared/data)")]
   rows = []
   with tempfile.TemporaryDirectory(prefix="bench-packing-") as work:
     config_file = os.path.join(work, "bert_config.json")
@@ -267,7 +269,7 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3):
         proc = subprocess.run(
             [sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
              f"--input_file={corpus}", f"--output_file={records[layout]}",
-             f"--vocab_file={PACKING_VOCAB}", "--do_lower_case=True",
+             f"--vocab_file={vocab}", f"--do_lower_case={do_lower_case}",
              f"--max_seq_length={seq}", f"--max_predictions_per_seq={predictions}",
              "--masked_lm_prob=0.15", "--random_seed=12345", "--dupe_factor=1", *extra],
             capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
@@ -490,7 +492,9 @@ def main():
     return
   if "--packing" in sys.argv:
     seqs = tuple(int(x) for x in _arg("seqs", "128,512").split(","))
-    for row in run_packing(_arg("corpus", PACKING_CORPUS), seqs, int(_arg("rounds", 3))):
+    for row in run_packing(_arg("corpus", PACKING_CORPUS), seqs, int(_arg("rounds", 3)),
+                           _arg("vocab", PACKING_VOCAB),
+                           _arg("do_lower_case", "true").lower() in ("1", "true")):
       print(f"{row['name']:<58} {row['value']:>10} {row['unit']:<12} {row['note']}")
     return
   if len(sys.argv) > 1 and sys.argv[1] == "--child":
