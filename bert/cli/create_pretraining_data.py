@@ -15,6 +15,7 @@ from bert.cli import launch
 from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_generator
+from bert.pretraining import pretraining_packing
 from bert.utils import errors
 
 flags_common.define_runtime_flags()
@@ -60,7 +61,7 @@ flags.DEFINE_bool(
     "masks as without it), each attending only to itself, so that training computes on "
     "text instead of padding. run_pretraining.py reads packed records without a flag.")
 flags.DEFINE_integer(
-    "max_sequences_per_row", 8,
+    "max_sequences_per_row", pretraining_packing.MAX_SEQUENCES_PER_ROW,
     "--pack_sequences: the most instances one row may hold.")
 flags.DEFINE_bool(
     "dynamic_masking", False,

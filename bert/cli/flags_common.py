@@ -11,6 +11,7 @@ import os
 from absl import flags
 from absl import logging
 
+from bert import masking
 from bert.formats import litert_metadata
 from bert.training import run_options
 from bert.utils import atomic_output
@@ -137,25 +138,16 @@ def define_masking_flags(applies_to=None):
   if not _once("masking"):
     return
   note = f" {applies_to}" if applies_to else ""
-  flags.DEFINE_bool("do_whole_word_mask", False,
-                    "Whether to use whole word masking rather than per-WordPiece masking."
-                    + note)
-  flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability." + note)
-  # Ours, not the original's.
-  flags.DEFINE_float(
-      "mask_token_prob", 0.8,
-      "Of the chosen positions, the share replaced by [MASK] (the paper's Table 8 "
-      "ablation)." + note)
-  flags.DEFINE_float(
-      "random_token_prob", 0.1,
-      "Of the chosen positions, the share replaced by a random vocabulary token; the rest "
-      "(1 - mask_token_prob - random_token_prob) keep their token." + note)
+  define = {bool: flags.DEFINE_bool, float: flags.DEFINE_float}
+  # Made from the fields (type, default, help), declared once in bert/masking.py.
+  for field in dataclasses.fields(masking.MaskingOptions):
+    define[field.type](field.name, field.default, field.metadata["help"] + note)
 
 
-def masking_values(flag_values):
-  """The masking flags' values, {name: value}, for bert.masking.MaskingOptions."""
-  return {name: flag_values[name].value for name in (
-      "masked_lm_prob", "do_whole_word_mask", "mask_token_prob", "random_token_prob")}
+def masking_options(flag_values):
+  """The masking flags' values as a bert.masking.MaskingOptions (checked)."""
+  return masking.MaskingOptions(**{f.name: flag_values[f.name].value
+                                   for f in dataclasses.fields(masking.MaskingOptions)})
 
 
 def define_normalize_flag(applies_to="before tokenizing"):

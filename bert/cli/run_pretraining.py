@@ -50,10 +50,9 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
+    masking_options = flags_common.masking_options(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
-    from bert import masking
     from bert.pretraining import pretraining_task
-    masking_options = masking.MaskingOptions(**flags_common.masking_values(FLAGS))
     pretraining_task.PretrainingTask(
         options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,
         FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout,

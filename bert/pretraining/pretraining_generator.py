@@ -14,8 +14,10 @@ import time
 
 from absl import logging
 
+from bert import masking
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
+from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_workers
 from bert import tokenization
 from bert.utils import atomic_output
@@ -29,19 +31,10 @@ _PROGRESS_EVERY_S = 10.0
 
 
 def _instance_options(vocab, vocab_file, **kwargs):
-  missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in vocab]
-  if missing:
-    raise errors.UserError(
-        f"--vocab_file={vocab_file}: has no {', '.join(missing)} token; use a BERT "
-        "WordPiece vocabulary (one token a line)")
-  ids = list(vocab.values())
-  is_subword = bytearray(max(ids) + 1)
-  for token, index in vocab.items():
-    if token.startswith("##"):
-      is_subword[index] = 1
+  vocabulary = masking.Vocabulary.from_vocab(vocab, vocab_file)
   return pretraining_instances.InstanceOptions(
-      cls_id=vocab["[CLS]"], sep_id=vocab["[SEP]"], mask_id=vocab["[MASK]"], vocab_ids=ids,
-      is_subword=bytes(is_subword), **kwargs)
+      cls_id=vocabulary.cls_id, sep_id=vocabulary.sep_id, mask_id=vocabulary.mask_id,
+      vocab_ids=list(vocabulary.vocab_ids), is_subword=vocabulary.is_subword, **kwargs)
 
 
 # --------------------------------------------------------------------------- driver
@@ -88,9 +81,10 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
                   do_whole_word_mask=False, pack_sequences=False):
   """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
   del pack_sequences  # any value suits
-  moved = [name for name, given in (
-      ("do_whole_word_mask", do_whole_word_mask), ("mask_token_prob", mask_token_prob != 0.8),
-      ("random_token_prob", random_token_prob != 0.1)) if given]
+  rules = masking.MaskingOptions(  # checks masked_lm_prob and the 80/10/10 shares
+      masked_lm_prob=masked_lm_prob, do_whole_word_mask=do_whole_word_mask,
+      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob)
+  moved = [name for name in rules.changed() if name != "masked_lm_prob"]
   checks = [
       (not (dynamic_masking and moved),
        f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
@@ -103,13 +97,8 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
       (max_predictions_per_seq >= 1,
        f"--max_predictions_per_seq={max_predictions_per_seq}: must be at least 1"),
       (dupe_factor >= 1, f"--dupe_factor={dupe_factor}: must be at least 1"),
-      (0.0 < masked_lm_prob <= 1.0, f"--masked_lm_prob={masked_lm_prob}: must be in (0, 1]"),
       (0.0 <= short_seq_prob <= 1.0,
        f"--short_seq_prob={short_seq_prob}: must be in [0, 1]"),
-      (0.0 <= mask_token_prob <= 1.0 and 0.0 <= random_token_prob <= 1.0 and
-       mask_token_prob + random_token_prob <= 1.0 + 1e-9,
-       f"--mask_token_prob={mask_token_prob} and --random_token_prob={random_token_prob}: "
-       "must be in [0, 1] with a sum <= 1"),
       (documents_per_chunk >= 2,
        f"--documents_per_chunk={documents_per_chunk}: must be at least 2 (random-next "
        "needs another document)"),
@@ -261,7 +250,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
              random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
              mask_token_prob=0.8, random_token_prob=0.1, num_workers=0,
              documents_per_chunk=1000, on_encoding_error="fail", normalize=None,
-             split_sentences=None, pack_sequences=False, max_sequences_per_row=1,
+             split_sentences=None, pack_sequences=False,
+             max_sequences_per_row=pretraining_packing.MAX_SEQUENCES_PER_ROW,
              dynamic_masking=False, log=logging.info):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 

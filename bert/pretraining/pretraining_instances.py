@@ -15,6 +15,7 @@ import random
 
 import numpy as np
 
+from bert import masking
 from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_records
 
@@ -155,9 +156,7 @@ def _choose_positions(tokens, length, num_a, opt, arrays, generator):
   k_max = min(opt.max_predictions_per_seq, seq)
   pos = np.arange(seq)[None, :]
   candidate = (pos >= 1) & (pos < length[:, None] - 1) & (pos != num_a[:, None] + 1)
-  budget = np.minimum(np.maximum(1, np.rint(length * opt.masked_lm_prob).astype(np.int64)),
-                      opt.max_predictions_per_seq)
-  budget = np.minimum(budget, length - 3)  # never more than there are candidates
+  budget = masking.prediction_budget(length, opt.masked_lm_prob, opt.max_predictions_per_seq)
   if not opt.do_whole_word_mask:
     keys = generator.random((n, seq))
     keys[~candidate] = 2.0
@@ -353,7 +352,7 @@ def _pack_and_encode(parts, opt, seed):
                                               "labels", "num_masked",
                                               "next_sentence_labels")}
   if opt.dynamic_masking:
-    predictions = pretraining_packing.prediction_budget(
+    predictions = masking.prediction_budget(
         instances["length"], opt.masked_lm_prob, opt.max_predictions_per_seq)
   else:
     predictions = instances["num_masked"]

@@ -13,14 +13,10 @@ import bisect
 
 import numpy as np
 
-
-def prediction_budget(length, masked_lm_prob, max_predictions_per_seq):
-  """How many positions the original masks in an instance of `length` tokens (int64 [n]):
-  min(max_predictions_per_seq, max(1, round(length * masked_lm_prob))), and never more
-  than its length - 3 candidates. Rounds half to even, as Python's round()."""
-  length = np.asarray(length, np.int64)
-  budget = np.maximum(1, np.rint(length * masked_lm_prob).astype(np.int64))
-  return np.minimum(np.minimum(budget, max_predictions_per_seq), length - 3)
+# The most instances a packed row holds unless told otherwise
+# (--max_sequences_per_row): room for short instances (--short_seq_prob draws some of a
+# few tokens) without many empty next-sentence slots in every row.
+MAX_SEQUENCES_PER_ROW = 8
 
 
 def pack(lengths, predictions, max_seq_length, max_predictions, max_sequences):
