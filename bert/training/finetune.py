@@ -296,38 +296,13 @@ def _run_locked(task, options, config, strategy):
     periodic = PeriodicEval(task, model, strategy, options, chief, num_train_steps,
                             tracker)
     if options.do_train:
-      if tracker is not None:
-        tracker.start()
-        periodic.catch_up(global_step)
-      if tracker is not None and tracker.stopped_at(global_step):
-        logging.info("Early stopping already stopped this run at step %d (%d evaluations "
-                     "without improvement of %s, --early_stopping_patience=%d): nothing "
-                     "to train; a larger --early_stopping_patience, or 0, trains on",
-                     global_step, tracker.record.without_improvement(global_step),
-                     tracker.metric, options.early_stopping_patience)
-      else:
-        logging.info("***** Running training: %s *****", task.name)
-        logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
-                     num_warmup_steps, options.train_batch_size)
-        result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
-                            state, training_config(options, num_train_steps),
-                            after_loop=periodic if options.eval_every_steps else None)
-        global_step = result["global_step"]
-      if tracker is not None:
-        tracker.cleanup()
+      global_step = _train(task, options, model, optimizer, strategy, state, global_step,
+                           periodic, (num_train_steps, num_warmup_steps))
       if chief:
         task.after_training(model, global_step)
     if uses_best_checkpoint(options) and (options.do_eval or options.do_predict
                                           or options.export_dir):
-      best_step, record = best_checkpoint.restore_best(
-          model, options.output_dir, recorded_head_info(task, options))
-      logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
-                   paths.join(best_checkpoint.best_dir(options.output_dir),
-                              f"ckpt-{best_step}"),
-                   record.describe(), _best_uses(options), _best_reason(options))
-      if best_step != periodic.last_step:
-        periodic.last, periodic.last_step = None, None  # those were other weights
-      global_step = best_step
+      global_step = _restore_best(task, options, model, periodic)
     if options.do_eval:
       # The last periodic evaluation may be of these very weights: not evaluated twice.
       reuse = periodic.last_step is not None and periodic.last_step == global_step
@@ -347,6 +322,47 @@ def _run_locked(task, options, config, strategy):
       logging.info("Exported a SavedModel to %s%s", options.export_dir,
                    "" if options.litert == "none" or not task.exports else
                    f" (and LiteRT models: --litert={options.litert})")
+
+
+def _train(task, options, model, optimizer, strategy, state, global_step, periodic, steps):
+  """--do_train from `global_step` (periodic: the PeriodicEval, with its best-checkpoint
+  tracker when one is kept; steps: (train, warmup)); returns the step training ended
+  at. A run early stopping has already stopped trains no further."""
+  num_train_steps, num_warmup_steps = steps
+  tracker = periodic.tracker
+  if tracker is not None:
+    tracker.start()
+    periodic.catch_up(global_step)
+  if tracker is not None and tracker.stopped_at(global_step):
+    logging.info("Early stopping already stopped this run at step %d (%d evaluations "
+                 "without improvement of %s, --early_stopping_patience=%d): nothing "
+                 "to train; a larger --early_stopping_patience, or 0, trains on",
+                 global_step, tracker.record.without_improvement(global_step),
+                 tracker.metric, options.early_stopping_patience)
+  else:
+    logging.info("***** Running training: %s *****", task.name)
+    logging.info("  Num steps = %d (warmup %d), batch size %d", num_train_steps,
+                 num_warmup_steps, options.train_batch_size)
+    result = loop.train(strategy, model, optimizer, task.loss, task.train_dataset,
+                        state, training_config(options, num_train_steps),
+                        after_loop=periodic if options.eval_every_steps else None)
+    global_step = result["global_step"]
+  if tracker is not None:
+    tracker.cleanup()
+  return global_step
+
+
+def _restore_best(task, options, model, periodic):
+  """--use_best_checkpoint: loads output_dir/best's weights into `model`, says which step
+  and why, and returns that step."""
+  best_step, record = best_checkpoint.restore_best(
+      model, options.output_dir, recorded_head_info(task, options))
+  logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
+               paths.join(best_checkpoint.best_dir(options.output_dir), f"ckpt-{best_step}"),
+               record.describe(), _best_uses(options), _best_reason(options))
+  if best_step != periodic.last_step:
+    periodic.last, periodic.last_step = None, None  # those were other weights
+  return best_step
 
 
 class PeriodicEval:
