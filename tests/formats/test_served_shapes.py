@@ -53,17 +53,30 @@ def _expected():
   return expected
 
 
-@pytest.fixture(scope="module", params=["1", "0"], ids=["oneDNN on", "oneDNN off"])
-def outcomes(request, tmp_path_factory):
-  env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=request.param, TF_CPP_MIN_LOG_LEVEL="3",
-             PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests"),
-                                         os.path.join(ROOT, "tests", "support")]))
-  result = subprocess.run(
-      [sys.executable, served_shapes.__file__, str(tmp_path_factory.mktemp("served"))],
-      env=env, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
-  lines = [line for line in result.stdout.splitlines() if line.startswith("RESULTS ")]
-  assert result.returncode == 0 and lines, result.stderr[-3000:]
-  return json.loads(lines[-1][len("RESULTS "):])
+@pytest.fixture(scope="module")
+def both_settings(tmp_path_factory):
+  """{TF_ENABLE_ONEDNN_OPTS value: outcomes}: the two fresh processes run side by side
+  (each exports and converts a model: most of this file's time)."""
+  processes = {}
+  for setting in ("1", "0"):
+    env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting, TF_CPP_MIN_LOG_LEVEL="3",
+               PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests"),
+                                           os.path.join(ROOT, "tests", "support")]))
+    processes[setting] = subprocess.Popen(
+        [sys.executable, served_shapes.__file__, str(tmp_path_factory.mktemp("served"))],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  results = {}
+  for setting, process in processes.items():
+    stdout, stderr = process.communicate(timeout=600)
+    lines = [line for line in stdout.splitlines() if line.startswith("RESULTS ")]
+    assert process.returncode == 0 and lines, stderr[-3000:]
+    results[setting] = json.loads(lines[-1][len("RESULTS "):])
+  return results
+
+
+@pytest.fixture(params=["1", "0"], ids=["oneDNN on", "oneDNN off"])
+def outcomes(request, both_settings):
+  return both_settings[request.param]
 
 
 @pytest.mark.parametrize("case", sorted(_expected()))
