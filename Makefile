@@ -16,7 +16,7 @@ GCS_VENV ?= .venv-gcs
 GCS_REQUIREMENTS ?= tests/support/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-floor test-slow gcs-emulator bench bench-equal bench-hf-setup bench-tf2onnx-setup bench-original-setup docs clean
+.PHONY: demo test test-floor test-slow gcs-emulator bench bench-peers bench-hf-setup bench-tf2onnx-setup bench-original-setup docs clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -76,13 +76,13 @@ $(GCS_VENV)/.installed: $(GCS_REQUIREMENTS)
 	else rm -rf $(GCS_VENV); \
 	  echo "make: no GCS emulator environment ($(GCS_VENV)); the tests of gs:// paths will skip"; fi
 
-## bench: every benchmark a doc quotes (benchmarks/run_all.py's list, bench_equal.py
+## bench: every benchmark a doc quotes (benchmarks/run_all.py's list, bench_peers.py
 ## among them), one table of figures and ratios measured in this run. Side environments,
 ## each built by its setup target below: .venv-hf (bench-hf-setup) for the Hugging Face
 ## and ONNX Runtime rows of bench_tokenization, bench_pretraining, bench_classifier,
-## bench_predict and bench_equal; .venv-original (bench-original-setup) for the original
+## bench_predict and bench_peers; .venv-original (bench-original-setup) for the original
 ## release's rows of bench_tokenization and bench_pretraining_data; .venv-tf2onnx
-## (bench-tf2onnx-setup) for bench_equal's tf2onnx setups. Without one, its rows say
+## (bench-tf2onnx-setup) for bench_peers's tf2onnx setups. Without one, its rows say
 ## "skipped" and name the target. The real-data benchmarks need ../shared/data.
 bench: $(VENV)/.installed-test
 	$(PY) -m benchmarks.run_all
@@ -102,7 +102,7 @@ $(HF_VENV)/.installed:
 	touch $@
 
 ## bench-tf2onnx-setup: a separate venv (.venv-tf2onnx) with tf2onnx, onnx and ONNX Runtime
-## beside the TensorFlow of requirements.txt, so that bench_equal.py converts our
+## beside the TensorFlow of requirements.txt, so that bench_peers.py converts our
 ## export's token-id SavedModel to ONNX (tf2onnx's pins may clash with the main venv's);
 ## never a dependency of this project
 TF2ONNX_VENV ?= .venv-tf2onnx
@@ -129,23 +129,23 @@ $(ORIGINAL_VENV)/.installed: requirements.txt
 	$(ORIGINAL_VENV)/bin/python -m pip install -q --no-deps $(ORIGINAL_BERT)
 	touch $@
 
-## bench-equal: the quiet-machine run of docs/benchmarks.md's serving rows in one command:
+## bench-peers: the quiet-machine run of docs/benchmarks.md's serving rows in one command:
 ## its side environments (.venv-hf, .venv-tf2onnx: built first when missing), the SST-2
 ## model (out/sst2_bench, its export out/sst2_bench_export: made first when missing), then
 ## LiteRT, ONNX Runtime (its fastest setup) and our SavedModel on the same batches, 5,000
-## sentences, 3 rounds; the figures also in out/bench_equal.json. Needs ../shared/data.
-bench-equal: $(VENV)/.installed-test $(HF_VENV)/.installed $(TF2ONNX_VENV)/.installed
-	$(PY) -m benchmarks.bench_equal --finetuned_dir=out/sst2_bench \
+## sentences, 3 rounds; the figures also in out/bench_peers.json. Needs ../shared/data.
+bench-peers: $(VENV)/.installed-test $(HF_VENV)/.installed $(TF2ONNX_VENV)/.installed
+	$(PY) -m benchmarks.bench_peers --finetuned_dir=out/sst2_bench \
 	  --export_dir=out/sst2_bench_export --sentences=5000 --rounds=3 --screen=1000 \
-	  --latency=1000 --prepare --json_out=out/bench_equal.json
+	  --latency=1000 --prepare --json_out=out/bench_peers.json
 
 ## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions and docs/TESTS.md
 ## (which test files run in make test and which in make test-slow) from the tests' pytest
 ## markers, with $(PY) as it is (no install: `make docs PY=python3` in any environment
 ## with requirements.txt and requirements-test.txt)
 docs:
-	$(PY) tools/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
-	$(PY) tools/gen_test_suites.py > docs/TESTS.md.tmp && mv docs/TESTS.md.tmp docs/TESTS.md
+	$(PY) tools/maintainers/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
+	$(PY) tools/maintainers/gen_test_suites.py > docs/TESTS.md.tmp && mv docs/TESTS.md.tmp docs/TESTS.md
 
 clean:
 	rm -rf out

@@ -35,7 +35,7 @@ seconds of 50 steps of 32 after the first 10 (the loop's own examples/s) and of 
 process; --command_fixed_padding runs those rounds once more with --fixed_padding (every
 step at 128 positions, the original's shapes: where the matmuls' share, and so
 bfloat16's gain, is largest), as rows of their own.
-After the fine-tuning rows, the matmul floor (benchmarks/parts/step_floor.py, in this process):
+After the fine-tuning rows, the matmul floor (benchmarks/parts/matmul_floor.py, in this process):
 the training ceiling at the subset's unpadded mean length, and its ratio to HF grouped.
 --quick: 256 sentences and fewer training steps (30 fine-tuning steps: too few for the
 two optimizers to reach the same accuracy; the full run's 200 do). --hf_only: only the
@@ -51,10 +51,10 @@ import tempfile
 import time
 
 from benchmarks.parts import command_runs
-from benchmarks.parts import hf_bridge
+from benchmarks.parts import hugging_face_launcher
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
-from benchmarks.parts import step_floor
+from benchmarks.parts import matmul_floor
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -214,7 +214,7 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
     rows += _no_bfloat16_rows("predict")
   hf = {}
   for dtype in dtypes:
-    result, why = hf_bridge.run_hf("predict", {
+    result, why = hugging_face_launcher.run_hf("predict", {
         "threads": machine.threads(), "vocab_file": VOCAB,
         "head_file": os.path.join(workdir, "head.npz"),
         "texts_file": os.path.join(workdir, "texts.json"), "batch_size": BATCH,
@@ -309,7 +309,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
   # how much of the gap our length grouping makes.
   grouped_rate = None
   for group, suffix in ((False, ""), (True, "_grouped")):
-    hf, why = hf_bridge.run_hf("finetune", {
+    hf, why = hugging_face_launcher.run_hf("finetune", {
         "threads": machine.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": group,
         "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
         "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
@@ -336,7 +336,7 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
     if group:
       grouped_rate = hf["examples_per_second"]
   if "bfloat16" in ours:
-    hf, why = hf_bridge.run_hf("finetune", {
+    hf, why = hugging_face_launcher.run_hf("finetune", {
         "threads": machine.threads(), "vocab_file": VOCAB, "seed": 3, "group_by_length": True,
         "data_file": os.path.join(workdir, "finetune.json"), "batch_size": BATCH,
         "steps": steps, "timed_steps": timed, "warmup_steps": steps // 10,
@@ -366,19 +366,19 @@ def _hf_finetune_rows(tf, config, tokenizer, quick, workdir):
 
 
 def _finetune_ceiling_rows(tokenizer, train, grouped_rate):
-  """What stands in the way of 2x HF grouped (the target): step_floor's training ceiling
+  """What stands in the way of 2x HF grouped (the target): matmul_floor's training ceiling
   at the subset's mean length without padding, the least work any implementation does."""
   pieces = tokenizer.tokenize_batch([e.text_a for e in train])
   lengths = [min(len(ids) + 2, SEQ) for ids in pieces]
   mean = sum(lengths) / len(lengths)
-  out = step_floor.ceiling_at(mean, BATCH)
+  out = matmul_floor.ceiling_at(mean, BATCH)
   notes = "; ".join(f"{name} {value:.1f} {unit} ({note})"
-                    for name, value, unit, note in step_floor.describe(out, BATCH, round(mean, 2))
+                    for name, value, unit, note in matmul_floor.describe(out, BATCH, round(mean, 2))
                     if not name.endswith("ceiling"))
   return [
       {"name": "classifier_finetune_ceiling", "value": round(out["train_ceiling"], 1),
        "unit": "examples/s",
-       "note": f"benchmarks/parts/step_floor.py: batch {BATCH} / (the step's matmuls alone + "
+       "note": f"benchmarks/parts/matmul_floor.py: batch {BATCH} / (the step's matmuls alone + "
                f"the optimizer update) at {mean:.2f} tokens a row, no padding; {notes}; "
                f"{machine.load_average()}"},
       {"name": "classifier_finetune_ceiling_vs_hf_grouped",
@@ -445,9 +445,9 @@ def _command_finetune_rows(rounds, fixed_padding=False):
 
 
 def _hf_rows(tf, config, tokenizer, examples, quick):
-  if hf_bridge.hf_python() is None:
+  if hugging_face_launcher.hf_python() is None:
     return [{"name": "classifier_hf_comparison", "value": "skipped", "unit": "",
-             "note": hf_bridge.HF_HINT}]
+             "note": hugging_face_launcher.HF_HINT}]
   with tempfile.TemporaryDirectory(prefix="bench-classifier-hf-") as workdir:
     return (_hf_predict_rows(tf, config, tokenizer, examples, workdir)
             + _hf_finetune_rows(tf, config, tokenizer, quick, workdir))

@@ -8,11 +8,11 @@ L6 H384 A12, and one classifier head), batch 32, max_seq_length 128:
         output_dir that holds the run's checkpoint (prepared, untimed);
   hf    transformers' BertForSequenceClassification (saved with save_pretrained,
         untimed), BertTokenizerFast, batches in file order padded to their longest row
-        (DataCollatorWithPadding), torch.inference_mode (benchmarks/parts/hf_side.py
+        (DataCollatorWithPadding), torch.inference_mode (benchmarks/parts/hugging_face_worker.py
         predict_file);
   ort   the same model exported to ONNX and fused by ONNX Runtime's transformer optimizer
         (untimed), ORT_ENABLE_ALL, the `tokenizers` package's WordPiece, batches as HF's
-        (hf_side.py ort_predict_file).
+        (hugging_face_worker.py ort_predict_file).
 Opt-in sides (--sides=...,ours_bf16,hf_bf16,ort_int8), each CPU's best precision:
   ours_bf16  the same command with --dtype=bfloat16 (its speed-up over ours is printed);
   hf_bf16    transformers' side under torch.autocast bfloat16 (its speed-up over hf, and
@@ -30,7 +30,7 @@ LiteRT sides (--sides=...,litert_f32,litert_int8), the export's TensorFlow Lite 
                dynamic int8 and against our float32 side.
                These are whole user commands, not equal comparisons: predict_litert.py
                batches rows sorted by length, the other sides in file order, and ORT
-               here is one setup. benchmarks/bench_equal.py gives every side the same
+               here is one setup. benchmarks/bench_peers.py gives every side the same
                batches and ORT its best setup; its ratios are the ones the docs quote.
 --finetuned_dir=DIR: every side predicts with the weights of a run_classifier.py SST-2
 fine-tuning run (DIR is its --output_dir: its checkpoint is copied for our side, exported
@@ -52,7 +52,7 @@ and the rows give each side's model share (the whole process on all the sentence
 the one on N) with the bfloat16/float32 and ours/HF ratios of it, round by round.
 
 With an ORT side, the run ends with the matmul floor of the same sentences
-(benchmarks/parts/step_floor.py, in this process): the forward matmuls alone at the sentences'
+(benchmarks/parts/matmul_floor.py, in this process): the forward matmuls alone at the sentences'
 unpadded mean length, and ORT's median time over it, the most any process built on this
 machine's matmul kernels could reach against ORT (--no_floor skips it).
 --quick: 1,000 sentences, 1 round. The HF and ORT sides need `make bench-hf-setup`
@@ -69,10 +69,10 @@ import tempfile
 import time
 
 from benchmarks.parts import arguments
-from benchmarks.parts import hf_bridge
+from benchmarks.parts import hugging_face_launcher
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
-from benchmarks.parts import step_floor
+from benchmarks.parts import matmul_floor
 from bert.utils import cpu_choice
 
 ROOT = sst2.ROOT
@@ -153,7 +153,7 @@ def _same_bytes(path, other):
 def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
         baseline_tree=None, floor=True, finetuned_dir=None, small_sentences=None):
   """Returns [{name, value, unit, note}]. floor: with an ORT side, also the matmul floor
-  (step_floor.py) of the same sentences, in this process after the rounds.
+  (matmul_floor.py) of the same sentences, in this process after the rounds.
   finetuned_dir: a run_classifier.py SST-2 run's output_dir whose weights every side uses
   (None: the pretrained MiniLM with a seeded random head). small_sentences: every side
   also predicts the first this many sentences, in the same rounds, and the rows give each
@@ -171,7 +171,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
     return [{"name": "predict_whole_process", "value": "skipped", "unit": "",
              "note": f"{missing} not found (needs ../shared/data)"}]
   sides = list(sides)
-  hf_python = hf_bridge.hf_python()
+  hf_python = hugging_face_launcher.hf_python()
   rows = []
   if not cpu_choice.this_cpu().has_bfloat16 and any(s in BFLOAT16_SIDES for s in sides):
     rows.append({"name": "predict_whole_process_bfloat16", "value": "skipped", "unit": "",
@@ -181,7 +181,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
   external = ("hf", "hf_bf16", "ort", "ort_int8")  # the sides of the Hugging Face venv
   if hf_python is None and any(s in external for s in sides):
     rows.append({"name": "predict_whole_process_hf_ort", "value": "skipped", "unit": "",
-                 "note": hf_bridge.HF_HINT})
+                 "note": hugging_face_launcher.HF_HINT})
     sides = [s for s in sides if s not in external]
   if baseline_tree:
     sides = [s for s in sides if s != "before"] + ["before"]
@@ -220,7 +220,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
       hf_model["model_dir"] = os.path.join(work, "hf_finetuned")
       sst2.prepare_hf_export(finetuned_dir, hf_model["model_dir"])
     if any(s in external for s in sides):
-      prepared, why = hf_bridge.run_hf("prepare_predict", {**hf_model,
+      prepared, why = hugging_face_launcher.run_hf("prepare_predict", {**hf_model,
           "threads": machine.threads(), "head_file": head_file,
           "hf_model_dir": os.path.join(work, "hf_model"),
           "onnx_file": os.path.join(work, "model.onnx"),
@@ -268,7 +268,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
             json.dump({"threads": machine.threads(), "vocab_file": VOCAB,
                        "test_file": test_files[size], "results_file": results[key],
                        "batch_size": BATCH, "max_seq_length": SEQ, **extra}, handle)
-          commands[key] = [hf_python, hf_bridge.HF_SIDE, mode, request]
+          commands[key] = [hf_python, hugging_face_launcher.HF_SIDE, mode, request]
     seconds = {key: [] for key in commands}
     loads = []
     for round_index in range(rounds):
@@ -361,7 +361,7 @@ def run(quick=False, rounds=None, sentences=None, sides=SIDES, ours_flags=(),
                              f"{machine.spread(ratios, '{:.2f}')}; {goal}{agreement}; "
                              "NOT equal batching (predict_litert.py sorts rows by "
                              "length, the other sides run file order): the equal "
-                             "comparisons are benchmarks/bench_equal.py's"})
+                             "comparisons are benchmarks/bench_peers.py's"})
       continue
     if side == "ort_int8":  # best precision against best precision
       ratio = statistics.median(seconds[side]) / ours_best
@@ -419,12 +419,12 @@ def _model_share_rows(sides, seconds, sentences, small):
 def _floor_rows(texts, their_seconds):
   """What stands in the way of 2x ONNX Runtime (the target): the forward matmuls alone of
   every sentence at its own length (no padding, no start-up, no tokenizing, no softmax,
-  LayerNorm or GELU), at the rate benchmarks/parts/step_floor.py measures in this process."""
+  LayerNorm or GELU), at the rate benchmarks/parts/matmul_floor.py measures in this process."""
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   tokenizer = fast_tokenization.FastTokenizer(VOCAB, True)
   lengths = [min(len(ids) + 2, SEQ) for ids in tokenizer.tokenize_batch(texts)]
   mean = sum(lengths) / len(lengths)
-  out = step_floor.ceiling_at(mean, BATCH, update=False)
+  out = matmul_floor.ceiling_at(mean, BATCH, update=False)
   floor_seconds = len(texts) / out["predict_ceiling"]
   rate = out["forward_flops"] / (BATCH / out["predict_ceiling"])
   return [
@@ -455,7 +455,7 @@ def main():
   parser.add_argument("--ours_flags", default="",
                       help="extra run_classifier flags for our side, e.g. an opt-in")
   parser.add_argument("--no_floor", action="store_true",
-                      help="skip the matmul floor rows (benchmarks/parts/step_floor.py)")
+                      help="skip the matmul floor rows (benchmarks/parts/matmul_floor.py)")
   parser.add_argument("--small_sentences", type=arguments.positive_int, default=None,
                       help="also predict the first N sentences in the same rounds and give "
                            "each side's model share (the whole process minus the small one)")

@@ -14,7 +14,7 @@
       # --steps steps after a warm-up call; with --baseline=DIR (another checkout, e.g.
       # `git archive <commit> | tar -x -C DIR`) the same workloads also run on that
       # tree's `bert` (its modeling, loop and optimizer), and each round gives a paired
-      # ratio; then each shape's matmuls alone (benchmarks/parts/step_floor.py).
+      # ratio; then each shape's matmuls alone (benchmarks/parts/matmul_floor.py).
 
 Each configuration runs in its own process (the Keras dtype policy is global) through
 run_pretraining's own step and loop (benchmarks/parts/train_run.py: loop.make_train_step
@@ -39,7 +39,7 @@ Where the Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), 
 configuration is also trained with transformers' BertForPreTraining (PyTorch, float32,
 as many threads as TF uses, AdamW, clipping) on the same synthetic batches, timed the
 same way (the same number of timed steps, after at least as many warm-up steps), by
-benchmarks/parts/hf_side.py in its own process, which reads the batches from a file this
+benchmarks/parts/hugging_face_worker.py in its own process, which reads the batches from a file this
 benchmark writes, in float32 and (with bfloat16 units) under torch.autocast bfloat16;
 ratio rows compare our XLA-off rate in the same dtype with it. Its masked-LM head
 computes logits at every position (the loss only counts the
@@ -54,10 +54,10 @@ import sys
 import tempfile
 
 from benchmarks.parts import command_runs
-from benchmarks.parts import hf_bridge
+from benchmarks.parts import hugging_face_launcher
 from benchmarks.parts import machine
 from benchmarks.parts import small_step
-from benchmarks.parts import step_floor
+from benchmarks.parts import matmul_floor
 from benchmarks.parts import train_run
 from bert.utils import cpu_choice
 
@@ -317,18 +317,18 @@ def run_packing(corpus=PACKING_CORPUS, seqs=(128, 512), rounds=3, vocab=PACKING_
 
 def _hf_rows(name, batch, steps, ours, dtype="float32"):
   """transformers' BertForPreTraining on the same config, batch and synthetic data, run by
-  hf_side.py in the Hugging Face venv (bfloat16: under torch.autocast); `ours` is our
+  hugging_face_worker.py in the Hugging Face venv (bfloat16: under torch.autocast); `ours` is our
   XLA-off rate in the same dtype."""
   label = f"HF BertForPreTraining {name} seq{SEQ} b{batch} {dtype}"
-  if hf_bridge.hf_python() is None:
-    return [dict(name=label, value="skipped", unit="", note=hf_bridge.HF_HINT)], None
+  if hugging_face_launcher.hf_python() is None:
+    return [dict(name=label, value="skipped", unit="", note=hugging_face_launcher.HF_HINT)], None
   import numpy as np  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="bench-pretrain-hf-") as workdir:
     # The batches ours trains on (train_run.build draws them the same way), in a file.
     data_file = os.path.join(workdir, "batches.npz")
     np.savez(data_file, **train_run.synthetic_features("pretrain", 4 * batch, SEQ,
                                                        PREDICTIONS, VOCAB))
-    hf, why = hf_bridge.run_hf("pretrain", {
+    hf, why = hugging_face_launcher.run_hf("pretrain", {
         "threads": machine.threads(), "config": CONFIGS[name], "vocab_size": VOCAB,
         "data_file": data_file, "batch_size": batch, "steps": steps,
         "precision": dtype}, workdir, timeout=1800)
@@ -352,7 +352,7 @@ def _hf_rows(name, batch, steps, ours, dtype="float32"):
 def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=None,
               xla_settings=(False, True), peak=None, floor=True):
   """Rows for the small workload; variants alternate within each round. floor: each
-  shape's matmuls alone too (step_floor.py)."""
+  shape's matmuls alone too (matmul_floor.py)."""
   if peak is None:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     peak = machine.matmul_peak(tf.float32)
@@ -419,14 +419,14 @@ def run_small(shapes=("korean", "demo"), rounds=3, steps=20, reps=3, baseline=No
 
 
 def _floor_row(shape):
-  """The shape's step as its matmuls alone (step_floor.py, in this process): the bound
+  """The shape's step as its matmuls alone (matmul_floor.py, in this process): the bound
   of what the whole step can reach on this machine's matmul kernels."""
   s = small_step.SHAPES[shape]
-  out = step_floor.ceiling_at(s["seq"], s["batch"], s, update=False)
+  out = matmul_floor.ceiling_at(s["seq"], s["batch"], s, update=False)
   rate = out["train_flops"] / out["train_seconds"]
   return dict(name=f"small {shape} matmuls alone, forward + backward",
               value=round(out["train_seconds"] * 1e3, 1), unit="ms",
-              note=f"benchmarks/parts/step_floor.py --shape={shape}: {rate / 1e9:.1f} GFLOP/s"
+              note=f"benchmarks/parts/matmul_floor.py --shape={shape}: {rate / 1e9:.1f} GFLOP/s"
                    f" = {100 * rate / out['peak']:.0f}% of this process's float32 matmul "
                    f"peak {out['peak'] / 1e9:.1f} GFLOP/s; {machine.load_average()}")
 

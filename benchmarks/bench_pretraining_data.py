@@ -13,7 +13,7 @@ The peers, each a process of its own, on the same corpus with the README's flags
   * ours: the command line, with its default workers (one per CPU);
   * the original: bert/create_pretraining_data.py of `bert-tensorflow` 1.0.4 from the
     package index, in a venv of its own (`make bench-original-setup`, or
-    $BERT_ORIGINAL_PYTHON), started by benchmarks/parts/original_bridge.py so that it imports
+    $BERT_ORIGINAL_PYTHON), started by benchmarks/parts/original_launcher.py so that it imports
     its own tokenizer, never ours (checked on every run). 1.0.4 has no whole-word
     masking, so ours runs without it (--do_whole_word_mask=False, its default): both
     sides mask single WordPieces.
@@ -56,7 +56,7 @@ import tempfile
 import time
 
 from benchmarks.parts import machine
-from benchmarks.parts import original_bridge
+from benchmarks.parts import original_launcher
 from bert.utils import tfrecord_framing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -213,18 +213,18 @@ def _ours(corpus, output):
 def _original(corpus, output):
   """One run of the original's generator in its venv: the same dict as _ours plus
   `versions`, or a string saying why it did not run."""
-  if original_bridge.original_python() is None:
-    return original_bridge.ORIGINAL_HINT
+  if original_launcher.original_python() is None:
+    return original_launcher.ORIGINAL_HINT
   with tempfile.TemporaryDirectory(prefix="bench-original-") as workdir:
     request = os.path.join(workdir, "generate-request.json")
     with open(request, "w", encoding="utf-8") as handle:
       json.dump({"flags": _flags(corpus, output)}, handle)
     try:
-      wall, (peak, anon, cpu), out = _measure(original_bridge.command("generate", request),
-                                              cwd=workdir, env=original_bridge.environment())
+      wall, (peak, anon, cpu), out = _measure(original_launcher.command("generate", request),
+                                              cwd=workdir, env=original_launcher.environment())
     except RuntimeError as error:
       return f"the original's side failed: {error}"
-  result = original_bridge.parse_result(out)  # its modules checked: its own, not ours
+  result = original_launcher.parse_result(out)  # its modules checked: its own, not ours
   return {"instances": _count_and_remove(output), "work_s": result["seconds"],
           "wall_s": wall, "peak_mb": peak, "anon_mb": anon, "cpu_s": cpu,
           "versions": result["versions"]}

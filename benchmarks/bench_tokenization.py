@@ -6,14 +6,14 @@ lower-cased. Our paths must give identical ids on every line, checked here.
 
 The original: `bert-tensorflow` 1.0.4's FullTokenizer from the package index, in a venv
 of its own (`make bench-original-setup`, or $BERT_ORIGINAL_PYTHON), started by
-benchmarks/parts/original_bridge.py so that it imports its own tokenization.py, never ours
+benchmarks/parts/original_launcher.py so that it imports its own tokenization.py, never ours
 (checked on every call); one pass over all lines a round, timed inside its process
 (building the tokenizer outside the timer), its ids compared with ours. Where that venv
 is missing, its rows say so. benchmarks/parts/tokenization_reference.py, the same algorithm
 restated plainly in this process, is timed too. Where the
 Hugging Face venv exists (`make bench-hf-setup`, or $BERT_HF_PYTHON), transformers'
 BertTokenizerFast (Rust) batch call is timed on the same lines in that interpreter
-(benchmarks/parts/hf_side.py) and its ids are checked against ours; else the `tokenizers`
+(benchmarks/parts/hugging_face_worker.py) and its ids are checked against ours; else the `tokenizers`
 package's BertWordPieceTokenizer when importable here; else a row says how to enable it.
 Neither is ever a dependency of this project.
 
@@ -36,9 +36,9 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from benchmarks.parts import arguments  # noqa: E402
-from benchmarks.parts import hf_bridge  # noqa: E402
+from benchmarks.parts import hugging_face_launcher  # noqa: E402
 from benchmarks.parts import machine  # noqa: E402
-from benchmarks.parts import original_bridge  # noqa: E402
+from benchmarks.parts import original_launcher  # noqa: E402
 from benchmarks.parts import tokenization_reference  # noqa: E402
 from bert import fast_tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
 from bert import tokenization  # noqa: E402  pylint: disable=g-import-not-at-top
@@ -124,7 +124,7 @@ def _time(function, repeats=1, cpu=None):
 
 def _transformers_batch(lines, vocab_file):
   """(ids per line, seconds, versions) of transformers' BertTokenizerFast batch call, run
-  by hf_side.py in the Hugging Face venv; (None, why, None) when that fails."""
+  by hugging_face_worker.py in the Hugging Face venv; (None, why, None) when that fails."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tempfile  # pylint: disable=g-import-not-at-top
   with tempfile.TemporaryDirectory(prefix="bench-tok-hf-") as workdir:
@@ -133,7 +133,7 @@ def _transformers_batch(lines, vocab_file):
                "ids_file": os.path.join(workdir, "ids.npz")}
     with open(request["lines_file"], "w", encoding="utf-8") as handle:
       json.dump(lines, handle)
-    result, why = hf_bridge.run_hf("tokenize", request, workdir, timeout=1800)
+    result, why = hugging_face_launcher.run_hf("tokenize", request, workdir, timeout=1800)
     if result is None:
       return None, why, None
     ids = _read_ids(request["ids_file"])
@@ -153,7 +153,7 @@ def _original_timer(vocab_file):
   """time_lines(lines) -> (ids per line, the side's result: seconds, cpu_seconds,
   versions) or (None, why) for the original release's FullTokenizer, run in its own venv
   (a new process each call, one pass timed inside it); None where that venv is missing."""
-  if original_bridge.original_python() is None:
+  if original_launcher.original_python() is None:
     return None
 
   def time_lines(lines):
@@ -164,7 +164,7 @@ def _original_timer(vocab_file):
                  "ids_file": os.path.join(workdir, "ids.npz")}
       with open(request["lines_file"], "w", encoding="utf-8") as handle:
         json.dump(lines, handle)
-      result, why = original_bridge.run_original("tokenize", request)
+      result, why = original_launcher.run_original("tokenize", request)
       if result is None:
         return None, why
       return _read_ids(request["ids_file"]), result
@@ -207,7 +207,7 @@ def _hf_timer(vocab_file):
   exists (a new process each call, timed inside it: best of 2 after a warm-up); else the
   `tokenizers` package's BertWordPieceTokenizer in this process, if importable.
   """
-  if hf_bridge.hf_python() is not None:
+  if hugging_face_launcher.hf_python() is not None:
     versions = {}
 
     def time_lines(lines):
@@ -223,7 +223,7 @@ def _hf_timer(vocab_file):
     from tokenizers import BertWordPieceTokenizer  # pylint: disable=g-import-not-at-top
   except ImportError:
     return None, {"name": "HF tokenizer comparison", "value": "skipped", "unit": "",
-                  "note": hf_bridge.HF_HINT}, None
+                  "note": hugging_face_launcher.HF_HINT}, None
   hf = BertWordPieceTokenizer(vocab_file, lowercase=True, strip_accents=True,
                               clean_text=True, handle_chinese_chars=True)
 
@@ -304,7 +304,7 @@ def run(quick=False, rounds=3):
   times = {"plain": [], "full": [], "graph": [], "lists": [], "hf": [], "original": []}
   cpu = {"plain": [], "graph": [], "original": []}
   hf_same, hf_failed = 1.0, None
-  original_failed = None if original_time else original_bridge.ORIGINAL_HINT
+  original_failed = None if original_time else original_launcher.ORIGINAL_HINT
   original_versions, original_different = None, 0
   for round_index in range(rounds):
     plain_ids, seconds = _time(plain_pass, cpu=cpu["plain"])

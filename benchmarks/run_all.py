@@ -9,11 +9,11 @@ against a figure remembered from elsewhere. Each benchmark module exposes
   python -m benchmarks.run_all --only tokenization,classifier
 
 Side environments: the Hugging Face rows need .venv-hf (`make bench-hf-setup`), the
-original release's .venv-original (`make bench-original-setup`), bench_equal's ONNX
+original release's .venv-original (`make bench-original-setup`), bench_peers's ONNX
 Runtime sides .venv-hf and, for its tf2onnx setups, .venv-tf2onnx (`make
 bench-tf2onnx-setup`); without one, its rows say "skipped" and how to build it. The
 benchmarks of real data (tokenization, pretraining_data, classifier, predict, squad,
-equal) need ../shared/data.
+peers) need ../shared/data.
 """
 
 import importlib
@@ -31,7 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Every benchmark a doc quotes (tests/project/test_docs.py checks the list against the
 # benchmarks docs/benchmarks.md's table names).
 BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "predict",
-              "equal", "squad", "serving", "memory", "startup", "accelerator"]
+              "peers", "squad", "serving", "memory", "startup", "accelerator"]
 
 
 def _format(value):

@@ -1,10 +1,10 @@
-"""The ONNX Runtime setups a user would try, built from the same weights (bench_equal.py).
+"""The ONNX Runtime setups a user would try, built from the same weights (bench_peers.py).
 
   .venv-hf/bin/python benchmarks/parts/ort_setups.py REQUEST.json
 
 REQUEST.json: {"sources": {name: float32 .onnx}, "out_dir": ..., "num_heads": ...,
 "hidden_size": ...}. The sources are the two usual ways to ONNX: "hf" (transformers'
-model of our Hugging Face export, torch.onnx.export; hf_side.py prepare_predict) and
+model of our Hugging Face export, torch.onnx.export; hugging_face_worker.py prepare_predict) and
 "tf2onnx" (tf2onnx --opset 17 of our export's token-id SavedModel, `ids/`). For each:
   <name>_plain        the converter's graph as is (ORT still applies ORT_ENABLE_ALL);
   <name>_fused        ONNX Runtime's transformer optimizer (model_type bert, opt_level 1);
@@ -12,7 +12,7 @@ and of both, quantize_dynamic with QInt8 or QUInt8 weights, per-tensor or per-ch
   <name>_<plain|fused>_<qint8|quint8>_<tensor|channel>.
 Prints one JSON line: {"setups": [{name, file, source, fused, precision, weights,
 per_channel}], "failed": {name: why}}. A setup that cannot be built is reported, not fatal.
-Spinning on/off is a session option, not a file: bench_equal.py times each file with both.
+Spinning on/off is a session option, not a file: bench_peers.py times each file with both.
 """
 
 import json

@@ -20,7 +20,7 @@ MODEL_VOCAB = os.path.join(MODEL_DIR, "vocab.txt")  # the model's own, as a user
 UNCASED_VOCAB = os.path.join(DATA, "vocab", "uncased_vocab.txt")
 BATCH = 32
 SEQ = 128
-# The fine-tuning of bench_equal's model (docs/benchmarks.md): 0.05 epochs of SST-2 train.
+# The fine-tuning of bench_peers's model (docs/benchmarks.md): 0.05 epochs of SST-2 train.
 FINETUNE_FLAGS = ("--task_name=sst2", "--do_train", "--do_eval", "--max_seq_length=128",
                   "--train_batch_size=32", "--learning_rate=5e-5", "--num_train_epochs=0.05",
                   "--litert=both")
@@ -134,7 +134,7 @@ def tokenize(model_file, texts, ids_file):
 
 
 def finetune_and_export(output_dir, export_dir):
-  """The SST-2 model bench_equal.py compares (docs/benchmarks.md): run_classifier.py
+  """The SST-2 model bench_peers.py compares (docs/benchmarks.md): run_classifier.py
   fine-tunes the shared MiniLM for 0.05 epochs and exports it with both LiteRT models.
   Leaves a run that is already there as it is."""
   if os.path.exists(os.path.join(export_dir, "litert", "model_int8.tflite")):

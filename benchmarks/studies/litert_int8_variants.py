@@ -3,8 +3,8 @@
   python -m benchmarks.studies.litert_int8_variants --export_dir=EXPORT [--sentences=1000]
       [--rounds=3] [--data=train|dev]
 
-Each variant runs the same pre-tokenized SST-2 rows (sst2.tokenize, as bench_equal.py) in the same
-sorted batches of 32 (equal_batching.make_batches), in this one process, rounds
+Each variant runs the same pre-tokenized SST-2 rows (sst2.tokenize, as bench_peers.py) in the same
+sorted batches of 32 (peer_batches.make_batches), in this one process, rounds
 interleaved; the model time (median) and, on --data=dev, the accuracy:
   baseline        the export's model_int8.tflite as predict_litert.py runs it
   bucket16/32     each batch padded up to a multiple of 16/32 tokens: fewer distinct input
@@ -21,8 +21,8 @@ import time
 
 import numpy as np
 
-from benchmarks.parts import equal_batching
-from benchmarks.parts import equal_side
+from benchmarks.parts import peer_batches
+from benchmarks.parts import peer_worker
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
 
@@ -38,7 +38,7 @@ def make_runner(model_file, threads, bucket=0, **kwargs):
       grow = ((0, 0), (0, width - ids.shape[1]))
       ids, mask, segments = (np.pad(a, grow) for a in (ids, mask, segments))
     out = runner(input_ids=ids, input_mask=mask, segment_ids=segments)
-    return equal_side._pick_output(out)  # pylint: disable=protected-access
+    return peer_worker._pick_output(out)  # pylint: disable=protected-access
   return run
 
 
@@ -48,7 +48,7 @@ def main():
   parser.add_argument("--sentences", type=int, default=1000)
   parser.add_argument("--rounds", type=int, default=3)
   parser.add_argument("--data", default="train", choices=("train", "dev"))
-  parser.add_argument("--order", default="sorted", choices=equal_batching.ORDERS)
+  parser.add_argument("--order", default="sorted", choices=peer_batches.ORDERS)
   args = parser.parse_args()
   from ai_edge_litert.interpreter import OpResolverType  # pylint: disable=g-import-not-at-top
   model = os.path.join(args.export_dir, "litert", "model_int8.tflite")
@@ -57,8 +57,8 @@ def main():
   with tempfile.TemporaryDirectory() as work:
     ids_file = os.path.join(work, "ids.npz")
     lengths = sst2.tokenize(model, texts, ids_file)
-    rows = equal_side.read_rows(ids_file)
-  batches = equal_batching.make_batches(lengths, 32, args.order)
+    rows = peer_worker.read_rows(ids_file)
+  batches = peer_batches.make_batches(lengths, 32, args.order)
   variants = {
       "baseline": make_runner(model, threads),
       "bucket16": make_runner(model, threads, 16),
@@ -72,7 +72,7 @@ def main():
   probs = {}
   loads = []
   for name, run in variants.items():  # warm-up: first calls build kernels
-    run(*equal_side.pad(rows[:1]))
+    run(*peer_worker.pad(rows[:1]))
   for round_index in range(args.rounds):
     names = list(variants)
     names = names[round_index % len(names):] + names[:round_index % len(names)]
@@ -80,7 +80,7 @@ def main():
       loads.append(os.getloadavg()[0])
       probabilities = np.zeros((len(rows), 2), np.float32)
       started = time.perf_counter()
-      equal_side.run_plan(variants[name], rows, batches, probabilities)
+      peer_worker.run_plan(variants[name], rows, batches, probabilities)
       seconds[name].append(time.perf_counter() - started)
       probs[name] = probabilities
   base = statistics.median(seconds["baseline"])

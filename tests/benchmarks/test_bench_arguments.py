@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import bench_predict
 from benchmarks import run_all
-from benchmarks.parts import hf_bridge
+from benchmarks.parts import hugging_face_launcher
 from benchmarks.parts import sst2
 from conftest import ROOT
 
@@ -18,11 +18,11 @@ from conftest import ROOT
 def test_only_hf_sides_without_their_venv_is_a_skipped_row(monkeypatch, tmp_path):
   monkeypatch.setattr(sst2, "SST2", str(tmp_path))  # present, whatever ../shared holds
   monkeypatch.setattr(sst2, "MODEL_DIR", str(tmp_path))
-  monkeypatch.setattr(hf_bridge, "hf_python", lambda: None)
+  monkeypatch.setattr(hugging_face_launcher, "hf_python", lambda: None)
   rows = bench_predict.run(quick=True, sides=["hf"], floor=False)
   assert rows == [{"name": "predict_whole_process_hf_ort", "value": "skipped", "unit": "",
-                   "note": hf_bridge.HF_HINT}]
-  assert "make bench-hf-setup" in hf_bridge.HF_HINT
+                   "note": hugging_face_launcher.HF_HINT}]
+  assert "make bench-hf-setup" in hugging_face_launcher.HF_HINT
 
 
 def test_without_shared_data_predict_is_a_row_that_says_so(monkeypatch, tmp_path):
@@ -59,9 +59,9 @@ def _refused(argv):
     (["-m", "benchmarks.run_all", "--only", "nosuch"],
      "run_all.py: error: argument --only: unknown nosuch; choose from "
      + ", ".join(run_all.BENCHMARKS)),
-    (["tools/gen_test_suites.py", "--by-test"],
+    (["tools/maintainers/gen_test_suites.py", "--by-test"],
      "gen_test_suites.py: error: unknown argument(s) --by-test; the one flag is --by_test"),
-    (["tools/gen_flag_docs.py", "--path-flags"],
+    (["tools/maintainers/gen_flag_docs.py", "--path-flags"],
      "gen_flag_docs.py: error: unknown argument(s) --path-flags; the one flag is "
      "--path_flags"),
 ])

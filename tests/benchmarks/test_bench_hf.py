@@ -16,8 +16,8 @@ from benchmarks import bench_classifier
 from benchmarks import bench_predict
 from benchmarks import bench_pretraining
 from benchmarks import bench_tokenization
-from benchmarks.parts import hf_bridge
-from benchmarks.parts import hf_side
+from benchmarks.parts import hugging_face_launcher
+from benchmarks.parts import hugging_face_worker
 from benchmarks.parts import sst2
 
 
@@ -44,7 +44,7 @@ def test_interpreter_without_torch_gives_a_failed_row(monkeypatch, tmp_path):
   rows, rate = bench_pretraining._hf_rows("small", 16, 2, 10.0)  # pylint: disable=protected-access
   assert len(rows) == 1 and "failed" in rows[0]["note"] and rate is None
   assert "torch" in rows[0]["note"]
-  result, why = hf_bridge.run_hf("predict", {"threads": 1}, str(tmp_path))
+  result, why = hugging_face_launcher.run_hf("predict", {"threads": 1}, str(tmp_path))
   assert result is None and "failed" in why
 
 
@@ -60,11 +60,11 @@ def test_predict_sides_read_the_same_sentences_and_write_the_same_format(tmp_pat
   data_dir.mkdir()
   texts = sst2.write_test_file(str(data_dir / "test.tsv"), 40)
   ours = [e.text_a for e in classifier_data.Sst2Processor().get_test_examples(str(data_dir))]
-  assert hf_side._read_test_texts(str(data_dir / "test.tsv")) == ours == texts  # pylint: disable=protected-access
+  assert hugging_face_worker._read_test_texts(str(data_dir / "test.tsv")) == ours == texts  # pylint: disable=protected-access
   assert len(set(texts)) > 30
-  probabilities = hf_side._softmax(np.array([[0.25, -1.5], [3.0, 2.0]], np.float32))  # pylint: disable=protected-access
+  probabilities = hugging_face_worker._softmax(np.array([[0.25, -1.5], [3.0, 2.0]], np.float32))  # pylint: disable=protected-access
   np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
-  hf_side._write_probabilities(str(tmp_path / "theirs.tsv"), probabilities)  # pylint: disable=protected-access
+  hugging_face_worker._write_probabilities(str(tmp_path / "theirs.tsv"), probabilities)  # pylint: disable=protected-access
   classifier_examples.write_probabilities(str(tmp_path / "ours.tsv"), probabilities)
   assert (tmp_path / "theirs.tsv").read_bytes() == (tmp_path / "ours.tsv").read_bytes()
   np.testing.assert_array_equal(

@@ -15,8 +15,8 @@ from conftest import ROOT
 
 from benchmarks import bench_pretraining_data
 from benchmarks import bench_tokenization
-from benchmarks.parts import original_bridge
-from benchmarks.parts import original_side
+from benchmarks.parts import original_launcher
+from benchmarks.parts import original_worker
 
 
 def test_instance_counts_within_two_percent_give_the_relative_difference():
@@ -59,41 +59,41 @@ def test_the_side_refuses_our_bert_modules():
   # side must stop rather than time our tokenizer as the original's.
   from bert import tokenization  # pylint: disable=g-import-not-at-top
   with pytest.raises(SystemExit, match="not the original release's code"):
-    original_side._own_modules(tokenization)
+    original_worker._own_modules(tokenization)
 
 
 def test_the_bridge_accepts_only_files_of_the_sides_site_packages(tmp_path):
   purelib = tmp_path / "venv" / "lib" / "site-packages"
   own = str(purelib / "bert" / "tokenization.py")
   result = {"purelib": str(purelib), "module_files": {"bert.tokenization": own}}
-  assert original_bridge.check_own_modules(result) is result
+  assert original_launcher.check_own_modules(result) is result
   for path in (os.path.join(ROOT, "bert", "tokenization.py"),
                str(tmp_path / "elsewhere" / "bert" / "tokenization.py")):
     result["module_files"]["bert.tokenization"] = path
     with pytest.raises(AssertionError, match="not from its own site-packages"):
-      original_bridge.check_own_modules(result)
+      original_launcher.check_own_modules(result)
   # A site-packages inside this project is refused where the module is our bert/.
   result = {"purelib": ROOT, "module_files": {"bert.tokenization": os.path.join(
       ROOT, "bert", "tokenization.py")}}
   with pytest.raises(AssertionError):
-    original_bridge.check_own_modules(result)
+    original_launcher.check_own_modules(result)
 
 
 def test_the_side_starts_isolated_without_pythonpath(monkeypatch):
   monkeypatch.setenv("PYTHONPATH", ROOT)
   monkeypatch.setenv("BERT_ORIGINAL_PYTHON", sys.executable)
-  assert "PYTHONPATH" not in original_bridge.environment()
-  assert original_bridge.command("generate", "r.json") == [
-      sys.executable, "-E", "-s", original_bridge.ORIGINAL_SIDE, "generate", "r.json"]
+  assert "PYTHONPATH" not in original_launcher.environment()
+  assert original_launcher.command("generate", "r.json") == [
+      sys.executable, "-E", "-s", original_launcher.ORIGINAL_SIDE, "generate", "r.json"]
 
 
 def test_missing_interpreter_gives_rows_that_say_so(monkeypatch):
   monkeypatch.setenv("BERT_ORIGINAL_PYTHON", os.path.join(ROOT, "no-such-python"))
-  assert original_bridge.original_python() is None
+  assert original_launcher.original_python() is None
   assert bench_pretraining_data._original("c.txt", "o.tfrecord") == \
-      original_bridge.ORIGINAL_HINT
+      original_launcher.ORIGINAL_HINT
   assert bench_tokenization._original_timer("vocab.txt") is None
-  rows = bench_tokenization._original_rows(10, [], [], None, 0, original_bridge.ORIGINAL_HINT,
+  rows = bench_tokenization._original_rows(10, [], [], None, 0, original_launcher.ORIGINAL_HINT,
                                            [], [])
-  assert [(r["value"], r["note"]) for r in rows] == [("skipped", original_bridge.ORIGINAL_HINT)]
-  assert "make bench-original-setup" in original_bridge.ORIGINAL_HINT
+  assert [(r["value"], r["note"]) for r in rows] == [("skipped", original_launcher.ORIGINAL_HINT)]
+  assert "make bench-original-setup" in original_launcher.ORIGINAL_HINT

@@ -44,7 +44,7 @@ def test_profile_op_classes(name, expected):
 
 
 def test_step_floor_flops_by_hand():
-  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import matmul_floor  # pylint: disable=g-import-not-at-top
   # MiniLM at [32, 14], 448 rows. Layers 1-5: 20 x 2 x 448 x 384^2 = 2,642,411,520 (Q, K,
   # V, output); 10 x 2 x 448 x 384 x 1536 = 5,284,823,040 (intermediate, output);
   # attention 5 x 2 x 2 x 384 x 14 x 32 x 14 = 48,168,960. Layer 6 at [CLS] only: key and
@@ -52,24 +52,24 @@ def test_step_floor_flops_by_hand():
   # 18,874,368; feed-forward 2 x 2 x 32 x 384 x 1536 = 75,497,472; attention 2 x 2 x 384
   # x 1 x 32 x 14 = 688,128. Pooler 2 x 32 x 384^2 = 9,437,184; classifier 2 x 32 x 384
   # x 2 = 49,152. (Every layer at every row, as transformers computes it: 9,579,970,560.)
-  gemms = step_floor.forward_gemms(batch=32, seq=14, **step_floor.MINILM)
-  assert step_floor.flops(gemms, training=False) == 8_344_190_976
-  assert step_floor.flops(gemms, training=True) == 3 * 8_344_190_976
+  gemms = matmul_floor.forward_gemms(batch=32, seq=14, **matmul_floor.MINILM)
+  assert matmul_floor.flops(gemms, training=False) == 8_344_190_976
+  assert matmul_floor.flops(gemms, training=True) == 3 * 8_344_190_976
 
 
 def test_step_floor_runs_every_matmul_once():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
-  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
-  gemms = step_floor.forward_gemms(layers=2, hidden=12, heads=3, intermediate=20, batch=3,
+  from benchmarks.parts import matmul_floor  # pylint: disable=g-import-not-at-top
+  gemms = matmul_floor.forward_gemms(layers=2, hidden=12, heads=3, intermediate=20, batch=3,
                                    seq=5)
   # layer 1: 4 + 1 + 1 + 1 + 1; pooler, classifier: 1 + 1; layer 2 ([CLS] only):
   # 2 + 2 + 1 + 1 + 1 + 1
   count = sum(c for c, *_ in gemms)
   assert count == 18
   for training, per_gemm in ((False, 1), (True, 3)):
-    operands = step_floor._operands(tf, gemms, training)  # pylint: disable=protected-access
-    graph = step_floor.gemm_function(False).get_concrete_function(operands).graph
+    operands = matmul_floor._operands(tf, gemms, training)  # pylint: disable=protected-access
+    graph = matmul_floor.gemm_function(False).get_concrete_function(operands).graph
     types = [op.type for op in graph.get_operations()]
     # 2-D as in the model: Q, K, V, output, intermediate, output (twice), pooler,
     # classifier.
@@ -79,10 +79,10 @@ def test_step_floor_runs_every_matmul_once():
 
 @pytest.mark.parametrize("shape", ["korean", "demo"])
 def test_step_floor_pretraining_gemms_match_small_step_flops(shape):
-  from benchmarks.parts import step_floor  # pylint: disable=g-import-not-at-top
+  from benchmarks.parts import matmul_floor  # pylint: disable=g-import-not-at-top
   s = small_step.SHAPES[shape]
-  gemms = step_floor.forward_gemms(**s)
-  assert step_floor.flops(gemms, training=True) == s["batch"] * small_step.flops_per_sequence(
+  gemms = matmul_floor.forward_gemms(**s)
+  assert matmul_floor.flops(gemms, training=True) == s["batch"] * small_step.flops_per_sequence(
       shape)
 
 

@@ -10,8 +10,8 @@ from conftest import ROOT
 
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 # Run by path in .venv-hf / .venv-original, which do not hold this project.
-SIDES = ("hf_side", "original_side", "equal_side", "ort_setups", "equal_batching",
-         "side_protocol")
+SIDES = ("hugging_face_worker", "original_worker", "peer_worker", "ort_setups", "peer_batches",
+         "worker_protocol")
 
 
 def _modules():
@@ -71,10 +71,10 @@ def test_parts_import_no_entry_point_and_entry_points_no_other():
 
 
 def test_the_side_scripts_import_nothing_of_this_project():
-  # original_side imports `bert`, but the original release's (its venv's; it checks).
+  # original_worker imports `bert`, but the original release's (its venv's; it checks).
   modules = _modules()
   for side in SIDES:
     ours = {m for m in _imports(modules[f"parts.{side}"])
             if m.split(".")[0] == "benchmarks" or
-            (m.split(".")[0] == "bert" and side != "original_side")}
+            (m.split(".")[0] == "bert" and side != "original_worker")}
     assert ours == set(), side

@@ -7,7 +7,7 @@ path flag on ram://, and what it wrote is downloaded and compared with the same
 command's run on local disk, byte for byte where the run is deterministic. The real GCS
 client against a local emulator: tests/commands/test_gcs_pipeline.py.
 
-The coverage test holds this file to `tools/gen_flag_docs.py --path_flags` (the path
+The coverage test holds this file to `tools/maintainers/gen_flag_docs.py --path_flags` (the path
 flags docs/FLAGS.md lists): a path flag without a URL case here fails it.
 """
 import json
@@ -400,7 +400,7 @@ COVERED = {
 
 def test_every_path_flag_has_a_url_case():
   listed = json.loads(subprocess.run(
-      [sys.executable, os.path.join(ROOT, "tools", "gen_flag_docs.py"), "--path_flags"],
+      [sys.executable, os.path.join(ROOT, "tools", "maintainers", "gen_flag_docs.py"), "--path_flags"],
       cwd=ROOT, check=True, capture_output=True, text=True, timeout=300).stdout)
   missing = {command: sorted(set(flags) - COVERED.get(command, set()))
              for command, flags in listed.items()}

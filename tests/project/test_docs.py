@@ -1,5 +1,5 @@
-"""The docs hold to what they describe: docs/FLAGS.md is what tools/gen_flag_docs.py makes
-from the flag definitions now, docs/TESTS.md what tools/gen_test_suites.py makes from the
+"""The docs hold to what they describe: docs/FLAGS.md is what tools/maintainers/gen_flag_docs.py makes
+from the flag definitions now, docs/TESTS.md what tools/maintainers/gen_test_suites.py makes from the
 tests' markers, and docs/pretraining.md's what-runs-where table names real tests of the
 suites it says; every figure of docs/benchmarks.md's table (and each ratio the README
 quotes from it) names the command that measures it, the CPU and the date; every ratio and
@@ -15,7 +15,7 @@ from conftest import ROOT
 
 
 def test_flag_reference_is_current_and_lists_only_our_flags():
-  result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_flag_docs.py")],
+  result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "maintainers", "gen_flag_docs.py")],
                           capture_output=True, text=True, timeout=600, cwd=ROOT,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert result.returncode == 0, result.stderr[-2000:]
@@ -39,12 +39,12 @@ def _module_file(module):
 
 def _collected(request, key, *tool_args):
   """What conftest.py kept of this run's collection under `key`; in a run of some files
-  only, what tools/gen_test_suites.py collects of the whole tree (its stdout)."""
+  only, what tools/maintainers/gen_test_suites.py collects of the whole tree (its stdout)."""
   import conftest  # pylint: disable=g-import-not-at-top
   kept = request.config.stash.get(getattr(conftest, key), None)
   if kept is not None:
     return kept
-  result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "gen_test_suites.py"),
+  result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "maintainers", "gen_test_suites.py"),
                            *tool_args], capture_output=True, text=True, timeout=900,
                           cwd=ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
   assert result.returncode == 0, result.stderr[-3000:]
@@ -52,7 +52,7 @@ def _collected(request, key, *tool_args):
 
 
 def test_suites_list_is_current(request):
-  """docs/TESTS.md is what tools/gen_test_suites.py makes from the tests' markers now."""
+  """docs/TESTS.md is what tools/maintainers/gen_test_suites.py makes from the tests' markers now."""
   with open(os.path.join(ROOT, "docs", "TESTS.md"), encoding="utf-8") as handle:
     written = handle.read()
   assert _collected(request, "SUITES_LIST") == written, "docs/TESTS.md is stale: run `make docs`"
@@ -141,7 +141,7 @@ def _section(text, start, end):
 
 def test_litert_ratios_are_equal_batching_figures_of_the_table():
   """The serving page's LiteRT ratios are the table's, and every table row that sets LiteRT
-  against ONNX Runtime or our SavedModel comes from bench_equal.py (the same batches on
+  against ONNX Runtime or our SavedModel comes from bench_peers.py (the same batches on
   every side, ORT's best setup), never from bench_predict.py's whole user commands, which
   batch LiteRT sorted and the others in file order."""
   rows = _todays_figures()
@@ -157,7 +157,7 @@ def test_litert_ratios_are_equal_batching_figures_of_the_table():
       command = re.findall(BENCH_COMMAND, cell)[0]
     if "LiteRT" in what and re.search(r"\d+(?:\.\d+)?x", figure):
       litert_rows += 1
-      assert command == "bench_equal", f"{what!r}: a LiteRT ratio from {command}"
+      assert command == "bench_peers", f"{what!r}: a LiteRT ratio from {command}"
   assert litert_rows or AWAITING in figures, "no LiteRT row, measured or awaiting"
 
 
@@ -305,7 +305,7 @@ def test_the_figure_check_sees_an_unlabelled_figure():
 
 def test_make_bench_runs_every_benchmark_the_docs_quote():
   """`make bench` (benchmarks/run_all.py) runs every benchmark a doc quotes: each entry
-  point, and each part quoted on its own (step_floor) through an entry point it runs.
+  point, and each part quoted on its own (matmul_floor) through an entry point it runs.
   The studies (benchmarks/studies) are one-off measurements, not benchmarks."""
   from benchmarks import run_all  # pylint: disable=g-import-not-at-top
   with open(os.path.join(ROOT, "Makefile"), encoding="utf-8") as handle:
@@ -317,7 +317,7 @@ def test_make_bench_runs_every_benchmark_the_docs_quote():
       text += handle.read()
   quoted = set(re.findall(r"python -m benchmarks\.((?:parts\.|studies\.)?\w+)", text)) - {
       "NAME", "bench_NAME"}  # the pattern itself, as docs/benchmarks.md spells it
-  assert {"bench_equal", "bench_accelerator", "parts.step_floor"} <= quoted, quoted
+  assert {"bench_peers", "bench_accelerator", "parts.matmul_floor"} <= quoted, quoted
   run = {f"bench_{name}" for name in run_all.BENCHMARKS}
   assert {q for q in quoted if "." not in q} - {"run_all"} <= run
   for part in (q.split(".")[1] for q in quoted if q.startswith("parts.")):

@@ -685,7 +685,7 @@ def test_every_batch_size_flag_has_its_refusals():
 
 def test_every_path_flag_has_a_path_forms_family():
   """The path-forms matrix covers every path flag of every script: each flag of
-  docs/FLAGS.md's "Path flags" table (tools/gen_flag_docs.py lists there every flag
+  docs/FLAGS.md's "Path flags" table (tools/maintainers/gen_flag_docs.py lists there every flag
   defined through flags_common.define_path or named *_file, *_dir, *_checkpoint, and
   tests/project/test_docs.py keeps the file current) is typed by a family, and every family runs
   every form (the checkpoint also as a ckpt-N prefix and its .index file). A new path

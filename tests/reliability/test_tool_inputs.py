@@ -228,12 +228,12 @@ def test_bad_input_catalogue(ws, case_id):
 # Tools the docs tell users to run that read no user input: gen_flag_docs.py writes
 # docs/FLAGS.md from the scripts' own flag definitions, gen_test_suites.py docs/TESTS.md
 # from the tests' markers.
-TOOLS_WITHOUT_INPUT = {"tools/gen_flag_docs.py", "tools/gen_test_suites.py"}
+TOOLS_WITHOUT_INPUT = {"tools/maintainers/gen_flag_docs.py", "tools/maintainers/gen_test_suites.py"}
 
 
 def test_every_tool_a_doc_names_has_its_cases_here():
   """Every tools/<name>.py that README.md, docs/ or reproduce/ names for users to run has
   cases here, but those that read no user input; and no other tool."""
   tools = catalogue.tools_users_run()
-  assert {"tools/linear_probe.py", "tools/gen_flag_docs.py"} <= tools  # the docs were read
+  assert {"tools/linear_probe.py", "tools/maintainers/gen_flag_docs.py"} <= tools  # the docs were read
   assert {script for script, _, _ in CATALOGUE.cases.values()} == tools - TOOLS_WITHOUT_INPUT

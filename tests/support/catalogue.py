@@ -481,7 +481,7 @@ def tools_users_run():
   for path in places:
     with open(path, encoding="utf-8") as handle:
       # Not a test file under tests/tools/, which docs/TESTS.md lists.
-      found.update(re.findall(r"(?<![\w/])(tools/[a-z_]+\.py)", handle.read()))
+      found.update(re.findall(r"(?<![\w/])(tools/(?:maintainers/)?[a-z_]+\.py)", handle.read()))
   return found
 
 

@@ -3,14 +3,14 @@
 Run only as a subprocess, by the interpreter of .venv-original (`make
 bench-original-setup`) or the one named by $BERT_ORIGINAL_PYTHON, with neither the
 environment's PYTHON* variables nor the user's site-packages (`python -E -s`), from a
-folder outside this project (benchmarks/parts/original_bridge.py does all three): its
+folder outside this project (benchmarks/parts/original_launcher.py does all three): its
 sys.path is then this folder (which holds no `bert`) and that venv's own. The original's
 package is `bert-tensorflow` 1.0.4 from the package index; its import name `bert` is also
 this project's, and its generator does `from bert import tokenization`: started from our
 tree, it would silently run our tokenizer. So every mode first checks that the `bert`
 modules it imported are the files of this interpreter's site-packages, and stops if not.
 
-  .venv-original/bin/python -E -s benchmarks/parts/original_side.py MODE REQUEST.json
+  .venv-original/bin/python -E -s benchmarks/parts/original_worker.py MODE REQUEST.json
 
 REQUEST.json is written by the benchmark that calls this script; one JSON line of results
 is printed on stdout. Modes:
@@ -86,5 +86,5 @@ MODES = {"generate": generate, "tokenize": tokenize}
 
 if __name__ == "__main__":
   # Run by path in its own venv, so this folder is on sys.path.
-  import side_protocol  # pylint: disable=g-import-not-at-top
-  side_protocol.main(MODES)
+  import worker_protocol  # pylint: disable=g-import-not-at-top
+  worker_protocol.main(MODES)

@@ -1,6 +1,6 @@
 """The side scripts' one command line: `python SIDE.py MODE REQUEST.json` -> one JSON line.
 
-hf_side.py and original_side.py run in virtual environments of their own, started by
+hugging_face_worker.py and original_worker.py run in virtual environments of their own, started by
 path (their folder is then on sys.path, so they import this module by its bare name).
 The benchmark that starts a side writes REQUEST.json and reads the last line of its
 stdout.

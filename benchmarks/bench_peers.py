@@ -1,11 +1,11 @@
 """LiteRT against ONNX Runtime and TensorFlow with the same batches: equal comparisons only.
 
-Every side is a whole process (benchmarks/parts/equal_side.py, timed from spawn to exit, and its
+Every side is a whole process (benchmarks/parts/peer_worker.py, timed from spawn to exit, and its
 own model-only time), reads the same pre-tokenized rows (the export's vocabulary and
 tokenization, done once here) and runs the same batches: a plan file from
-equal_batching.make_batches that the driver writes once per order. Each side reports a
+peer_batches.make_batches that the driver writes once per order. Each side reports a
 digest of the batches it ran; a side that ran anything else stops the benchmark before a
-ratio is printed (equal_batching.check_same_order). Orders:
+ratio is printed (peer_batches.check_same_order). Orders:
   file    batches of 32 in file order (what run_classifier.py --do_predict does);
   sorted  rows stably sorted by length, then batches of 32 (what predict_litert.py does).
 The sorting gain is reported per side as a row of its own (file s / sorted s), never folded
@@ -28,14 +28,14 @@ model's load time (load plus first call).
 Rounds are interleaved (the side order rotates each round). Every side's threads:
 machine.threads() (the CPUs this process may use).
 
-  python -m benchmarks.bench_equal --finetuned_dir=RUN --export_dir=EXPORT
+  python -m benchmarks.bench_peers --finetuned_dir=RUN --export_dir=EXPORT
       [--sentences=5000] [--rounds=3] [--orders=file,sorted] [--data=train|dev]
       [--screen=1000] [--latency=1000] [--prepare] [--json_out=FILE]
 
 --prepare: where EXPORT holds no LiteRT model yet, first make RUN and EXPORT as
 docs/benchmarks.md's command does (run_classifier.py fine-tunes the shared MiniLM on
 SST-2 for 0.05 epochs, --export_dir with --litert=both; sst2.finetune_and_export). `make
-bench-equal` is the whole quiet run in one command: --prepare, 5,000 sentences, 3 rounds.
+bench-peers` is the whole quiet run in one command: --prepare, 5,000 sentences, 3 rounds.
 Needs ../shared/data, `make bench-hf-setup` (.venv-hf: torch, transformers, onnxruntime)
 and `make bench-tf2onnx-setup` (.venv-tf2onnx); without the last two the ORT sides (or
 their tf2onnx setups) are left out, saying so. `run(quick)` is run_all.py's entry: the
@@ -51,13 +51,13 @@ import tempfile
 import time
 
 from benchmarks.parts import arguments
-from benchmarks.parts import equal_batching
-from benchmarks.parts import hf_bridge
+from benchmarks.parts import peer_batches
+from benchmarks.parts import hugging_face_launcher
 from benchmarks.parts import machine
 from benchmarks.parts import sst2
 
 ROOT = sst2.ROOT
-PARTS = os.path.dirname(os.path.abspath(equal_batching.__file__))
+PARTS = os.path.dirname(os.path.abspath(peer_batches.__file__))
 BATCH = sst2.BATCH
 TF2ONNX_PYTHON = os.path.join(ROOT, ".venv-tf2onnx", "bin", "python")
 SIDES = ("litert_int8", "ort_int8", "litert_f32", "ort_f32", "tf_f32")
@@ -85,7 +85,7 @@ def build_ort_setups(finetuned_dir, export_dir, work, threads):
   sst2.prepare_finetuned(finetuned_dir, os.path.join(work, "ours_copy"), head_file)
   hf_dir = os.path.join(work, "hf_export")
   sst2.prepare_hf_export(finetuned_dir, hf_dir)
-  prepared, why = hf_bridge.run_hf("prepare_predict", {
+  prepared, why = hugging_face_launcher.run_hf("prepare_predict", {
       "model_dir": hf_dir, "threads": threads, "head_file": head_file,
       "hf_model_dir": os.path.join(work, "hf_model"),
       "onnx_file": os.path.join(work, "hf.onnx"),
@@ -112,7 +112,7 @@ def build_ort_setups(finetuned_dir, export_dir, work, threads):
     json.dump({"sources": sources, "out_dir": os.path.join(work, "ort"),
                "num_heads": config.num_attention_heads,
                "hidden_size": config.hidden_size}, handle)
-  proc = _check(subprocess.run([hf_bridge.hf_python(), os.path.join(PARTS, "ort_setups.py"),
+  proc = _check(subprocess.run([hugging_face_launcher.hf_python(), os.path.join(PARTS, "ort_setups.py"),
                                 request], capture_output=True, text=True), "ort_setups.py")
   built = json.loads(proc.stdout.strip().splitlines()[-1])
   failed.update(built["failed"])
@@ -120,7 +120,7 @@ def build_ort_setups(finetuned_dir, export_dir, work, threads):
 
 
 class Runner:
-  """Runs equal_side.py processes on one ids file; remembers every result."""
+  """Runs peer_worker.py processes on one ids file; remembers every result."""
 
   def __init__(self, work, ids_file, threads):
     self.work, self.ids_file, self.threads = work, ids_file, threads
@@ -135,13 +135,13 @@ class Runner:
                "out_file": base + ".json", "probs_file": base + ".npy"}
     with open(base + "-request.json", "w", encoding="utf-8") as handle:
       json.dump(request, handle)
-    python = hf_bridge.hf_python() if kind == "ort" else sys.executable
+    python = hugging_face_launcher.hf_python() if kind == "ort" else sys.executable
     self.loads.append(os.getloadavg()[0])
     started = time.perf_counter()
-    _check(subprocess.run([python, os.path.join(PARTS, "equal_side.py"), base + "-request.json"],
+    _check(subprocess.run([python, os.path.join(PARTS, "peer_worker.py"), base + "-request.json"],
                           capture_output=True, text=True, cwd=ROOT,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")),
-           f"equal_side.py {kind} {os.path.basename(model)}")
+           f"peer_worker.py {kind} {os.path.basename(model)}")
     whole = time.perf_counter() - started
     with open(base + ".json", encoding="utf-8") as handle:
       result = json.load(handle)
@@ -172,10 +172,10 @@ def screen(runner, setups, plan_file):
 
 def checked_round(plan, sides, run_side):
   """{side: result} of one round, each side run once in the given order; raises
-  equal_batching.OrderMismatch (and no figure of the round is kept) unless every side
+  peer_batches.OrderMismatch (and no figure of the round is kept) unless every side
   reports the plan's digest."""
   results = {side: run_side(side) for side in sides}
-  equal_batching.check_same_order(plan["digest"],
+  peer_batches.check_same_order(plan["digest"],
                                   {side: r.get("digest") for side, r in results.items()})
   return results
 
@@ -215,14 +215,14 @@ def measure(args):
             "litert_f32": ("litert", os.path.join(litert, "model_float32.tflite")),
             "tf_f32": ("tf", os.path.join(args.export_dir, "ids"))}
   report = {"cpu": machine.cpu_model(), "threads": threads, "data": args.data}
-  with tempfile.TemporaryDirectory(prefix="bench-equal-") as work:
+  with tempfile.TemporaryDirectory(prefix="bench-peers-") as work:
     texts, labels = sst2.read_sentences(args.data, args.sentences)
     ids_file = os.path.join(work, "ids.npz")
     lengths = sst2.tokenize(models["litert_int8"][1], texts, ids_file)
     runner = Runner(work, ids_file, threads)
     ort_wanted = [s for s in sides if s.startswith("ort")]
-    if ort_wanted and hf_bridge.hf_python() is None:
-      print(f"ORT sides left out: {hf_bridge.HF_HINT}")
+    if ort_wanted and hugging_face_launcher.hf_python() is None:
+      print(f"ORT sides left out: {hugging_face_launcher.HF_HINT}")
       sides = [s for s in sides if not s.startswith("ort")]
     elif ort_wanted:
       setups, failed = build_ort_setups(args.finetuned_dir, args.export_dir, work, threads)
@@ -232,7 +232,7 @@ def measure(args):
         screen_lengths = sst2.tokenize(models["litert_int8"][1], texts[:args.screen],
                                   screen_runner.ids_file)
         plan = os.path.join(work, "screen-plan.json")
-        equal_batching.write_plan(plan, screen_lengths, BATCH, "sorted")
+        peer_batches.write_plan(plan, screen_lengths, BATCH, "sorted")
         winners = screen(screen_runner, setups, plan)
       else:
         named = {s["name"]: s for s in setups}
@@ -252,7 +252,7 @@ def measure(args):
     probs = {}
     for order in orders:
       plan_file = os.path.join(work, f"plan-{order}.json")
-      plan = equal_batching.write_plan(plan_file, lengths, BATCH, order)
+      plan = peer_batches.write_plan(plan_file, lengths, BATCH, order)
       for round_index in range(args.rounds):
         k = round_index % len(sides)
 
@@ -274,8 +274,8 @@ def measure(args):
         kind, model, *spin = models[side]
         latency[side] = lat_runner.run(kind, model, None, *(spin or ["1"]))
       runner.loads += lat_runner.loads
-      singles = equal_batching.order_digest([[i] for i in range(len(texts[:args.latency]))])
-      equal_batching.check_same_order(singles, {s: r["digest"] for s, r in latency.items()})
+      singles = peer_batches.order_digest([[i] for i in range(len(texts[:args.latency]))])
+      peer_batches.check_same_order(singles, {s: r["digest"] for s, r in latency.items()})
   return {"report": report, "threads": threads, "sides": sides, "orders": orders,
           "texts": len(texts), "labels": labels, "loads": runner.loads,
           "seconds": seconds, "probs": probs, "latency": latency}
@@ -405,7 +405,7 @@ def run(quick=False):
   args = parse_args(argv)
   sst2.finetune_and_export(args.finetuned_dir, args.export_dir)
   figures = measure(args)
-  return rows(figures, "python -m benchmarks.bench_equal " + " ".join(argv))
+  return rows(figures, "python -m benchmarks.bench_peers " + " ".join(argv))
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 """Prints docs/FLAGS.md: every script's flags, generated from its absl definitions.
 
-  python tools/gen_flag_docs.py > docs/FLAGS.md
-  python tools/gen_flag_docs.py --path_flags   # JSON: every script's path flags
+  python tools/maintainers/gen_flag_docs.py > docs/FLAGS.md
+  python tools/maintainers/gen_flag_docs.py --path_flags   # JSON: every script's path flags
 
 The docs never drift from the code: tests/project/test_docs.py runs this and compares. Scripts
 are imported (not run) one after another in this process; each one's flags are removed
@@ -15,7 +15,7 @@ import io
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -119,7 +119,7 @@ def main():
     return
   parts = ["# Flags of every script\n\n",
            "Generated from the absl definitions by `make docs` "
-           "(`python tools/gen_flag_docs.py > docs/FLAGS.md`); do not edit by hand.\n\n"]
+           "(`python tools/maintainers/gen_flag_docs.py > docs/FLAGS.md`); do not edit by hand.\n\n"]
   paths = {}
   for script in SCRIPTS:
     if os.path.exists(os.path.join(ROOT, script + ".py")):

@@ -1,4 +1,4 @@
-"""This project's side of benchmarks/parts/original_side.py: find the original release's
+"""This project's side of benchmarks/parts/original_worker.py: find the original release's
 interpreter, start that script so that it cannot see this project, and check that what it
 ran was the original's own code. Shared by the benchmarks that time the original."""
 
@@ -9,7 +9,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ORIGINAL_SIDE = os.path.join(HERE, "original_side.py")
+ORIGINAL_SIDE = os.path.join(HERE, "original_worker.py")
 ORIGINAL_HINT = ("the original release's side not installed: `make bench-original-setup` "
                  "(or set BERT_ORIGINAL_PYTHON to a Python with bert-tensorflow 1.0.4 and "
                  "TensorFlow)")
@@ -26,7 +26,7 @@ def original_python():
 def command(mode, request_path):
   """The side's command line. -E -s: neither PYTHONPATH nor the user's site-packages is
   on sys.path, only the script's folder (benchmarks/parts, which holds no `bert`, so the
-  side can import side_protocol) and the venv's own, so `import bert` finds only the
+  side can import worker_protocol) and the venv's own, so `import bert` finds only the
   venv's bert-tensorflow."""
   return [original_python(), "-E", "-s", ORIGINAL_SIDE, mode, request_path]
 
@@ -59,7 +59,7 @@ def parse_result(stdout):
 
 
 def run_original(mode, request, timeout=3600):
-  """Runs original_side.py MODE from a temporary folder outside this project;
+  """Runs original_worker.py MODE from a temporary folder outside this project;
   (result dict, None) or (None, why)."""
   with tempfile.TemporaryDirectory(prefix="bench-original-") as workdir:
     path = os.path.join(workdir, f"{mode}-request.json")

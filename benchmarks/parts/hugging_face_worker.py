@@ -5,7 +5,7 @@ one named by $BERT_HF_PYTHON; nothing in the project imports it. torch and trans
 are never dependencies of this project, and a process of their own keeps PyTorch's and
 TensorFlow's thread pools from competing for the same two cores.
 
-  .venv-hf/bin/python benchmarks/parts/hf_side.py MODE REQUEST.json
+  .venv-hf/bin/python benchmarks/parts/hugging_face_worker.py MODE REQUEST.json
 
 REQUEST.json is written by the benchmark module that calls this script (inputs, sizes,
 files to write arrays to); one JSON line of results is printed on stdout. Modes:
@@ -402,5 +402,5 @@ MODES = {"tokenize": tokenize, "predict": predict, "finetune": finetune,
 
 if __name__ == "__main__":
   # Run by path in its own venv, so this folder is on sys.path.
-  import side_protocol  # pylint: disable=g-import-not-at-top
-  side_protocol.main(MODES)
+  import worker_protocol  # pylint: disable=g-import-not-at-top
+  worker_protocol.main(MODES)

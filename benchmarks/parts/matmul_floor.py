@@ -22,7 +22,7 @@ machine. The fraction of the matmul peak (machine.matmul_peak: the fastest squar
 of 1024-4096) the step's matmuls reach is printed beside them: small matrices run further
 from the peak than large ones.
 
-  python -m benchmarks.parts.step_floor [--shape=minilm|korean|demo] [--seq=14] [--batch=32]
+  python -m benchmarks.parts.matmul_floor [--shape=minilm|korean|demo] [--seq=14] [--batch=32]
       [--repeats=5]
 
 minilm is the shared MiniLM's shape (L6 H384 A12 I1536), like bench_classifier.py;

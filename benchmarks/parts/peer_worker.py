@@ -1,13 +1,13 @@
-"""One side of benchmarks/bench_equal.py, in a process of its own (timed whole from outside).
+"""One side of benchmarks/bench_peers.py, in a process of its own (timed whole from outside).
 
-  python benchmarks/parts/equal_side.py REQUEST.json    # by path, in this venv or .venv-hf
+  python benchmarks/parts/peer_worker.py REQUEST.json    # by path, in this venv or .venv-hf
 
-REQUEST.json (written by bench_equal.py):
+REQUEST.json (written by bench_peers.py):
   kind       "litert" (ai-edge-litert, a .tflite of the export's litert/), "tf" (the
              export's token-id SavedModel, `ids/`, float32) or "ort" (an .onnx file);
   model      the file or folder; threads: intra-op threads (every side the same);
   ids_file   the pre-tokenized rows (.npz: `ids` concatenated, `offsets`), the same file
-             for every side; plan_file: equal_batching.write_plan's batches (throughput)
+             for every side; plan_file: peer_batches.write_plan's batches (throughput)
              or null (latency: batch 1, every row, one at a time, in file order);
   spinning   ORT only: session.intra_op.allow_spinning ("1" or "0");
   out_file   where the JSON result goes; probs_file: class probabilities (.npy, row order).
@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
-if __package__:  # imported as benchmarks.parts.equal_side (the driver's tests, a study)
-  from . import equal_batching
+if __package__:  # imported as benchmarks.parts.peer_worker (the driver's tests, a study)
+  from . import peer_batches
 else:  # run by path in a venv that may not hold this project: this folder is on sys.path
-  import equal_batching  # pylint: disable=g-import-not-at-top
+  import peer_batches  # pylint: disable=g-import-not-at-top
 
 
 def read_rows(ids_file):
@@ -133,7 +133,7 @@ def run_plan(run, rows, batches, probabilities):
   for batch in batches:
     probabilities[batch] = run(*pad([rows[i] for i in batch]))
     ran.append(list(batch))
-  return equal_batching.order_digest(ran)
+  return peer_batches.order_digest(ran)
 
 
 RUNNERS = {"litert": litert_runner, "tf": tf_runner, "ort": ort_runner}
@@ -164,7 +164,7 @@ def main():
     times = np.array(times) * 1000
     result.update({f"p{q}_ms": float(np.percentile(times, q)) for q in (50, 95, 99)})
     result["mean_ms"] = float(times.mean())
-    result["digest"] = equal_batching.order_digest([[i] for i in range(len(rows))])
+    result["digest"] = peer_batches.order_digest([[i] for i in range(len(rows))])
   np.save(request["probs_file"], probabilities)
   with open(request["out_file"], "w", encoding="utf-8") as handle:
     json.dump(result, handle)

@@ -4,7 +4,7 @@ Real English text that ships with every Python: the docstrings of standard-libra
 modules, one sentence per row, labelled with the topic of the module it documents.
 Run once; the output is committed so every user gets the same task:
 
-  python tools/make_quickstart_data.py bert/cli/quickstart_data
+  python tools/maintainers/make_quickstart_data.py bert/cli/quickstart_data
 """
 
 import hashlib

@@ -1,7 +1,7 @@
 """Prints docs/TESTS.md: which test files run in `make test` and which in `make test-slow`.
 
-  python tools/gen_test_suites.py > docs/TESTS.md
-  python tools/gen_test_suites.py --by_test   # JSON: {test node id: suite}
+  python tools/maintainers/gen_test_suites.py > docs/TESTS.md
+  python tools/maintainers/gen_test_suites.py --by_test   # JSON: {test node id: suite}
 
 Collects every test (pytest --collect-only, nothing runs) and lists each file's test
 cases by suite, from their pytest markers (tests/support/suites_list.py). `make docs`
@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 class _Render:

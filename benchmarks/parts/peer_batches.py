@@ -1,4 +1,4 @@
-"""The one batching every side of benchmarks/bench_equal.py runs, and the check that it did.
+"""The one batching every side of benchmarks/bench_peers.py runs, and the check that it did.
 
 No TensorFlow, torch or ONNX Runtime here: the driver (main venv), the ONNX Runtime sides
 (.venv-hf) and the tests import this same module, so "the same batches" is one function,

@@ -1,4 +1,4 @@
-"""This project's side of benchmarks/parts/hf_side.py: find the Hugging Face interpreter,
+"""This project's side of benchmarks/parts/hugging_face_worker.py: find the Hugging Face interpreter,
 run a mode there, read its one JSON line. Shared by the benchmarks."""
 
 import json
@@ -7,7 +7,7 @@ import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-HF_SIDE = os.path.join(HERE, "hf_side.py")
+HF_SIDE = os.path.join(HERE, "hugging_face_worker.py")
 HF_HINT = ("Hugging Face side not installed: `make bench-hf-setup` (or set BERT_HF_PYTHON "
            "to a Python with torch + transformers)")
 
@@ -19,7 +19,7 @@ def hf_python():
 
 
 def run_hf(mode, request, workdir, timeout=3600):
-  """Runs hf_side.py MODE in its own process; (result dict, None) or (None, why)."""
+  """Runs hugging_face_worker.py MODE in its own process; (result dict, None) or (None, why)."""
   path = os.path.join(workdir, f"{mode}-request.json")
   with open(path, "w", encoding="utf-8") as handle:
     json.dump(request, handle)
