@@ -3,6 +3,6 @@
 Each runs from the repository root as a module, `python -m benchmarks.bench_NAME`
 (`python -m benchmarks.run_all`, which `make bench` runs, takes them all). The entry
 points stand here; benchmarks/parts holds what they share and benchmarks/studies the
-one-off studies whose findings docs/benchmarks.md records. The package `bert` never
+one-off studies whose findings docs/benchmarks_history.md records. The package `bert` never
 imports anything from here.
 """

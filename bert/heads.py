@@ -235,7 +235,7 @@ def _sparse_cross_entropy(labels, logits):
   tf.nn.sparse_softmax_cross_entropy_with_logits up to rounding; over a large vocabulary
   on CPU that fused kernel (loss and gradient together) ran slower than log_softmax and
   its gradient, and a gather's gradient (an UnsortedSegmentSum over [batch, P, vocab])
-  slower still (docs/benchmarks.md, the small pretraining step's profile)."""
+  slower still (docs/benchmarks_history.md, the small pretraining step's profile)."""
   log_probs = tf.nn.log_softmax(logits, axis=-1)
   one_hot = tf.one_hot(labels, tf.shape(logits)[-1], dtype=log_probs.dtype)
   return -tf.reduce_sum(log_probs * one_hot, axis=-1)

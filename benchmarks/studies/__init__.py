@@ -1,1 +1,1 @@
-"""One-off studies whose findings docs/benchmarks.md records (`python -m benchmarks.studies.NAME`)."""
+"""One-off studies whose findings docs/benchmarks_history.md records (`python -m benchmarks.studies.NAME`)."""

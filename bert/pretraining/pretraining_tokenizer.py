@@ -2,7 +2,7 @@
 
 A thin wrapper of fast_tokenization.FastTokenizer (the same tokens and ids
 as the original's FullTokenizer) that tokenizes thousands of sentences a call and hands
-back NumPy arrays for the workers. Imports TensorFlow: pretraining_data imports this
+back NumPy arrays for the workers. Imports TensorFlow: pretraining_generator imports this
 module only after its worker pool has started (see there).
 """
 

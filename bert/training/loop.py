@@ -342,7 +342,7 @@ def per_replica_input(strategy, dataset_fn):
 
   One replica on this host's CPU reads the dataset itself: tf.distribute's input (a
   MultiDeviceIterator even for one device, prefetching to the device it is already on)
-  made a MiniLM fine-tuning step slower on CPU (docs/benchmarks.md). The same
+  made a MiniLM fine-tuning step slower on CPU (docs/benchmarks_history.md). The same
   batches either way.
   """
   devices = strategy.extended.worker_devices

@@ -5,7 +5,7 @@ the next tensor of that size faults in every page again, zeroed by the kernel; a
 fine-tuning step makes such tensors every step (the dense word-embedding gradient,
 long-sequence activations). `keep_freed_memory` turns that off (bert/cli/launch.py
 calls it), unless the C library is not glibc or the user set glibc's own malloc settings
-or BERT_KEEP_FREED_MEMORY=0. docs/benchmarks.md has the measurements."""
+or BERT_KEEP_FREED_MEMORY=0. docs/benchmarks_history.md has the measurements."""
 
 import ctypes
 import os

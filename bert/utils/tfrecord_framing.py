@@ -37,7 +37,7 @@ def check_tfrecord_framing(path, flag_name="input_file"):
 
   TFRecord framing is [length uint64][masked crc32c of length][data][masked crc32c of
   data]. Only the 12-byte headers are read (a seek over each record's data; its speed is
-  in docs/benchmarks.md); a file cut short (an interrupted copy or write) or one that is
+  in docs/benchmarks_history.md); a file cut short (an interrupted copy or write) or one that is
   not a TFRecord file fails now, with a UserError naming the file and record,
   instead of hours later deep inside a training step. Data checksums are not verified
   here (TensorFlow does it while reading). A URL is walked the same way.
