@@ -139,13 +139,15 @@ bench-peers: $(VENV)/.installed-test $(HF_VENV)/.installed $(TF2ONNX_VENV)/.inst
 	  --export_dir=out/sst2_bench_export --sentences=5000 --rounds=3 --screen=1000 \
 	  --latency=1000 --prepare --json_out=out/bench_peers.json
 
-## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions and docs/TESTS.md
+## docs: regenerate docs/FLAGS.md from the scripts' absl flag definitions, docs/TESTS.md
 ## (which test files run in make test and which in make test-slow) from the tests' pytest
-## markers, with $(PY) as it is (no install: `make docs PY=python3` in any environment
-## with requirements.txt and requirements-test.txt)
+## markers and docs/MODULES.md from the modules' docstrings, with $(PY) as it is (no
+## install: `make docs PY=python3` in any environment with requirements.txt and
+## requirements-test.txt)
 docs:
 	$(PY) tools/maintainers/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
 	$(PY) tools/maintainers/gen_test_suites.py > docs/TESTS.md.tmp && mv docs/TESTS.md.tmp docs/TESTS.md
+	$(PY) tools/maintainers/gen_module_list.py > docs/MODULES.md.tmp && mv docs/MODULES.md.tmp docs/MODULES.md
 
 clean:
 	rm -rf out

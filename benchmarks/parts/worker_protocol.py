@@ -1,8 +1,8 @@
-"""The side scripts' one command line: `python SIDE.py MODE REQUEST.json` -> one JSON line.
+"""The worker scripts' one command line: `python WORKER.py MODE REQUEST.json` -> one JSON line.
 
 hugging_face_worker.py and original_worker.py run in virtual environments of their own, started by
 path (their folder is then on sys.path, so they import this module by its bare name).
-The benchmark that starts a side writes REQUEST.json and reads the last line of its
+The benchmark that starts a worker writes REQUEST.json and reads the last line of its
 stdout.
 """
 

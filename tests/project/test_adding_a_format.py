@@ -33,9 +33,9 @@ def _rows(heading):
   return [[cell.strip().strip("`") for cell in line.split("|")[1:-1]] for line in lines[2:]]
 
 
-def _architecture_formats_table():
-  text = _read("docs/ARCHITECTURE.md")
-  return text[text.index("## Level 2: bert/formats"):text.index("## Level 3")]
+def _module_list_formats_level():
+  text = _read("docs/MODULES.md")
+  return text[text.index("## Level 2:"):text.index("## Level 3:")]
 
 
 def _flags_format_row():
@@ -55,8 +55,8 @@ PLACES = {
     "bert/formats/writers.py": lambda name, writer: name in writers.WRITERS,
     "docs/FLAGS.md": lambda name, writer: f"{name}: {writer.help}" in _flags_format_row(),
     "docs/export_encoder.md": lambda name, writer: f"`{name}`" in _export_encoder_format_row(),
-    "docs/ARCHITECTURE.md": lambda name, writer: f"`{writer.module}.py`"
-                                                 in _architecture_formats_table(),
+    "docs/MODULES.md": lambda name, writer: f"`bert/formats/{writer.module}.py`"
+                                            in _module_list_formats_level(),
     "docs/adding_a_format.md": lambda name, writer: name in [
         row[0] for row in _rows("The formats there are")],
 }

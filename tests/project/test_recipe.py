@@ -33,24 +33,12 @@ def _diagram_top(root):
   return block[block.index("level 6"):block.index("\nlevel 5")]
 
 
-def _task_modules(root, script):
-  """The *_task modules a script imports (its Task), read from its source."""
-  return re.findall(r"^\s*from [\w.]+ import (\w+_task)\b",
-                    _read(root, os.path.join("bert", "cli", script)), re.M)
-
-
 def _catalogue_files(root):
   """The bad-input catalogue's files: tests/reliability/test_*.py (a script's cases may be
   in its own section of test_each_command.py or in a table row of another file)."""
   folder = os.path.join(root, "tests", "reliability")
   return [os.path.join("tests", "reliability", name) for name in sorted(os.listdir(folder))
           if name.startswith("test_") and name.endswith(".py")]
-
-
-def _tasks_row(root):
-  (row,) = [line for line in _read(root, "docs/ARCHITECTURE.md").splitlines()
-            if line.startswith("| `*_task.py` |")]
-  return row
 
 
 # Each place of the recipe's table: is `script` (run_x.py) named there, as the recipe says?
@@ -60,9 +48,6 @@ PLACES = {
         for line in _read(root, "README.md").splitlines()),
     "docs/ARCHITECTURE.md diagram": lambda root, script: re.search(
         rf"\b{script[:-3]}\b", _diagram_top(root)) is not None,
-    "docs/ARCHITECTURE.md tasks": lambda root, script: all(
-        re.search(rf"`{module}`", _tasks_row(root))
-        for module in _task_modules(root, script)),
     "bert/cli/__init__.py": lambda root, script: script[:-3] in _literal(
         root, "bert/cli/__init__.py", "COMMANDS"),
     "pyproject.toml": lambda root, script: re.search(
@@ -121,7 +106,6 @@ def _add_fake_rows(root, skip=None):
   rows = {
       "README.md": ("| `run_tagger.py` |", "| `run_fake.py` | a fake | - |\n| `run_tagger.py` |"),
       "docs/ARCHITECTURE.md diagram": ("run_tagger  ", "run_tagger  run_fake  "),
-      "docs/ARCHITECTURE.md tasks": ("`tagging_task`", "`fake_task`, `tagging_task`"),
       "bert/cli/__init__.py": ('"run_tagger",', '"run_tagger", "run_fake",'),
       "pyproject.toml": ('bert-run-tagger = "bert.cli.run_tagger:run"\n',
                          'bert-run-tagger = "bert.cli.run_tagger:run"\n'
