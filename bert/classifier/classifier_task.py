@@ -154,15 +154,12 @@ class ClassifierTask(finetune.Task):
     tokenizer = self.tokenizer or fast_tokenization.FastTokenizer(
         self.options.vocab_file, self.options.do_lower_case,
         normalize=self.options.normalize)
-    serving.export_classifier(export_dir, model, self.labels, tokenizer=tokenizer,
-                              max_seq_length=self.options.max_seq_length,
-                              cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id,
-                              num_texts=self.processor.num_texts,
-                              version=self.options.export_version,
-                              overwrite=self.options.overwrite_export, checked=True,
-                              litert=self.litert_request(self.processor.num_texts,
-                                                         **self._litert_fields()),
-                              log=logging.info)
+    packer = serving.TextPacker(tokenizer, self.options.max_seq_length, tokenizer.cls_id,
+                                tokenizer.sep_id)
+    num_texts = self.processor.num_texts
+    self.write_export(export_dir, serving.classifier_endpoints(model, self.labels, packer,
+                                                               num_texts),
+                      [model, tokenizer], num_texts, **self._litert_fields())
 
   def _litert_fields(self):
     """model.json's task_name (the --task_name that reads this task's files: the first

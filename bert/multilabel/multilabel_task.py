@@ -148,10 +148,8 @@ class MultiLabelTask(finetune.Task):
       return head({"input_ids": input_ids, "input_mask": input_mask,
                    "segment_ids": segment_ids})
 
-    serving.write_serving_models(export_dir, [
+    self.write_export(export_dir, [
         serving.Endpoint("serving_default", serve_ids, serving.token_id_specs()),
         serving.Endpoint("serve_text", serve_text, serving.text_specs(1), custom_ops=True)],
-        track=[model, tokenizer], version=self.options.export_version,
-        overwrite=self.options.overwrite_export, checked=True,
-        litert=self.litert_request(1), log=logging.info)
+        [model, tokenizer], num_texts=1)
 

@@ -263,7 +263,7 @@ class SquadTask(finetune.Task):
   def export(self, model, export_dir):
     """serving_default: input_ids, input_mask, segment_ids int32 [batch, seq] ->
     start_logits, end_logits float32 [batch, seq]; stock ops only: export_dir/ itself,
-    or export_dir/ids/N/ with --export_version=N (serving.write_serving_models)."""
+    or export_dir/ids/N/ with --export_version=N (finetune.Task.write_export)."""
 
     def serve(input_ids, input_mask, segment_ids):
       outputs = model({"input_ids": input_ids, "input_mask": input_mask,
@@ -271,7 +271,5 @@ class SquadTask(finetune.Task):
       return {"start_logits": tf.cast(outputs["start_logits"], tf.float32),
               "end_logits": tf.cast(outputs["end_logits"], tf.float32)}
 
-    serving.write_serving_models(export_dir, [serving.Endpoint(
-        "serving_default", serve, serving.token_id_specs())], track=[model],
-        version=self.options.export_version, overwrite=self.options.overwrite_export,
-        checked=True, litert=self.litert_request(2), log=logging.info)
+    self.write_export(export_dir, [serving.Endpoint(
+        "serving_default", serve, serving.token_id_specs())], [model], num_texts=2)

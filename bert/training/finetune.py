@@ -168,8 +168,22 @@ class Task:
     raise NotImplementedError
 
   def export(self, model, export_dir):
-    """Writes a SavedModel for serving into export_dir."""
+    """Writes a SavedModel for serving into export_dir (through write_export)."""
     raise errors.UserError(f"{self.name}: --export_dir is not supported")
+
+  def write_export(self, export_dir, endpoints, track, num_texts=2, **litert_fields):
+    """The one writer of every task's export: what differs per task is handed in, the
+    rest is this run's. endpoints: the task's signatures over its model
+    (serving.Endpoint); track: the model and what the signatures use (a FastTokenizer);
+    num_texts and litert_fields: what the LiteRT models' model.json says (litert_request).
+    Written in the serving layout (serving.write_serving_models) with --export_version,
+    --overwrite_export and the --litert models; the driver found the target free when the
+    run started (check_export_target). Returns serving.serving_paths."""
+    options = self.options
+    return serving.write_serving_models(
+        export_dir, endpoints, track=track, version=options.export_version,
+        overwrite=options.overwrite_export, checked=True,
+        litert=self.litert_request(num_texts, **litert_fields), log=logging.info)
 
   def litert_request(self, num_texts=2, **fields):
     """The LiteRT models --litert asks the export for (litert_metadata.Request; None for none),
