@@ -16,7 +16,7 @@ GCS_VENV ?= .venv-gcs
 GCS_REQUIREMENTS ?= tests/support/gcs_emulator/requirements.txt
 export BERT_GCS_VENV := $(abspath $(GCS_VENV))
 
-.PHONY: demo test test-floor test-slow gcs-emulator bench bench-peers bench-hf-setup bench-tf2onnx-setup bench-original-setup docs clean
+.PHONY: demo test test-floor test-slow gcs-emulator bench bench-peers bench-hf-setup bench-tf2onnx-setup bench-original-setup docs commands clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -148,6 +148,11 @@ docs:
 	$(PY) tools/maintainers/gen_flag_docs.py > docs/FLAGS.md.tmp && mv docs/FLAGS.md.tmp docs/FLAGS.md
 	$(PY) tools/maintainers/gen_test_suites.py > docs/TESTS.md.tmp && mv docs/TESTS.md.tmp docs/TESTS.md
 	$(PY) tools/maintainers/gen_module_list.py > docs/MODULES.md.tmp && mv docs/MODULES.md.tmp docs/MODULES.md
+
+## commands: write the root scripts (python run_x.py) and pyproject.toml's console scripts
+## (bert-run-x) from the one list of commands, bert.cli.COMMANDS
+commands:
+	$(PY) tools/maintainers/gen_commands.py
 
 clean:
 	rm -rf out

@@ -1,4 +1,4 @@
-"""Put new words into a vocab.txt in place of its [unusedN] entries.
+"""Puts new words into a vocab.txt in place of its [unusedN] entries, in order.
 
 The command is bert/cli/extend_vocab.py (`--help` shows its flags; installed, it is also
 `bert-extend-vocab`).

@@ -1,4 +1,4 @@
-"""Fill in each [MASK] of raw text with a pretrained model: top-k tokens and probabilities.
+"""Fills in each [MASK] of raw text: the top-k tokens and probabilities, as JSON lines.
 
 The command is bert/cli/fill_mask.py (`--help` shows its flags; installed, it is also
 `bert-fill-mask`).

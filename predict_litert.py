@@ -1,4 +1,4 @@
-"""Prediction files from an export's LiteRT model, without TensorFlow (--do_predict's files).
+"""Prediction files from a LiteRT model of an export, without TensorFlow.
 
 The command is bert/cli/predict_litert.py (`--help` shows its flags; installed, it is also
 `bert-predict-litert`).

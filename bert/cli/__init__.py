@@ -6,8 +6,10 @@ module (`python -m bert.cli.run_classifier`) and as the installed console script
 (`bert-run-classifier`): see launch.py.
 """
 
-# Every command, in the order docs/FLAGS.md lists them; pyproject.toml's [project.scripts]
-# installs each as bert-<name with dashes> (tests/project/test_package.py holds the two together).
+# Every command, declared here once, in the order docs/FLAGS.md lists them. What follows from
+# it is made from it: the root scripts and pyproject.toml's [project.scripts] (bert-<name with
+# dashes>) by tools/maintainers/gen_commands.py (`make commands`; tests/project/test_package.py
+# checks they are current), docs/FLAGS.md by gen_flag_docs.py, `python -m bert`'s list here.
 COMMANDS = ("create_vocab", "extend_vocab", "create_pretraining_data", "run_pretraining",
             "run_classifier", "run_squad", "squad_evaluate", "run_ner", "run_tagger",
             "run_swag", "run_multilabel", "extract_features", "fill_mask", "export_encoder",

@@ -106,6 +106,38 @@ def test_every_command_is_a_console_script_and_nothing_else():
     assert os.path.isfile(os.path.join(ROOT, f"{command}.py")), command
 
 
+def test_root_scripts_and_console_scripts_are_made_from_the_commands_list():
+  """Each root script and pyproject.toml's [project.scripts] are what
+  tools/maintainers/gen_commands.py makes of bert.cli.COMMANDS now (`make commands`)."""
+  result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "maintainers",
+                                                        "gen_commands.py"), "--check"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+  assert result.returncode == 0, result.stderr
+  name = "run_swag"  # its import line is built, so that this file imports no command
+  with open(os.path.join(ROOT, f"{name}.py"), encoding="utf-8") as handle:
+    assert handle.read() == (
+        '"""BERT fine-tuning on SWAG (multiple choice), as in the paper\'s Section 4.4 / Table 4.\n\n'
+        f"The command is bert/cli/{name}.py (`--help` shows its flags; installed, it is also\n"
+        f'`bert-run-swag`).\n"""\n\nfrom bert.cli {"import"} {name}\n\n'
+        f'if __name__ == "__main__":\n  {name}.run()\n')
+
+
+def test_the_table_writer_keeps_the_rest_of_pyproject():
+  """The [project.scripts] table is replaced whole, whatever it held, and nothing around it."""
+  sys.path.insert(0, os.path.join(ROOT, "tools", "maintainers"))
+  try:
+    import gen_commands  # pylint: disable=g-import-not-at-top
+  finally:
+    sys.path.pop(0)
+  text = ('[project]\nname = "x"\n\n# the scripts\n[project.scripts]\nbert-old = "bert.cli.old:run"\n'
+          '\n\n# next\n[tool.x]\ny = 1\n')
+  made = gen_commands.pyproject(text)
+  assert made.startswith('[project]\nname = "x"\n\n# the scripts\n[project.scripts]\n'
+                         'bert-create-vocab = "bert.cli.create_vocab:run"\n')
+  assert made.endswith('bert-quickstart = "bert.cli.quickstart:run"\n\n# next\n[tool.x]\ny = 1\n')
+  assert "bert-old" not in made
+
+
 def test_the_test_extra_is_what_make_test_installs():
   assert _pyproject()["project"]["optional-dependencies"]["test"] == \
       _requirements("requirements-test.txt")
