@@ -155,3 +155,16 @@ def test_every_file_the_architecture_page_names_exists():
   missing = [name for name in sorted(named)
              if not any(path == name or path.endswith("/" + name) for path in everywhere)]
   assert missing == []
+
+
+def test_tools_readme_lists_every_tool_under_its_audience():
+  """tools/README.md names each script of tools/ in its users' table and each of
+  tools/maintainers/ in the maintainers' one, and nothing that is not there."""
+  with open(os.path.join(ROOT, "tools", "README.md"), encoding="utf-8") as handle:
+    text = handle.read()
+  users, maintainers = text.split("\n## For users\n", 1)[1].split("\n## For maintainers", 1)
+  listed = lambda part: sorted(re.findall(r"^\| `(tools/[\w/]+\.py)` \|", part, re.M))
+  on_disk = lambda folder: sorted(f"{folder}/{name}" for name in os.listdir(
+      os.path.join(ROOT, *folder.split("/"))) if name.endswith(".py"))
+  assert listed(users) == on_disk("tools")
+  assert listed(maintainers) == on_disk("tools/maintainers")
