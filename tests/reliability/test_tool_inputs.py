@@ -227,8 +227,10 @@ def test_bad_input_catalogue(ws, case_id):
 
 # Tools the docs tell users to run that read no user input: gen_flag_docs.py writes
 # docs/FLAGS.md from the scripts' own flag definitions, gen_test_suites.py docs/TESTS.md
-# from the tests' markers.
-TOOLS_WITHOUT_INPUT = {"tools/maintainers/gen_flag_docs.py", "tools/maintainers/gen_test_suites.py"}
+# from the tests' markers, gen_module_list.py docs/MODULES.md from the modules'
+# docstrings, gen_commands.py the root scripts and console scripts from bert.cli.COMMANDS.
+TOOLS_WITHOUT_INPUT = {"tools/maintainers/gen_flag_docs.py", "tools/maintainers/gen_test_suites.py",
+                       "tools/maintainers/gen_module_list.py", "tools/maintainers/gen_commands.py"}
 
 
 def test_every_tool_a_doc_names_has_its_cases_here():
