@@ -325,11 +325,7 @@ def test_keras_file_round_trip(tmp_path):
 def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
   cfg = modeling.BertConfig.from_dict(TINY)
   ref_model, _ = heads.build_classifier_model(cfg, 2)
-  keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  try:
-    model, encoder = heads.build_classifier_model(cfg, 2)
-  finally:
-    keras.mixed_precision.set_global_policy("float32")
+  model, encoder = heads.build_classifier_model(cfg, 2, dtype="mixed_bfloat16")
   model.set_weights(ref_model.get_weights())
   assert all(v.dtype == "float32" for v in model.weights)
   assert encoder.get_layer("layer_0").attention_layer_norm.compute_dtype == "float32"

@@ -41,6 +41,8 @@ from bert import optimization
 from replica_steps import CONFIG, SEQ, pretraining_batch, train_steps
 from bert.training import evaluation
 from bert.training import precision
+from bert.training import run_options
+from bert.utils import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -133,6 +135,42 @@ def test_dtype_argument_builds_what_the_global_policy_builds(name, policy):
     for key in out:
       assert got[key].dtype == out[key].dtype
       np.testing.assert_array_equal(got[key].numpy(), out[key].numpy())
+
+
+def test_precision_is_the_value_of_dtype():
+  table = {name: (p.policy, p.compute_dtype, p.loss_scaling)
+           for name in ("float32", "bfloat16", "float16")
+           for p in [precision.Precision(name)]}
+  assert table == {"float32": ("float32", "float32", False),
+                   "bfloat16": ("mixed_bfloat16", "bfloat16", False),
+                   "float16": ("mixed_float16", "float16", True)}
+  for bad in ("auto", "float64", "mixed_bfloat16"):
+    with pytest.raises(errors.UserError, match=f"^--dtype={bad}: use float32, bfloat16, "
+                       "float16"):
+      precision.Precision(bad)
+  # RunOptions checks --dtype through it once, and hands it out.
+  with pytest.raises(errors.UserError, match="^--dtype=auto: .*resolved from the CPU table"):
+    run_options.RunOptions(output_dir="unused", dtype="auto")
+  assert run_options.RunOptions(output_dir="unused", dtype="float16").precision == (
+      precision.Precision("float16"))
+  precision.Precision("float32").check_litert("both")
+  precision.Precision("bfloat16").check_litert("none")
+  with pytest.raises(errors.UserError, match="^--export_dir with --dtype=bfloat16: the "
+                     "export's LiteRT models \\(--litert=int8\\) convert only from a float32"):
+    precision.Precision("bfloat16").check_litert("int8")
+
+
+def test_the_library_sets_no_global_policy():
+  """The precision travels as an argument: no module of the package sets Keras' global
+  dtype policy (which every model built later in the process would take)."""
+  found = []
+  for directory, _, names in os.walk(os.path.join(ROOT, "bert")):
+    for name in names:
+      if name.endswith(".py"):
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+          if "set_global_policy" in handle.read():
+            found.append(os.path.relpath(os.path.join(directory, name), ROOT))
+  assert not found
 
 
 def _layer_norms(model, encoder):
