@@ -90,8 +90,8 @@ _BUILDERS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(_BUILDERS))
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+@pytest.mark.parametrize("name,policy", [(name, "mixed_bfloat16") for name in sorted(_BUILDERS)]
+                         + [("pretraining", "mixed_float16")])
 def test_dtype_argument_builds_what_the_global_policy_builds(name, policy):
   builder, batch_of = _BUILDERS[name]
   config = modeling.BertConfig(**CONFIG)
