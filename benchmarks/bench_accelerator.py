@@ -18,7 +18,7 @@ every path, not a figure to quote. run_all.py runs `--quick` on a machine withou
 the full matrix on a GPU.
 
 The step is the one run_pretraining.py (and run_squad.py) trains with, built by
-benchmarks/parts/train_run.py as finetune.run builds it: strategies.setup_precision,
+benchmarks/parts/train_run.py as finetune.run builds it: in --dtype's precision,
 heads.build_pretraining_model / build_squad_model with heads.pretraining_loss /
 squad_loss, optimization.create_optimizer's AdamWeightDecay, the RunCheckpoint's loop
 state (float16: its dynamic loss scale, which halves on overflow and doubles after 2000
@@ -336,14 +336,11 @@ def benchmark(args):
   strategy = strategies.create_strategy(args.strategy)
   device = device_info(quick=args.quick)
   rows = []
-  try:
-    for spec in configurations(args):
-      rows.append(run_row(strategy, spec, args, device))
-      print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
-            f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
-            flush=True)
-  finally:  # each configuration set its --dtype's Keras policy, which is global
-    strategies.setup_precision("float32")
+  for spec in configurations(args):
+    rows.append(run_row(strategy, spec, args, device))
+    print(f"[bench_accelerator] {spec['model']} {spec['workload']} {spec['dtype']} "
+          f"xla={'on' if spec['xla'] else 'off'}: {rows[-1]['status']}", file=sys.stderr,
+          flush=True)
   return {"device": device, "flops_formula": FLOPS_FORMULA, "quick": args.quick,
           "steps": args.steps, "tensorflow": tf.__version__, "keras": keras.__version__,
           "command": sys.argv, "rows": rows}

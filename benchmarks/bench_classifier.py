@@ -85,22 +85,20 @@ def _loop_train(tf, config, examples, tokenizer, steps, output_dir, fixed_paddin
                 dtype="float32"):
   """run_classifier's training path (make_dataset, loop.train) on `examples`; returns
   loop.train's result and the model. Its rate is that of the last loop call. dtype: the
-  --dtype the model is built under (strategies.setup_precision, as finetune.run does)."""
+  --dtype the model is built in (its Precision's policy, as finetune.run does)."""
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import precision  # pylint: disable=g-import-not-at-top
   from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   strategy = strategies.create_strategy("one_device")
-  strategies.setup_precision(dtype)
-  try:
-    with strategy.scope():
-      model, _ = heads.build_classifier_model(config, 2)
-      optimizer = optimization.create_optimizer(learning_rate, steps, max(steps // 10, 1))
-  finally:
-    strategies.setup_precision("float32")
+  with strategy.scope():
+    model, _ = heads.build_classifier_model(config, 2,
+                                            dtype=precision.Precision(dtype).policy)
+    optimizer = optimization.create_optimizer(learning_rate, steps, max(steps // 10, 1))
   if init_checkpoint:
     checkpoints.load_checkpoint(model, init_checkpoint)
 
@@ -171,17 +169,12 @@ def _hf_predict_rows(tf, config, tokenizer, examples, workdir):
   torch.autocast); every batch padded to its own longest row on both sides."""
   import numpy as np  # pylint: disable=g-import-not-at-top
 
-  from bert.training import strategies  # pylint: disable=g-import-not-at-top
   del config  # the shared MiniLM's, which sst2.classifier_model reads
   dtypes = _precisions()
   models = {}
   for dtype in dtypes:  # the same weights and head under each precision
-    strategies.setup_precision(dtype)
-    try:
-      tf.keras.utils.set_random_seed(2)
-      models[dtype] = sst2.classifier_model(os.path.join(MODEL_DIR, "bert_model.ckpt"))
-    finally:
-      strategies.setup_precision("float32")
+    tf.keras.utils.set_random_seed(2)
+    models[dtype] = sst2.classifier_model(os.path.join(MODEL_DIR, "bert_model.ckpt"), dtype)
   sst2.save_head(models["float32"], os.path.join(workdir, "head.npz"))
   texts = [e.text_a for e in examples]
   with open(os.path.join(workdir, "texts.json"), "w", encoding="utf-8") as handle:

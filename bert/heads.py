@@ -3,7 +3,12 @@
 Each head keeps its weights in the layout of Google's TF1 checkpoints and names them
 (`google_variables()`), so `modeling.google_variable_map` finds every weight of a model.
 Each loss takes (features, outputs) and returns (per_example_loss [B], {metric:
-(numerator, denominator)}), in float32 whatever the model's precision policy."""
+(numerator, denominator)}), in float32 whatever the model's precision policy.
+
+Each build_* takes `dtype`, the Keras dtype policy (or its name: "float32",
+"mixed_bfloat16", "mixed_float16") of every layer it creates, the encoder's included (as
+modeling.BertModel takes it); None: Keras' global policy. The logits are float32 under
+every policy."""
 
 import keras
 from keras import ops
@@ -40,7 +45,8 @@ class MaskedLMHead(modeling.ConfigLayer):
     super().__init__(config, **kwargs)
     self.dense = keras.layers.Dense(
         config.hidden_size, activation=modeling.get_activation(config.hidden_act),
-        kernel_initializer=modeling.initializer(config), name="dense")
+        kernel_initializer=modeling.initializer(config), name="dense",
+        dtype=self.dtype_policy)
     self.layer_norm = modeling.layer_norm("LayerNorm")
 
   def build(self, input_shape):
@@ -106,7 +112,8 @@ class OutputProjection(modeling.ConfigLayer):
     self.num_outputs = num_outputs
     self.dropout_rate = dropout_rate
     self.scope = scope
-    self.dropout = modeling.Dropout(dropout_rate) if dropout_rate else None
+    self.dropout = (modeling.Dropout(dropout_rate, dtype=self.dtype_policy) if dropout_rate
+                    else None)
 
   def build(self, input_shape):
     self.output_weights = self.add_weight(
@@ -190,7 +197,17 @@ def _as_config(config):
   return modeling.BertConfig.from_dict(config) if isinstance(config, dict) else config
 
 
-def build_pretraining_model(config, use_next_sentence=True, causal=False, packed=False):
+def _model(inputs, outputs, name, dtype):
+  """The functional model of a build_*; given a dtype, it reports that policy as the
+  encoder does (a functional model ignores a dtype argument)."""
+  model = keras.Model(inputs=inputs, outputs=outputs, name=name)
+  if dtype is not None:
+    model.dtype_policy = dtype
+  return model
+
+
+def build_pretraining_model(config, use_next_sentence=True, causal=False, packed=False,
+                            dtype=None):
   """Encoder + masked-LM head (+ next-sentence head).
 
   Inputs: input_ids, input_mask, segment_ids int32 [batch, seq];
@@ -206,7 +223,7 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False, packed
   Returns (model, encoder).
   """
   config = _as_config(config)
-  encoder = modeling.BertModel(config, causal=causal, packed=packed)
+  encoder = modeling.BertModel(config, causal=causal, packed=packed, dtype=dtype)
   inputs = modeling.encoder_inputs(packed=packed)
   inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
                                               name="masked_lm_positions")
@@ -214,9 +231,9 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False, packed
     inputs["next_sentence_positions"] = keras.Input(shape=(None,), dtype="int32",
                                                     name="next_sentence_positions")
   encoded = encoder({t.name: inputs[t.name] for t in encoder.inputs})
-  table = EmbeddingTable(encoder.embeddings_layer, name="tied_embeddings")(
+  table = EmbeddingTable(encoder.embeddings_layer, name="tied_embeddings", dtype=dtype)(
       inputs["input_ids"])
-  outputs = {"masked_lm_logits": MaskedLMHead(config, name="cls_predictions")(
+  outputs = {"masked_lm_logits": MaskedLMHead(config, name="cls_predictions", dtype=dtype)(
       encoded["sequence_output"], inputs["masked_lm_positions"], table)}
   if use_next_sentence:
     pooled = encoded["pooled_output"]
@@ -224,8 +241,9 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False, packed
       pooled = encoder.get_layer("pooler")(encoded["sequence_output"],
                                            inputs["next_sentence_positions"])
     outputs["next_sentence_logits"] = OutputProjection(
-        config, 2, scope="cls/seq_relationship", name="cls_seq_relationship")(pooled)
-  model = keras.Model(inputs=inputs, outputs=outputs, name="bert_pretraining")
+        config, 2, scope="cls/seq_relationship", name="cls_seq_relationship",
+        dtype=dtype)(pooled)
+  model = _model(inputs, outputs, "bert_pretraining", dtype)
   return model, encoder
 
 
@@ -300,7 +318,7 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
   return per_example, metrics
 
 
-def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
+def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1, dtype=None):
   """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
 
   Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression). The same
@@ -310,13 +328,12 @@ def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
   """
   config = _as_config(config)
   _check_count("num_labels", num_labels)
-  encoder = modeling.BertModel(config, causal=causal, pooled_only=True)
+  encoder = modeling.BertModel(config, causal=causal, pooled_only=True, dtype=dtype)
   inputs = modeling.encoder_inputs()
   pooled = encoder(inputs)["pooled_output"]
   logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
-                            name="classifier")(pooled)
-  return keras.Model(inputs=inputs, outputs={"logits": logits},
-                     name="bert_classifier"), encoder
+                            name="classifier", dtype=dtype)(pooled)
+  return _model(inputs, {"logits": logits}, "bert_classifier", dtype), encoder
 
 
 def classifier_loss(features, outputs, regression=False):
@@ -364,16 +381,15 @@ def multi_label_loss(features, outputs, threshold=0.5):
                                     tf.cast(tf.shape(logits)[0], tf.float32))}
 
 
-def build_squad_model(config, causal=False):
+def build_squad_model(config, causal=False, dtype=None):
   """Encoder + SQuAD span head. Outputs: start_logits, end_logits float32 [batch, seq]."""
   config = _as_config(config)
-  encoder = modeling.BertModel(config, causal=causal)
+  encoder = modeling.BertModel(config, causal=causal, dtype=dtype)
   inputs = modeling.encoder_inputs()
-  start_logits, end_logits = SquadHead(config, name="cls_squad")(
+  start_logits, end_logits = SquadHead(config, name="cls_squad", dtype=dtype)(
       encoder(inputs)["sequence_output"])
-  return keras.Model(inputs=inputs,
-                     outputs={"start_logits": start_logits, "end_logits": end_logits},
-                     name="bert_squad"), encoder
+  return _model(inputs, {"start_logits": start_logits, "end_logits": end_logits},
+                "bert_squad", dtype), encoder
 
 
 def squad_loss(features, outputs):
@@ -398,16 +414,17 @@ def squad_loss(features, outputs):
   return (losses[0] + losses[1]) / 2.0, metrics
 
 
-def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1):
+def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1,
+                                 dtype=None):
   """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
   config = _as_config(config)
   _check_count("num_labels", num_labels)
-  encoder = modeling.BertModel(config, causal=causal)
+  encoder = modeling.BertModel(config, causal=causal, dtype=dtype)
   inputs = modeling.encoder_inputs()
   logits = OutputProjection(config, num_labels, dropout_rate=dropout_rate,
-                            name="token_classifier")(encoder(inputs)["sequence_output"])
-  return keras.Model(inputs=inputs, outputs={"logits": logits},
-                     name="bert_token_classifier"), encoder
+                            name="token_classifier", dtype=dtype)(
+                                encoder(inputs)["sequence_output"])
+  return _model(inputs, {"logits": logits}, "bert_token_classifier", dtype), encoder
 
 
 def token_classification_loss(features, outputs):
@@ -454,7 +471,8 @@ class _UnfoldChoices(keras.layers.Layer):
     return {**super().get_config(), "num_choices": self.num_choices}
 
 
-def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=0.1):
+def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=0.1,
+                                dtype=None):
   """SWAG-style multiple choice: one score per (context, ending) pair from [CLS].
 
   Inputs: input_ids, input_mask, segment_ids int32 [batch, num_choices, seq].
@@ -462,15 +480,14 @@ def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=
   """
   config = _as_config(config)
   _check_count("num_choices", num_choices)
-  encoder = modeling.BertModel(config, causal=causal, pooled_only=True)
+  encoder = modeling.BertModel(config, causal=causal, pooled_only=True, dtype=dtype)
   inputs = modeling.encoder_inputs(prefix_shape=(num_choices, None))
-  fold = _FoldChoices(name="fold_choices")
+  fold = _FoldChoices(name="fold_choices", dtype=dtype)
   pooled = encoder({k: fold(v) for k, v in inputs.items()})["pooled_output"]
   scores = OutputProjection(config, 1, dropout_rate=dropout_rate,
-                            name="choice_classifier")(pooled)
-  logits = _UnfoldChoices(num_choices, name="unfold_choices")(scores)
-  return keras.Model(inputs=inputs, outputs={"logits": logits},
-                     name="bert_multiple_choice"), encoder
+                            name="choice_classifier", dtype=dtype)(pooled)
+  logits = _UnfoldChoices(num_choices, name="unfold_choices", dtype=dtype)(scores)
+  return _model(inputs, {"logits": logits}, "bert_multiple_choice", dtype), encoder
 
 
 def multiple_choice_loss(features, outputs):

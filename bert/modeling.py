@@ -20,8 +20,10 @@ with the GELU) into one CPU op, in float32 and in bfloat16; each LayerNorm is on
 batch norm, which oneDNN turns into its one-op layer norm when predicting
 (tests/core/test_modeling_cpu_graph.py reads the optimized graph).
 
-Mixed precision goes through Keras dtype policies: set the global policy (for example
-"mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
+Mixed precision goes through Keras dtype policies, given to the model as keras-hub's
+BertBackbone takes them: `BertModel(config, dtype="mixed_bfloat16")` (and each heads.build_*)
+passes the policy to every layer it creates; dtype=None takes Keras' global policy as
+every Keras layer does. The matmuls then run in bfloat16/float16,
 while the embedding sums, every LayerNorm (input and output), the residual stream between
 layers, the attention softmax and the losses stay float32, and every head returns float32
 logits (tests/training/test_precision.py checks the traced graph).
@@ -405,18 +407,22 @@ class TransformerLayer(ConfigLayer):
     self.num_heads = config.num_attention_heads
     self.head_size = h // config.num_attention_heads
     self.activation = get_activation(config.hidden_act)
-    self.query = keras.layers.Dense(h, kernel_initializer=init, name="query")
-    self.key = keras.layers.Dense(h, kernel_initializer=init, name="key")
-    self.value = keras.layers.Dense(h, kernel_initializer=init, name="value")
-    self.attention_dropout = Dropout(config.attention_probs_dropout_prob)
-    self.attention_output = keras.layers.Dense(h, kernel_initializer=init, name="dense")
-    self.attention_output_dropout = Dropout(config.hidden_dropout_prob)
+    # Every sublayer in this layer's policy (its `dtype`), but the float32 LayerNorms.
+    dtype = self.dtype_policy
+    self.query = keras.layers.Dense(h, kernel_initializer=init, name="query", dtype=dtype)
+    self.key = keras.layers.Dense(h, kernel_initializer=init, name="key", dtype=dtype)
+    self.value = keras.layers.Dense(h, kernel_initializer=init, name="value", dtype=dtype)
+    self.attention_dropout = Dropout(config.attention_probs_dropout_prob, dtype=dtype)
+    self.attention_output = keras.layers.Dense(h, kernel_initializer=init, name="dense",
+                                               dtype=dtype)
+    self.attention_output_dropout = Dropout(config.hidden_dropout_prob, dtype=dtype)
     self.attention_layer_norm = layer_norm("attention_LayerNorm")
     # The activation is applied by call() (dense_2d), so that it fuses into the matmul.
     self.intermediate = keras.layers.Dense(
-        config.intermediate_size, kernel_initializer=init, name="intermediate")
-    self.output_dense = keras.layers.Dense(h, kernel_initializer=init, name="output")
-    self.output_dropout = Dropout(config.hidden_dropout_prob)
+        config.intermediate_size, kernel_initializer=init, name="intermediate", dtype=dtype)
+    self.output_dense = keras.layers.Dense(h, kernel_initializer=init, name="output",
+                                           dtype=dtype)
+    self.output_dropout = Dropout(config.hidden_dropout_prob, dtype=dtype)
     self.output_layer_norm = layer_norm("output_LayerNorm")
 
   def build(self, input_shape):
@@ -497,7 +503,8 @@ class BertPooler(ConfigLayer):
   def __init__(self, config, **kwargs):
     super().__init__(config, **kwargs)
     self.dense = keras.layers.Dense(config.hidden_size, activation="tanh",
-                                    kernel_initializer=initializer(config), name="dense")
+                                    kernel_initializer=initializer(config), name="dense",
+                                    dtype=self.dtype_policy)
 
   def build(self, input_shape):
     self.dense.build((None, self.config.hidden_size))
@@ -691,46 +698,54 @@ class BertModel(keras.Model):
   (TransformerLayer's first_token_only), the one row the pooler reads. Same weights,
   same checkpoint layout and the same pooled_output up to float rounding, for less work
   (the last layer's other rows are skipped; docs/benchmarks.md counts the FLOPs saved).
+  `dtype`: the Keras dtype policy (or its name: "float32", "mixed_bfloat16",
+  "mixed_float16") that every layer of the encoder computes in, its LayerNorms excepted
+  (float32 always); None: Keras' global policy, as any Keras layer.
   """
 
   def __init__(self, config, causal=False, pooled_only=False, packed=False, name="bert",
-               **kwargs):
+               dtype=None, **kwargs):
     if isinstance(config, dict):
       config = BertConfig.from_dict(config)
     if packed and causal:
       raise ValueError("packed=True with causal=True: a left-to-right model over packed "
                        "rows is not supported")
     inputs = encoder_inputs(packed=packed)
-    embeddings = BertEmbeddings(config, name="embeddings")
+    embeddings = BertEmbeddings(config, name="embeddings", dtype=dtype)
     if packed:
       embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"],
                                     inputs["position_ids"])
-      attention_bias = AttentionBias(packed=True, name="attention_bias")(
+      attention_bias = AttentionBias(packed=True, name="attention_bias", dtype=dtype)(
           inputs["sequence_ids"])
     else:
       embedding_output = embeddings(inputs["input_ids"], inputs["segment_ids"])
-      attention_bias = AttentionBias(causal=causal, name="attention_bias")(
+      attention_bias = AttentionBias(causal=causal, name="attention_bias", dtype=dtype)(
           inputs["input_mask"])
     hidden = embedding_output
     encoder_outputs = []
     for index in range(config.num_hidden_layers):
-      layer = TransformerLayer(config, name=f"layer_{index}")
+      layer = TransformerLayer(config, name=f"layer_{index}", dtype=dtype)
       if pooled_only and index == config.num_hidden_layers - 1:
         hidden = layer(hidden, attention_bias, first_token_only=True)
       else:
         hidden = layer(hidden, attention_bias)
       encoder_outputs.append(hidden)
-    pooled = BertPooler(config, name="pooler")(hidden)
+    pooled = BertPooler(config, name="pooler", dtype=dtype)(hidden)
     if pooled_only:
       outputs = {"pooled_output": pooled}
     else:
       outputs = {"sequence_output": hidden, "pooled_output": pooled,
                  "encoder_outputs": encoder_outputs, "embedding_output": embedding_output}
     super().__init__(inputs=inputs, outputs=outputs, name=name, **kwargs)
+    if dtype is not None:
+      # A functional model ignores a dtype argument; set here, it reports the policy its
+      # layers compute in (and enters the same autocast scope as under a global policy).
+      self.dtype_policy = dtype
     self.config = config
     self.causal = causal
     self.pooled_only = pooled_only
     self.packed = packed
+    self._dtype_given = dtype is not None
 
   def __call__(self, inputs, *args, **kwargs):
     # Before Keras's own __call__, so that the ValueError reaches the caller as raised.
@@ -765,6 +780,8 @@ class BertModel(keras.Model):
               "pooled_only": self.pooled_only, "name": self.name}
     if self.packed:  # absent otherwise: .keras files of the original model are unchanged
       config["packed"] = True
+    if self._dtype_given:  # likewise: a model built under the global policy reloads so
+      config["dtype"] = self.dtype_policy.name
     return config
 
   @classmethod

@@ -224,7 +224,7 @@ def main(_):
         input_checks.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
     model_config.check_vocab_matches_config(tokenizer.vocab_size, config)
     tf.keras.utils.set_random_seed(1)
-    model = modeling.BertModel(config)
+    model = modeling.BertModel(config, dtype="float32")
     if FLAGS.init_checkpoint:
       checkpoints.load_checkpoint(model, FLAGS.init_checkpoint)
     features, labels = [], []

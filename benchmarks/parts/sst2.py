@@ -38,14 +38,16 @@ def write_test_file(path, sentences):
   return texts
 
 
-def classifier_model(checkpoint):
+def classifier_model(checkpoint, dtype="float32"):
   """run_classifier's two-label model of the shared MiniLM's config, weights from
-  `checkpoint` (the MiniLM's, or an output_dir)."""
+  `checkpoint` (the MiniLM's, or an output_dir), built in --dtype's precision."""
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
+  from bert.training import precision  # pylint: disable=g-import-not-at-top
   config = model_config.load_bert_config(os.path.join(MODEL_DIR, "bert_config.json"))
-  model, _ = heads.build_classifier_model(config, 2)
+  model, _ = heads.build_classifier_model(config, 2,
+                                          dtype=precision.Precision(dtype).policy)
   checkpoints.load_checkpoint(model, checkpoint)
   return model
 

@@ -1,7 +1,7 @@
 """The training step the commands run, on synthetic batches: what the benchmarks time.
 
 `build` makes what finetune.run makes for run_pretraining.py (or run_squad.py,
-run_classifier.py): strategies.setup_precision, the model under the strategy's scope,
+run_classifier.py): the model under the strategy's scope in --dtype's precision,
 optimization.create_optimizer's AdamWeightDecay, a RunCheckpoint whose loop state holds
 float16's dynamic loss scale; and the step and loop loop.train trains with
 (loop.make_train_step, loop.make_train_loop, its input iterator). The batches are
@@ -95,10 +95,11 @@ def build(config, task="pretrain", seq=SEQ, predictions=PREDICTIONS, batch=8,
   from bert import optimization  # pylint: disable=g-import-not-at-top
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   from bert.training import loop  # pylint: disable=g-import-not-at-top
+  from bert.training import precision as precisions  # pylint: disable=g-import-not-at-top
   from bert.training import strategies  # pylint: disable=g-import-not-at-top
 
   strategy = strategy or strategies.create_strategy("one_device")
-  strategies.setup_precision(dtype)
+  precision = precisions.Precision(dtype)
   strategies.setup_determinism(1, False)
   bert_config = modeling.BertConfig(
       **{"max_position_embeddings": max(512, seq), "type_vocab_size": 2, **config})
@@ -111,20 +112,20 @@ def build(config, task="pretrain", seq=SEQ, predictions=PREDICTIONS, batch=8,
 
   with strategy.scope():
     if task == "pretrain":
-      model, _ = heads.build_pretraining_model(bert_config)
+      model, _ = heads.build_pretraining_model(bert_config, dtype=precision.policy)
       loss_fn = heads.pretraining_loss
     elif task == "squad":
-      model, _ = heads.build_squad_model(bert_config)
+      model, _ = heads.build_squad_model(bert_config, dtype=precision.policy)
       loss_fn = heads.squad_loss
     else:
-      model, _ = heads.build_classifier_model(bert_config, 2)
+      model, _ = heads.build_classifier_model(bert_config, 2, dtype=precision.policy)
       loss_fn = heads.classifier_loss
     optimizer = optimization.create_optimizer(learning_rate, 10000, 100)
   # finetune.run's state (without an output_dir: nothing is saved).
   state = checkpoints.RunCheckpoint(None, model, optimizer, strategy,
-                                    loss_scaling=dtype == "float16")
+                                    loss_scaling=precision.loss_scaling)
   train_config = loop.TrainConfig(global_batch_size=batch, num_train_steps=10**9,
-                                  jit_compile=xla, loss_scaling=dtype == "float16")
+                                  jit_compile=xla, loss_scaling=precision.loss_scaling)
   names = loop.loss_metric_names(model, loss_fn,
                                  dataset_fn(tf.distribute.InputContext(), 1).element_spec)
   step = loop.make_train_step(model, optimizer, loss_fn, names, train_config, state.loop)

@@ -5,7 +5,7 @@ type, and what freezing the weights into constants would change.
       [--fixed_padding]
 
 For each --dtype (bfloat16 only on a CPU with its units) builds run_classifier's model of
-the shared MiniLM as finetune.run builds it (strategies.setup_precision first), predicts
+the shared MiniLM as finetune.run builds it (in that --dtype's precision), predicts
 the first --sentences SST-2 train sentences through classifier_task.predict_logits
 (predict_batches, evaluation.predict: batch 32, per-batch padding, file order) once to
 trace, times the best of two more passes, then records one pass with TensorFlow's
@@ -32,12 +32,7 @@ def profile(dtype, sentences, frozen, fixed_padding=False):
   from bert.classifier import classifier_data  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_features  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_task  # pylint: disable=g-import-not-at-top
-  from bert.training import strategies  # pylint: disable=g-import-not-at-top
-  strategies.setup_precision(dtype)
-  try:
-    model = sst2.classifier_model(os.path.join(sst2.MODEL_DIR, "bert_model.ckpt"))
-  finally:
-    strategies.setup_precision("float32")
+  model = sst2.classifier_model(os.path.join(sst2.MODEL_DIR, "bert_model.ckpt"), dtype)
   tokenizer = fast_tokenization.FastTokenizer(sst2.MODEL_VOCAB, True)
   examples = classifier_data.Sst2Processor().get_train_examples(sst2.SST2)[:sentences]
 

@@ -94,7 +94,8 @@ class ClassifierTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_classifier_model(config, self.processor.num_outputs,
-                                            causal=self.options.ltr)
+                                            causal=self.options.ltr,
+                                            dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -163,7 +163,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
         f"segment 1), but {bert_config_file} has type_vocab_size "
         f"{config.type_vocab_size}; give single texts or a config with type_vocab_size 2")
   features = convert_examples_to_features(examples, max_seq_length, tokenizer)
-  encoder = modeling.BertModel(config)
+  encoder = modeling.BertModel(config, dtype="float32")  # the original's numerics
   checkpoints.load_checkpoint(encoder, init_checkpoint)
   # One run per output file; a killed run's hidden temporary is removed.
   with output_lock.lock_output(output_file, "output_file", is_file=True):

@@ -136,7 +136,8 @@ def load_masked_lm(config, init_checkpoint):
   use_nsp = True
   if kind == checkpoint_files.OURS:
     use_nsp = _NSP_WEIGHT in (checkpoints.saved_signature(resolved) or {_NSP_WEIGHT: 0})
-  model, _ = heads.build_pretraining_model(config, use_next_sentence=use_nsp)
+  model, _ = heads.build_pretraining_model(config, use_next_sentence=use_nsp,
+                                           dtype="float32")  # the original's numerics
   # The pooler is not used here, and a Hugging Face BertForMaskedLM has none: the
   # encoder's other weights are checked below instead.
   report = checkpoints.load_checkpoint(model, init_checkpoint, strict_encoder=False)

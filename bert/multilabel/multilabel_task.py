@@ -88,7 +88,8 @@ class MultiLabelTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_classifier_model(config, len(self.labels),
-                                            causal=self.options.ltr)
+                                            causal=self.options.ltr,
+                                            dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -201,7 +201,7 @@ class PretrainingTask(finetune.Task):
       config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
     model, _ = heads.build_pretraining_model(
         config, use_next_sentence=self.use_next_sentence, causal=self.options.ltr,
-        packed=self.packed)
+        packed=self.packed, dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -185,7 +185,8 @@ class SquadTask(finetune.Task):
   # ------------------------------------------------------------------ model
 
   def build_model(self, config):
-    model, _ = heads.build_squad_model(config, causal=self.options.ltr)
+    model, _ = heads.build_squad_model(config, causal=self.options.ltr,
+                                       dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -91,7 +91,8 @@ class SwagTask(finetune.Task):
 
   def build_model(self, config):
     model, _ = heads.build_multiple_choice_model(config, swag_data.NUM_CHOICES,
-                                                 causal=self.options.ltr)
+                                                 causal=self.options.ltr,
+                                                 dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -209,12 +209,13 @@ def feature_dataset(path, dim, batch_size, training, seed=0, input_context=None)
 # --------------------------------------------------------------------------- the tagger
 
 
-def build_bilstm_tagger(dim, num_labels, lstm_units):
+def build_bilstm_tagger(dim, num_labels, lstm_units, dtype=None):
   """Two-layer BiLSTM + output layer over frozen BERT activations.
 
   Inputs: features float32 [B, S, dim], input_mask int32 [B, S].
   Output: logits float32 [B, S, num_labels] (the loss is
   heads.token_classification_loss, as in fine-tuning).
+  dtype: the BiLSTMs' Keras dtype policy (None: the global policy), as heads.build_*.
   """
   features = keras.Input(shape=(None, dim), dtype="float32", name="features")
   input_mask = keras.Input(shape=(None,), dtype="int32", name="input_mask")
@@ -222,8 +223,8 @@ def build_bilstm_tagger(dim, num_labels, lstm_units):
   hidden = features
   for index in range(2):
     hidden = keras.layers.Bidirectional(
-        keras.layers.LSTM(lstm_units, return_sequences=True), name=f"bilstm_{index}")(
-            hidden, mask=mask)
+        keras.layers.LSTM(lstm_units, return_sequences=True, dtype=dtype),
+        name=f"bilstm_{index}", dtype=dtype)(hidden, mask=mask)
   logits = keras.layers.Dense(num_labels, name="output", dtype="float32")(hidden)
   return keras.Model(inputs={"features": features, "input_mask": input_mask},
                      outputs={"logits": logits}, name="bilstm_tagger")

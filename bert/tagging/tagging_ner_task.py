@@ -87,7 +87,9 @@ class NerTask(tagging_task.TaggingTask):
     # Seeded as the driver seeds the trained model: a random encoder (no checkpoint)
     # gives the same activations on every run.
     keras.utils.set_random_seed(int(options.seed))
-    encoder = modeling.BertModel(config, causal=options.ltr)
+    # float32, as the features always were (they are read before the run's precision
+    # applies, and the cache's name does not depend on it).
+    encoder = modeling.BertModel(config, causal=options.ltr, dtype="float32")
     if options.init_checkpoint:
       checkpoints.load_checkpoint(encoder, options.init_checkpoint)
     else:
@@ -134,6 +136,7 @@ class NerTask(tagging_task.TaggingTask):
 
   def build_model(self, config):
     if self.feature_mode:
-      return tagging_ner_features.build_bilstm_tagger(self.feature_dim, len(self.label_list),
-                                              self.settings.lstm_units)
+      return tagging_ner_features.build_bilstm_tagger(
+          self.feature_dim, len(self.label_list), self.settings.lstm_units,
+          dtype=self.options.precision.policy)
     return super().build_model(config)

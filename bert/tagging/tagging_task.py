@@ -234,7 +234,7 @@ class TaggingTask(finetune.Task):
   def build_model(self, config):
     model, _ = heads.build_token_classifier_model(
         config, len(self.label_list), causal=self.options.ltr,
-        dropout_rate=self.settings.dropout_rate)
+        dropout_rate=self.settings.dropout_rate, dtype=self.options.precision.policy)
     return model
 
   def loss(self, features, outputs):

@@ -42,6 +42,12 @@ def resolve_seq_length(export_format, seq_length, max_seq_length, seq_length_set
   return seq_length
 
 
+# Every model an export loads a checkpoint into computes in float32, whatever precision
+# trained it (its variables are float32 under every policy): the exported graphs and their
+# LiteRT conversions are float32's.
+EXPORT_DTYPE = "float32"
+
+
 def _model_for_head(config, head_info, signature, where):
   """The keras model whose weights the checkpoint holds, from its head_info/signature."""
   head = head_info.get("head")
@@ -49,18 +55,22 @@ def _model_for_head(config, head_info, signature, where):
     raise errors.UserError(f"cannot export a {head} head to Hugging Face: "
                                  f"{hugging_face.REFUSED_HEADS[head]}")
   if head in ("classifier", "multi_label"):
-    return heads.build_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_classifier_model(config, len(head_info["labels"]),
+                                        dtype=EXPORT_DTYPE)[0]
   if head == "regression":
-    return heads.build_classifier_model(config, 1)[0]
+    return heads.build_classifier_model(config, 1, dtype=EXPORT_DTYPE)[0]
   if head == "token_classification":
-    return heads.build_token_classifier_model(config, len(head_info["labels"]))[0]
+    return heads.build_token_classifier_model(config, len(head_info["labels"]),
+                                              dtype=EXPORT_DTYPE)[0]
   if head == "multiple_choice":
-    return heads.build_multiple_choice_model(config, int(head_info["num_choices"]))[0]
+    return heads.build_multiple_choice_model(config, int(head_info["num_choices"]),
+                                             dtype=EXPORT_DTYPE)[0]
   if head == "squad":
-    return heads.build_squad_model(config)[0]
+    return heads.build_squad_model(config, dtype=EXPORT_DTYPE)[0]
   if head == "pretraining":
     return heads.build_pretraining_model(
-        config, use_next_sentence="cls/seq_relationship/output_weights" in signature)[0]
+        config, use_next_sentence="cls/seq_relationship/output_weights" in signature,
+        dtype=EXPORT_DTYPE)[0]
   raise errors.UserError(f"{where}: its recorded head_info names the head {head!r}, "
                                "not one this project exports")
 
@@ -121,7 +131,7 @@ def load_for_export(config, init_checkpoint):
                           checkpoints.describe_head(head_info))
   model = heads.build_pretraining_model(
       config, use_next_sentence=signature is None
-      or "cls/seq_relationship/output_weights" in signature)[0]
+      or "cls/seq_relationship/output_weights" in signature, dtype=EXPORT_DTYPE)[0]
   report = checkpoints.load_checkpoint(model, resolved)
   held = sorted(set(report["loaded"]) | set(report["unused"]) | set(signature or ()))
   return writers.Loaded(model, None, held)
@@ -130,7 +140,7 @@ def load_for_export(config, init_checkpoint):
 def load_encoder(config, init_checkpoint, log=None):
   """The checkpoint's encoder alone (a modeling.BertModel), whatever heads it holds."""
   log = log or logging.info
-  encoder = modeling.BertModel(config)
+  encoder = modeling.BertModel(config, dtype=EXPORT_DTYPE)
   report = checkpoints.load_checkpoint(encoder, init_checkpoint)
   log("Loaded %d encoder variables (%s)", len(report["loaded"]), report["format"])
   return encoder

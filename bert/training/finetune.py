@@ -280,7 +280,6 @@ def _run_locked(task, options, config, strategy):
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
     if options.use_best_checkpoint:
       best_checkpoint.check_kept(options.output_dir)
-  strategies.setup_precision(options.dtype)
   strategies.setup_determinism(options.seed, options.deterministic)
 
   num_train_steps, num_warmup_steps = train_steps(task, options)
@@ -293,7 +292,7 @@ def _run_locked(task, options, config, strategy):
                                                 schedule=options.lr_schedule)
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
-                                    loss_scaling=options.dtype == "float16",
+                                    loss_scaling=options.precision.loss_scaling,
                                     head_info=recorded_head_info(task, options))
   # A bucket that stops answering from here on: one line naming the flag, the step and
   # the checkpoint a rerun resumes from.
@@ -492,11 +491,7 @@ def _check_requested(task, options):
     # after hours of work.
     serving.check_export_target(options.export_dir, options.export_version,
                                 options.overwrite_export)
-    if options.litert != "none" and options.dtype != "float32":
-      raise errors.UserError(
-          f"--export_dir with --dtype={options.dtype}: the export's LiteRT models "
-          f"(--litert={options.litert}) convert only from a float32 model; pass "
-          f"--litert=none to export the SavedModels alone, or train in float32")
+    options.precision.check_litert(options.litert)
   if options.eval_every_steps and not (options.do_train and options.do_eval):
     raise errors.UserError(
         f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
@@ -563,7 +558,7 @@ def training_config(options, num_train_steps):
       gradient_accumulation_steps=options.gradient_accumulation_steps,
       save_checkpoints_steps=options.save_checkpoints_steps,
       log_every_steps=options.log_every_steps, jit_compile=options.enable_xla,
-      loss_scaling=options.dtype == "float16",
+      loss_scaling=options.precision.loss_scaling,
       eval_every_steps=options.eval_every_steps)
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import math
 
 from bert.formats import litert_metadata
+from bert.training import precision
 from bert.utils import errors
 
 
@@ -77,6 +78,12 @@ class RunOptions:
   def __post_init__(self):
     _check_options(self)
 
+  @property
+  def precision(self):
+    """--dtype as the model and the loop take it: precision.Precision (its Keras policy,
+    whether the loss is scaled)."""
+    return precision.Precision(self.dtype)
+
 
 def check_positive(values, names):
   """Fails on the first of the flags `names` (attributes of `values`: options, or absl's
@@ -117,9 +124,7 @@ def _check_options(options):
   if not (math.isfinite(timeout) and timeout >= 0):
     raise errors.UserError(f"--multi_worker_timeout={timeout}: must be a finite number of "
                            "seconds >= 0 (0: wait as long as it takes)")
-  if options.dtype not in ("float32", "bfloat16", "float16"):
-    raise errors.UserError(f"--dtype={options.dtype}: RunOptions takes float32, bfloat16 or "
-                           "float16 (run_options turns auto into one of them)")
+  precision.Precision(options.dtype)  # the one check of --dtype's value
   if options.eval_every_steps < 0:
     raise errors.UserError(f"--eval_every_steps={options.eval_every_steps}: must be >= 0 "
                            "(0: evaluate once, at the end)")

@@ -1,5 +1,6 @@
 """Where a run runs: tf.distribute strategies (one device, mirrored GPUs, hosts from
-TF_CONFIG, TPU), the precision policy and op determinism.
+TF_CONFIG, TPU) and op determinism. (The precision is not here: the model takes it as
+an argument, precision.py.)
 
 Call create_strategy first, before any TensorFlow op: MultiWorkerMirroredStrategy must
 configure collective ops before the TensorFlow context starts. TF_CONFIG is checked before
@@ -205,20 +206,6 @@ def _bound_the_wait_for_peers(cluster, timeout):
                         for job in ("chief", "worker") if job in spec.jobs],
       cluster_register_timeout_in_ms=int(timeout * 1000))
   tf_context.context().coordination_service.cluster_register_with_barrier = True
-
-
-_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
-
-def setup_precision(dtype="float32"):
-  """Sets the Keras global dtype policy; call before building the model.
-
-  Variables stay float32; bfloat16/float16 compute in that type ("mixed" policies). The
-  model's logits are float32 either way (modeling.py).
-  """
-  if dtype not in _POLICIES:
-    raise errors.UserError(f"--dtype={dtype}: use float32, bfloat16 or float16")
-  keras.mixed_precision.set_global_policy(_POLICIES[dtype])
 
 
 def setup_determinism(seed, deterministic=None):

@@ -53,8 +53,9 @@ def test_one_configuration_trains_with_the_loops_own_step(monkeypatch):
   real = loop.make_train_step
 
   def spy(model, optimizer, loss_fn, metric_names, config, state):
-    built.append((loss_fn.__name__, config.loss_scaling, config.jit_compile,
-                  config.global_batch_size, sorted(metric_names)))
+    built.append((loss_fn.__name__, model.get_layer("bert").compute_dtype,
+                  config.loss_scaling, config.jit_compile, config.global_batch_size,
+                  sorted(metric_names)))
     return real(model, optimizer, loss_fn, metric_names, config, state)
 
   monkeypatch.setattr(loop, "make_train_step", spy)
@@ -63,7 +64,7 @@ def test_one_configuration_trains_with_the_loops_own_step(monkeypatch):
   report = bench_accelerator.benchmark(args)
   import keras  # pylint: disable=g-import-not-at-top
   assert keras.mixed_precision.global_policy().name == "float32"  # left as it was
-  assert built == [("pretraining_loss", True, False, 2,
+  assert built == [("pretraining_loss", "float16", True, False, 2,
                     ["masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
                      "next_sentence_loss"])]
   device = report["device"]

@@ -322,14 +322,28 @@ def test_keras_file_round_trip(tmp_path):
                              atol=1e-6)
 
 
+def test_keras_file_keeps_the_precision_the_model_was_built_with(tmp_path):
+  """A model built with dtype= saves it (the encoder's config holds it) and reloads in it
+  under the float32 global policy; one built without (the global policy) saves none."""
+  cfg = modeling.BertConfig.from_dict(TINY)
+  model, encoder = heads.build_classifier_model(cfg, 2, dtype="mixed_bfloat16")
+  assert encoder.get_config()["dtype"] == "mixed_bfloat16"
+  assert "dtype" not in heads.build_classifier_model(cfg, 2)[1].get_config()
+  path = str(tmp_path / "clf.keras")
+  model.save(path)
+  loaded = keras.models.load_model(path, custom_objects=heads.CUSTOM_OBJECTS,
+                                   safe_mode=True)
+  layer_0 = modeling.find_encoder(loaded).get_layer("layer_0")
+  assert (layer_0.compute_dtype, layer_0.query.compute_dtype,
+          layer_0.attention_layer_norm.compute_dtype) == ("bfloat16", "bfloat16", "float32")
+  x = _inputs()
+  np.testing.assert_array_equal(model(x)["logits"].numpy(), loaded(x)["logits"].numpy())
+
+
 def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
   cfg = modeling.BertConfig.from_dict(TINY)
   ref_model, _ = heads.build_classifier_model(cfg, 2)
-  keras.mixed_precision.set_global_policy("mixed_bfloat16")
-  try:
-    model, encoder = heads.build_classifier_model(cfg, 2)
-  finally:
-    keras.mixed_precision.set_global_policy("float32")
+  model, encoder = heads.build_classifier_model(cfg, 2, dtype="mixed_bfloat16")
   model.set_weights(ref_model.get_weights())
   assert all(v.dtype == "float32" for v in model.weights)
   assert encoder.get_layer("layer_0").attention_layer_norm.compute_dtype == "float32"

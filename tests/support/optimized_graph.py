@@ -46,12 +46,10 @@ def optimized_nodes(function, *args):
 
 def layer_nodes(policy, hidden_act, training):
   """The nodes of one TransformerLayer's call (tiny config; backward too when training)."""
-  import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   import tiny  # pylint: disable=g-import-not-at-top
-  keras.mixed_precision.set_global_policy(policy)
-  layer = modeling.TransformerLayer(tiny.tiny_config(50, hidden_act=hidden_act))
+  layer = modeling.TransformerLayer(tiny.tiny_config(50, hidden_act=hidden_act), dtype=policy)
   hidden = tf.random.normal([2, 7, 32])
   bias = modeling.attention_mask_bias(tf.constant([[1] * 7, [1] * 5 + [0] * 2]))
   layer(hidden, bias)
@@ -78,12 +76,11 @@ ENCODER_VARIANTS = {"encoder float32": "float32", "encoder bfloat16": "mixed_bfl
 def encoder_nodes(policy):
   """The nodes of a whole tiny encoder's forward pass (three layers sharing one attention
   bias), batch and sequence unknown, as prediction traces it."""
-  import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   import tiny  # pylint: disable=g-import-not-at-top
-  keras.mixed_precision.set_global_policy(policy)
-  encoder = modeling.BertModel(tiny.tiny_config(50, num_hidden_layers=ENCODER_LAYERS))
+  encoder = modeling.BertModel(tiny.tiny_config(50, num_hidden_layers=ENCODER_LAYERS),
+                               dtype=policy)
   ids = tf.constant([[5, 6, 7, 8], [9, 10, 0, 0]])
   mask = tf.constant([[1, 1, 1, 1], [1, 1, 0, 0]])
   encoder({"input_ids": ids, "input_mask": mask, "segment_ids": tf.zeros_like(ids)})

@@ -13,6 +13,7 @@ from bert.utils import errors
 import tiny
 from bert.training import evaluation
 from bert.training import loop
+from bert.training import precision
 from bert.training import strategies
 
 VOCAB = 41
@@ -188,26 +189,24 @@ def test_predict_reuses_traces_across_calls_in_order():
 def _train_precision(output_dir, dtype, jit_compile, steps=6):
   """A few deterministic steps (no dropout, no shuffle) in `dtype`; returns (loss, weights
   before, weights after, loss scale or None)."""
-  strategies.setup_precision(dtype)
-  try:
-    strategies.setup_determinism(5, True)
-    strategy = strategies.create_strategy("one_device")
-    with strategy.scope():
-      model, encoder = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0)
-      optimizer = optimization.create_optimizer(1e-3, 40, 2)
-    before = [v.numpy().copy() for v in model.trainable_variables]
-    del encoder
-    result = _run_training(strategy, model, optimizer, output_dir, loop.TrainConfig(
-        global_batch_size=8, num_train_steps=steps, steps_per_loop=3,
-        save_checkpoints_steps=steps, log_every_steps=3, jit_compile=jit_compile,
-        loss_scaling=dtype == "float16"), shuffle=False)
-    after = [v.numpy().copy() for v in model.trainable_variables]
-    reader = tf.train.load_checkpoint(str(output_dir))
-    scale_keys = [k for k in reader.get_variable_to_shape_map() if "loss_scale" in k]
-    scale = float(reader.get_tensor(scale_keys[0])) if scale_keys else None
-    return float(result["loss"]), before, after, scale
-  finally:
-    strategies.setup_precision("float32")
+  chosen = precision.Precision(dtype)
+  strategies.setup_determinism(5, True)
+  strategy = strategies.create_strategy("one_device")
+  with strategy.scope():
+    model, encoder = heads.build_classifier_model(_config(0.0), 2, dropout_rate=0.0,
+                                                  dtype=chosen.policy)
+    optimizer = optimization.create_optimizer(1e-3, 40, 2)
+  before = [v.numpy().copy() for v in model.trainable_variables]
+  del encoder
+  result = _run_training(strategy, model, optimizer, output_dir, loop.TrainConfig(
+      global_batch_size=8, num_train_steps=steps, steps_per_loop=3,
+      save_checkpoints_steps=steps, log_every_steps=3, jit_compile=jit_compile,
+      loss_scaling=chosen.loss_scaling), shuffle=False)
+  after = [v.numpy().copy() for v in model.trainable_variables]
+  reader = tf.train.load_checkpoint(str(output_dir))
+  scale_keys = [k for k in reader.get_variable_to_shape_map() if "loss_scale" in k]
+  scale = float(reader.get_tensor(scale_keys[0])) if scale_keys else None
+  return float(result["loss"]), before, after, scale
 
 
 # bfloat16 and float16 policies in the default suite: test_precision; here, slow.

@@ -1,5 +1,9 @@
 """Correctness an accelerator run depends on, checked on CPU.
 
+* A model takes its precision as an argument (`dtype`, as keras-hub's BertBackbone):
+  built with dtype="mixed_bfloat16" under the float32 global policy it has the variables,
+  the per-layer dtypes and the outputs, bit for bit, of the same model built under the
+  global mixed_bfloat16 policy, and it leaves the global policy as it was.
 * Under the mixed_bfloat16 and mixed_float16 policies, LayerNorm (its statistics and its
   output), the attention softmax and the losses compute in float32, while the matmuls
   run in the low-precision type: checked on the layers' dtypes and on every op of the
@@ -36,18 +40,137 @@ from bert import modeling
 from bert import optimization
 from replica_steps import CONFIG, SEQ, pretraining_batch, train_steps
 from bert.training import evaluation
-from bert.training import strategies
+from bert.training import precision
+from bert.training import run_options
+from bert.utils import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _build(policy):
+  keras.utils.set_random_seed(3)
+  return heads.build_pretraining_model(modeling.BertConfig(**CONFIG), dtype=policy)
+
+
+def _under_global_policy(policy, build):
+  """build() with Keras' global policy set to `policy` (the path of a dtype=None model)."""
   keras.mixed_precision.set_global_policy(policy)
   try:
-    keras.utils.set_random_seed(3)
-    return heads.build_pretraining_model(modeling.BertConfig(**CONFIG))
+    return build()
   finally:
     keras.mixed_precision.set_global_policy("float32")
+
+
+def _layer_dtypes(model):
+  """[(class, path, compute dtype, variable dtype)] of the model and every layer in it,
+  in Keras' order (dropout layers included: their path is None). Not the
+  input layers: their tensors are int32 ids whatever policy they hold."""
+  layers = model._flatten_layers(include_self=True)  # pylint: disable=protected-access
+  return [(type(layer).__name__, layer.path, layer.compute_dtype, layer.variable_dtype)
+          for layer in layers if not isinstance(layer, keras.layers.InputLayer)]
+
+
+def _pairs(batch):
+  return {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+
+
+def _choices(batch):
+  return {k: np.repeat(v[:, None, :], 2, 1) for k, v in _pairs(batch).items()}
+
+
+# Every build_*, with the inputs its model takes (the pretraining batch's).
+_BUILDERS = {
+    "pretraining": (lambda c, d: heads.build_pretraining_model(c, dtype=d), dict),
+    "classifier": (lambda c, d: heads.build_classifier_model(c, 3, dtype=d), _pairs),
+    "squad": (lambda c, d: heads.build_squad_model(c, dtype=d), _pairs),
+    "token_classifier": (lambda c, d: heads.build_token_classifier_model(c, 3, dtype=d),
+                         _pairs),
+    "multiple_choice": (lambda c, d: heads.build_multiple_choice_model(c, 2, dtype=d),
+                        _choices),
+}
+
+
+@pytest.mark.parametrize("name,policy", [(name, "mixed_bfloat16") for name in sorted(_BUILDERS)]
+                         + [("pretraining", "mixed_float16")])
+def test_dtype_argument_builds_what_the_global_policy_builds(name, policy):
+  builder, batch_of = _BUILDERS[name]
+  config = modeling.BertConfig(**CONFIG)
+
+  def build(dtype):
+    keras.utils.set_random_seed(3)
+    return builder(config, dtype)
+
+  under_global, _ = _under_global_policy(policy, lambda: build(None))
+  assert keras.mixed_precision.global_policy().name == "float32"
+  given, encoder = build(policy)
+  assert keras.mixed_precision.global_policy().name == "float32"  # left as it was
+  given.set_weights(under_global.get_weights())
+
+  assert [(v.path, v.dtype) for v in given.weights] == [
+      (v.path, v.dtype) for v in under_global.weights]
+  assert {v.dtype for v in given.weights} == {"float32"}
+  dtypes = _layer_dtypes(given)
+  assert dtypes == _layer_dtypes(under_global)
+  low = policy.split("_")[1]
+  layer_0 = encoder.get_layer("layer_0")
+  assert (encoder.compute_dtype, layer_0.compute_dtype, layer_0.query.compute_dtype,
+          layer_0.attention_dropout.compute_dtype) == (low,) * 4
+  # In float32 whatever the policy: the LayerNorms and the embeddings' dropout (the
+  # float32 embedding sum); every other layer in `low`.
+  float32_kinds = [kind for kind, _, compute, _ in dtypes if compute == "float32"]
+  norms = 2 * CONFIG["num_hidden_layers"] + 1 + (name == "pretraining")
+  assert sorted(float32_kinds) == ["Dropout"] + ["LayerNorm"] * norms
+  assert {compute for _, _, compute, _ in dtypes} == {low, "float32"}
+  # A float32 model beside it stays float32 through and through.
+  float32_model, _ = build("float32")
+  assert {compute for _, _, compute, _ in _layer_dtypes(float32_model)} == {"float32"}
+
+  inputs = batch_of(pretraining_batch()[0])
+  for training in (False, True):
+    keras.utils.set_random_seed(9)
+    out = under_global(inputs, training=training)
+    keras.utils.set_random_seed(9)
+    got = given(inputs, training=training)
+    assert sorted(got) == sorted(out)
+    for key in out:
+      assert got[key].dtype == out[key].dtype
+      np.testing.assert_array_equal(got[key].numpy(), out[key].numpy())
+
+
+def test_precision_is_the_value_of_dtype():
+  table = {name: (p.policy, p.compute_dtype, p.loss_scaling)
+           for name in ("float32", "bfloat16", "float16")
+           for p in [precision.Precision(name)]}
+  assert table == {"float32": ("float32", "float32", False),
+                   "bfloat16": ("mixed_bfloat16", "bfloat16", False),
+                   "float16": ("mixed_float16", "float16", True)}
+  for bad in ("auto", "float64", "mixed_bfloat16"):
+    with pytest.raises(errors.UserError, match=f"^--dtype={bad}: use float32, bfloat16, "
+                       "float16"):
+      precision.Precision(bad)
+  # RunOptions checks --dtype through it once, and hands it out.
+  with pytest.raises(errors.UserError, match="^--dtype=auto: .*resolved from the CPU table"):
+    run_options.RunOptions(output_dir="unused", dtype="auto")
+  assert run_options.RunOptions(output_dir="unused", dtype="float16").precision == (
+      precision.Precision("float16"))
+  precision.Precision("float32").check_litert("both")
+  precision.Precision("bfloat16").check_litert("none")
+  with pytest.raises(errors.UserError, match="^--export_dir with --dtype=bfloat16: the "
+                     "export's LiteRT models \\(--litert=int8\\) convert only from a float32"):
+    precision.Precision("bfloat16").check_litert("int8")
+
+
+def test_the_library_sets_no_global_policy():
+  """The precision travels as an argument: no module of the package sets Keras' global
+  dtype policy (which every model built later in the process would take)."""
+  found = []
+  for directory, _, names in os.walk(os.path.join(ROOT, "bert")):
+    for name in names:
+      if name.endswith(".py"):
+        with open(os.path.join(directory, name), encoding="utf-8") as handle:
+          if "set_global_policy" in handle.read():
+            found.append(os.path.relpath(os.path.join(directory, name), ROOT))
+  assert not found
 
 
 def _layer_norms(model, encoder):
@@ -131,16 +254,13 @@ def test_mixed_policy_keeps_layernorm_softmax_and_losses_in_float32(policy, low)
 
 def _prediction_models(num_labels=3, head_scale=1.0):
   """(float32 classifier, the same weights built under --dtype=bfloat16), as finetune.run
-  builds them (strategies.setup_precision first). head_scale: the output weights' standard
+  builds them (dtype=Precision(--dtype).policy). head_scale: the output weights' standard
   deviation (the initialiser's 0.02 gives logits near 0, probabilities near 1/K)."""
   models = []
   for dtype in ("float32", "bfloat16"):
-    strategies.setup_precision(dtype)
-    try:
-      keras.utils.set_random_seed(5)
-      model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels)
-    finally:
-      strategies.setup_precision("float32")
+    keras.utils.set_random_seed(5)
+    model, _ = heads.build_classifier_model(modeling.BertConfig(**CONFIG), num_labels,
+                                            dtype=precision.Precision(dtype).policy)
     models.append(model)
   head = models[0].get_layer("classifier")
   weights = head.get_weights()
