@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import keras
 import tensorflow as tf
@@ -12,7 +14,7 @@ from bert import modeling
 
 from bert import heads
 import numpy_bert
-from conftest import MINILM_DIR, shared_path
+from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
 TINY = tiny.tiny_config_dict(101, max_position_embeddings=40)
@@ -416,3 +418,39 @@ def test_dropout_is_keras_dropout_in_float32_and_keeps_float32_masks_in_bfloat16
   assert got.dtype == tf.bfloat16
   np.testing.assert_array_equal(got.numpy() == 0, want.numpy() == 0)
   assert ours(x, training=False) is x
+
+
+# Every public name `from bert import modeling` (and the original's `import modeling`)
+# gave while the config, the layers' ops and the layers were one module. Left out: the
+# modules it imported (copy, errors, file_io, functools, json), which were never its API,
+# and accelerator_visible, which went with the LayerNorm's CPU-only form (the one device
+# check left is bert.utils.cpu_choice's).
+MODELING_NAMES = [
+    "ACTIVATIONS", "AttentionBias", "BertConfig", "BertEmbeddings", "BertModel",
+    "BertPooler", "CUSTOM_OBJECTS", "ConfigLayer", "Dropout", "ENCODER_INPUT_NAMES",
+    "LayerNorm", "PACKED_INPUTS", "REQUIRED_CONFIG_KEYS", "TransformerLayer",
+    "attention_mask_bias", "check_encoder_inputs", "check_input_shapes_in_graph",
+    "concrete_value", "dense_2d", "dense_variables", "encoder_inputs", "find_encoder",
+    "gelu", "gelu_exact", "get_activation", "google_variable_map", "initializer", "keras",
+    "layer_norm", "math", "norm_variables", "ops", "packed_attention_bias", "static_shape",
+    "tf"]
+
+
+def test_modeling_still_gives_every_public_name_of_the_one_module():
+  import modeling as root_modeling  # pylint: disable=g-import-not-at-top
+  from bert import modeling_config  # pylint: disable=g-import-not-at-top
+  for module in (modeling, root_modeling):
+    assert [name for name in MODELING_NAMES if not hasattr(module, name)] == []
+  assert modeling.BertConfig is modeling_config.BertConfig
+  assert modeling.LayerNorm.__module__ == "bert.modeling_ops"
+
+
+def test_modeling_config_reads_a_config_without_tensorflow(tmp_path):
+  path = tmp_path / "bert_config.json"
+  path.write_text(json.dumps(TINY))
+  code = ("import sys; from bert import modeling_config; "
+          f"config = modeling_config.BertConfig.from_json_file({str(path)!r}); "
+          "print(config.hidden_size, 'tensorflow' in sys.modules, 'keras' in sys.modules)")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+  assert result.stdout.split() == [str(TINY["hidden_size"]), "False", "False"], result.stderr
