@@ -1,4 +1,4 @@
-"""The BERT model: its config, the Keras 3 encoder, and Google's variable names.
+"""The BERT model: the Keras 3 encoder's layers, the model, and Google's variable names.
 
 Faithful to google-research/bert's modeling.py:
 
@@ -12,13 +12,15 @@ Faithful to google-research/bert's modeling.py:
 Weights are laid out exactly as in Google's TF1 checkpoints (query/key/value kernels
 [H, H], dense kernels [in, out], head weights [num_outputs, H]), so a checkpoint loads by
 name with no reshaping; `google_variable_map(model)` gives that name for every weight.
-The task heads, each model's build_* function and its loss are in heads.py.
+The task heads, each model's build_* function and its loss are in heads.py; the config
+(bert_config.json) is in modeling_config.py and the ops the layers are made of in
+modeling_ops.py, whose names this module gives too.
 
 Like the original, the encoder layers run every dense layer on [batch·seq, width]
 matrices: on that layout TensorFlow fuses each matmul with its bias (and, with oneDNN,
-with the GELU) into one CPU op, in float32 and in bfloat16; each LayerNorm is one fused
-batch norm, which oneDNN turns into its one-op layer norm when predicting
-(tests/core/test_modeling_cpu_graph.py reads the optimized graph).
+with the GELU) into one CPU op, in float32 and in bfloat16
+(tests/core/test_modeling_cpu_graph.py reads the optimized graph). Every op is one any
+device runs: a graph traced on a CPU (an export) runs as it is on a GPU or a TPU.
 
 Mixed precision goes through Keras dtype policies: set the global policy (for example
 "mixed_bfloat16") before building a model. The matmuls then run in bfloat16/float16,
@@ -43,7 +45,6 @@ from bert.modeling_ops import ENCODER_INPUT_NAMES  # noqa: F401
 from bert.modeling_ops import PACKED_INPUTS  # noqa: F401
 from bert.modeling_ops import Dropout
 from bert.modeling_ops import LayerNorm
-from bert.modeling_ops import accelerator_visible  # noqa: F401
 from bert.modeling_ops import attention_mask_bias
 from bert.modeling_ops import check_encoder_inputs
 from bert.modeling_ops import check_input_shapes_in_graph
@@ -103,7 +104,7 @@ class BertEmbeddings(ConfigLayer):
         name="token_type_embeddings", shape=(c.type_vocab_size, c.hidden_size),
         initializer=init, autocast=False)
     # A weight, sliced in call(): a table built from ops.arange in a functional graph
-    # would be frozen into a constant and missing from the checkpoint (PITFALLS.md).
+    # would be frozen into a constant and missing from the checkpoint.
     self.position_embeddings = self.add_weight(
         name="position_embeddings", shape=(c.max_position_embeddings, c.hidden_size),
         initializer=init, autocast=False)
@@ -186,6 +187,8 @@ class TransformerLayer(ConfigLayer):
     the query, output and feed-forward matmuls: all a last layer needs when only the
     pooled output is read.
     """
+    # The original's shape names: B batch, F from_seq (the queries' positions: seq, or 1
+    # with first_token_only), T to_seq (the keys': seq), N heads, H head size.
     h, dtype = self.config.hidden_size, self.compute_dtype
     batch, seq = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
     rows = ops.reshape(hidden_states, (-1, h))  # [batch·seq, hidden]
@@ -195,18 +198,27 @@ class TransformerLayer(ConfigLayer):
       query_rows = hidden_states[:, 0, :]
       query_inputs, query_seq = ops.cast(query_rows, dtype), 1
       attention_bias = attention_bias[:, :, :1, :]
+    # `query_rows` = [B*F, N*H]
+    # `q` = [B*F, N*H] -> [B, N, F, H]
     q = self._split_heads(dense_2d(self.query, query_inputs), batch, query_seq)
+    # `k` = [B*T, N*H] -> [B, N, T, H]
     k = self._split_heads(dense_2d(self.key, inputs), batch, seq)
+    # `v` = [B*T, N*H] -> [B, N, T, H]
     v = self._split_heads(dense_2d(self.value, inputs), batch, seq)
     # Scale and mask in the matmul's dtype, so that oneDNN fuses both into the batch
     # matmul. The mask loses nothing there: allowed positions add exactly 0, and a
     # masked score near -10000 is exp() = 0 in any float type.
+    # `scores` = [B, N, F, T]
     scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(float(self.head_size)))
+    # `attention_bias` = [B, 1, F, T] (or [B, 1, 1, T]: one row for every query)
     scores = scores + ops.cast(attention_bias, dtype)
     # The softmax in float32: its sum over a row in bfloat16/float16 would lose precision.
+    # `probs` = [B, N, F, T]
     probs = ops.softmax(ops.cast(scores, "float32"), axis=-1)
     probs = self.attention_dropout(ops.cast(probs, dtype), training=training)
+    # `context` = [B, N, F, H] -> [B, F, N, H] -> [B*F, N*H]
     context = ops.reshape(ops.transpose(tf.matmul(probs, v), (0, 2, 1, 3)), (-1, h))
+    # `attention` = [B*F, N*H]
     attention = self.attention_output_dropout(dense_2d(self.attention_output, context),
                                               training=training)
     attention = self.attention_layer_norm(ops.cast(attention, "float32")

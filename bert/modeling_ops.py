@@ -5,8 +5,6 @@ TensorFlow fuses on a CPU, the attention biases, and the checks of the encoder's
 bert.modeling re-exports every name here.
 """
 
-import functools
-
 import keras
 from keras import ops
 import tensorflow as tf
@@ -43,39 +41,27 @@ def initializer(config):
   return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
-@functools.lru_cache(maxsize=None)
-def accelerator_visible():
-  """Whether TensorFlow sees a GPU or a TPU (fixed once it has started)."""
-  return bool(tf.config.list_physical_devices("GPU")
-              or tf.config.list_physical_devices("TPU"))
-
-
 class LayerNorm(keras.layers.LayerNormalization):
-  """keras.layers.LayerNormalization over the last axis, computed through TensorFlow's
-  fused batch norm: the rows as the channels of a [1, rows, width, 1] NCHW image, each
-  normalised over its width (unit scale, zero offset), then gamma and beta.
+  """keras.layers.LayerNormalization over the last axis, with the original's two-pass
+  statistics (tf.contrib's layer_norm: each row's mean, then the mean of its squared
+  deviations from it), applied to the centred rows:
+  (x - mean) * (gamma / sqrt(variance + epsilon)) + beta.
 
-  The same function as Keras' call, in the op pattern TensorFlow's remapper replaces
-  with oneDNN's one-op layer norm (_MklLayerNorm) when nothing differentiates it; a
-  training step runs the fused batch norm and its fused gradient. The epsilon goes to
-  the op as it is: tf.nn.fused_batch_norm would raise 1e-12 to cuDNN's 1.001e-5.
-
-  Where TensorFlow sees a GPU or a TPU, Keras' own call: the pattern is there for the
-  CPU's kernels, and a batch norm over one channel per token has never run on either."""
+  The same ops on every device, so a graph traced on a CPU runs as it is on a GPU or a
+  TPU. At least as precise as Keras' own call, which computes x * inv - mean * inv and
+  loses more to rounding when a row's mean is far from zero
+  (tests/core/test_layer_norm_precision.py measures both against float64). A one-op
+  form through TensorFlow's fused batch norm was faster on a CPU but less precise, and
+  it put a CPU's pattern into every export (docs/cpu.md)."""
 
   def call(self, inputs):
-    if (self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling
-        or accelerator_visible()):
+    if self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling:
       return super().call(inputs)
-    shape = tf.shape(inputs)
-    rows = tf.reduce_prod(shape[:-1], keepdims=True)
-    image = tf.reshape(inputs, tf.concat([[1], rows, shape[-1:], [1]], 0))
-    empty = tf.constant([], inputs.dtype)
-    normalized = tf.raw_ops.FusedBatchNormV3(
-        x=image, scale=tf.fill(rows, tf.constant(1.0, inputs.dtype)),
-        offset=tf.fill(rows, tf.constant(0.0, inputs.dtype)), mean=empty, variance=empty,
-        epsilon=self.epsilon, data_format="NCHW", is_training=True)[0]
-    return tf.reshape(normalized, shape) * self.gamma + self.beta
+    inputs = tf.convert_to_tensor(inputs)
+    centred = inputs - tf.reduce_mean(inputs, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.square(centred), axis=-1, keepdims=True)
+    scale = tf.math.rsqrt(variance + tf.constant(self.epsilon, inputs.dtype)) * self.gamma
+    return centred * scale + self.beta
 
 
 def layer_norm(name):

@@ -343,20 +343,9 @@ def test_mixed_bfloat16_policy_keeps_float32_logits_and_layernorm():
                              atol=0.05)
 
 
-@pytest.mark.parametrize("accelerator", [None, "GPU", "TPU"])
-def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_accelerator(
-    accelerator, monkeypatch, request):
-  # The fused pattern is for the CPU's kernels; where TensorFlow sees a GPU or a TPU the
-  # layer keeps Keras' own call. Both are the same function as the NumPy reference.
-  listed = tf.config.list_physical_devices
-  if accelerator:
-    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: (
-        [tf.config.PhysicalDevice(f"/physical_device:{kind}:0", kind)]
-        if kind == accelerator else listed(kind)))
-  # What the pretend device made it cache is forgotten before the next test.
-  modeling.accelerator_visible.cache_clear()
-  request.addfinalizer(modeling.accelerator_visible.cache_clear)
-  assert modeling.accelerator_visible() == bool(accelerator)
+def test_layer_norm_is_the_same_portable_ops_on_every_device():
+  # No device check and no CPU-chosen op: the graph traced here is the one a GPU or a TPU
+  # would run, and it is the NumPy reference's function.
   norm = modeling.layer_norm("LayerNorm")
   norm.build((None, None, 24))
   rng = np.random.default_rng(3)
@@ -365,8 +354,9 @@ def test_layer_norm_is_the_fused_batch_norm_on_cpu_and_keras_call_beside_an_acce
   x = rng.normal(2, 3, (2, 5, 24)).astype("float32")
   graph = tf.function(norm.call).get_concrete_function(
       tf.TensorSpec([None, None, 24], tf.float32)).graph
-  fused = [op.type for op in graph.get_operations() if op.type == "FusedBatchNormV3"]
-  assert fused == ([] if accelerator else ["FusedBatchNormV3"])
+  kinds = {op.type for op in graph.get_operations()}
+  assert {"Mean", "Sub", "Square", "Rsqrt"} <= kinds
+  assert not [kind for kind in kinds if "BatchNorm" in kind or "Fused" in kind]
   np.testing.assert_allclose(norm(x).numpy(), numpy_bert.layer_norm(
       x, norm.gamma.numpy(), norm.beta.numpy()), atol=2e-5, rtol=1e-5)
 
