@@ -55,7 +55,8 @@ class LayerNorm(keras.layers.LayerNormalization):
   it put a CPU's pattern into every export (docs/cpu.md)."""
 
   def call(self, inputs):
-    if self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling:
+    if (self.axis not in ([-1], [len(inputs.shape) - 1]) or self.rms_scaling
+        or not (self.center and self.scale)):
       return super().call(inputs)
     inputs = tf.convert_to_tensor(inputs)
     centred = inputs - tf.reduce_mean(inputs, axis=-1, keepdims=True)
