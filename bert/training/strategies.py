@@ -21,7 +21,7 @@ from tensorflow.compiler.xla.tsl.protobuf import coordination_config_pb2
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.eager import context as tf_context
 
-from bert import modeling
+from bert.utils import cpu_choice
 from bert.utils import errors
 
 
@@ -211,12 +211,12 @@ def _bound_the_wait_for_peers(cluster, timeout):
 def setup_determinism(seed, deterministic=None):
   """Seeds Python, NumPy, TF and Keras; switches on op determinism if asked.
 
-  deterministic=None means: on when no GPU/TPU is visible (CPU runs are cheap to make
-  reproducible; on accelerators deterministic kernels can be much slower). Returns the
-  effective setting.
+  deterministic=None means: on when no GPU/TPU is visible (cpu_choice.accelerator_visible;
+  CPU runs are cheap to make reproducible; on accelerators deterministic kernels can be
+  much slower). Returns the effective setting.
   """
   if deterministic is None:
-    deterministic = not modeling.accelerator_visible()
+    deterministic = not cpu_choice.accelerator_visible()
   keras.utils.set_random_seed(int(seed))
   if deterministic:
     tf.config.experimental.enable_op_determinism()

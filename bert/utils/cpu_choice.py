@@ -269,12 +269,19 @@ def table_pick(cpu, phase):
   return None, UNMEASURED
 
 
-def accelerator_visible(environ=None):
-  """Whether an NVIDIA GPU looks visible to TensorFlow (device files, CUDA_VISIBLE_DEVICES)."""
+def accelerator_visible(environ=None, dev="/dev"):
+  """Whether this machine shows TensorFlow a GPU or a TPU, read from device files without
+  TensorFlow: an NVIDIA GPU's /dev/nvidiaN (unless CUDA_VISIBLE_DEVICES hides every GPU),
+  a TPU VM's chips as /dev/accelN (TPU v4 and later) or VFIO groups /dev/vfio/N (v2, v3).
+
+  The package's one device check: the table's choice (CPU runs only) and the default of
+  op determinism (on where only a CPU computes) ask it."""
   environ = os.environ if environ is None else environ
-  if environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
-    return False
-  return bool(glob.glob("/dev/nvidia[0-9]*"))
+  gpus = environ.get("CUDA_VISIBLE_DEVICES", None) not in ("", "-1") and glob.glob(
+      os.path.join(dev, "nvidia[0-9]*"))
+  tpus = glob.glob(os.path.join(dev, "accel[0-9]*")) or glob.glob(
+      os.path.join(dev, "vfio", "[0-9]*"))
+  return bool(gpus or tpus)
 
 
 @dataclasses.dataclass(frozen=True)

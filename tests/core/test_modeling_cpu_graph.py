@@ -1,5 +1,6 @@
 """The encoder layer's CPU graph fuses: every dense layer is one fused matmul (bias, and
-with oneDNN the GELU, inside it), and each LayerNorm one op, with oneDNN's ops on and off.
+with oneDNN the GELU, inside it), with oneDNN's ops on and off; each LayerNorm is the same
+portable two-pass statistics on a CPU as anywhere, with no CPU-only op in it.
 
 What runs is read from TensorFlow's own optimized graph (tests/support/optimized_graph.py),
 in a process per setting: TF_ENABLE_ONEDNN_OPTS is read once, when TensorFlow starts.
@@ -23,8 +24,11 @@ FUSED_MATMULS = ("_FusedMatMul", "_MklFusedMatMul", "_MklNativeFusedMatMul")
 DENSE_LAYERS = 6
 # Its two LayerNorms: after attention, after the feed-forward layers.
 LAYER_NORMS = 2
-# What a LayerNorm's statistics would be computed with if it did not fuse.
+# What a LayerNorm's statistics are computed with: the row's mean, the centred row, its
+# square, their mean, the reciprocal square root.
 NORM_PIECES = ("Mean", "SquaredDifference", "Rsqrt", "Sub", "Square")
+# One LayerNorm's statistics, as it runs (tests/core/test_layer_norm_precision.py has why).
+TWO_PASS = ["Mean", "Mean", "Rsqrt", "Square", "Sub"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,8 +56,30 @@ def no_unfused_dense(found):
   ops = [op for op, _, _, _ in found]
   assert "MatMul" not in ops and "_MklMatMul" not in ops and "BiasAdd" not in ops, ops
   hand_written = [name for op, _, _, name in found
-                  if op in ("Tanh", "Pow", "Square") and "Gelu" not in name]
+                  if op in ("Tanh", "Pow", "Square") and "Gelu" not in name
+                  and "LayerNorm" not in name]
   assert hand_written == []
+
+
+def layer_norms(found):
+  """{LayerNorm name scope: sorted statistics ops and the dtypes they run in}, and every
+  op with a batch norm's or oneDNN's layer norm's name."""
+  norms = {}
+  for op, _, dtype, name in found:
+    parts = name.split("/")
+    inside = [index for index, part in enumerate(parts) if "LayerNorm" in part]
+    if inside and op in NORM_PIECES and parts[0] != "gradients":
+      norms.setdefault("/".join(parts[:inside[0] + 1]), []).append((op, dtype))
+  one_op = [op for op, _, _, _ in found if "BatchNorm" in op or op == "_MklLayerNorm"]
+  return {scope: sorted(ops) for scope, ops in norms.items()}, one_op
+
+
+def assert_two_pass_layer_norms(found, count=LAYER_NORMS):
+  """`count` LayerNorms, each the portable two-pass statistics in float32, and no one-op
+  form: neither the fused batch norm it was once written as nor oneDNN's layer norm."""
+  norms, one_op = layer_norms(found)
+  assert one_op == []
+  assert list(norms.values()) == [[(op, "float32") for op in TWO_PASS]] * count, norms
 
 
 def test_with_onednn_each_dense_layer_is_one_op_with_its_bias_and_gelu():
@@ -66,15 +92,21 @@ def test_with_onednn_each_dense_layer_is_one_op_with_its_bias_and_gelu():
                                                                     "GeluApproximate"]]
   # No GELU op is left outside the matmul, and the scores' scale and mask are in the
   # batch matmul.
-  assert not [op for op, _, _, _ in found if op in ("Tanh", "Pow", "Square", "Erfc")]
+  assert not [op for op, _, _, name in found
+              if op in ("Tanh", "Pow", "Square", "Erfc") and "LayerNorm" not in name]
   assert ("_MklFusedBatchMatMulV2", ["Mul", "Add"], "float32") in [
       (op, f, d) for op, f, d, _ in found]
 
 
-def test_with_onednn_each_layer_norm_is_one_op_at_inference():
-  found = nodes("1")
-  assert [d for op, _, d, _ in found if op == "_MklLayerNorm"] == ["float32"] * LAYER_NORMS
-  assert not [op for op, _, _, _ in found if op in NORM_PIECES or "BatchNorm" in op]
+@pytest.mark.parametrize("onednn", ["1", "0"])
+def test_each_layer_norm_is_the_portable_two_pass_form_at_inference(onednn):
+  # TensorFlow's remapper has a oneDNN one-op layer norm for Keras' old fused-batch-norm
+  # form and for a few decomposed patterns, but none of them matches the two-pass
+  # statistics on variables that this graph holds: the ops run as written, and the
+  # graph is the one a GPU or a TPU would run.
+  assert_two_pass_layer_norms(nodes(onednn))
+  assert_two_pass_layer_norms(nodes(onednn, "encoder float32"),
+                              1 + LAYER_NORMS * optimized_graph.ENCODER_LAYERS)
 
 
 def test_with_onednn_gelu_exact_fuses_as_the_exact_gelu():
@@ -112,8 +144,7 @@ def test_with_onednn_bfloat16_fuses_in_bfloat16():
       (op, f, d) for op, f, d, _ in found]
   # The softmax and both LayerNorms in float32.
   assert {d for op, _, d, _ in found if op in ("_MklSoftmax", "Softmax")} == {"float32"}
-  assert [d for op, _, d, _ in found if op == "_MklLayerNorm"] == ["float32"] * LAYER_NORMS
-  assert not [op for op, _, _, _ in found if op in NORM_PIECES]
+  assert_two_pass_layer_norms(found)
 
 
 def test_without_onednn_each_dense_layer_is_one_fused_matmul_with_its_bias():
@@ -122,9 +153,6 @@ def test_without_onednn_each_dense_layer_is_one_fused_matmul_with_its_bias():
   matmuls = fused(found)
   assert len(matmuls) == DENSE_LAYERS
   assert {tuple(f) for _, f, _ in matmuls} == {("BiasAdd",)}
-  # Each LayerNorm's statistics and normalisation are one fused batch norm.
-  assert [op for op, _, _, _ in found if "Norm" in op] == ["FusedBatchNormV3"] * LAYER_NORMS
-  assert not [op for op, _, _, _ in found if op in NORM_PIECES[:4]]
 
 
 @pytest.mark.parametrize("onednn", ["1", "0"])
@@ -134,8 +162,6 @@ def test_training_keeps_the_bias_in_the_matmul(onednn):
   # BiasAdd anywhere (its gradient is BiasAddGrad).
   assert len(fused(found)) == DENSE_LAYERS
   assert "BiasAdd" not in [op for op, _, _, _ in found]
-  # Each LayerNorm forward and backward is a fused batch norm and its fused gradient.
-  norms = sorted(op for op, _, _, _ in found if "Norm" in op)
-  prefix = "_MklNative" if onednn == "1" else ""
-  assert norms == sorted([f"{prefix}FusedBatchNormGradV3", f"{prefix}FusedBatchNormV3"]
-                         * LAYER_NORMS)
+  # Each LayerNorm forward is the two-pass statistics, and its gradient is theirs: no
+  # fused batch norm forward or backward.
+  assert_two_pass_layer_norms(found)

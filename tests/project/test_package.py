@@ -164,7 +164,7 @@ def test_the_original_names_import_from_a_clone_as_the_package_modules():
           "modeling.BertConfig.__module__)")
   result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, check=True)
-  assert result.stdout.split() == ["True", "True", "True", "bert.modeling"]
+  assert result.stdout.split() == ["True", "True", "True", "bert.modeling_config"]
 
 
 @pytest.fixture(scope="module")

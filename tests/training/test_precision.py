@@ -289,10 +289,11 @@ def _ops(concrete):
 
 
 def _check_float32_norms(ops, count):
-  """Each of the `count` LayerNorms is one fused batch norm in float32, and every value
-  its ops make is float32 (beside the int32 shapes that lay its rows out)."""
+  """Each of the `count` LayerNorms computes its statistics in float32 (one reciprocal
+  square root of its variance each), and every value its ops make is float32 (beside the
+  int32 shapes that lay its rows out)."""
   norm_ops = [op for op in ops if "LayerNorm" in op.name]
-  assert [op.get_attr("T") for op in norm_ops if op.type == "FusedBatchNormV3"] == [
+  assert [op.get_attr("T") for op in norm_ops if op.type == "Rsqrt"] == [
       tf.float32] * count
   assert {o.dtype for op in norm_ops for o in op.outputs if o.dtype != tf.int32} == {
       tf.float32}

@@ -207,6 +207,31 @@ print(module.IsMklEnabled())
 """
 
 
+@pytest.mark.parametrize("files,environ,visible", [
+    ([], {}, False),
+    (["null", "vfio/vfio", "accel"], {}, False),  # VFIO's control file, no group: no TPU
+    (["nvidia0", "nvidiactl"], {}, True),
+    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": "-1"}, False),
+    (["nvidia0"], {"CUDA_VISIBLE_DEVICES": ""}, False),
+    (["accel0", "accel1"], {}, True),                   # a TPU v4 or later VM
+    (["vfio/vfio", "vfio/0"], {"CUDA_VISIBLE_DEVICES": "-1"}, True),  # a TPU v2/v3 VM
+])
+def test_accelerator_visible_reads_gpu_and_tpu_device_files(tmp_path, files, environ,
+                                                             visible):
+  for name in files:
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text("")
+  assert cpu_choice.accelerator_visible(environ, dev=str(tmp_path)) is visible
+
+
+def test_determinism_defaults_off_where_an_accelerator_is_visible(monkeypatch):
+  # The training's default asks the same check (and only it): on a GPU or TPU machine
+  # op determinism stays off unless asked for.
+  from bert.training import strategies  # pylint: disable=g-import-not-at-top
+  monkeypatch.setattr(cpu_choice, "accelerator_visible", lambda: True)
+  assert strategies.setup_determinism(7) is False
+
+
 def test_onednn_state_agrees_with_tensorflow_on_this_machine():
   """Read without TensorFlow, checked against TensorFlow's own answer."""
   for value in (None, "0", "1"):
