@@ -348,41 +348,21 @@ def define_export_flags(export_help):
 
 # --------------------------------------------------------------------------- partners
 
-# Flags that act only together with another: (flag, partner, what the flag does). Given
-# on the command line while its partner is unset (empty, false), the flag would do
-# nothing, silently; it is refused instead (check_partners), in every command that
-# defines both. tests/core/test_argument_checks.py lists, from the flag definitions, every
-# flag whose help says it acts "With --X" or "Only used if" and checks that it is here
-# (test_every_flag_that_acts_only_with_another_is_in_the_partner_table).
-PARTNERS = (
-    ("litert", "export_dir", "writes the LiteRT models of an export"),
-    ("export_version", "export_dir", "names the version folder of an export"),
-    ("overwrite_export", "export_dir", "replaces part of an export"),
-    ("eval_every_steps", "do_train", "evaluates during training"),
-    ("eval_every_steps", "do_eval", "evaluates during training"),
-    ("best_metric", "eval_every_steps", "chooses the best of the evaluations during training"),
-    ("early_stopping_patience", "eval_every_steps",
-     "counts the evaluations during training"),
-    ("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
-)
-
-
-def _typed(flag_values, name):
-  """--name as typed (`--name=value`, or `--name` for a true boolean)."""
-  value = flag_values[name].value
-  if isinstance(value, bool):
-    return f"--{name}" if value else f"--no{name}"
-  return f"--{name}={value}"
+# The rules that join two flags: run_options.PARTNERS, the one table (RunOptions.validate
+# holds the values to it as well).
+PARTNERS = run_options.PARTNERS
 
 
 def check_partners(flag_values):
-  """Refuses a flag given without the partner it acts with (PARTNERS): one line,
-  errors.UserError."""
-  for name, partner, what in PARTNERS:
-    if name in flag_values and partner in flag_values and flag_values[name].present \
-        and not flag_values[partner].value:
-      raise errors.UserError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
-                               " (without it the flag does nothing)")
+  """Refuses a flag given on the command line without the partner it acts with
+  (run_options.PARTNERS), even at its default value: one line, errors.UserError."""
+  broken = run_options.unmet_partner(
+      lambda name: flag_values[name].present,
+      lambda name: flag_values[name].value,
+      lambda name: name in flag_values)
+  if broken:
+    raise run_options.partner_error(
+        run_options.typed(broken.setting, flag_values[broken.setting].value), broken)
 
 
 # --------------------------------------------------------------------------- options

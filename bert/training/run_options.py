@@ -12,6 +12,7 @@ so a command's --help and its flag errors answer before TensorFlow loads.
 
 import dataclasses
 import math
+import typing
 
 from bert.formats import litert_metadata
 from bert.utils import errors
@@ -190,6 +191,19 @@ class RunOptions:
     if self.enable_xla is None:  # built directly, not through the flags' resolution
       object.__setattr__(self, "enable_xla", False)
     _check_options(self)
+    self.validate()
+
+  def validate(self):
+    """The rules that join two settings (PARTNERS), on the values: a setting changed from
+    its default while its partner is unset is refused, one line naming both. The flags
+    are held to the same table as they are typed (flags_common.check_partners)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(self)}
+    broken = unmet_partner(
+        lambda name: name in defaults and getattr(self, name) != defaults[name],
+        lambda name: getattr(self, name) if name in defaults else None,
+        lambda name: name in defaults)
+    if broken:
+      raise partner_error(typed(broken.setting, getattr(self, broken.setting)), broken)
 
 
 def check_positive(values, names):
@@ -244,16 +258,10 @@ def _check_options(options):
 
 
 def _check_export(options):
-  """The export flags: a version or an overwrite needs an export, and --litert a choice."""
+  """The export flags' own values (what needs --export_dir is in PARTNERS)."""
   if options.export_version < 0:
     raise errors.UserError(f"--export_version={options.export_version}: must be >= 0 (0: "
                            "no version folder)")
-  if options.export_version and not options.export_dir:
-    raise errors.UserError(f"--export_version={options.export_version} names the version "
-                           "folder of an export: it needs --export_dir")
-  if options.overwrite_export and not options.export_dir:
-    raise errors.UserError(
-        "--overwrite_export replaces part of an export: it needs --export_dir")
   if options.litert not in litert_metadata.CHOICES:
     raise errors.UserError(f"--litert={options.litert}: choose one of "
                            f"{', '.join(litert_metadata.CHOICES)}")
@@ -261,3 +269,70 @@ def _check_export(options):
 
 # No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
 MAX_SEQ_LENGTH_BOUND = 8192
+
+
+# --------------------------------------------------------------------------- partners
+
+
+class Partner(typing.NamedTuple):
+  """A setting that acts only together with another: `setting` does `what`, and needs
+  `partner` set (not empty, not false); with `only_with`, only where that one is set."""
+  setting: str
+  partner: str
+  what: str
+  only_with: str = None
+  otherwise: str = "without it the flag does nothing"
+
+
+# Every rule that joins two settings, in one table. Given while its partner is unset, the
+# setting would do nothing, silently; it is refused instead: by RunOptions.validate on the
+# values, and by flags_common.check_partners on the flags as typed (also those that are
+# not fields here, --use_tpu). tests/core/test_argument_checks.py lists, from the flags'
+# help texts, every flag whose help says it acts "With --X" or "Only used if" and checks
+# that it is here.
+PARTNERS = (
+    Partner("litert", "export_dir", "writes the LiteRT models of an export"),
+    Partner("export_version", "export_dir", "names the version folder of an export"),
+    Partner("overwrite_export", "export_dir", "replaces part of an export"),
+    Partner("eval_every_steps", "do_train", "evaluates during training"),
+    Partner("eval_every_steps", "do_eval", "evaluates during training"),
+    Partner("best_metric", "eval_every_steps",
+            "chooses the best of the evaluations during training"),
+    Partner("early_stopping_patience", "eval_every_steps",
+            "counts the evaluations during training"),
+    # Refused before the training, not after it: no evaluation would choose a best.
+    Partner("use_best_checkpoint", "eval_every_steps",
+            "takes the best of the evaluations during training", only_with="do_train",
+            otherwise="without it no evaluation chooses one"),
+    Partner("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
+)
+
+
+def unmet_partner(is_given, value, has):
+  """The first rule of PARTNERS that the settings break, or None.
+
+  is_given(name): the setting was given (typed, or changed from its default); value(name):
+  a setting's value; has(name): this command (or object) has that setting at all (a rule
+  whose settings it lacks does not apply)."""
+  for rule in PARTNERS:
+    if not (has(rule.setting) and has(rule.partner)):
+      continue
+    if rule.only_with and not (has(rule.only_with) and value(rule.only_with)):
+      continue
+    if is_given(rule.setting) and not value(rule.partner):
+      return rule
+  return None
+
+
+def typed(name, value):
+  """--name as typed (`--name=value`, or `--name` / `--noname` for a boolean)."""
+  if isinstance(value, bool):
+    return f"--{name}" if value else f"--no{name}"
+  return f"--{name}={value}"
+
+
+def partner_error(typed_setting, rule):
+  """The one line that refuses a setting given without its partner."""
+  given = typed_setting + (f" with --{rule.only_with}" if rule.only_with else "")
+  return errors.UserError(f"{given} {rule.what}: it needs --{rule.partner} "
+                          f"({rule.otherwise})")
