@@ -1,5 +1,6 @@
-"""The commands' shared absl flags, defined here once, and the one step from parsed flags to
-the settings a command runs with (options_from_flags, settings_from_flags).
+"""The commands' absl flags, made from the fields of the options objects that declare each
+setting once (define_flags; bert/utils/settings.py), and the one step from parsed flags
+back to those objects (options_from_flags, settings_from_flags).
 
 Names and defaults are the original release's, so a command from the original README
 runs unchanged. Nothing here loads TensorFlow, so that `--help` and flag errors answer
