@@ -42,12 +42,15 @@ def _options_classes():
   """{class name: its flags' names} of every options class whose fields make flags."""
   from bert import masking  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_examples
+  from bert.pretraining import pretraining_generator
+  from bert.pretraining import pretraining_vocab
   from bert.squad import squad_options
   from bert.tagging import tagging_options
   from bert.training import run_options
   classes = [run_options.RunOptions, masking.MaskingOptions,
              classifier_examples.GenericColumns, squad_options.SquadSettings,
-             tagging_options.TaggingSettings, tagging_options.NerSettings]
+             tagging_options.TaggingSettings, tagging_options.NerSettings,
+             pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions]
   return {cls.__name__: _declared_flags(cls) for cls in classes}
 
 
