@@ -18,7 +18,6 @@ from bert.tagging import tagging_options
 from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import cpu_choice
-from bert.utils import errors
 from bert.utils import paths
 from bert.utils import settings
 
