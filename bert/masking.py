@@ -17,26 +17,22 @@ import numpy as np
 
 from bert import tokenization
 from bert.utils import errors
+from bert.utils import settings
 
 
 @dataclasses.dataclass(frozen=True)
 class MaskingOptions:
   """The masking rules; each field is a flag of the same name (flags_common makes them
-  from these fields: type, default and help)."""
-  masked_lm_prob: float = dataclasses.field(
-      default=0.15, metadata={"help": "Masked LM probability."})
-  do_whole_word_mask: bool = dataclasses.field(
-      default=False, metadata={
-          "help": "Whether to use whole word masking rather than per-WordPiece masking."})
-  mask_token_prob: float = dataclasses.field(
-      default=0.8, metadata={
-          "help": "Of the chosen positions, the share replaced by [MASK] (the paper's "
-                  "Table 8 ablation)."})
-  random_token_prob: float = dataclasses.field(
-      default=0.1, metadata={
-          "help": "Of the chosen positions, the share replaced by a random vocabulary "
-                  "token; the rest (1 - mask_token_prob - random_token_prob) keep their "
-                  "token."})
+  from these fields: type, default and help; bert/utils/settings.py)."""
+  masked_lm_prob: float = settings.setting(0.15, "Masked LM probability.")
+  do_whole_word_mask: bool = settings.setting(
+      False, "Whether to use whole word masking rather than per-WordPiece masking.")
+  mask_token_prob: float = settings.setting(
+      0.8, "Of the chosen positions, the share replaced by [MASK] (the paper's Table 8 "
+      "ablation).")
+  random_token_prob: float = settings.setting(
+      0.1, "Of the chosen positions, the share replaced by a random vocabulary token; the "
+      "rest (1 - mask_token_prob - random_token_prob) keep their token.")
 
   def __post_init__(self):
     if not 0.0 < self.masked_lm_prob <= 1.0:

@@ -207,9 +207,7 @@ def main(_):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
     processor = classifier_data.DelimitedFileProcessor(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, has_header=flags_common.has_header_option(FLAGS),
-        is_regression=FLAGS.regression)
+        flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS))
     processor.set_data_dir(data_dir)  # where its labels are read from
     train_examples = processor.get_train_examples(data_dir)
     dev_examples = processor.get_dev_examples(data_dir)
@@ -252,7 +250,7 @@ def main(_):
 
 def define_flags():
   """The tool's flags, named and read as run_classifier.py's (paths expand `~`)."""
-  flags_common.define_model_flags(max_seq_length=128)
+  flags_common.define_model_flags()
   flags_common.define_path("data_dir", None, "The folder of train.tsv and dev.tsv.")
   flags.mark_flag_as_required("data_dir")
   flags_common.define_delimited_file_flags()

@@ -127,13 +127,8 @@ def rows(litert_dir, task_name, data_dir, models=None, eval_results=None, num_th
 def main(_):
   with errors.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
-    columns = classifier_examples.GenericColumns(
-        text_a_column=FLAGS.text_a_column, text_b_column=FLAGS.text_b_column,
-        label_column=FLAGS.label_column, test_text_a_column=FLAGS.test_text_a_column,
-        test_text_b_column=FLAGS.test_text_b_column,
-        has_header=flags_common.has_header_option(FLAGS), delimiter=FLAGS.delimiter,
-        label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
-        regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
+    # Not given: the model's labels and regression (a different one is refused).
+    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
     for row in rows(FLAGS.litert_dir, FLAGS.task_name, FLAGS.data_dir, FLAGS.models,
                     FLAGS.eval_results, FLAGS.num_threads, FLAGS.batch_size, columns):
       print(json.dumps(row, sort_keys=True))

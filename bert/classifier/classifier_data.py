@@ -402,22 +402,27 @@ class DelimitedFileProcessor(GlueTsvProcessor):
   explicitly to fix the order (label ids) for prediction-only runs.
   """
 
-  def __init__(self, delimiter="\t", text_a_column="0", text_b_column=None,
-               label_column="1", test_text_a_column=None, test_text_b_column=None,
-               labels=None, has_header=False, is_regression=False, extension="tsv"):
-    self.delimiter = delimiter
-    self.quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    self.spec = dict(text_a=text_a_column, text_b=text_b_column, label=label_column)
-    self.test_spec = dict(text_a=test_text_a_column or text_a_column,
-                          text_b=test_text_b_column if test_text_b_column is not None
-                          else text_b_column, label=None)
+  def __init__(self, columns=None, extension="tsv"):
+    """columns: a classifier_examples.GenericColumns (default: its defaults); extension:
+    tsv or csv, the files' names and, without columns.delimiter, their delimiter."""
+    columns = columns or classifier_examples.GenericColumns()
+    self.columns = columns
+    self.delimiter = columns.delimiter or ("\t" if extension == "tsv" else ",")
+    self.quoting = csv.QUOTE_NONE if self.delimiter == "\t" else csv.QUOTE_MINIMAL
+    self.spec = dict(text_a=columns.text_a_column, text_b=columns.text_b_column,
+                     label=columns.label_column)
+    self.test_spec = dict(text_a=columns.test_text_a_column or columns.text_a_column,
+                          text_b=columns.test_text_b_column
+                          if columns.test_text_b_column is not None
+                          else columns.text_b_column, label=None)
+    labels = columns.label_list
     # A label given twice or an empty one would give two ids to one class or train a
     # class no row has.
     self.labels = input_checks.check_label_list(
-        labels, f"--label_list={','.join(map(str, labels))}") if labels else None
-    self.has_header = has_header
-    self.is_regression = is_regression
-    self.metric = "pearson_spearman" if is_regression else "accuracy"
+        list(labels), f"--label_list={','.join(map(str, labels))}") if labels else None
+    self.has_header = columns.has_header
+    self.is_regression = bool(columns.regression)
+    self.metric = "pearson_spearman" if self.is_regression else "accuracy"
     self.train_file = f"train.{extension}"
     self.dev_file = f"dev.{extension}"
     self.test_file = f"test.{extension}"
@@ -576,12 +581,12 @@ PROCESSORS = {
 GENERIC_TASKS = ("tsv", "csv")
 
 
-def get_processor(task_name, xnli_language="zh", **generic_options):
-  """The processor for --task_name; `generic_options` configure the tsv/csv task."""
+def get_processor(task_name, xnli_language="zh", columns=None):
+  """The processor for --task_name; `columns` (a classifier_examples.GenericColumns)
+  configure the tsv/csv task."""
   name = (task_name or "").lower()
   if name in GENERIC_TASKS:
-    delimiter = generic_options.pop("delimiter", None) or ("\t" if name == "tsv" else ",")
-    return DelimitedFileProcessor(delimiter=delimiter, extension=name, **generic_options)
+    return DelimitedFileProcessor(columns, extension=name)
   if name not in PROCESSORS:
     raise UserError(f"--task_name={task_name}: unknown task; choose one of "
                     f"{', '.join(sorted(PROCESSORS) + list(GENERIC_TASKS))}")

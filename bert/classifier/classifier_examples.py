@@ -18,6 +18,7 @@ import numpy as np
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import settings
 
 UserError = errors.UserError
 
@@ -153,8 +154,9 @@ class Columns:
   width: Optional[int] = None
 
 
-# The tsv/csv task (users' own files), as run_classifier.py's and predict_litert.py's flags
-# give it.
+# The tsv/csv task (users' own files): one object from the flags (run_classifier.py's,
+# predict_litert.py's and the tools' are made from its fields) to the reader
+# (classifier_data.DelimitedFileProcessor takes it as it is).
 @dataclasses.dataclass(frozen=True)
 class GenericColumns:
   """The columns (0-based numbers or header names), header, delimiter, labels and
@@ -162,26 +164,29 @@ class GenericColumns:
 
   has_header None: not given (a first row that looks like a header is refused, rather
   than read as data). label_list and regression None: not given; a trained model's own
-  are used where there is one (a different one given is refused: litert/predictor.py).
+  are used where there is one (a different one given is refused: litert/predictor.py);
+  for training, regression None is a classifier and label_list None the files' labels.
   """
-  text_a_column: str = "0"
-  text_b_column: Optional[str] = None
-  label_column: str = "1"
-  test_text_a_column: Optional[str] = None
-  test_text_b_column: Optional[str] = None
-  label_list: Optional[Sequence[str]] = None
-  has_header: Optional[bool] = False
-  delimiter: Optional[str] = None
-  regression: Optional[bool] = None
-
-  def processor_options(self):
-    """The keyword arguments of classifier_data.get_processor for these files."""
-    return dict(text_a_column=self.text_a_column, text_b_column=self.text_b_column,
-                label_column=self.label_column,
-                test_text_a_column=self.test_text_a_column,
-                test_text_b_column=self.test_text_b_column, labels=self.label_list,
-                has_header=self.has_header, is_regression=bool(self.regression),
-                delimiter=self.delimiter)
+  text_a_column: str = settings.setting(
+      "0", "tsv/csv task: column of the first text (0-based number, or a header name).")
+  text_b_column: Optional[str] = settings.setting(
+      None, "tsv/csv task: column of the second text, for sentence-pair tasks.")
+  label_column: str = settings.setting("1", "tsv/csv task: column of the label.")
+  test_text_a_column: Optional[str] = settings.setting(
+      None, "tsv/csv task: text_a column in test.* (default: --text_a_column).")
+  test_text_b_column: Optional[str] = settings.setting(
+      None, "tsv/csv task: text_b column in test.* (default: --text_b_column).")
+  label_list: Optional[Sequence[str]] = settings.setting(
+      None, "tsv/csv task: the labels, comma-separated, in label-id order (default: the "
+      "sorted distinct labels of train.*, else dev.*).")
+  has_header: Optional[bool] = settings.setting(
+      False, "tsv/csv task: the files start with a header line. Not given: a first row "
+      "that looks like a header stops the run; --has_header=false: it is data.")
+  delimiter: Optional[str] = settings.setting(
+      None, "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
+  regression: Optional[bool] = settings.setting(
+      None, "tsv/csv task: the label is a number; one output trained with mean squared "
+      "error, evaluated with Pearson/Spearman.", flag_form=bool)
 
 
 # --------------------------------------------------------------------------- labels

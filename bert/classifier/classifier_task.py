@@ -24,10 +24,7 @@ from bert.utils import errors
 def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
   classifier_examples.GenericColumns)."""
-  options = {}
-  if task_name.lower() in classifier_data.GENERIC_TASKS:
-    options = (columns or classifier_examples.GenericColumns()).processor_options()
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+  processor = classifier_data.get_processor(task_name, xnli_language, columns)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
   return processor

@@ -5,6 +5,7 @@ depend on the seed only, not on --num_workers. A corpus check of a sample runs f
 warns of the usual wrong turns (--check_only stops there). docs/pretraining_data.md shows
 the command, the formats and what differs from the original."""
 
+import dataclasses
 import sys
 
 from absl import flags
@@ -12,10 +13,10 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert import masking
 from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_generator
-from bert.pretraining import pretraining_packing
 from bert.utils import errors
 
 flags_common.define_runtime_flags()
@@ -32,42 +33,16 @@ flags.DEFINE_bool(
     "do_lower_case", True,
     "Whether to lower case the input text. Should be True for uncased models and False "
     "for cased models.")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20,
-                     "Maximum number of masked LM predictions per sequence.")
-flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
-flags.DEFINE_integer(
-    "dupe_factor", 10, "Number of times to duplicate the input data (with different masks).")
-flags.DEFINE_float(
-    "short_seq_prob", 0.1,
-    "Probability of creating sequences which are shorter than the maximum length.")
+# The instance settings, made from their declarations (pretraining_generator.GeneratorOptions;
+# the command runs one worker per CPU by default) and the masking rules (masking.MaskingOptions).
+flags_common.define_flags(pretraining_generator.GeneratorOptions,
+                          defaults={"num_workers": None})
 flags_common.define_masking_flags()
 # Ours, not the original's.
 flags.DEFINE_integer(
     "num_output_shards", None,
     "Write N files named <output_file>-0000i-of-0000N instead of --output_file itself "
     "(round-robin, as for a comma-separated list).")
-flags.DEFINE_integer(
-    "num_workers", None,
-    "Worker processes creating instances (0: in this process). Default: one per CPU. "
-    "The output bytes are the same for every value.")
-flags.DEFINE_integer(
-    "documents_per_chunk", 1000,
-    "Documents read, shuffled and paired together; bounds memory. Random-next segments "
-    "come from the same chunk (the original: from the whole corpus).")
-flags.DEFINE_bool(
-    "pack_sequences", False,
-    "Pack several instances into each row of --max_seq_length (the same instances and "
-    "masks as without it), each attending only to itself, so that training computes on "
-    "text instead of padding. run_pretraining.py reads packed records without a flag.")
-flags.DEFINE_integer(
-    "max_sequences_per_row", pretraining_packing.MAX_SEQUENCES_PER_ROW,
-    "--pack_sequences: the most instances one row may hold.")
-flags.DEFINE_bool(
-    "dynamic_masking", False,
-    "Write each instance once without masks; run_pretraining.py masks them as it trains, "
-    "anew each epoch (use --dupe_factor=1), with its own --masked_lm_prob, "
-    "--do_whole_word_mask, --mask_token_prob and --random_token_prob.")
 flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
                   "A line that is not valid UTF-8: fail naming file and line, or skip it.")
 flags_common.define_normalize_flag("before tokenizing")
@@ -84,12 +59,9 @@ flags_common.define_check_only_flag(
 FLAGS = flags.FLAGS
 
 # The flags that are generate's instance options of the same names.
-INSTANCE_FLAGS = ("do_whole_word_mask", "max_seq_length", "max_predictions_per_seq",
-                  "random_seed", "dupe_factor", "masked_lm_prob", "short_seq_prob",
-                  "mask_token_prob", "random_token_prob", "num_workers",
-                  "documents_per_chunk", "pack_sequences", "max_sequences_per_row",
-                  "dynamic_masking")
-
+INSTANCE_FLAGS = tuple(field.name for cls in (pretraining_generator.GeneratorOptions,
+                                              masking.MaskingOptions)
+                       for field in dataclasses.fields(cls))
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):

@@ -13,7 +13,7 @@ from bert.cli import launch
 from bert.utils import errors
 from bert.utils import input_checks
 
-flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_model_flags()
 flags_common.define_normalize_flag("before tokenizing")
 flags_common.define_tpu_flags()
 flags_common.define_runtime_flags()

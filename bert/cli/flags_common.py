@@ -1,5 +1,6 @@
-"""The commands' shared absl flags, defined here once, and the one step from parsed flags to
-the settings a command runs with (options_from_flags, settings_from_flags).
+"""The commands' absl flags, made from the fields of the options objects that declare each
+setting once (define_flags; bert/utils/settings.py), and the one step from parsed flags
+back to those objects (options_from_flags, settings_from_flags).
 
 Names and defaults are the original release's, so a command from the original README
 runs unchanged. Nothing here loads TensorFlow, so that `--help` and flag errors answer
@@ -12,12 +13,13 @@ from absl import flags
 from absl import logging
 
 from bert import masking
-from bert.formats import litert_metadata
+from bert.classifier import classifier_examples
+from bert.tagging import tagging_options
 from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import cpu_choice
-from bert.utils import errors
 from bert.utils import paths
+from bert.utils import settings
 
 _DEFINED = set()
 
@@ -99,34 +101,61 @@ def check_paths(flag_values):
         atomic_output.check_output_url(item.strip(), name, is_file=kind == "file")
 
 
-def define_model_flags(max_seq_length=128, require_vocab=True, require_config=True):
-  """bert_config_file, vocab_file, init_checkpoint, do_lower_case, max_seq_length."""
+_DEFINE = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,
+           "float": flags.DEFINE_float, "str": flags.DEFINE_string, "list": flags.DEFINE_list}
+
+
+def define_flags(cls, names=None, defaults=None, helps=None, required=(), note=""):
+  """Makes the flags `names` (default: every one it declares) from the fields of the
+  options class `cls` that declare them (bert/utils/settings.setting): each flag with its
+  field's type, default and help.
+
+  defaults: {field: default} where this command's default differs from the field's (the
+  one place that value is written); helps: {field: help} where the field leaves the help
+  to the command (or the command says it its own way); required: fields whose flag this
+  command requires (a field without a default is required everywhere); note: words added
+  to every help text."""
+  declared = settings.declared(cls)
+  names = declared if names is None else names
+  defaults = defaults or {}
+  helps = helps or {}
+  for name in names:
+    field, annotation, meta = declared[name]
+    flag = meta["flag_name"] or name
+    if name in defaults:
+      default = defaults[name]
+    else:
+      default = None if field.default is dataclasses.MISSING else field.default
+      if meta["flag_form"]:
+        default = meta["flag_form"](default)
+    help_text = helps.get(name, meta["help"])
+    if help_text is None:
+      raise ValueError(f"--{flag}: {cls.__name__}.{name} leaves its help to the command")
+    help_text += (meta["help_when_unset"] if default is None else "") + note
+    kind = settings.value_kind(annotation)
+    if meta["path"]:
+      define_path(flag, default, help_text, output=meta["output"])
+    elif meta["choices"]:
+      flags.DEFINE_enum(flag, default, list(meta["choices"]), help_text)
+    else:
+      _DEFINE[kind](flag, list(default) if isinstance(default, tuple) else default,
+                    help_text)
+    if field.default is dataclasses.MISSING or meta["required"] or name in required:
+      flags.mark_flag_as_required(flag)
+
+
+def define_model_flags(max_seq_length=None, require_vocab=True, require_config=True):
+  """bert_config_file, vocab_file, init_checkpoint, do_lower_case, max_seq_length
+  (RunOptions' fields). max_seq_length: this command's default where it is not
+  RunOptions' (run_squad's 384)."""
   if not _once("model"):
     return
-  define_path(
-      "bert_config_file", None,
-      "The config json file corresponding to the pre-trained BERT model. "
-      "This specifies the model architecture.")
-  define_path(
-      "vocab_file", None,
-      "The vocabulary file that the BERT model was trained on.")
-  define_path(
-      "init_checkpoint", None,
-      "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
-      "ours, or a Hugging Face model.safetensors file or directory.")
-  flags.DEFINE_bool(
-      "do_lower_case", True,
-      "Whether to lower case the input text. Should be True for uncased models and "
-      "False for cased models.")
-  flags.DEFINE_integer(
-      "max_seq_length", max_seq_length,
-      "The maximum total input sequence length after WordPiece tokenization. "
-      "Sequences longer than this will be truncated, and sequences shorter than this "
-      "will be padded.")
-  if require_config:
-    flags.mark_flag_as_required("bert_config_file")
-  if require_vocab:
-    flags.mark_flag_as_required("vocab_file")
+  define_flags(
+      run_options.RunOptions, ("bert_config_file", "vocab_file", "init_checkpoint",
+                               "do_lower_case", "max_seq_length"),
+      defaults={} if max_seq_length is None else {"max_seq_length": max_seq_length},
+      required=(("bert_config_file",) if require_config else ())
+      + (("vocab_file",) if require_vocab else ()))
 
 
 def define_masking_flags(applies_to=None):
@@ -137,17 +166,13 @@ def define_masking_flags(applies_to=None):
   records without masks)."""
   if not _once("masking"):
     return
-  note = f" {applies_to}" if applies_to else ""
-  define = {bool: flags.DEFINE_bool, float: flags.DEFINE_float}
   # Made from the fields (type, default, help), declared once in bert/masking.py.
-  for field in dataclasses.fields(masking.MaskingOptions):
-    define[field.type](field.name, field.default, field.metadata["help"] + note)
+  define_flags(masking.MaskingOptions, note=f" {applies_to}" if applies_to else "")
 
 
 def masking_options(flag_values):
   """The masking flags' values as a bert.masking.MaskingOptions (checked)."""
-  return masking.MaskingOptions(**{f.name: flag_values[f.name].value
-                                   for f in dataclasses.fields(masking.MaskingOptions)})
+  return settings_from_flags(masking.MaskingOptions, flag_values)
 
 
 def define_normalize_flag(applies_to="before tokenizing"):
@@ -158,11 +183,9 @@ def define_normalize_flag(applies_to="before tokenizing"):
   preprocessing. `options_from_flags` reads it as None or "nfc"."""
   if not _once("normalize"):
     return
-  flags.DEFINE_enum(
-      "normalize", "none", ["none", "nfc"],
-      f"nfc: put every line in Unicode NFC (composed) form {applies_to} (for decomposed "
-      "text, e.g. Hangul copied from macOS); use the same setting as create_vocab.py and "
-      "create_pretraining_data.py. The original does not normalise.")
+  help_text = settings.declared(run_options.RunOptions)["normalize"][2]["help"]
+  define_flags(run_options.RunOptions, ("normalize",),
+               helps={"normalize": help_text.format(applies_to=applies_to)})
 
 
 def normalize_option(value):
@@ -179,56 +202,21 @@ def define_check_only_flag(checked, skipped):
                     f"Print the corpus check ({checked}) and stop without {skipped}.")
 
 
-def define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-                     learning_rate=5e-5, num_train_epochs=3.0, do_predict=True,
-                     num_train_steps=None, num_warmup_steps=None):
-  """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving."""
+def define_run_flags(do_predict=True, **defaults):
+  """output_dir, do_train/do_eval/do_predict, batch sizes, learning rate, schedule, saving
+  (RunOptions' fields). defaults: {field: default} where this command's differs from
+  RunOptions' (run_swag's train_batch_size=16, run_pretraining's num_train_steps, ...)."""
   if not _once("run"):
     return
-  define_path(
-      "output_dir", None,
-      "The output directory where the model checkpoints and results will be written.",
-      output="folder")
-  flags.mark_flag_as_required("output_dir")
-  flags.DEFINE_bool("do_train", False, "Whether to run training.")
-  flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-  if do_predict:
-    flags.DEFINE_bool("do_predict", False,
-                      "Whether to run the model in inference mode on the test set.")
-  flags.DEFINE_integer("train_batch_size", train_batch_size, "Total batch size for training.")
-  flags.DEFINE_integer("eval_batch_size", eval_batch_size, "Total batch size for eval.")
-  if do_predict:
-    flags.DEFINE_integer("predict_batch_size", predict_batch_size,
-                         "Total batch size for predict.")
-  flags.DEFINE_float("learning_rate", learning_rate, "The initial learning rate for Adam.")
-  flags.DEFINE_float("num_train_epochs", num_train_epochs,
-                     "Total number of training epochs to perform.")
-  flags.DEFINE_integer(
-      "num_train_steps", num_train_steps,
-      "Number of training steps (optimizer updates)."
-      + ("" if num_train_steps else " Overrides --num_train_epochs when set."))
-  flags.DEFINE_integer(
-      "num_warmup_steps", num_warmup_steps,
-      "Number of linear learning-rate warmup steps."
-      + ("" if num_warmup_steps is not None else
-         " Overrides --warmup_proportion when set."))
-  flags.DEFINE_float(
-      "warmup_proportion", 0.1,
-      "Proportion of training to perform linear learning rate warmup for. "
-      "E.g., 0.1 = 10% of training.")
-  flags.DEFINE_integer("save_checkpoints_steps", 1000,
-                       "How often to save the model checkpoint.")
-  flags.DEFINE_integer("keep_checkpoint_max", 3,
-                       "How many of the newest checkpoints to keep in output_dir.")
-  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                    "adamw: the original AdamWeightDecay; lamb: LAMB for large batches.")
-  flags.DEFINE_enum(
-      "lr_schedule", "original", ["original", "one_cycle"],
-      "original: warmup, then the release's linear decay to 0 measured from step 0 (so "
-      "the rate right after warmup is learning_rate * (1 - warmup / steps)); one_cycle: "
-      "warmup to learning_rate, then linear decay to 0 over the remaining steps (with "
-      "--warmup_proportion=0.5, a triangle; for short pretraining budgets).")
-  flags.DEFINE_integer("seed", 12345, "Random seed for initialisation, dropout and shuffling.")
+  define_flags(
+      run_options.RunOptions,
+      ("output_dir", "do_train", "do_eval") + (("do_predict",) if do_predict else ())
+      + ("train_batch_size", "eval_batch_size")
+      + (("predict_batch_size",) if do_predict else ())
+      + ("learning_rate", "num_train_epochs", "num_train_steps", "num_warmup_steps",
+         "warmup_proportion", "save_checkpoints_steps", "keep_checkpoint_max", "optimizer",
+         "lr_schedule", "seed"),
+      defaults=defaults)
 
 
 def define_tpu_flags():
@@ -236,25 +224,11 @@ def define_tpu_flags():
   if not _once("tpu"):
     return
   flags.DEFINE_bool("use_tpu", False, "Whether to use TPU or GPU/CPU.")
-  flags.DEFINE_string(
-      "tpu_name", None,
-      "The Cloud TPU to use for training. This should be either the name used when "
-      "creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
-  flags.DEFINE_string(
-      "tpu_zone", None,
-      "[Optional] GCE zone where the Cloud TPU is located in. If not specified, we will "
-      "attempt to automatically detect the GCE project from metadata.")
-  flags.DEFINE_string(
-      "gcp_project", None,
-      "[Optional] Project name for the Cloud TPU-enabled project. If not specified, we "
-      "will attempt to automatically detect the GCE project from metadata.")
+  define_flags(run_options.RunOptions, ("tpu_name", "tpu_zone", "gcp_project"))
   flags.DEFINE_string("master", None,
                       "[Optional] TensorFlow master URL; with --use_tpu, used as the TPU "
                       "address when --tpu_name is not given.")
-  flags.DEFINE_integer(
-      "num_tpu_cores", 8,
-      "Only used if `use_tpu` is True. Total number of TPU cores to use; the run "
-      "stops if the TPU has a different number of cores.")
+  define_flags(run_options.RunOptions, ("num_tpu_cores",))
 
 
 def define_distribution_flags():
@@ -262,52 +236,19 @@ def define_distribution_flags():
   if not _once("distribution"):
     return
   define_tpu_flags()
-  flags.DEFINE_enum(
-      "distribution_strategy", "one_device",
-      ["one_device", "mirrored", "multi_worker_mirrored", "tpu"],
-      "tf.distribute strategy. mirrored: all local GPUs; multi_worker_mirrored: several "
-      "hosts, configured by the TF_CONFIG environment variable; tpu: --tpu_name "
-      "(--use_tpu implies tpu).")
-  flags.DEFINE_float(
-      "multi_worker_timeout", 0,
-      "multi_worker_mirrored: stop (exit status 2, naming the tasks that did not connect) "
-      "when the other tasks of TF_CONFIG's cluster have not all connected after this many "
-      "seconds. 0: wait as long as it takes (it says first for whom it waits).")
-  flags.DEFINE_integer("num_gpus", None,
-                       "mirrored: how many local GPUs to use (default: all).")
-  flags.DEFINE_enum(
-      "dtype", "float32", ["float32", "bfloat16", "float16", "auto"],
-      "Compute precision; variables stay float32. float16 uses loss scaling. auto: what "
-      "docs/cpu.md's table measured fastest for this CPU and phase (float32 or bfloat16, "
-      "never float16; float32 on a CPU not in the table); the choice is logged.")
-  flags.DEFINE_bool(
-      "enable_xla", None,
-      "Compile the training step with XLA. Unset: what docs/cpu.md's table measured "
-      "fastest for this CPU and phase (off on a CPU not in the table), logged; "
-      "--enable_xla / --noenable_xla decide.")
-  flags.DEFINE_integer(
-      "gradient_accumulation_steps", 1,
-      "Accumulate gradients over this many micro-batches per optimizer step. "
-      "train_batch_size is the micro-batch size.")
-  flags.DEFINE_integer(
-      "iterations_per_loop", 1000,
-      "How many steps to make in each estimator call (the original's name; here: "
-      "steps run in one tf.function call between host-side logging).")
+  define_flags(run_options.RunOptions, (
+      "distribution_strategy", "multi_worker_timeout", "num_gpus", "dtype", "enable_xla",
+      "gradient_accumulation_steps", "steps_per_loop"))
   flags.DEFINE_integer("steps_per_loop", None,
                        "Alias of --iterations_per_loop; wins when set.")
-  flags.DEFINE_integer("log_every_steps", 10, "How often to log progress (steps).")
-  flags.DEFINE_bool(
-      "deterministic", None,
-      "Switch on TensorFlow op determinism (same seed, same numbers). "
-      "Default: on for CPU runs, off on accelerators.")
+  define_flags(run_options.RunOptions, ("log_every_steps", "deterministic"))
 
 
 def define_runtime_flags():
   """verbose: show tracebacks; runtime_log: TensorFlow's own C++ log lines."""
   if not _once("runtime"):
     return
-  flags.DEFINE_bool("verbose", False,
-                    "Show full Python tracebacks and detailed logs on errors.")
+  define_flags(run_options.RunOptions, ("verbose",))
   flags.DEFINE_bool(
       "runtime_log", False,
       "Show TensorFlow's runtime log (C++ lines such as cuInit, cpu_feature_guard, "
@@ -323,23 +264,12 @@ def steps_per_loop(flag_values):
 def define_conll_file_flags():
   """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): train_file,
   dev_file, test_file (each defaulting to its usual names in --data_dir), label_scheme
-  (the files' IOB scheme) and doc_stride (windows over long sentences)."""
+  (the files' IOB scheme) and doc_stride (windows over long sentences), made from
+  tagging_options.TaggingSettings' fields."""
   if not _once("conll_files"):
     return
-  define_path("train_file", None,
-              "Training file (default: train.txt or eng.train in --data_dir).")
-  define_path("dev_file", None,
-              "Dev file (default: valid.txt, dev.txt or eng.testa in --data_dir).")
-  define_path("test_file", None,
-              "Test file (default: test.txt or eng.testb in --data_dir).")
-  flags.DEFINE_enum("label_scheme", "auto", ["auto", "iob1", "iob2"],
-                    "Scheme of the files' IOB chunks (entities, or run_tagger.py's --iob "
-                    "tags): iob1 (the original CoNLL-2003 release), iob2 (B- on every "
-                    "chunk's first word) or auto (IOB1 when some chunk starts with I-). "
-                    "The model learns IOB2; predictions are written in the files' scheme.")
-  flags.DEFINE_integer("doc_stride", 64,
-                       "A sentence longer than max_seq_length - 2 WordPieces is split into "
-                       "overlapping windows whose starts are about this many pieces apart.")
+  define_flags(tagging_options.TaggingSettings,
+               ("train_file", "dev_file", "test_file", "label_scheme", "doc_stride"))
 
 
 def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=True):
@@ -352,41 +282,10 @@ def define_finetuning_flags(data_dir_help=None, train_limit=True, eval_limit=Tru
   if data_dir_help:
     define_path("data_dir", None, data_dir_help)
     flags.mark_flag_as_required("data_dir")
-  flags.DEFINE_bool(
-      "ltr", False,
-      "Left-to-right (causal) attention mask, for a model pretrained with "
-      "run_pretraining.py --ltr (the paper's Table 5 LTR ablation).")
-  if train_limit:
-    flags.DEFINE_integer("max_train_examples", 0,
-                         "Use only the first N training examples (0: all).")
-  flags.DEFINE_integer(
-      "eval_every_steps", 0,
-      "With --do_train and --do_eval: also evaluate the dev set every N training steps, "
-      "its metrics into output_dir/eval under the training curves' tags (loss, "
-      "accuracy, ...); eval_results.txt keeps the final evaluation. 0: evaluate once, "
-      "at the end. The checkpoint with the best dev metric (--best_metric) is kept in "
-      "output_dir/best beside the newest ones.")
-  flags.DEFINE_string(
-      "best_metric", None,
-      "With --eval_every_steps: the dev metric (a key of eval_results.txt) that chooses "
-      "the best checkpoint; a loss is better lower, every other metric higher. Default: "
-      "the task's (the paper's): eval_accuracy; eval_f1 for MRPC, QQP and NER; "
-      "eval_matthews_corrcoef for CoLA; eval_spearman for STS-B and regression; micro_f1 "
-      "for multi-label; f1 for SQuAD.")
-  flags.DEFINE_integer(
-      "early_stopping_patience", 0,
-      "With --eval_every_steps: stop training after N evaluations without improvement of "
-      "--best_metric (the run ends cleanly, and the same command run again trains no "
-      "further); --do_eval, --do_predict and --export_dir then use the best checkpoint. "
-      "0: never stop early.")
-  flags.DEFINE_bool(
-      "use_best_checkpoint", False,
-      "--do_eval, --do_predict and --export_dir use the best checkpoint on dev that a run "
-      "with --eval_every_steps kept in output_dir/best, not the newest (the log says "
-      "which step and why); with --do_train, it needs --eval_every_steps.")
-  if eval_limit:
-    flags.DEFINE_integer("max_eval_examples", 0,
-                         "Evaluate/predict only the first N examples of dev/test (0: all).")
+  define_flags(run_options.RunOptions, ("ltr",) + (
+      ("max_train_examples",) if train_limit else ()) + (
+          "eval_every_steps", "best_metric", "early_stopping_patience",
+          "use_best_checkpoint") + (("max_eval_examples",) if eval_limit else ()))
 
 
 def define_litert_flag():
@@ -394,36 +293,18 @@ def define_litert_flag():
   SavedModels (bert/formats/litert_convert.py); every script with --export_dir has it."""
   if not _once("litert"):
     return
-  flags.DEFINE_enum(
-      "litert", "both", list(litert_metadata.CHOICES),
-      "With --export_dir: also write the token-id model (export_encoder.py: the encoder of "
-      "--format=tfhub) for the LiteRT runtime (TensorFlow Lite without TensorFlow; "
-      "predict_litert.py runs it) in export_dir/litert/ (or litert/N/ with "
-      "--export_version=N): both = model_float32.tflite and "
-      "model_int8.tflite (dynamic-range int8, faster on CPUs), or one of them, or none. "
-      "Each is checked against the SavedModel after conversion; one that disagrees stops "
-      "the export (nothing is written).")
+  define_flags(run_options.RunOptions, ("litert",))
 
 
 def define_delimited_file_flags():
   """The columns of a user's own tab-separated files (run_classifier.py's tsv/csv task,
   tools/linear_probe.py): text_a_column, text_b_column, label_column, has_header,
-  regression. Read --has_header through has_header_option."""
+  regression, made from classifier_examples.GenericColumns' fields; read them back with
+  settings_from_flags(GenericColumns, ...)."""
   if not _once("delimited_files"):
     return
-  flags.DEFINE_string("text_a_column", "0",
-                      "tsv/csv task: column of the first text (0-based number, or a header "
-                      "name).")
-  flags.DEFINE_string("text_b_column", None,
-                      "tsv/csv task: column of the second text, for sentence-pair tasks.")
-  flags.DEFINE_string("label_column", "1", "tsv/csv task: column of the label.")
-  flags.DEFINE_bool("has_header", False,
-                    "tsv/csv task: the files start with a header line. Not given: a first "
-                    "row that looks like a header stops the run; --has_header=false: it is "
-                    "data.")
-  flags.DEFINE_bool("regression", False,
-                    "tsv/csv task: the label is a number; one output trained with mean "
-                    "squared error, evaluated with Pearson/Spearman.")
+  define_flags(classifier_examples.GenericColumns, (
+      "text_a_column", "text_b_column", "label_column", "has_header", "regression"))
 
 
 def define_generic_task_flags():
@@ -433,15 +314,8 @@ def define_generic_task_flags():
   define_delimited_file_flags()
   if not _once("generic_task"):
     return
-  flags.DEFINE_string("test_text_a_column", None,
-                      "tsv/csv task: text_a column in test.* (default: --text_a_column).")
-  flags.DEFINE_string("test_text_b_column", None,
-                      "tsv/csv task: text_b column in test.* (default: --text_b_column).")
-  flags.DEFINE_list("label_list", None,
-                    "tsv/csv task: the labels, comma-separated, in label-id order (default: "
-                    "the sorted distinct labels of train.*, else dev.*).")
-  flags.DEFINE_string("delimiter", None,
-                      "tsv/csv task: field delimiter (default: tab for tsv, comma for csv).")
+  define_flags(classifier_examples.GenericColumns, (
+      "test_text_a_column", "test_text_b_column", "label_list", "delimiter"))
 
 
 # A script's own count flags (a batch size) are checked as RunOptions checks its own:
@@ -462,87 +336,86 @@ def define_export_version_flag():
   define_litert_flag()
   if not _once("export_version"):
     return
-  flags.DEFINE_integer(
-      "export_version", 0,
-      "With --export_dir: 0 writes export_dir/ (every signature) and, when there is a "
-      "raw-text signature, export_dir/ids/ (token-id signatures only, stock TensorFlow ops "
-      "that tensorflow_model_server and saved_model_cli load); N >= 1 writes TF Serving's "
-      "layout instead: export_dir/ids/N/ and export_dir/text/N/ (each of export_dir/ids "
-      "and export_dir/text is a --model_base_path), beside the versions already there. "
-      "An existing version N, or a non-empty export_dir with 0, is refused before the run "
-      "starts unless --overwrite_export.")
-  flags.DEFINE_bool(
-      "overwrite_export", False,
-      "Replace what --export_dir already holds at this --export_version: the folder of "
-      "version N only (the other versions stay), or with 0 the unversioned export (never "
-      "a folder that holds versions).")
+  define_flags(run_options.RunOptions, ("export_version", "overwrite_export"))
+
+
+def define_export_flags(export_help):
+  """--export_dir (export_help: what this command's export holds), --export_version,
+  --overwrite_export and --litert: the export flags of the fine-tuning commands."""
+  define_flags(run_options.RunOptions, ("export_dir",), helps={"export_dir": export_help})
+  define_export_version_flag()
 
 
 # --------------------------------------------------------------------------- partners
 
-# Flags that act only together with another: (flag, partner, what the flag does). Given
-# on the command line while its partner is unset (empty, false), the flag would do
-# nothing, silently; it is refused instead (check_partners), in every command that
-# defines both. tests/core/test_argument_checks.py lists, from the flag definitions, every
-# flag whose help says it acts "With --X" or "Only used if" and checks that it is here
-# (test_every_flag_that_acts_only_with_another_is_in_the_partner_table).
-PARTNERS = (
-    ("litert", "export_dir", "writes the LiteRT models of an export"),
-    ("export_version", "export_dir", "names the version folder of an export"),
-    ("overwrite_export", "export_dir", "replaces part of an export"),
-    ("eval_every_steps", "do_train", "evaluates during training"),
-    ("eval_every_steps", "do_eval", "evaluates during training"),
-    ("best_metric", "eval_every_steps", "chooses the best of the evaluations during training"),
-    ("early_stopping_patience", "eval_every_steps",
-     "counts the evaluations during training"),
-    ("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
-)
-
-
-def _typed(flag_values, name):
-  """--name as typed (`--name=value`, or `--name` for a true boolean)."""
-  value = flag_values[name].value
-  if isinstance(value, bool):
-    return f"--{name}" if value else f"--no{name}"
-  return f"--{name}={value}"
+# The rules that join two flags: run_options.PARTNERS, the one table (RunOptions.validate
+# holds the values to it as well).
+PARTNERS = run_options.PARTNERS
 
 
 def check_partners(flag_values):
-  """Refuses a flag given without the partner it acts with (PARTNERS): one line,
-  errors.UserError."""
-  for name, partner, what in PARTNERS:
-    if name in flag_values and partner in flag_values and flag_values[name].present \
-        and not flag_values[partner].value:
-      raise errors.UserError(f"{_typed(flag_values, name)} {what}: it needs --{partner}"
-                               " (without it the flag does nothing)")
+  """Refuses a flag given on the command line without the partner it acts with
+  (run_options.PARTNERS), even at its default value: one line, errors.UserError."""
+  broken = run_options.unmet_partner(
+      lambda name: flag_values[name].present,
+      lambda name: flag_values[name].value,
+      lambda name: name in flag_values)
+  if broken:
+    raise run_options.partner_error(
+        run_options.typed(broken.setting, flag_values[broken.setting].value), broken)
 
 
 # --------------------------------------------------------------------------- options
 
+def given_or_none(name):
+  """The value of --name, or None when it was not given at all (the settings field then
+  says "not given": a default the flag cannot spell)."""
+  return lambda flag_values: (None if flag_values[name].using_default_value
+                              else flag_values[name].value)
+
+
 # The flags whose settings field takes their value in another form than absl parses it:
-# --normalize=none is None (the original's tokenizers), --has_header not given is None.
+# --normalize=none is None (the original's tokenizers); --has_header and --regression not
+# given are None (see classifier_examples.GenericColumns).
 _FIELD_VALUES = {
     "normalize": lambda flag_values: normalize_option(flag_values.normalize),
     "has_header": has_header_option,
+    "regression": given_or_none("regression"),
 }
 
 
 def flag_value(flag_values, name):
-  """The value of --name as a settings field of the same name takes it."""
+  """The value of --name as a settings field of the same name takes it (a list as a
+  tuple: the settings objects are frozen)."""
   convert = _FIELD_VALUES.get(name)
-  return convert(flag_values) if convert else flag_values[name].value
+  value = convert(flag_values) if convert else flag_values[name].value
+  return tuple(value) if isinstance(value, list) else value
 
 
-def values_of(flag_values, names):
-  """{name: flag_value} of those of the named flags that this command defines."""
-  return {name: flag_value(flag_values, name) for name in names if name in flag_values}
+def values_of(flag_values, names, flag_names=None):
+  """{name: flag_value} of those of the named flags that this command defines.
+  flag_names: {field: flag} where a field's flag has another name."""
+  flag_names = flag_names or {}
+  found = {}
+  for name in names:
+    flag = flag_names.get(name, name)
+    if flag in flag_values:
+      found[name] = flag_value(flag_values, flag)
+  return found
+
+
+def _flag_names(cls):
+  """{field: flag} of the fields of `cls` whose flag has another name."""
+  return {name: meta["flag_name"] for name, (_, _, meta) in settings.declared(cls).items()
+          if meta["flag_name"]}
 
 
 def settings_from_flags(cls, flag_values, **overrides):
-  """A settings dataclass from parsed absl flags: each field from the flag of the same
-  name, unless overrides gives it; a field with neither keeps its default."""
+  """A settings dataclass from parsed absl flags: each field from its flag (of the same
+  name, or the one its declaration names), unless overrides gives it; a field with
+  neither keeps its default."""
   names = [field.name for field in dataclasses.fields(cls) if field.name not in overrides]
-  return cls(**values_of(flag_values, names), **overrides)
+  return cls(**values_of(flag_values, names, _flag_names(cls)), **overrides)
 
 
 def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
@@ -554,7 +427,8 @@ def options_from_flags(flag_values, phase=None, cpu=None, **overrides):
   and --dtype=auto take. cpu: a cpu_choice.Cpu (default: this machine's).
   """
   check_partners(flag_values)
-  values = values_of(flag_values, [f.name for f in dataclasses.fields(run_options.RunOptions)])
+  values = values_of(flag_values, [f.name for f in dataclasses.fields(run_options.RunOptions)],
+                     _flag_names(run_options.RunOptions))
   # The original's --use_tpu/--master/--num_tpu_cores mean the same in every script.
   if "use_tpu" in flag_values and flag_values.use_tpu:
     values["distribution_strategy"] = "tpu"

@@ -62,10 +62,7 @@ def main(_):
     from bert.litert import predictor
     started = time.perf_counter()
     # Not given: the model's labels and regression (a different one is refused).
-    columns = flags_common.settings_from_flags(
-        classifier_examples.GenericColumns, FLAGS,
-        label_list=tuple(FLAGS.label_list) if FLAGS.label_list else None,
-        regression=None if FLAGS["regression"].using_default_value else FLAGS.regression)
+    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
     written = predictor.predict_files(
         FLAGS.model, FLAGS.data_dir, FLAGS.output_dir, task_name=FLAGS.task_name,
         batch_size=FLAGS.predict_batch_size, num_threads=FLAGS.num_threads,

@@ -12,10 +12,10 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_model_flags()
 flags_common.define_normalize_flag("before tokenizing, here and in the exported serve_text "
                                    "signature")
-flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, predict_batch_size=8)
+flags_common.define_run_flags()
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 
@@ -31,13 +31,10 @@ flags.DEFINE_bool(
     "Pad every batch to max_seq_length (static shapes, for TPUs). Default: pad each batch "
     "only to its longest row (training batches rounded up to a multiple of 8 with "
     "--enable_xla, which compiles every shape).")
-flags_common.define_path(
-    "export_dir", None,
+flags_common.define_export_flags(
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
-    "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).",
-    output="folder")
-flags_common.define_export_version_flag()
+    "'serving_default' alone, of stock TensorFlow ops (saved_model_cli, TF Serving).")
 # The generic tsv/csv task (users' own data): <data_dir>/{train,dev,test}.{tsv,csv}.
 flags_common.define_generic_task_flags()
 

@@ -13,7 +13,7 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_model_flags()
 flags_common.define_run_flags()
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
@@ -26,13 +26,10 @@ flags_common.define_path("labels_file", None,
                          "<data_dir>/labels.txt).")
 flags.DEFINE_float("threshold", 0.5,
                    "A label is predicted where its probability is at least this.")
-flags_common.define_path(
-    "export_dir", None,
+flags_common.define_export_flags(
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "
     "and 'serve_text' (raw text; load with `import tensorflow_text`), and <export_dir>/ids/: "
-    "the token-id signature alone, stock TensorFlow ops (tensorflow_model_server).",
-    output="folder")
-flags_common.define_export_version_flag()
+    "the token-id signature alone, stock TensorFlow ops (tensorflow_model_server).")
 
 
 def main(_):

@@ -11,11 +11,12 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.training import run_options
 from bert.utils import errors
 
-flags_common.define_model_flags(max_seq_length=128, require_vocab=False)
-flags_common.define_run_flags(train_batch_size=32, eval_batch_size=8, learning_rate=5e-5,
-                              do_predict=False, num_train_steps=100000,
+flags_common.define_model_flags(require_vocab=False)
+# The original's pretraining schedule: a fixed number of steps, not epochs.
+flags_common.define_run_flags(do_predict=False, num_train_steps=100000,
                               num_warmup_steps=10000)
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
@@ -32,8 +33,9 @@ flags.DEFINE_integer(
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 flags.DEFINE_bool("no_nsp", False,
                   "Ablation: train the masked LM only, without next sentence prediction.")
-flags.DEFINE_bool("ltr", False,
-                  "Ablation: left-to-right LM (causal mask, next-token prediction, no NSP).")
+flags_common.define_flags(
+    run_options.RunOptions, ("ltr",), helps={
+        "ltr": "Ablation: left-to-right LM (causal mask, next-token prediction, no NSP)."})
 flags_common.define_masking_flags(
     "Applies to records made without masks (create_pretraining_data.py "
     "--dynamic_masking), which are masked as they are read, anew each epoch; they also "

@@ -13,9 +13,9 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags(max_seq_length=128)
+flags_common.define_model_flags()
 # The paper's SWAG setting: 3 epochs, learning rate 2e-5, batch size 16.
-flags_common.define_run_flags(train_batch_size=16, learning_rate=2e-5, num_train_epochs=3.0)
+flags_common.define_run_flags(train_batch_size=16, learning_rate=2e-5)
 flags_common.define_distribution_flags()
 flags_common.define_runtime_flags()
 

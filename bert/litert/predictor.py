@@ -7,6 +7,7 @@ model.json, checked whole at load (export_check.py): a model of another task, or
 this predictor does not serve, is refused before any file is read. Paths are local: the
 runtime opens local files."""
 
+import dataclasses
 import os
 
 import numpy as np
@@ -208,7 +209,6 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
     raise UserError(f"--task_name is required: {model.metadata_file()} names no task_name")
   xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
   regression = model.head == "regression"
-  options = {}
   if task_name.lower() in classifier_data.GENERIC_TASKS:
     columns = columns or classifier_examples.GenericColumns()
     if columns.regression is not None and bool(columns.regression) != regression:
@@ -219,9 +219,10 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
                       f"{model.describe()}; its labels are the model's own (leave "
                       "--label_list out)")
     # The model's own labels and head, which the flags may only repeat (checked above).
-    options = dict(columns.processor_options(), labels=model.labels,
-                   is_regression=regression)
-  processor = classifier_data.get_processor(task_name, xnli_language, **options)
+    columns = dataclasses.replace(
+        columns, label_list=tuple(model.labels) if model.labels else None,
+        regression=regression)
+  processor = classifier_data.get_processor(task_name, xnli_language, columns)
   name = _processor_name(processor)
   labels = None if processor.is_regression else [str(l) for l in processor.get_labels()]
   model_labels = None if regression else [str(l) for l in (model.labels or [])]

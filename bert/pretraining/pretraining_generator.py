@@ -9,6 +9,7 @@ corpus streamed in seeded chunks written in order, so the bytes do not depend on
 started, and never by the workers, which need NumPy only."""
 
 import contextlib
+import dataclasses
 import os
 import time
 
@@ -25,6 +26,7 @@ from bert.utils import file_io
 from bert.utils import progress
 from bert.utils import errors
 from bert.utils import input_checks
+from bert.utils import settings
 
 
 _PROGRESS_EVERY_S = 10.0
@@ -245,14 +247,57 @@ def _validate(input_files, output_files, vocab_file, options):
     atomic_output.prepare_output_file(path, "output_file")
 
 
+@dataclasses.dataclass(frozen=True)
+class GeneratorOptions:
+  """The instance settings of create_pretraining_data.py, each its flag of the same name
+  (flags_common makes them from these fields: type, default, help); the masking rules are
+  masking.MaskingOptions'. generate() takes each as a keyword with this default."""
+  max_seq_length: int = settings.setting(128, "Maximum sequence length.")
+  max_predictions_per_seq: int = settings.setting(
+      20, "Maximum number of masked LM predictions per sequence.")
+  random_seed: int = settings.setting(12345, "Random seed for data generation.")
+  dupe_factor: int = settings.setting(
+      10, "Number of times to duplicate the input data (with different masks).")
+  short_seq_prob: float = settings.setting(
+      0.1, "Probability of creating sequences which are shorter than the maximum length.")
+  # In this process as a library; the command's default is one worker per CPU.
+  num_workers: int = settings.setting(
+      0, "Worker processes creating instances (0: in this process). Default: one per CPU. "
+      "The output bytes are the same for every value.")
+  documents_per_chunk: int = settings.setting(
+      1000, "Documents read, shuffled and paired together; bounds memory. Random-next "
+      "segments come from the same chunk (the original: from the whole corpus).")
+  pack_sequences: bool = settings.setting(
+      False, "Pack several instances into each row of --max_seq_length (the same instances "
+      "and masks as without it), each attending only to itself, so that training computes "
+      "on text instead of padding. run_pretraining.py reads packed records without a flag.")
+  max_sequences_per_row: int = settings.setting(
+      pretraining_packing.MAX_SEQUENCES_PER_ROW,
+      "--pack_sequences: the most instances one row may hold.")
+  dynamic_masking: bool = settings.setting(
+      False, "Write each instance once without masks; run_pretraining.py masks them as it "
+      "trains, anew each epoch (use --dupe_factor=1), with its own --masked_lm_prob, "
+      "--do_whole_word_mask, --mask_token_prob and --random_token_prob.")
+
+
+# generate()'s keyword defaults: the declarations' (one place each value is written).
+_DEFAULT = GeneratorOptions()
+_MASKING = masking.MaskingOptions()
+
+
 def generate(input_files, output_files, vocab_file, do_lower_case=True,
-             do_whole_word_mask=False, max_seq_length=128, max_predictions_per_seq=20,
-             random_seed=12345, dupe_factor=10, masked_lm_prob=0.15, short_seq_prob=0.1,
-             mask_token_prob=0.8, random_token_prob=0.1, num_workers=0,
-             documents_per_chunk=1000, on_encoding_error="fail", normalize=None,
-             split_sentences=None, pack_sequences=False,
-             max_sequences_per_row=pretraining_packing.MAX_SEQUENCES_PER_ROW,
-             dynamic_masking=False, log=logging.info):
+             do_whole_word_mask=_MASKING.do_whole_word_mask,
+             max_seq_length=_DEFAULT.max_seq_length,
+             max_predictions_per_seq=_DEFAULT.max_predictions_per_seq,
+             random_seed=_DEFAULT.random_seed, dupe_factor=_DEFAULT.dupe_factor,
+             masked_lm_prob=_MASKING.masked_lm_prob, short_seq_prob=_DEFAULT.short_seq_prob,
+             mask_token_prob=_MASKING.mask_token_prob,
+             random_token_prob=_MASKING.random_token_prob,
+             num_workers=_DEFAULT.num_workers,
+             documents_per_chunk=_DEFAULT.documents_per_chunk, on_encoding_error="fail",
+             normalize=None, split_sentences=None, pack_sequences=_DEFAULT.pack_sequences,
+             max_sequences_per_row=_DEFAULT.max_sequences_per_row,
+             dynamic_masking=_DEFAULT.dynamic_masking, log=logging.info):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 
   input_files, output_files: lists of paths. Every output is written under a temporary

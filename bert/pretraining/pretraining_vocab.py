@@ -24,24 +24,45 @@ from bert.utils import paths
 from bert.utils import progress
 from bert.utils import errors
 from bert.utils import input_checks
+from bert.utils import settings
 
 
 @dataclasses.dataclass(frozen=True)
 class LearnOptions:
   """What the learner runs with; each field is create_vocab.py's flag of the same name."""
-  vocab_size: int = 30522
-  do_lower_case: bool = True
-  num_unused: int = 99
-  max_input_chars_per_word: int = tokenization.MAX_INPUT_CHARS_PER_WORD
-  max_token_length: int = 50
-  max_unique_chars: int = 1000
-  lower_thresh: int = 10
-  upper_thresh: int = 10_000_000
-  num_iterations: int = 4
-  max_input_tokens: int = 5_000_000
-  slack_ratio: float = 0.05
-  holdout_every: int = 100
-  log_every_lines: int = 200_000
+  vocab_size: int = settings.setting(
+      30522, "Target vocabulary size, reserved tokens included; the learner stays within "
+      "--slack_ratio below it. A small corpus may give fewer.")
+  do_lower_case: bool = settings.setting(
+      True, "Lower-case and strip accents before learning; must match the --do_lower_case "
+      "the vocabulary is later used with.")
+  num_unused: int = settings.setting(
+      99, "How many [unusedN] tokens to reserve. The first 99 go between [PAD] and [UNK] "
+      "as in Google's vocabularies (so [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103), the "
+      "rest after [MASK].")
+  max_input_chars_per_word: int = settings.setting(
+      tokenization.MAX_INPUT_CHARS_PER_WORD,
+      "Words longer than this are not counted (WordPiece makes them [UNK]).")
+  max_token_length: int = settings.setting(
+      50, "Longest token the learner makes; longer words are not learned from.")
+  max_unique_chars: int = settings.setting(
+      1000, "Alphabet size: only the most frequent characters become tokens; words with "
+      "other characters are not learned from. Raise it for scripts with many characters "
+      "(Korean, Chinese, Japanese: 3000+).")
+  lower_thresh: int = settings.setting(
+      10, "Lowest token count the learner's threshold search may go down to.")
+  upper_thresh: int = settings.setting(
+      10_000_000, "Highest token count the learner's threshold search starts from.")
+  num_iterations: int = settings.setting(4, "Learner iterations.")
+  max_input_tokens: int = settings.setting(
+      5_000_000, "Distinct words the learner considers (the most frequent ones).")
+  slack_ratio: float = settings.setting(
+      0.05, "Accept a vocabulary this fraction below --vocab_size.")
+  holdout_every: int = settings.setting(
+      100, "Keep every N-th line out of learning to measure the [UNK] rate (0: measure on "
+      "the training lines instead).")
+  log_every_lines: int = settings.setting(200_000, "Progress log interval, in lines.")
+  # --normalize is every command's (flags_common.define_normalize_flag).
   normalize: Optional[str] = None  # None or "nfc"
 
 

@@ -4,11 +4,8 @@ It joins squad_data, squad_features, squad_decoding, squad_metrics and the span 
 the driver. The original has no --do_eval: --do_predict both predicts and, when the
 predict file has answers, scores (`SquadTask.evaluate`)."""
 
-import dataclasses
-import math
 import random
 import time
-from typing import Optional
 
 from absl import logging
 import tensorflow as tf
@@ -20,6 +17,7 @@ from bert.squad import squad_data
 from bert.squad import squad_decoding
 from bert.squad import squad_features
 from bert.squad import squad_metrics
+from bert.squad import squad_options
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
@@ -28,30 +26,8 @@ from bert.utils import errors
 from bert.utils import input_checks
 
 
-@dataclasses.dataclass(frozen=True)
-class SquadSettings:
-  """SQuAD's own flags (run_squad.py's), with the original's defaults."""
-  train_file: Optional[str] = None
-  predict_file: Optional[str] = None
-  doc_stride: int = 128
-  max_query_length: int = 64
-  n_best_size: int = 20
-  max_answer_length: int = 30
-  verbose_logging: bool = False
-  version_2_with_negative: bool = False
-  null_score_diff_threshold: float = 0.0
-  fast_tokenization: bool = True
-  max_predict_examples: int = 0
-  train_articles: Optional[str] = None
-  predict_articles: Optional[str] = None
-
-  def __post_init__(self):
-    # Every comparison with NaN is false: a NaN threshold would silently never (or, as
-    # inf, always) predict "no answer".
-    if not math.isfinite(self.null_score_diff_threshold):
-      raise errors.UserError(
-          f"--null_score_diff_threshold={self.null_score_diff_threshold}: must be a finite "
-          "number (0.0, or the best_f1_thresh of a dev-set evaluation)")
+# Declared in squad_options (no TensorFlow there: run_squad makes its flags from it).
+SquadSettings = squad_options.SquadSettings
 
 
 def article_slice(spec, flag):

@@ -15,14 +15,14 @@ import tensorflow as tf
 
 from bert import input_pipeline
 from bert.formats import checkpoint_files
+from bert.tagging import tagging_options
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import errors
 
 # --feature_layers choices: which encoder activations feed the BiLSTM.
-LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
-                 "concat_last_four", "sum_all")
+LAYER_CHOICES = tagging_options.LAYER_CHOICES
 
 # Layers each choice needs (at least); the others work with any encoder.
 _LAYERS_NEEDED = {"second_to_last": 2, "sum_last_four": 4, "concat_last_four": 4}

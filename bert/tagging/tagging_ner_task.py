@@ -7,9 +7,6 @@ layer on every token; "feature" freezes it, computes its activations once per sp
 only a BiLSTM and an output layer on them (tagging_ner_features.py). docs/ner_swag.md
 lists the outputs."""
 
-import dataclasses
-from typing import Optional, Sequence
-
 from absl import logging
 import keras
 
@@ -17,6 +14,7 @@ from bert import input_pipeline
 from bert import modeling
 from bert.tagging import tagging_ner_data
 from bert.tagging import tagging_ner_features
+from bert.tagging import tagging_options
 from bert.tagging import tagging_task
 from bert.training import checkpoints
 from bert.utils import atomic_output
@@ -26,17 +24,8 @@ from bert.utils import errors
 from bert.utils import input_checks
 
 
-@dataclasses.dataclass(frozen=True)
-class NerSettings(tagging_task.TaggingSettings):
-  """run_ner's task flags (see their help there): the tagging settings with IOB entity
-  tags in the last column, plus the entity types and the feature-based mode's."""
-  iob: bool = True
-  entity_types: Sequence[str] = tagging_ner_data.CONLL2003_ENTITY_TYPES
-  mode: str = "finetune"                # finetune or feature
-  feature_layers: str = "concat_last_four"
-  lstm_units: int = 768
-  feature_cache_dir: Optional[str] = None
-  feature_batch_size: int = 32
+# Declared in tagging_options (no TensorFlow there: run_ner makes its flags from it).
+NerSettings = tagging_options.NerSettings
 
 
 class NerTask(tagging_task.TaggingTask):

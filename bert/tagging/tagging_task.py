@@ -5,9 +5,6 @@ chunk tags are learned as IOB2, written back in the file's scheme and scored by
 conlleval's span F1. run_tagger.py runs it on any column; NerTask (tagging_ner_task.py)
 is its subclass for entities. docs/tagging.md lists the outputs."""
 
-import dataclasses
-from typing import Optional, Sequence
-
 from absl import logging
 import numpy as np
 
@@ -16,6 +13,7 @@ from bert import input_pipeline
 from bert import metrics
 from bert.tagging import tagging_conlleval
 from bert.tagging import tagging_data
+from bert.tagging import tagging_options
 from bert import tokenization
 from bert.training import evaluation
 from bert.training import finetune
@@ -32,39 +30,9 @@ DEFAULT_FILES = {"train": ("train.txt", "eng.train"),
 
 _TOKEN_KEYS = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
-AUTO = "auto"
-
-
-@dataclasses.dataclass(frozen=True)
-class TaggingSettings:
-  """A tagging task's settings (run_tagger's and run_ner's flags; see their help).
-
-  tag_column: the column holding the tags, counted from 1 (the word); None: the last.
-  iob: the tags are IOB chunks (see the module docstring). label_scheme (IOB tags only):
-  auto, iob1 or iob2, the scheme predictions are written in. labels: the label set in
-  output order; None: the tags of the data files, sorted (NER passes its entity tags).
-  """
-  data_dir: str
-  train_file: Optional[str] = None
-  dev_file: Optional[str] = None
-  test_file: Optional[str] = None
-  tag_column: Optional[int] = None
-  iob: bool = False
-  label_scheme: str = AUTO
-  labels: Optional[Sequence[str]] = None
-  doc_stride: int = 64
-  dropout_rate: float = 0.1
-
-  def __post_init__(self):
-    if self.labels:
-      input_checks.check_label_list(self.labels, f"--labels={','.join(self.labels)}")
-    tagging_data.check_tag_column(self.tag_column)
-    if self.label_scheme not in (AUTO, tagging_conlleval.IOB1, tagging_conlleval.IOB2):
-      raise errors.UserError(f"--label_scheme={self.label_scheme}: use auto, iob1 "
-                                   "or iob2")
-    if not 0.0 <= self.dropout_rate < 1.0:  # NaN fails too
-      raise errors.UserError(
-          f"--dropout_rate={self.dropout_rate}: must be in [0, 1)")
+AUTO = tagging_options.AUTO
+# Declared in tagging_options (no TensorFlow there: the commands make their flags from it).
+TaggingSettings = tagging_options.TaggingSettings
 
 
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,

@@ -482,6 +482,8 @@ def recorded_head_info(task, options):
 
 
 def _check_requested(task, options):
+  """What the task is asked to do, before any work (the rules that join two settings are
+  RunOptions' own: run_options.PARTNERS)."""
   if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
     raise errors.UserError(
         "At least one of --do_train, --do_eval or --do_predict"
@@ -492,21 +494,6 @@ def _check_requested(task, options):
     serving.check_export_target(options.export_dir, options.export_version,
                                 options.overwrite_export)
     options.precision.check_litert(options.litert)
-  if options.eval_every_steps and not (options.do_train and options.do_eval):
-    raise errors.UserError(
-        f"--eval_every_steps={options.eval_every_steps} evaluates during training: it "
-        "needs --do_train and --do_eval")
-  if options.use_best_checkpoint and options.do_train and not options.eval_every_steps:
-    # Refused now, not after the training: no evaluation would choose a best.
-    raise errors.UserError(
-        "--use_best_checkpoint with --do_train takes the best of the evaluations during "
-        "training: it needs --eval_every_steps")
-  for name, value in (("best_metric", options.best_metric),
-                      ("early_stopping_patience", options.early_stopping_patience)):
-    if value and not options.eval_every_steps:
-      raise errors.UserError(
-          f"--{name}={value} acts on the evaluations during training: it needs "
-          "--eval_every_steps")
 
 
 def check_segments(task, config, options):

@@ -15,6 +15,11 @@ from conftest import ROOT, shared_path
 import tiny
 
 
+def _generic(task, **columns):
+  """The tsv/csv task's processor with these GenericColumns fields."""
+  return classifier_data.get_processor(task, columns=ce.GenericColumns(**columns))
+
+
 def _glue(task):
   return shared_path("glue", task)
 
@@ -264,7 +269,8 @@ LAYOUTS = {
 
 def _read_layout(name, directory):
   task = name.split("-")[0]
-  processor = classifier_data.get_processor(task, **({"labels": ["pos", "neg"]} if task == "tsv" else {}))
+  processor = classifier_data.get_processor(
+      task, columns=ce.GenericColumns(label_list=["pos", "neg"]) if task == "tsv" else None)
   split = name.split("-")[1] if "-" in name else "train"
   file_name = LAYOUTS[name][0]
   if split == "ax":
@@ -353,28 +359,28 @@ def test_submission_refuses_a_prediction_count_that_differs(tmp_path):
 def test_generic_tsv_by_number_with_inferred_labels(tmp_path):
   (tmp_path / "train.tsv").write_text("b\tthe movie\tyes\na\tan \"odd title\tno\n")
   (tmp_path / "test.tsv").write_text("x\ty\n")
-  p = classifier_data.get_processor("tsv", text_a_column="1", text_b_column="2", label_column="0")
+  p = _generic("tsv", text_a_column="1", text_b_column="2", label_column="0")
   p.set_data_dir(str(tmp_path))
   assert p.get_labels() == ["a", "b"] and p.num_texts == 2
   train = p.get_train_examples(str(tmp_path))
   assert [(e.text_a, e.text_b, e.label) for e in train] == [
       ("the movie", "yes", "b"), ('an "odd title', "no", "a")]
-  test = classifier_data.get_processor("tsv", text_a_column="0", text_b_column="1",
-                                  labels=["a", "b"]).get_test_examples(str(tmp_path))
+  test = _generic("tsv", text_a_column="0", text_b_column="1",
+                   label_list=["a", "b"]).get_test_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.text_b, e.label) for e in test] == [("test-0", "x", "y", None)]
 
 
 def test_generic_csv_with_header_names_and_quotes(tmp_path):
   (tmp_path / "train.csv").write_text('id,review,stars\n1,"Great, really",pos\n2,Meh,neg\n')
   (tmp_path / "dev.csv").write_text('id,review,stars\n3,"Said ""no""",neu\n')
-  p = classifier_data.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
-                               labels=["neg", "pos"])
+  p = _generic("csv", text_a_column="review", label_column="stars", has_header=True,
+                   label_list=["neg", "pos"])
   train = p.get_train_examples(str(tmp_path))
   assert [(e.guid, e.text_a, e.label) for e in train] == [
       ("train-1", "Great, really", "pos"), ("train-2", "Meh", "neg")]
   message = _error(lambda: p.get_dev_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'dev.csv'}:2: unknown label 'neu'")
-  bad = classifier_data.get_processor("csv", text_a_column="text", label_column="stars", has_header=True)
+  bad = _generic("csv", text_a_column="text", label_column="stars", has_header=True)
   assert "no column named 'text'" in _error(lambda: bad.get_train_examples(str(tmp_path)))
 
 
@@ -387,8 +393,8 @@ def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
   assert message.startswith(f"{tmp_path / 'train.tsv'}:2: too many columns: the row has 3, "
                             "the first row (line 1) has 2")
   (tmp_path / "train.csv").write_text("review,stars\nfine,pos\ntoo,many,neg\nshort\n")
-  p = classifier_data.get_processor("csv", text_a_column="review", label_column="stars", has_header=True,
-                               labels=["neg", "pos"])
+  p = _generic("csv", text_a_column="review", label_column="stars", has_header=True,
+                   label_list=["neg", "pos"])
   message = _error(lambda: p.get_train_examples(str(tmp_path)))
   assert message.startswith(f"{tmp_path / 'train.csv'}:3: too many columns: the row has 3, "
                             "the header (line 1) has 2; a ',' inside a text shifts the "
@@ -397,7 +403,7 @@ def test_generic_task_rows_must_match_the_first_row_or_header(tmp_path):
 
 def test_generic_csv_refuses_unclosed_and_stray_quotes(tmp_path):
   (tmp_path / "train.csv").write_text('fine,pos\n"never closed,neg\nlater,pos\nmore,neg\n')
-  p = classifier_data.get_processor("csv", labels=["neg", "pos"])
+  p = _generic("csv", label_list=["neg", "pos"])
   message = _error(lambda: p.get_train_examples(str(tmp_path)))
   # Without strict parsing the open quote swallowed every later row into one field.
   assert message.startswith(f"{tmp_path / 'train.csv'}:2: cannot parse the row "
@@ -412,25 +418,25 @@ def test_generic_csv_refuses_unclosed_and_stray_quotes(tmp_path):
 
 def test_generic_columns_must_be_unambiguous(tmp_path):
   (tmp_path / "train.csv").write_text("text,text,label\na,b,pos\n")
-  p = classifier_data.get_processor("csv", text_a_column="text", label_column="label", has_header=True)
+  p = _generic("csv", text_a_column="text", label_column="label", has_header=True)
   assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
       f"{tmp_path / 'train.csv'}:1: the header names 'text' 2 times; use a 0-based column "
       "number")
-  p = classifier_data.get_processor("csv", text_a_column="1", label_column="1", labels=["pos"])
+  p = _generic("csv", text_a_column="1", label_column="1", label_list=["pos"])
   assert _error(lambda: p.get_train_examples(str(tmp_path))) == (
       f"{tmp_path / 'train.csv'}: the text_a and label columns are both column 1; give "
       "each its own column")
-  p = classifier_data.get_processor("csv", text_a_column="--1", labels=["pos"])
+  p = _generic("csv", text_a_column="--1", label_list=["pos"])
   assert "is a name, but the file has no header" in _error(
       lambda: p.get_train_examples(str(tmp_path)))
 
 
 def test_label_list_given_twice_or_empty_is_refused():
-  assert _error(lambda: classifier_data.get_processor("tsv", labels=["a", "b", "a"])) == (
+  assert _error(lambda: _generic("tsv", label_list=["a", "b", "a"])) == (
       "--label_list=a,b,a: 'a' is given 2 times; each label once, in label-id order")
-  assert _error(lambda: classifier_data.get_processor("csv", labels=["a", " "])) == (
+  assert _error(lambda: _generic("csv", label_list=["a", " "])) == (
       "--label_list=a, : holds an empty label")
-  assert classifier_data.get_processor("tsv", labels=["b", "a"]).get_labels() == ["b", "a"]
+  assert _generic("tsv", label_list=["b", "a"]).get_labels() == ["b", "a"]
 
 
 def test_inferred_labels_refuse_an_empty_label(tmp_path):

@@ -3,7 +3,8 @@ the encoder and the heads raise a ValueError naming the argument, its shape or v
 the limit, eagerly; a traced graph gets only the run-time check of the three inputs'
 shapes (when they are unknown when tracing); the tokenizer refuses a vocabulary
 without the [UNK] it emits and names an unknown token. Also: every flag that acts only
-with another is in flags_common.PARTNERS and refused without it."""
+with another is in the one partner table (run_options.PARTNERS) and refused without it,
+as a flag typed and as an option's value."""
 import os
 import re
 
@@ -186,7 +187,7 @@ def _flag_table():
 def test_every_flag_that_acts_only_with_another_is_in_the_partner_table():
   helps = _flag_table()
   assert len(helps) > 100
-  table = {(flag, partner) for flag, partner, _ in flags_common.PARTNERS}
+  table = {(rule.setting, rule.partner) for rule in flags_common.PARTNERS}
   found = set()
   for flag, text in helps.items():
     # An enum's help starts with its choices: <both\|float32\|...>: With --export_dir: ...
@@ -202,6 +203,8 @@ def test_every_flag_that_acts_only_with_another_is_in_the_partner_table():
   assert found <= table
   for flag, partner in table:  # each entry names flags that exist
     assert flag in helps and partner in helps, (flag, partner)
+  # A rule that only holds with a third setting names one that exists too.
+  assert all(rule.only_with in helps for rule in flags_common.PARTNERS if rule.only_with)
 
 
 @pytest.mark.parametrize("flag,partner,typed", [
@@ -222,7 +225,7 @@ def test_a_flag_given_without_its_partner_is_refused(flag, partner, typed):
   flags.DEFINE_integer("num_tpu_cores", 8, "", flag_values=values)
   flags.DEFINE_bool("use_tpu", False, "", flag_values=values)
   values(["prog", typed])
-  what = {entry[0]: entry[2] for entry in flags_common.PARTNERS}[flag]
+  what = {rule.setting: rule.what for rule in flags_common.PARTNERS}[flag]
   with pytest.raises(errors.UserError) as raised:
     flags_common.check_partners(values)
   assert str(raised.value) == (f"{typed} {what}: it needs --{partner} (without it the flag "
@@ -234,3 +237,32 @@ def test_a_flag_given_without_its_partner_is_refused(flag, partner, typed):
   values.unparse_flags()
   values(["prog"])
   flags_common.check_partners(values)
+
+
+@pytest.mark.parametrize("setting,value,partners,message", [
+    ("litert", "int8", {}, "--litert=int8 writes the LiteRT models of an export: it needs "
+     "--export_dir (without it the flag does nothing)"),
+    ("export_version", 2, {}, "--export_version=2 names the version folder of an export: "
+     "it needs --export_dir (without it the flag does nothing)"),
+    ("overwrite_export", True, {}, "--overwrite_export replaces part of an export: it needs "
+     "--export_dir (without it the flag does nothing)"),
+    ("eval_every_steps", 5, {"do_train": True}, "--eval_every_steps=5 evaluates during "
+     "training: it needs --do_eval (without it the flag does nothing)"),
+    ("best_metric", "eval_f1", {}, "--best_metric=eval_f1 chooses the best of the "
+     "evaluations during training: it needs --eval_every_steps (without it the flag does "
+     "nothing)"),
+    ("use_best_checkpoint", True, {"do_train": True}, "--use_best_checkpoint with "
+     "--do_train takes the best of the evaluations during training: it needs "
+     "--eval_every_steps (without it no evaluation chooses one)")])
+def test_the_options_are_held_to_the_same_partner_table(setting, value, partners, message):
+  from bert.training import run_options  # pylint: disable=g-import-not-at-top
+  with pytest.raises(errors.UserError) as raised:
+    run_options.RunOptions(output_dir="/tmp/o", **{setting: value}, **partners)
+  assert str(raised.value) == message
+  # With its partner set, or left at its default, the setting is accepted.
+  everything = {"export_dir": "/tmp/e", "do_train": True, "do_eval": True,
+                "eval_every_steps": 10}
+  run_options.RunOptions(output_dir="/tmp/o", **{**everything, setting: value})
+  run_options.RunOptions(output_dir="/tmp/o", **partners)
+  # Without --do_train, --use_best_checkpoint takes the best a run kept: no partner needed.
+  run_options.RunOptions(output_dir="/tmp/o", use_best_checkpoint=True)

@@ -357,15 +357,17 @@ def test_best_metric_names_a_metric_the_task_reports(tmp_path, config_file, opti
     finetune.run(task, options)
   assert str(refused.value) == ("--best_metric=eval_f1: scripted's dev evaluation reports "
                                 "eval_accuracy, eval_loss; name one of them")
-  with pytest.raises(errors.UserError, match=r"--early_stopping_patience=2 acts on the "
-                     "evaluations during training: it needs --eval_every_steps"):
-    finetune.run(ScriptedTask(options, optimizers), _options(
-        tmp_path / "bad", config_file, early_stopping_patience=2, eval_every_steps=0))
-  with pytest.raises(errors.UserError, match=r"--use_best_checkpoint with --do_train takes "
-                     "the best of the evaluations during training: it needs "
-                     "--eval_every_steps"):
-    finetune.run(ScriptedTask(options, optimizers), _options(
-        tmp_path / "bad", config_file, use_best_checkpoint=True, eval_every_steps=0))
+  # Refused by the options themselves (run_options.PARTNERS), before any run.
+  with pytest.raises(errors.UserError) as refused:
+    _options(tmp_path / "bad", config_file, early_stopping_patience=2, eval_every_steps=0)
+  assert str(refused.value) == (
+      "--early_stopping_patience=2 counts the evaluations during training: it needs "
+      "--eval_every_steps (without it the flag does nothing)")
+  with pytest.raises(errors.UserError) as refused:
+    _options(tmp_path / "bad", config_file, use_best_checkpoint=True, eval_every_steps=0)
+  assert str(refused.value) == (
+      "--use_best_checkpoint with --do_train takes the best of the evaluations during "
+      "training: it needs --eval_every_steps (without it no evaluation chooses one)")
   assert not os.path.exists(tmp_path / "bad")
   with pytest.raises(errors.UserError, match="must be >= 0"):
     _options(tmp_path / "bad", config_file, early_stopping_patience=-1)
