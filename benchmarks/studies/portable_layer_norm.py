@@ -42,8 +42,7 @@ def _rate(call, inputs, calls):
 
 
 def child(calls):
-  """Runs in the tree given as the working folder; prints one JSON line."""
-  sys.path.insert(0, os.getcwd())
+  """Runs with the tree to time as its PYTHONPATH (its `bert`); prints one JSON line."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -80,7 +79,7 @@ def main():
       proc = subprocess.run(
           [sys.executable, os.path.abspath(__file__), "--child", f"--calls={calls}"],
           cwd=root, capture_output=True, text=True, timeout=1800,
-          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""})
+          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": root})
       if proc.returncode:
         raise RuntimeError(proc.stderr[-2000:])
       result = json.loads(proc.stdout.strip().splitlines()[-1])
