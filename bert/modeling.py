@@ -320,7 +320,7 @@ class BertModel(keras.Model):
   `pooled_output`, and the last layer computes the [CLS] position alone
   (TransformerLayer's first_token_only), the one row the pooler reads. Same weights,
   same checkpoint layout and the same pooled_output up to float rounding, for less work
-  (the last layer's other rows are skipped; docs/benchmarks.md counts the FLOPs saved).
+  (the last layer's other rows are skipped; docs/benchmarks_history.md counts the FLOPs saved).
   `dtype`: the Keras dtype policy (or its name: "float32", "mixed_bfloat16",
   "mixed_float16") that every layer of the encoder computes in, its LayerNorms excepted
   (float32 always); None: Keras' global policy, as any Keras layer.

@@ -454,7 +454,7 @@ def resolve_speed(values, phase=None, cpu=None):
   elif strategy != "one_device":
     reason = f"--distribution_strategy={strategy}: the table describes one-device CPU runs"
   elif cpu_choice.accelerator_visible():
-    reason = "a GPU is visible: the table describes CPU runs"
+    reason = "a GPU or a TPU is visible: the table describes CPU runs"
   on_cpu = strategy != "tpu" and not cpu_choice.accelerator_visible()
   override = None
   if (values.get("dtype") == "auto" and values.get("export_dir")
