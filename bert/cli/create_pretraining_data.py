@@ -17,6 +17,7 @@ from bert import masking
 from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_generator
+from bert.training import run_options
 from bert.utils import errors
 
 flags_common.define_runtime_flags()
@@ -27,12 +28,8 @@ flags_common.define_path(
     "output_file", None,
     "Output TF example file (or comma-separated list of files, written round-robin).",
     output="file")
-flags_common.define_path("vocab_file", None,
-                         "The vocabulary file that the BERT model was trained on.")
-flags.DEFINE_bool(
-    "do_lower_case", True,
-    "Whether to lower case the input text. Should be True for uncased models and False "
-    "for cased models.")
+# The vocabulary and its case, declared once with the other model settings (RunOptions).
+flags_common.define_flags(run_options.RunOptions, ("vocab_file", "do_lower_case"))
 # The instance settings, made from their declarations (pretraining_generator.GeneratorOptions;
 # the command runs one worker per CPU by default) and the masking rules (masking.MaskingOptions).
 flags_common.define_flags(pretraining_generator.GeneratorOptions,

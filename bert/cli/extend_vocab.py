@@ -17,11 +17,11 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.training import run_options
 from bert.utils import errors
 from bert.utils import input_checks
 
 flags_common.define_runtime_flags()
-flags_common.define_path("vocab_file", None, "The vocabulary to extend (vocab.txt).")
 flags_common.define_path("words_file", None,
                          "The new words, one a line, in the order they take the [unusedN] "
                          "entries (blank lines are skipped).")
@@ -30,9 +30,10 @@ flags_common.define_path("output_file", None, "Where to write the new vocab.txt.
 flags_common.define_path("corpus_file", None,
                          "Optional text: report how many of its words are new words (now "
                          "one piece each) and the pieces per word before and after.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "The model's --do_lower_case: words are written as its tokenizer reads "
-                  "them (lower-cased and accents stripped when true).")
+flags_common.define_flags(run_options.RunOptions, ("vocab_file", "do_lower_case"), helps={
+    "vocab_file": "The vocabulary to extend (vocab.txt).",
+    "do_lower_case": "The model's --do_lower_case: words are written as its tokenizer "
+                     "reads them (lower-cased and accents stripped when true)."})
 flags_common.define_normalize_flag("before checking each word")
 flags.mark_flags_as_required(["vocab_file", "words_file", "output_file"])
 

@@ -11,6 +11,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.pretraining import pretraining_generator
 from bert.training import run_options
 from bert.utils import errors
 
@@ -27,9 +28,11 @@ flags_common.define_path(
 flags_common.define_path(
     "eval_input_file", None,
     "Files for --do_eval (glob or comma separated); default: --input_file, as the original.")
-flags.DEFINE_integer(
-    "max_predictions_per_seq", 20,
-    "Maximum number of masked LM predictions per sequence. Must match data generation.")
+# Declared once, with the data's other instance settings (GeneratorOptions).
+flags_common.define_flags(
+    pretraining_generator.GeneratorOptions, ("max_predictions_per_seq",), helps={
+        "max_predictions_per_seq": "Maximum number of masked LM predictions per sequence. "
+                                   "Must match data generation."})
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
 flags.DEFINE_bool("no_nsp", False,
                   "Ablation: train the masked LM only, without next sentence prediction.")

@@ -98,3 +98,29 @@ def test_no_setting_has_its_default_written_twice():
                         f"they are {cls}'s fields: make them with flags_common.define_flags"
       checked += 1
   assert checked >= 10  # the commands that read options objects were looked at
+
+
+# Flags of the same name as an options field that are another setting, each with why: a
+# hand-defined flag of any other field's name is that field's default written twice.
+SAME_NAME_OTHER_SETTING = {
+    ("export_encoder.py", "export_dir"): "where the converted checkpoint goes, no training run's export",
+    ("predict_litert.py", "output_dir"): "the TensorFlow-free predictor's folder of predictions",
+    ("predict_litert.py", "predict_batch_size"): "rows per LiteRT call (32), not a training run's 8",
+    ("quickstart.py", "max_seq_length"): "the demo's one length for all its steps (64)",
+    ("quickstart.py", "output_dir"): "the demo's folder for all its steps",
+    ("quickstart.py", "vocab_size"): "the demo vocabulary's size, not a field of its options",
+}
+
+
+def test_no_command_writes_an_options_fields_default_by_hand():
+  """No command or tool defines by hand a flag named as an options field (the same setting
+  with its default and help written a second time), whichever options it reads, except the
+  settings above that only share the name."""
+  names = set().union(*_options_classes().values())
+  found = set()
+  for folder in (("bert", "cli"), ("tools",), ("tools", "maintainers")):
+    for name in sorted(os.listdir(os.path.join(ROOT, *folder))):
+      if name.endswith(".py"):
+        defined, _ = _hand_defined_and_read(os.path.join(ROOT, *folder, name))
+        found |= {(name, flag) for flag in defined & names}
+  assert found == set(SAME_NAME_OTHER_SETTING)
