@@ -26,9 +26,12 @@ Mixed precision goes through Keras dtype policies, given to the model as keras-h
 BertBackbone takes them: `BertModel(config, dtype="mixed_bfloat16")` (and each heads.build_*)
 passes the policy to every layer it creates; dtype=None takes Keras' global policy as
 every Keras layer does. The matmuls then run in bfloat16/float16,
-while the embedding sums, every LayerNorm (input and output), the residual stream between
-layers, the attention softmax and the losses stay float32, and every head returns float32
-logits (tests/training/test_precision.py checks the traced graph).
+while the embedding sums, every LayerNorm (input and output), the residual sums, the
+attention softmax and the losses stay float32, and every head returns float32 logits
+(tests/training/test_precision.py checks the traced graph). One rounding remains: Keras
+casts a mixed layer's float inputs to its compute dtype before its call, so the hidden
+states each TransformerLayer adds back to its attention output arrive rounded to
+bfloat16/float16, although the sum itself is float32.
 """
 
 import math
