@@ -113,7 +113,8 @@ def define_flags(cls, names=None, defaults=None, helps=None, required=(), note="
   defaults: {field: default} where this command's default differs from the field's (the
   one place that value is written); helps: {field: help} where the field leaves the help
   to the command (or the command says it its own way); required: fields whose flag this
-  command requires (a field without a default is required everywhere); note: words added
+  command requires (a field without a default is required wherever the command gives it
+  none); note: words added
   to every help text."""
   declared = settings.declared(cls)
   names = declared if names is None else names
@@ -140,7 +141,9 @@ def define_flags(cls, names=None, defaults=None, helps=None, required=(), note="
     else:
       _DEFINE[kind](flag, list(default) if isinstance(default, tuple) else default,
                     help_text)
-    if field.default is dataclasses.MISSING or meta["required"] or name in required:
+    # A field without a default is required, unless this command gives it one.
+    if ((field.default is dataclasses.MISSING and name not in defaults) or meta["required"]
+        or name in required):
       flags.mark_flag_as_required(flag)
 
 

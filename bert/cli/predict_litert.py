@@ -13,6 +13,7 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.training import run_options
 from bert.utils import errors
 
 FLAGS = flags.FLAGS
@@ -26,8 +27,8 @@ flags_common.define_path(
     "The task's data folder: its test file(s) are read as --do_predict reads them "
     "(test.tsv of a GLUE task, test.tsv/test.csv of the tsv/csv task, a multi-label "
     "test.tsv).")
-flags_common.define_path("output_dir", None,
-                         "Where test_results.tsv (and the GLUE submission file) go.")
+flags_common.define_flags(run_options.RunOptions, ("output_dir",), helps={
+    "output_dir": "Where test_results.tsv (and the GLUE submission file) go."})
 flags.DEFINE_string(
     "task_name", None,
     "The task of the files: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, xnli, "
@@ -35,9 +36,11 @@ flags.DEFINE_string(
     "task is refused.")
 flags.DEFINE_string("xnli_language", None,
                     "XNLI: the language to predict (default: the model's).")
-flags.DEFINE_integer("predict_batch_size", 32,
-                     "Rows per call of the model; each batch holds rows of similar length "
-                     "and is padded only to its longest row.")
+# Declared with the other batch sizes (RunOptions); LiteRT's calls take more rows.
+flags_common.define_flags(run_options.RunOptions, ("predict_batch_size",),
+                          defaults={"predict_batch_size": 32}, helps={
+    "predict_batch_size": "Rows per call of the model; each batch holds rows of similar "
+                          "length and is padded only to its longest row."})
 flags.DEFINE_integer("num_threads", None,
                      "CPU threads of the LiteRT interpreter (default: the CPUs this "
                      "process may use).")
@@ -45,7 +48,6 @@ flags_common.define_generic_task_flags()
 flags_common.define_runtime_flags()
 flags.mark_flag_as_required("model")
 flags.mark_flag_as_required("data_dir")
-flags.mark_flag_as_required("output_dir")
 
 
 # Every path this command reads or writes (all local: the LiteRT runtime opens files).

@@ -16,6 +16,7 @@ from absl import flags
 
 from bert.cli import flags_common
 from bert.cli import launch
+from bert.training import run_options
 from bert.cli.demo_pipeline import (QUICKSTART_DATA, QUERIES, QUERY_PROGRAM, read_key_values,
                               run_filtered, run_step, write_corpus)
 from bert.utils import atomic_output
@@ -24,11 +25,15 @@ from bert.utils import paths
 from bert.utils import output_lock
 from bert.utils import errors
 
-flags_common.define_path("output_dir", "out/quickstart", "Where every output of the run goes.",
-                         output="folder")
+flags_common.define_flags(run_options.RunOptions, ("output_dir",),
+                          defaults={"output_dir": "out/quickstart"},
+                          helps={"output_dir": "Where every output of the run goes."})
 flags.DEFINE_integer("vocab_size", 4000, "Size of the WordPiece vocabulary to learn.")
 flags.DEFINE_integer("pretrain_steps", 500, "Pretraining steps.")
-flags.DEFINE_integer("max_seq_length", 64, "Sequence length for pretraining and fine-tuning.")
+# Declared with the model settings (RunOptions); the demo's model is short.
+flags_common.define_flags(run_options.RunOptions, ("max_seq_length",),
+                          defaults={"max_seq_length": 64}, helps={
+    "max_seq_length": "Sequence length for pretraining and fine-tuning."})
 flags.DEFINE_float("finetune_epochs", 6.0, "Fine-tuning epochs on bert/cli/quickstart_data.")
 flags_common.define_runtime_flags()
 FLAGS = flags.FLAGS

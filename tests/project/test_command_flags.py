@@ -104,10 +104,6 @@ def test_no_setting_has_its_default_written_twice():
 # hand-defined flag of any other field's name is that field's default written twice.
 SAME_NAME_OTHER_SETTING = {
     ("export_encoder.py", "export_dir"): "where the converted checkpoint goes, no training run's export",
-    ("predict_litert.py", "output_dir"): "the TensorFlow-free predictor's folder of predictions",
-    ("predict_litert.py", "predict_batch_size"): "rows per LiteRT call (32), not a training run's 8",
-    ("quickstart.py", "max_seq_length"): "the demo's one length for all its steps (64)",
-    ("quickstart.py", "output_dir"): "the demo's folder for all its steps",
     ("quickstart.py", "vocab_size"): "the demo vocabulary's size, not a field of its options",
 }
 
