@@ -46,8 +46,8 @@ def main(_):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
     for flag in ("vocab_file", "words_file") + (("corpus_file",) if FLAGS.corpus_file else ()):
       input_checks.check_input_file(FLAGS[flag].value, flag)
-    from bert.pretraining import pretraining_vocab_extension  # pylint: disable=g-import-not-at-top
-    plan, summary = pretraining_vocab_extension.extend_vocab(
+    from bert import vocab_extension  # pylint: disable=g-import-not-at-top
+    plan, summary = vocab_extension.extend_vocab(
         FLAGS.vocab_file, FLAGS.words_file, FLAGS.output_file,
         do_lower_case=FLAGS.do_lower_case, corpus_file=FLAGS.corpus_file,
         normalize=flags_common.normalize_option(FLAGS.normalize))

@@ -6,7 +6,7 @@ predicted; blank lines are skipped. The checkpoint must hold the
 masked-LM head: run_pretraining.py's output_dir or its pretrained/bert_model.ckpt,
 Google's pretrained release (cls/predictions), or a Hugging Face BertForMaskedLM /
 BertForPreTraining folder. Each [MASK] is one WordPiece; each prediction is also shown
-as the whole word it makes with the pieces around it (bert/extraction/extraction_masks.py
+as the whole word it makes with the pieces around it (bert/extraction/extraction_fill_mask.py
 gives the output's format)."""
 
 from absl import flags
@@ -41,11 +41,11 @@ def main(_):
     input_checks.check_input_file(FLAGS.input_file, "input_file")
     input_checks.check_input_file(FLAGS.vocab_file, "vocab_file")
     # Deferred: TensorFlow loads here, so --help stays fast.
-    from bert.extraction import extraction_masks  # pylint: disable=g-import-not-at-top
-    settings = extraction_masks.Settings(top_k=FLAGS.top_k, max_masks=FLAGS.max_masks,
+    from bert.extraction import extraction_fill_mask  # pylint: disable=g-import-not-at-top
+    settings = extraction_fill_mask.Settings(top_k=FLAGS.top_k, max_masks=FLAGS.max_masks,
                                          max_seq_length=FLAGS.max_seq_length,
                                          batch_size=FLAGS.batch_size)
-    count = extraction_masks.fill_mask_file(
+    count = extraction_fill_mask.fill_mask_file(
         FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, FLAGS.do_lower_case,
         FLAGS.bert_config_file, FLAGS.init_checkpoint, settings,
         normalize=flags_common.normalize_option(FLAGS.normalize))

@@ -15,7 +15,7 @@ import numpy_bert
 from bert import input_pipeline
 from bert import modeling
 from bert import tokenization
-from bert.extraction import extraction_masks
+from bert.extraction import extraction_fill_mask
 from bert.formats import checkpoint_files
 from bert.formats import hugging_face
 from bert.training import export_loading
@@ -140,18 +140,18 @@ def test_the_command_equals_numpy_on_googles_names(run, tmp_path):
   assert got[2]["tokens"] == ["the", "dog", "[MASK]", "[UNK]", "in", "the", "house", "."]
   # The filled line holds each mask's top-1, pieces joined into words.
   first = got[0]
-  assert first["filled"] == extraction_masks.join_pieces(
+  assert first["filled"] == extraction_fill_mask.join_pieces(
       [first["masks"][0]["predictions"][0]["token"] if t == "[MASK]" else t
        for t in first["tokens"]])
 
 
 def test_the_training_folder_and_the_hugging_face_export_give_the_same_numbers(run,
                                                                               tmp_path):
-  settings = extraction_masks.Settings(top_k=6, max_seq_length=SEQ)
+  settings = extraction_fill_mask.Settings(top_k=6, max_seq_length=SEQ)
   texts = [line for line in LINES if line]
 
   def fill(config, vocab, checkpoint):
-    return extraction_masks.MaskFiller(str(config), str(vocab), str(checkpoint), True,
+    return extraction_fill_mask.MaskFiller(str(config), str(vocab), str(checkpoint), True,
                                        settings).fill(texts)
 
   google = fill(run / "bert_config.json", run / "vocab.txt",
@@ -173,9 +173,9 @@ def test_a_checkpoint_without_the_masked_lm_head_is_refused(run, tmp_path):
   prefix = str(tmp_path / "encoder" / "bert_model.ckpt")
   os.makedirs(os.path.dirname(prefix))
   checkpoint_files.save_google_checkpoint(encoder, prefix)
-  filler = extraction_masks.MaskFiller(str(run / "bert_config.json"),
+  filler = extraction_fill_mask.MaskFiller(str(run / "bert_config.json"),
                                        str(run / "vocab.txt"), prefix, True,
-                                       extraction_masks.Settings(max_seq_length=SEQ))
+                                       extraction_fill_mask.Settings(max_seq_length=SEQ))
   with pytest.raises(errors.UserError) as error:
     filler.fill(["the [MASK] sat ."])
   assert str(error.value).startswith(
@@ -189,10 +189,10 @@ def test_texts_that_cannot_be_filled_are_refused_naming_the_line(run, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(errors.UserError) as error:
-      extraction_masks.fill_mask_file(
+      extraction_fill_mask.fill_mask_file(
           str(source), str(tmp_path / "out.jsonl"), str(run / "vocab.txt"), True,
           str(run / "bert_config.json"), str(run / "out"),
-          extraction_masks.Settings(max_seq_length=SEQ, **settings))
+          extraction_fill_mask.Settings(max_seq_length=SEQ, **settings))
     assert not (tmp_path / "out.jsonl").exists()
     return str(error.value)
 
@@ -214,7 +214,7 @@ def test_texts_that_cannot_be_filled_are_refused_naming_the_line(run, tmp_path):
 def test_the_shared_minilm_has_no_masked_lm_head(tmp_path):
   shared_path("models", "uncased_L-6_H-384_A-12", "bert_model.ckpt.index")
   prefix = os.path.join(MINILM_DIR, "bert_model.ckpt")
-  filler = extraction_masks.MaskFiller(os.path.join(MINILM_DIR, "bert_config.json"),
+  filler = extraction_fill_mask.MaskFiller(os.path.join(MINILM_DIR, "bert_config.json"),
                                        os.path.join(MINILM_DIR, "vocab.txt"), prefix)
   with pytest.raises(errors.UserError, match=r"it holds no masked-LM head \(cls/predictions"):
     filler.fill(["paris is the [MASK] of france ."])
@@ -222,17 +222,17 @@ def test_the_shared_minilm_has_no_masked_lm_head(tmp_path):
 
 def test_whole_words_join_the_pieces_around_a_prediction():
   tokens = ["the", "dog", "walk", "##ed", "in", "play", "##ing", "##s"]
-  assert extraction_masks.whole_word(tokens, 3) == "walked"
-  assert extraction_masks.whole_word(tokens, 2) == "walked"
-  assert extraction_masks.whole_word(tokens, 6) == "playings"
-  assert extraction_masks.whole_word(tokens, 0) == "the"
-  assert extraction_masks.whole_word(["##s", "dog"], 0) == "s"
-  assert extraction_masks.join_pieces(tokens) == "the dog walked in playings"
+  assert extraction_fill_mask.whole_word(tokens, 3) == "walked"
+  assert extraction_fill_mask.whole_word(tokens, 2) == "walked"
+  assert extraction_fill_mask.whole_word(tokens, 6) == "playings"
+  assert extraction_fill_mask.whole_word(tokens, 0) == "the"
+  assert extraction_fill_mask.whole_word(["##s", "dog"], 0) == "s"
+  assert extraction_fill_mask.join_pieces(tokens) == "the dog walked in playings"
   # A mask written after a space: its "##" piece starts no word and joins none.
-  assert extraction_masks.whole_word(tokens, 3, apart={3}) == "##ed"
-  assert extraction_masks.whole_word(tokens, 2, apart={3}) == "walk"
-  assert extraction_masks.join_pieces(tokens, apart={3}) == "the dog walk ##ed in playings"
+  assert extraction_fill_mask.whole_word(tokens, 3, apart={3}) == "##ed"
+  assert extraction_fill_mask.whole_word(tokens, 2, apart={3}) == "walk"
+  assert extraction_fill_mask.join_pieces(tokens, apart={3}) == "the dog walk ##ed in playings"
   text = "the dog walk [MASK] in play[MASK][MASK] . [MASK]"
   masked = ["the", "dog", "walk", "[MASK]", "in", "play", "[MASK]", "[MASK]", ".", "[MASK]"]
-  assert extraction_masks.glued_masks(masked, text) == {3, 9}
-  assert extraction_masks.glued_masks(["[MASK]", "sat"], "[MASK]sat") == {0}
+  assert extraction_fill_mask.glued_masks(masked, text) == {3, 9}
+  assert extraction_fill_mask.glued_masks(["[MASK]", "sat"], "[MASK]sat") == {0}

@@ -1,4 +1,4 @@
-"""extend_vocab.py's work (bert/pretraining/pretraining_vocab_extension.py): the new
+"""extend_vocab.py's work (bert/vocab_extension.py): the new
 vocabulary differs from the old one only in the replaced [unusedN] lines, byte for byte;
 each new word is one piece through FullTokenizer and the in-graph FastTokenizer alike;
 words the tokenizer would split are refused with the reason, and case and accents are
@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import tokenization
-from bert.pretraining import pretraining_vocab_extension as extension
+from bert import vocab_extension as extension
 from bert.utils import errors
 from conftest import shared_path
 
