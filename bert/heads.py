@@ -247,6 +247,37 @@ def build_pretraining_model(config, use_next_sentence=True, causal=False, packed
   return model, encoder
 
 
+def is_packed(model):
+  """True for a model built for packed rows (its encoder's position_ids/sequence_ids)."""
+  return modeling.find_encoder(model).packed
+
+
+def rebuild_for_rows(model, packed):
+  """`model` built again, in float32, for packed rows or for one sequence a row.
+
+  The two forms hold the same weights under the same Google names, but their Keras object
+  graphs differ (the packed encoder has two more inputs), so an object checkpoint of one
+  restores only into a model of the same form. Takes an encoder (modeling.BertModel) or a
+  build_pretraining_model model; returns None for any other model (a fine-tuning head's,
+  which has no packed form).
+  """
+  encoder = modeling.find_encoder(model)
+  if packed and encoder.causal:  # a left-to-right model has no packed form
+    return None
+  if model is encoder:
+    return modeling.BertModel(encoder.config, causal=encoder.causal,
+                              pooled_only=encoder.pooled_only, packed=packed,
+                              name=encoder.name, dtype="float32")
+  names = {layer.name for layer in model.layers
+           if not isinstance(layer, keras.layers.InputLayer)}
+  if "cls_predictions" not in names or not names <= {
+      encoder.name, "pooler", "tied_embeddings", "cls_predictions", "cls_seq_relationship"}:
+    return None
+  return build_pretraining_model(
+      encoder.config, use_next_sentence="cls_seq_relationship" in names,
+      causal=encoder.causal, packed=packed, dtype="float32")[0]
+
+
 def _sparse_cross_entropy(labels, logits):
   """-log softmax(logits)[label], float32 [...]: the original's masked-LM loss as the
   original writes it, -sum(one_hot(label) * log_softmax(logits)). Equal to

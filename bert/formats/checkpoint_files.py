@@ -306,8 +306,9 @@ def assign_by_name(model, tensors, source, strict_encoder=True):
 
 
 def log_report(report):
-  logging.info("Loaded %d variables from %s (%s)", len(report["loaded"]), report["path"],
-               report["format"])
+  rows = f", a run on {report['rows']}" if report.get("rows") else ""
+  logging.info("Loaded %d variables from %s (%s%s)", len(report["loaded"]), report["path"],
+               report["format"], rows)
   for name in report["loaded"]:
     logging.debug("  init from checkpoint: %s", name)
   if report["missing"]:

@@ -16,6 +16,7 @@ from absl import logging
 import tensorflow as tf
 
 from bert.formats import hugging_face
+from bert import heads
 from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import loop
@@ -212,29 +213,85 @@ def _describe_mismatch(saved, model):
 def _restore_ours(model, prefix, head_info=None):
   """Restores our TF2 checkpoint into `model`: the whole model when its signature matches
   (and, when both record it, its head means the same: head_info), else the BERT encoder
-  alone (heads differ between tasks)."""
+  alone (heads differ between tasks). A run on packed rows loads into a model of one
+  sequence a row, and the reverse (_restore_any_rows)."""
   names = modeling.google_variable_map(model) if _has_encoder(model) else {}
   other_head = _head_mismatch(head_info_of(prefix), head_info)
   if other_head:
     logging.warning("%s holds %s: loading its BERT encoder only", prefix, other_head)
   if _signature_of(prefix) == model_signature(model) and not other_head:
-    _restore_objects(prefix, {"model": model}, f"{prefix}: the checkpoint's model")
+    rows = _restore_any_rows(prefix, "model", model, f"{prefix}: the checkpoint's model")
     return {"format": None, "path": prefix, "loaded": sorted(names), "missing": [],
-            "unused": [], "global_step": _step_of(prefix), "whole_model": True}
+            "unused": [], "global_step": _step_of(prefix), "whole_model": True,
+            "rows": rows}
   if not _has_encoder(model):
     raise errors.UserError(
         f"{prefix}: this checkpoint holds another model than this one; "
         "it cannot initialise it")
   encoder = modeling.find_encoder(model)
-  _restore_objects(prefix, {"encoder": encoder},
-                   f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
-                       "it holds no BERT encoder (a model without one?)"))
+  rows = _restore_any_rows(prefix, "encoder", encoder,
+                           f"{prefix}: the checkpoint's BERT encoder", missing_hint=(
+                               "it holds no BERT encoder (a model without one?)"))
   encoder_names = sorted(encoder.google_variables())
   saved = saved_signature(prefix) or {}
   return {"format": None, "path": prefix, "loaded": encoder_names,
           "missing": sorted(set(names) - set(encoder_names)),
           "unused": sorted(set(saved) - set(encoder_names)),
-          "global_step": _step_of(prefix), "whole_model": False}
+          "global_step": _step_of(prefix), "whole_model": False, "rows": rows}
+
+
+PACKED_ROWS, ONE_SEQUENCE_ROWS = "packed rows", "one sequence a row"
+
+
+def rows_of(model):
+  """The record layout `model` was built for: PACKED_ROWS or ONE_SEQUENCE_ROWS."""
+  return PACKED_ROWS if heads.is_packed(model) else ONE_SEQUENCE_ROWS
+
+
+def _fits_other_rows(prefix, key, target):
+  """A twin of `target` for the other rows whose object `key` restores from prefix, or
+  None (no such twin, or the checkpoint fits neither)."""
+  if not _has_encoder(target):
+    return None
+  twin = heads.rebuild_for_rows(target, packed=not heads.is_packed(target))
+  if twin is None:
+    return None
+  try:
+    _restore_objects(prefix, {key: twin}, prefix)
+  except errors.UserError:
+    return None
+  return twin
+
+
+def _restore_any_rows(prefix, key, target, what, missing_hint=None):
+  """Restores the checkpoint's object `key` into `target` and returns the rows the
+  checkpoint's model was built for (PACKED_ROWS or ONE_SEQUENCE_ROWS).
+
+  A model built for packed rows and one built for one sequence a row hold the same
+  weights under the same names, but their object graphs differ, so a checkpoint of the
+  other form is restored into a twin of that form (heads.rebuild_for_rows) and its
+  weights copied by their Google names: pretraining on packed rows, then fine-tuning,
+  fill_mask or pretraining on the original's rows, or the reverse, starts from every
+  weight the run trained.
+  """
+  try:
+    _restore_objects(prefix, {key: target}, what, missing_hint)
+    return rows_of(target)
+  except errors.UserError:
+    twin = _fits_other_rows(prefix, key, target)
+    if twin is None:
+      raise
+  _copy_by_name(twin, target)
+  logging.info("%s: a run on %s; its weights are loaded by name into this model for %s",
+               prefix, rows_of(twin), rows_of(target))
+  return rows_of(twin)
+
+
+def _copy_by_name(source, target):
+  """Assigns every weight of `target` from the weight of `source` of the same Google name."""
+  sources = modeling.google_variable_map(source)
+  for name, variable in modeling.google_variable_map(target).items():
+    variable.assign(sources[name])
 
 
 def _has_encoder(model):
@@ -371,13 +428,33 @@ class RunCheckpoint:
                if k not in ("model_signature", "head_info")}
     if not whole_state:
       objects = {"model": self.model, "step": self.step}
+    what = f"--output_dir={self.output_dir}: its checkpoint {paths.basename(prefix)}"
     with checkpoint_files.reading(prefix):
       try:
-        _restore_objects(prefix, objects, f"--output_dir={self.output_dir}: its "
-                         f"checkpoint {paths.basename(prefix)}")
+        # The model alone first: its object graph says which rows it was built for (with
+        # the optimizer, which tracks the same variables, a run of the other rows would
+        # restore without a word).
+        _restore_objects(prefix, {"model": self.model}, what)
+      except ValueError as exc:
+        twin = _fits_other_rows(prefix, "model", self.model)
+        if twin is None:
+          raise errors.UserError(f"{exc}; use a new --output_dir, or delete the old "
+                                 "checkpoints") from None
+        if whole_state:  # the optimizer's slots and the data's order go with the rows
+          raise errors.UserError(
+              f"--output_dir={self.output_dir} holds a run on {rows_of(twin)} "
+              f"({paths.basename(prefix)}), but this run reads {rows_of(self.model)}: it "
+              "cannot resume in the same folder; use a new --output_dir and pass "
+              f"--init_checkpoint={self.output_dir} to start from its weights") from None
+        _copy_by_name(twin, self.model)
+        logging.info("%s: a run on %s, evaluated as a model for %s (the same weights)",
+                     prefix, rows_of(twin), rows_of(self.model))
+        objects = {"step": self.step}
+      try:
+        _restore_objects(prefix, objects, what)
       except ValueError as exc:
         raise errors.UserError(f"{exc}; use a new --output_dir, or delete the old "
-                                     "checkpoints") from None
+                               "checkpoints") from None
     logging.info("%s %s at step %d", "Resumed from" if whole_state else "Restored",
                  prefix, int(self.step.numpy()))
     self.last_saved = prefix
