@@ -2,7 +2,9 @@
 `[unusedN]` entry, in order, as the original README advises, and every other line stays
 byte for byte, so the vocabulary keeps its size and ids and a checkpoint made for it
 loads unchanged (the new words' rows of the embedding table are the unused entries'
-rows, which fine-tuning then trains).
+rows, which fine-tuning then trains). Given leave to append (`append=True`, when
+extend_vocab.py grows a checkpoint with the vocabulary: bert/adaptation), the words past
+the last [unusedN] entry are added at the end, with new ids.
 
 A word is checked against the tokenizer's own rules before it is written: WordPiece
 only ever sees what BasicTokenizer leaves of the text, so a word that it splits
@@ -30,9 +32,10 @@ UNUSED_RE = re.compile(r"^\[unused\d+\]$")
 class Plan:
   """What extending a vocabulary does.
 
-  added: [(word, vocab line number (1-based), the [unusedN] entry it replaces)];
-  skipped: [(words_file line, word, reason)]; notes: [str] (words written as the
-  tokenizer reads them); slots: how many [unusedN] entries the vocabulary has.
+  added: [(word, vocab line number (1-based), the [unusedN] entry it replaces, or None
+  for a word appended at the end)]; skipped: [(words_file line, word, reason)]; notes:
+  [str] (words written as the tokenizer reads them); slots: how many [unusedN] entries
+  the vocabulary has; output: the new vocab.txt's bytes.
   """
   added: list
   skipped: list
@@ -92,11 +95,13 @@ def check_word(word, basic):
   return token, None, note
 
 
-def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
+def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None,
+                   append=False):
   """Reads the vocabulary and the word list and decides every line; writes nothing.
 
   Raises UserError (nothing written) for a word that can never be one piece (the first
-  named, with how many more), and for more new words than [unusedN] entries.
+  named, with how many more), and, unless `append`, for more new words than [unusedN]
+  entries (with `append` those are added at the end, in order).
   """
   data = file_io.read_bytes(vocab_file, "vocab file ",
                             " (pass --vocab_file=<the vocab.txt of your model>)",
@@ -128,7 +133,7 @@ def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
   if problems:
     more = f" (and {len(problems) - 1} more such words)" if len(problems) > 1 else ""
     raise errors.UserError(f"{problems[0]}{more}; remove it from --words_file")
-  if len(words) > len(slots):
+  if len(words) > len(slots) and not append:
     raise errors.UserError(
         f"--words_file={words_file}: {len(words)} new words, but --vocab_file={vocab_file} "
         f"has only {len(slots)} [unusedN] entries to put them in; give at most "
@@ -143,7 +148,12 @@ def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
       new += b"\r"
     out[index] = new
     added.append((word, index + 1, _token(old, index)))
-  output = b"\n".join(out) + (b"\n" if data.endswith(b"\n") else b"")
+  end = b"\r" if lines and lines[-1].endswith(b"\r") else b""  # the file's line ends
+  for word in words[len(slots):]:
+    out.append(word.encode("utf-8") + end)
+    added.append((word, len(out), None))
+  output = b"\n".join(out) + (b"\n" if data.endswith(b"\n") or len(out) > len(lines)
+                              else b"")
   return Plan(added, skipped, notes, len(slots), output)
 
 
@@ -186,25 +196,39 @@ def corpus_report(corpus_file, old_vocab, new_vocab, new_words, do_lower_case=Tr
           "pieces_per_word_after": round(after / total, 4), "words_changed": changed}
 
 
-def extend_vocab(vocab_file, words_file, output_file, do_lower_case=True,
-                 corpus_file=None, normalize=None):
-  """Writes output_file (atomically): vocab_file with the words of words_file in place of
-  its [unusedN] entries, in order; every other line byte for byte. Returns a summary
-  dict (added, skipped, notes, unused_left, and with corpus_file its corpus_report)."""
-  plan = plan_extension(vocab_file, words_file, do_lower_case, normalize)
+def summarize(plan, vocab_file, corpus_file=None, do_lower_case=True, normalize=None):
+  """A summary dict of a plan: added, skipped, unused_left, and with corpus_file its
+  corpus_report."""
+  appended = sum(unused is None for _, _, unused in plan.added)
   summary = {"added": len(plan.added), "skipped": len(plan.skipped),
-             "unused_left": plan.slots - len(plan.added)}
+             "unused_left": plan.slots - (len(plan.added) - appended)}
   if corpus_file:
     old_vocab = tokenization.load_vocab(vocab_file)
     new_vocab = collections.OrderedDict(old_vocab)
     for word, line, unused in plan.added:
-      del new_vocab[unused]
+      if unused is not None:
+        del new_vocab[unused]
       new_vocab[word] = line - 1
     summary["corpus"] = corpus_report(corpus_file, old_vocab, new_vocab,
                                       [w for w, _, _ in plan.added], do_lower_case,
                                       normalize)
+  return summary
+
+
+def write_vocab(plan, output_file, flag="output_file"):
+  """Writes the plan's vocab.txt at output_file, atomically."""
   atomic_output.prepare_output_file(output_file)
-  with errors.disk_full_names(output_file, "output_file"):
+  with errors.disk_full_names(output_file, flag):
     with atomic_output.atomic_open(output_file, "wb") as handle:
       handle.write(plan.output)
+
+
+def extend_vocab(vocab_file, words_file, output_file, do_lower_case=True,
+                 corpus_file=None, normalize=None):
+  """Writes output_file (atomically): vocab_file with the words of words_file in place of
+  its [unusedN] entries, in order; every other line byte for byte. Returns the plan and
+  its summary (summarize)."""
+  plan = plan_extension(vocab_file, words_file, do_lower_case, normalize)
+  summary = summarize(plan, vocab_file, corpus_file, do_lower_case, normalize)
+  write_vocab(plan, output_file)
   return plan, summary

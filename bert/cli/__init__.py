@@ -10,10 +10,10 @@ module (`python -m bert.cli.run_classifier`) and as the installed console script
 # it is made from it: the root scripts and pyproject.toml's [project.scripts] (bert-<name with
 # dashes>) by tools/maintainers/gen_commands.py (`make commands`; tests/project/test_package.py
 # checks they are current), docs/FLAGS.md by gen_flag_docs.py, `python -m bert`'s list here.
-COMMANDS = ("create_vocab", "extend_vocab", "create_pretraining_data", "run_pretraining",
-            "run_classifier", "run_squad", "squad_evaluate", "run_ner", "run_tagger",
-            "run_swag", "run_multilabel", "extract_features", "fill_mask", "export_encoder",
-            "predict_litert", "quickstart")
+COMMANDS = ("create_vocab", "extend_vocab", "extend_positions", "create_pretraining_data",
+            "run_pretraining", "run_classifier", "run_squad", "squad_evaluate", "run_ner",
+            "run_tagger", "run_swag", "run_multilabel", "extract_features", "fill_mask",
+            "export_encoder", "predict_litert", "quickstart")
 
 # The commands that run without TensorFlow, in the serving install (`pip install
 # bert-tensorflow2`: NumPy and the LiteRT runtime); every other one needs the training

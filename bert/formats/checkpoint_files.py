@@ -337,6 +337,12 @@ def save_google_checkpoint(model, prefix, global_step=None, extra=None):
     values.update({k: np.asarray(v) for k, v in extra.items()})
   if global_step is not None:
     values["global_step"] = np.asarray(global_step, dtype=np.int64)
+  return write_google_checkpoint(values, prefix)
+
+
+def write_google_checkpoint(values, prefix):
+  """Writes {Google name: np.ndarray} as a Google-layout TF1 checkpoint at `prefix`
+  (atomically, as save_google_checkpoint); each value's bytes as given."""
   bad = [n for n, v in sorted(values.items())
          if v.dtype.kind == "f" and not np.isfinite(v).all()]
   if bad:  # the file every other script loads never holds NaN/inf

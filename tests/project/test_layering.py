@@ -27,6 +27,7 @@ PACKAGE = os.path.join(ROOT, "bert")
 LEVELS = {"bert.utils": 0, "bert": 1, "bert.formats": 2, "bert.training": 3,
           "bert.classifier": 4, "bert.squad": 4, "bert.tagging": 4, "bert.swag": 4,
           "bert.multilabel": 4, "bert.pretraining": 4, "bert.extraction": 4,
+          "bert.adaptation": 4,
           "bert.litert": 5, "bert.cli": 6}
 # Modules that stand on another level than their package's.
 MODULE_LEVELS = {"bert.__main__": 7}

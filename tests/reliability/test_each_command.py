@@ -27,7 +27,7 @@ from conftest import ROOT
 
 CATALOGUE = catalogue.Catalogue(default_scripts={
     "run_classifier.py", "run_pretraining.py", "run_squad.py", "fill_mask.py",
-    "extend_vocab.py"})
+    "extend_vocab.py", "extend_positions.py"})
 case = CATALOGUE.case
 
 
@@ -499,6 +499,102 @@ def cjk_word(ws):
   out = ws.path("xv-o3.txt")
   return dict(argv=extend_vocab_args(ws, words, out),
               expect=[f"{words}:1: '東京' cannot be one piece", "CJK ideograph"], absent=[out])
+
+
+def _growth_args(ws, out, *extra, checkpoint=None, config=None, vocab=None):
+  """extend_vocab.py --init_checkpoint's model flags, with the tiny Google checkpoint."""
+  return [f"--init_checkpoint={checkpoint or ws.path('grow-tiny', 'bert_model.ckpt')}",
+          f"--bert_config_file={config or ws.config}", f"--vocab_file={vocab or ws.vocab}",
+          f"--output_dir={out}", *extra]
+
+
+@case("extend_vocab.py", default=True)
+def growth_flag_without_a_checkpoint(ws):
+  words = ws.write("xv-words4.txt", "bitcoin\n")
+  out = ws.path("xv-o4.txt")
+  return dict(argv=extend_vocab_args(ws, words, out, "--new_rows=random"),
+              expect=["--new_rows acts with --init_checkpoint"], absent=[out])
+
+
+@case("extend_vocab.py", default=True)
+def output_file_with_a_checkpoint(ws):
+  words = ws.write("xv-words5.txt", "bitcoin\n")
+  out, folder = ws.path("xv-o5.txt"), ws.path("xv-o5")
+  return dict(argv=[*_growth_args(ws, folder), f"--words_file={words}",
+                    f"--output_file={out}"],
+              setup=[google_checkpoint(ws, "grow-tiny")],
+              expect=[f"--output_file={out} with --init_checkpoint", "--output_dir"],
+              absent=[out, folder])
+
+
+@case("extend_vocab.py", default=True)
+def vocabulary_and_checkpoint_of_different_sizes(ws):
+  vocab = ws.write("xv-vocab6.txt", "".join(ws.vocab_lines[:-3]))
+  words = ws.write("xv-words6.txt", "bitcoin\n")
+  out = ws.path("xv-o6")
+  return dict(argv=[*_growth_args(ws, out, vocab=vocab), f"--words_file={words}"],
+              setup=[google_checkpoint(ws, "grow-tiny")],
+              expect=[f"--vocab_file={vocab}: 1997 tokens", "vocab_size=2000"], absent=[out])
+
+
+@case("extend_vocab.py", default=True)
+def grown_model_over_its_checkpoint(ws):
+  words = ws.write("xv-words7.txt", "bitcoin\n")
+  folder = ws.path("grow-tiny7")
+  return dict(argv=[*_growth_args(ws, folder, checkpoint=ws.path(
+      "grow-tiny7", "bert_model.ckpt")), f"--words_file={words}"],
+              setup=[google_checkpoint(ws, "grow-tiny7")],
+              expect=[f"--output_dir={folder} holds --init_checkpoint", "a new folder"],
+              absent=[ws.path("grow-tiny7", "vocab.txt"),
+                      ws.path("grow-tiny7", "bert_config.json")])
+
+
+# ---- extend_positions.py
+
+
+def _positions_args(ws, out, *extra, checkpoint=None, config=None):
+  return [f"--init_checkpoint={checkpoint or ws.path('pos-tiny', 'bert_model.ckpt')}",
+          f"--bert_config_file={config or ws.config}", f"--output_dir={out}", *extra]
+
+
+@case("extend_positions.py", default=True)
+def length_not_above_the_model(ws):
+  out = ws.path("xp-o1")
+  length = TINY_CONFIG["max_position_embeddings"]
+  return dict(argv=_positions_args(ws, out, f"--max_position_embeddings={length}"),
+              setup=[google_checkpoint(ws, "pos-tiny")],
+              expect=[f"--max_position_embeddings={length} is not more than the model's "
+                      f"{length} positions"], absent=[out])
+
+
+@case("extend_positions.py", default=True)
+def checkpoint_of_another_size(ws):
+  out = ws.path("xp-o2")
+  return dict(argv=_positions_args(ws, out, "--max_position_embeddings=128",
+                                   config=ws.other_config),
+              setup=[google_checkpoint(ws, "pos-tiny")],
+              expect=["--init_checkpoint=", "--bert_config_file makes it", "[64, 48]"],
+              absent=[out])
+
+
+@case("extend_positions.py", default=True)
+def positions_over_the_checkpoint(ws):
+  folder = ws.path("pos-tiny3")
+  return dict(argv=_positions_args(ws, folder, "--max_position_embeddings=128",
+                                   checkpoint=ws.path("pos-tiny3", "bert_model.ckpt")),
+              setup=[google_checkpoint(ws, "pos-tiny3")],
+              expect=[f"--output_dir={folder} holds --init_checkpoint"],
+              absent=[ws.path("pos-tiny3", "bert_config.json")])
+
+
+@case("extend_positions.py")
+def vocabulary_of_another_size(ws):
+  vocab = ws.write("xp-vocab4.txt", "".join(ws.vocab_lines[:-1]))
+  out = ws.path("xp-o4")
+  return dict(argv=_positions_args(ws, out, "--max_position_embeddings=128",
+                                   f"--vocab_file={vocab}"),
+              setup=[google_checkpoint(ws, "pos-tiny")],
+              expect=[f"--vocab_file={vocab}: 1999 tokens", "vocab_size=2000"], absent=[out])
 
 
 # ---- squad_evaluate.py
