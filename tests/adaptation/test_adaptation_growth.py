@@ -199,3 +199,29 @@ def test_a_checkpoint_and_a_config_of_different_vocabularies_are_refused(tmp_pat
   with pytest.raises(errors.UserError, match=r"holds a vocabulary of 24 rows .* says "
                      r"vocab_size=25"):
     growth.read_weights(other, prefix)
+
+
+def test_a_grown_model_fine_tunes_fills_masks_and_exports_to_hugging_face(tmp_path):
+  from bert.extraction import extraction_fill_mask  # pylint: disable=g-import-not-at-top
+  from bert.training import export_loading  # pylint: disable=g-import-not-at-top
+  _, out, _, _ = _grow_words(tmp_path, ["blockchain", "bitcoin", "miners", "bits", "blocks"])
+  config_path, vocab, prefix = (str(out / "bert_config.json"), str(out / "vocab.txt"),
+                                str(out / "bert_model.ckpt"))
+  config = model_config.load_bert_config(config_path)
+  assert config.vocab_size == 26
+  model, _ = heads.build_classifier_model(config, 2)
+  report = checkpoints.load_checkpoint(model, prefix)
+  assert report["missing"] == ["output_bias", "output_weights"]
+  filler = extraction_fill_mask.MaskFiller(config_path, vocab, prefix, True,
+                                          extraction_fill_mask.Settings(top_k=26, max_seq_length=16))
+  (result,) = filler.fill(["the [MASK] sat on the bitcoin"])
+  assert result["tokens"] == ["the", "[MASK]", "sat", "on", "the", "bitcoin"]
+  assert {p["token"] for p in result["masks"][0]["predictions"]} >= {"bits", "blocks"}
+  hf_dir = tmp_path / "hf"
+  hugging_face.export(str(hf_dir), export_loading.source(config, prefix, vocab, True))
+  assert json.loads((hf_dir / "config.json").read_text())["vocab_size"] == 26
+  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
+  weights = load_file(str(hf_dir / "model.safetensors"))
+  table = _tensors(prefix)[growth.WORD_EMBEDDINGS]
+  np.testing.assert_array_equal(
+      weights[next(k for k in weights if k.endswith("word_embeddings.weight"))], table)
