@@ -362,6 +362,38 @@ def test_fill_mask_and_extend_vocab_on_urls_equal_local(inputs, tmp_path):
   assert _read(f"{tmp}/vocab-ram/vocab.txt").split(b"\n")[1:3] == [b"talked", b"cats"]
 
 
+# Slow: two more commands on both filesystems (make test-slow).
+@pytest.mark.slow
+def test_grown_models_on_urls_equal_local(inputs, tmp_path):
+  tmp = str(tmp_path)
+  pretrained = {"google_checkpoint": f"{inputs}/grow/bert_model.ckpt",
+                "bert_config": f"{inputs}/model/bert_config.json", "head": "pretraining"}
+  longer = ["--init_checkpoint={IN}/grow/bert_model.ckpt", *MODEL,
+            "--max_position_embeddings=80", "--output_dir={OUT}"]
+  results = _harness("extend_positions.py", _pair("long", inputs, tmp, longer, [pretrained]),
+                     tmp)
+  for case_id in results:
+    _ok(results, case_id)
+  _same_trees(tmp, "long", ["bert_config.json", "vocab.txt", "bert_model.ckpt.index",
+                            "bert_model.ckpt.data-00000-of-00001"])
+  assert json.loads(_read(f"{tmp}/long-ram/bert_config.json"))[
+      "max_position_embeddings"] == 80
+
+  grown = ["--vocab_file={IN}/unused/vocab.txt", "--words_file={IN}/unused/words.txt",
+           "--init_checkpoint={IN}/grow-unused/bert_model.ckpt",
+           "--bert_config_file={IN}/unused/bert_config.json", "--output_dir={OUT}",
+           "--corpus_file={IN}/corpus/a.txt"]
+  _write(f"{inputs}/unused/bert_config.json",
+         json.dumps(tiny_config_dict(len(WORDS) + 2, num_hidden_layers=2)))
+  setup = {"google_checkpoint": f"{inputs}/grow-unused/bert_model.ckpt",
+           "bert_config": f"{inputs}/unused/bert_config.json", "head": "pretraining"}
+  results = _harness("extend_vocab.py", _pair("grown", inputs, tmp, grown, [setup]), tmp)
+  for case_id in results:
+    _ok(results, case_id)
+  _same_trees(tmp, "grown", ["vocab.txt", "bert_config.json", "bert_model.ckpt.index",
+                             "bert_model.ckpt.data-00000-of-00001"])
+
+
 # The path flags each test above puts on ram:// (command -> flags), held to the flags
 # docs/FLAGS.md lists by the coverage test below.
 COVERED = {
@@ -386,7 +418,9 @@ COVERED = {
                          "init_checkpoint"},
     "fill_mask": {"input_file", "output_file", "vocab_file", "bert_config_file",
                   "init_checkpoint"},
-    "extend_vocab": {"vocab_file", "words_file", "corpus_file", "output_file"},
+    "extend_vocab": {"vocab_file", "words_file", "corpus_file", "output_file",
+                     "init_checkpoint", "bert_config_file", "output_dir"},
+    "extend_positions": {"init_checkpoint", "bert_config_file", "vocab_file", "output_dir"},
     "export_encoder": {"vocab_file", "bert_config_file", "init_checkpoint", "export_dir"},
     "squad_evaluate": {"out-file", "na-prob-file"},
     # Refused in one line (tests/reliability/test_litert_folders_and_flag_pairs.py's
