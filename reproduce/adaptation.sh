@@ -97,7 +97,7 @@ positions() {
   step pos_records_512 "$dir/train-512.tfrecord" -- "$PYTHON" "$REPO/create_pretraining_data.py" \
     --input_file="$dir/data/train.txt" --output_file="$dir/train-512.tfrecord" \
     --vocab_file="$dir/vocab.txt" --do_lower_case=false --max_seq_length=512 \
-    --dynamic_masking --dupe_factor=1 --random_seed=12345
+    --max_predictions_per_seq=77 --dynamic_masking --dupe_factor=1 --random_seed=12345
   for seq in 512 1024; do
     step "pos_heldout_$seq" "$dir/heldout-$seq.tfrecord" -- "$PYTHON" \
       "$REPO/create_pretraining_data.py" --input_file="$dir/data/heldout.txt" \
@@ -232,7 +232,7 @@ ner() {
     --output_dir="$dir/tapt" --bert_config_file="$MINILM/bert_config.json" \
     --init_checkpoint="$MINILM/bert_model.ckpt" --vocab_file="$MINILM/vocab.txt" \
     --do_train --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
-    --do_whole_word_mask --num_train_steps="${TAPT_STEPS:-600}" --num_warmup_steps=60 \
+    --do_whole_word_mask --num_train_steps="${TAPT_STEPS:-300}" --num_warmup_steps="$(( ${TAPT_STEPS:-300} / 10 ))" \
     --learning_rate=1e-4 --save_checkpoints_steps=200 --log_every_steps=50 --no_nsp
   cp "$MINILM/vocab.txt" "$dir/tapt/pretrained/vocab.txt"
   local start
@@ -244,7 +244,7 @@ ner() {
         "$REPO/run_ner.py" --data_dir="$SHARED/conll2003" --vocab_file="$MINILM/vocab.txt" \
         --bert_config_file="$MINILM/bert_config.json" --init_checkpoint="$init" \
         --do_train --do_eval --max_seq_length=64 --train_batch_size=32 \
-        --num_train_steps="${NER_STEPS:-400}" --learning_rate=1e-4 --seed="$seed" \
+        --num_train_steps="${NER_STEPS:-300}" --learning_rate=1e-4 --seed="$seed" \
         --eval_batch_size=64 --output_dir="$dir/$start-seed$seed"
     done
   done
