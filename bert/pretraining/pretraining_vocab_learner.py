@@ -314,9 +314,9 @@ def learn(word_counts, vocab_size, reserved_tokens, upper_thresh=int(1e7), lower
   arguments, the same token list.
 
   word_counts: {word: count} or (word, count) pairs; counts are positive integers.
-  Refused with ValueError (tensorflow-text would learn from them, differently from the
-  rest): a count below 1, a threshold search that would go below 1 (lower_thresh or, with
-  it None, the lowest count, below 1), an empty joiner, and a word that starts with the
+  Refused with ValueError (tensorflow-text would learn from them by rules these arrays do
+  not hold): a count below 1, an upper_thresh that starts the threshold search below 1
+  (every substring would be a token), an empty joiner, and a word that starts with the
   joiner (its pieces would be spelled like another word's ##pieces). max_input_tokens
   None is no maximum, as tensorflow-text's docstring says (its code fails on it).
   """
@@ -327,7 +327,7 @@ def learn(word_counts, vocab_size, reserved_tokens, upper_thresh=int(1e7), lower
   if min(counts) < 1:
     raise ValueError(f"word counts must be at least 1, got {min(counts)}")
   upper, lower = _search_thresholds(counts, upper_thresh, lower_thresh)
-  if lower < 1 or (upper + lower) // 2 < 1:
+  if (upper + lower) // 2 < 1:  # lower is 1 or more: the search then stays there
     raise ValueError(f"the threshold search must stay at 1 or more (lower {lower}, upper "
                      f"{upper})")
   if include_joiner_token and not joiner:
