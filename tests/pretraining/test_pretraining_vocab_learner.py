@@ -229,7 +229,7 @@ def test_what_it_refuses_instead_of_learning_otherwise():
   with pytest.raises(ValueError, match="counts must be at least 1, got 0"):
     learn({"a": 0, "b": 2}, 10, [])
   with pytest.raises(ValueError, match="threshold search must stay at 1 or more"):
-    learn({"a": 3}, 10, [], upper_thresh=-5)
+    learn({"a": 3}, 10, [], upper_thresh=-30)
   with pytest.raises(ValueError, match=r"the word '##a' starts with the joiner '##'"):
     learn({"##a": 3, "b": 4}, 10, [])
   with pytest.raises(ValueError, match="joiner must not be empty"):
