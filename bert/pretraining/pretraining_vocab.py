@@ -236,12 +236,16 @@ class WordCounter:
   def __enter__(self):
     return self
 
-  def __exit__(self, *exc_info):
-    self.close()
+  def __exit__(self, exc_type, *_):
+    self.close(wait=exc_type is None)
 
-  def close(self):
+  def close(self, wait=True):
+    """Ends the workers: once they exit by themselves (wait), or at once."""
     if self._pool is not None:
-      self._pool.terminate()
+      if wait:
+        self._pool.close()
+      else:
+        self._pool.terminate()
       self._pool.join()
       self._pool = None
 
