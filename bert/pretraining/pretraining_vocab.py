@@ -81,11 +81,11 @@ class LearnOptions:
   learner: str = settings.setting(
       "tensorflow_text",
       "How the vocabulary is learned. tensorflow_text: tensorflow-text's WordPiece learner "
-      "(the tokens its learn() gives, token for token, computed on arrays: seconds where "
-      "its own takes minutes); --max_token_length, --lower_thresh, --upper_thresh, "
-      "--num_iterations, --max_input_tokens and --slack_ratio are its settings. tokenizers: "
-      "Hugging Face tokenizers' WordPiece trainer (BPE merges, written as ## pieces; "
-      "the optional package tokenizers), for corpora of GBs.",
+      "(the tokens its learn() gives, token for token, computed on arrays, many times "
+      "sooner); --max_token_length, --lower_thresh, --upper_thresh, --num_iterations, "
+      "--max_input_tokens and --slack_ratio are its settings. tokenizers: Hugging Face "
+      "tokenizers' WordPiece trainer (BPE merges, written as ## pieces; the package "
+      "tokenizers, which the training install holds), for corpora of GBs.",
       choices=LEARNERS)
   # In this process as a library; the command's default is one worker per CPU.
   num_workers: int = settings.setting(
