@@ -85,8 +85,14 @@ def _input_words(pairs, reserved_tokens, max_token_length, max_unique_chars,
   # The alphabet: the max_unique_chars characters of the highest counts (ties in
   # character order), each character counted with its word's count.
   code_points, inverse = np.unique(words.chars, return_inverse=True)
-  char_counts = np.zeros(len(code_points), dtype=np.int64)
-  np.add.at(char_counts, inverse, words.counts[_word_of_position(words)])
+  inverse = inverse.reshape(-1)
+  weights = words.counts[_word_of_position(words)]
+  if int(words.counts.sum()) * max(1, int(words.lengths.max(initial=1))) < _EXACT_SUM:
+    char_counts = np.bincount(inverse, weights=weights,
+                              minlength=len(code_points)).astype(np.int64)
+  else:
+    char_counts = np.zeros(len(code_points), dtype=np.int64)
+    np.add.at(char_counts, inverse, weights)
   ranked = np.lexsort((code_points, -char_counts))
   allowed = np.zeros(len(code_points), dtype=bool)
   allowed[ranked[:max(0, min(len(code_points), max_unique_chars))]] = True
@@ -98,7 +104,19 @@ def _input_words(pairs, reserved_tokens, max_token_length, max_unique_chars,
   order = order[banned_per_word[order] == 0]
   if max_input_tokens is not None and max_input_tokens != -1:
     order = order[:max(0, max_input_tokens)]
-  return _as_words([words.strings[i] for i in order], words.counts[order])
+  return _select(words, order)
+
+
+def _select(words, order):
+  """The words `order` names, in that order, as _Words (no text encoded again)."""
+  lengths = words.lengths[order]
+  starts = np.zeros(len(order), dtype=np.int64)
+  np.cumsum(lengths[:-1], out=starts[1:])
+  # Each selected word's characters: its old start plus 0, 1, ... its length - 1.
+  shift = np.repeat(words.starts[order] - starts, lengths)
+  chars = words.chars[np.arange(int(lengths.sum()), dtype=np.int64) + shift]
+  return _Words([words.strings[i] for i in order], words.counts[order], lengths, starts,
+                chars)
 
 
 class _SuffixTable:
@@ -106,9 +124,11 @@ class _SuffixTable:
   the substrings starting there that could ever be a token, longest first.
 
   Node ids: 0..C-1 are the single characters (C: the alphabet of the words), then the
-  longer suffixes, shortest first. A token id is 2 * node + joined, joined being 1 for a
-  piece that does not start its word (it carries the joiner) where include_joiner_token
-  (without it, a piece is its bare substring wherever it starts: joined is always 0).
+  longer suffixes, shortest first. A token is a node's text with or without the joiner
+  (joined for a piece that does not start its word, where include_joiner_token; without
+  it a piece is its bare substring wherever it starts). Only the tokens any vocabulary can
+  hold get an id (0..num_tokens-1): the suffixes as they occur (a word whole, bare; a
+  suffix after the word's first character, joined) and the characters bare and joined.
   """
 
   def __init__(self, words, include_joiner_token):
@@ -120,7 +140,7 @@ class _SuffixTable:
     offset = np.arange(num_positions, dtype=np.int64) - words.starts[word_of]
     remaining = words.lengths[word_of] - offset  # length of the suffix starting here
     self.char_points, char_ids = np.unique(words.chars, return_inverse=True)
-    char_ids = char_ids.astype(np.int64)
+    char_ids = char_ids.astype(np.int64).reshape(-1)
     num_chars = len(self.char_points)
     # The trie of suffixes: suffix(p) = chars[p] + suffix(p + 1), interned length by
     # length. keys[i] = child node * C + character, sorted, for node keys_node[i].
@@ -138,83 +158,93 @@ class _SuffixTable:
         continue
       combined = node[here + 1] * num_chars + char_ids[here]
       unique, inverse = np.unique(combined, return_inverse=True)
-      node[here] = next_id + inverse
+      node[here] = next_id + inverse.reshape(-1)
       keys.append(unique)
       key_nodes.append(np.arange(next_id, next_id + len(unique), dtype=np.int64))
       node_length.append(np.full(len(unique), length, dtype=np.int64))
       next_id += len(unique)
     self.num_chars = num_chars
-    self.num_nodes = next_id
-    self.node = node                       # [P] the suffix starting at each position
     self.node_length = np.concatenate(node_length)
     self._keys = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
     self._key_nodes = np.concatenate(key_nodes) if key_nodes else np.zeros(0, np.int64)
-    self.joined = (offset > 0) if include_joiner_token else np.zeros(num_positions, bool)
-    self.suffix_token = 2 * node + self.joined      # [P] the token of each suffix
     # A node's text: one position whose suffix it is (its word from there), or its
     # character for a character that ends no word.
     self.text_position = np.full(next_id, -1, dtype=np.int64)
     self.text_position[node] = np.arange(num_positions, dtype=np.int64)
-    # Tokens that any vocabulary may hold: the suffixes, and the characters bare and
-    # (with the joiner) joined, which every vocabulary holds.
-    self.always = np.zeros(2 * next_id, dtype=bool)
-    self.always[2 * np.arange(num_chars)] = True
+    # The token ids: key = 2 * node + joined, numbered where a vocabulary can hold it.
+    joined = (offset > 0) if include_joiner_token else np.zeros(num_positions, bool)
+    always_key = 2 * np.arange(num_chars, dtype=np.int64)
     if include_joiner_token:
-      self.always[2 * np.arange(num_chars) + 1] = True
-    possible = self.always.copy()
-    possible[self.suffix_token] = True
-    self._build_candidates(char_ids, offset, possible)
+      always_key = np.concatenate([always_key, always_key + 1])
+    possible = np.zeros(2 * next_id, dtype=bool)
+    possible[always_key] = True
+    possible[2 * node + joined] = True
+    self.key_of_token = np.flatnonzero(possible)
+    self.num_tokens = len(self.key_of_token)
+    self._token_of_key = np.full(2 * next_id, -1, dtype=np.int64)
+    self._token_of_key[self.key_of_token] = np.arange(self.num_tokens, dtype=np.int64)
+    self.suffix_token = self._token_of_key[2 * node + joined]  # [P]
+    self.always = np.zeros(self.num_tokens, dtype=bool)  # every vocabulary holds these
+    self.always[self._token_of_key[always_key]] = True
+    self.bare_chars = self._token_of_key[2 * np.arange(num_chars, dtype=np.int64)]
+    self._build_candidates(char_ids, offset)
 
   def lookup(self, child, char_ids):
     """The nodes of char + child's text (-1 where no word has that suffix)."""
+    if not len(self._keys):
+      return np.full(len(child), -1, dtype=np.int64)
     combined = child * self.num_chars + char_ids
-    where = np.searchsorted(self._keys, combined)
-    where_ok = np.minimum(where, max(len(self._keys) - 1, 0))
-    found = (where < len(self._keys)) & (self._keys[where_ok] == combined) if len(
-        self._keys) else np.zeros(len(combined), dtype=bool)
-    return np.where(found, self._key_nodes[where_ok] if len(self._keys) else -1, -1)
+    where = np.minimum(np.searchsorted(self._keys, combined), len(self._keys) - 1)
+    return np.where(self._keys[where] == combined, self._key_nodes[where], -1)
 
-  def _build_candidates(self, char_ids, offset, possible):
-    """For every position, the substrings starting there that are tokens of some
-    vocabulary (as (position, end, token)), sorted by position, longest first.
+  def _build_candidates(self, char_ids, offset):
+    """For every position p, the substrings starting there that are tokens of some
+    vocabulary, longest first: candidate_token and candidate_next (where the next piece
+    starts, -1 at the end of the word) over candidate_offset[p]:candidate_offset[p + 1]
+    (candidate_start: p, for each).
+    The last one of each position is its character, which every vocabulary holds.
 
     A substring is a token only if it is a suffix of some word (or one character), and a
     prefix of a suffix's text is found by walking back from where it ends: the walk from
-    each end stops at the first start whose substring is no word's suffix."""
+    each end stops at the first start whose substring is no word's suffix. Each step of
+    the walk makes substrings one longer, at most one per start."""
     num_positions = len(char_ids)
-    ends = np.arange(num_positions, dtype=np.int64)       # substring [start, end]
-    starts = ends.copy()
+    word_end = self.words.starts[self.word_of] + self.words.lengths[self.word_of]
+    ends = np.arange(num_positions, dtype=np.int64) + 1   # substring [start, end)
+    starts = ends - 1
     nodes = char_ids.copy()
-    found_start, found_end, found_token = [], [], []
+    steps = []
+    per_start = np.zeros(num_positions + 1, dtype=np.int64)
     while starts.size:
       joined = (offset[starts] > 0) if self.include_joiner_token else np.zeros(
           len(starts), dtype=bool)
-      token = 2 * nodes + joined
-      keep = possible[token]
-      found_start.append(starts[keep])
-      found_end.append(ends[keep] + 1)
-      found_token.append(token[keep])
+      token = self._token_of_key[2 * nodes + joined]
+      keep = token >= 0
+      start = starts[keep]
+      steps.append((start, np.where(ends[keep] == word_end[start], -1, ends[keep]),
+                    token[keep]))
+      per_start[start + 1] += 1
       # One character further back, within the same word.
       more = offset[starts] > 0
       starts, ends, nodes = starts[more] - 1, ends[more], nodes[more]
       nodes = self.lookup(nodes, char_ids[starts])
       present = nodes >= 0
       starts, ends, nodes = starts[present], ends[present], nodes[present]
-    start = np.concatenate(found_start)
-    end = np.concatenate(found_end)
-    token = np.concatenate(found_token)
-    order = np.lexsort((-end, start))
-    self.candidate_start = start[order]
-    # Where the next piece starts: the end's position, or -1 at the end of the word.
-    word_end = self.words.starts[self.word_of] + self.words.lengths[self.word_of]
-    next_start = end[order]
-    next_start[next_start == word_end[start[order]]] = -1
-    self.candidate_next = next_start
-    self.candidate_token = token[order]
+    self.candidate_offset = np.cumsum(per_start)
+    fill = self.candidate_offset[:-1].copy()
+    size = int(self.candidate_offset[-1])
+    self.candidate_start = np.repeat(np.arange(num_positions, dtype=np.int64), per_start[1:])
+    self.candidate_token = np.empty(size, dtype=np.int64)
+    self.candidate_next = np.empty(size, dtype=np.int64)
+    for start, next_start, token in reversed(steps):  # the longest first
+      at = fill[start]
+      self.candidate_token[at] = token
+      self.candidate_next[at] = next_start
+      fill[start] += 1
 
   def text(self, token):
     """The token's string, with the joiner where it carries it."""
-    node, joined = divmod(int(token), 2)
+    node, joined = divmod(int(self.key_of_token[token]), 2)
     position = self.text_position[node]
     if position < 0:
       text = chr(self.char_points[node])
@@ -238,7 +268,8 @@ class _SuffixTable:
       node = int(self.lookup(np.array([node]), np.array([char_id]))[0])
       if node < 0:
         return -1
-    return 2 * node + (1 if joined and self.include_joiner_token else 0)
+    return int(self._token_of_key[2 * node + (1 if joined and self.include_joiner_token
+                                              else 0)])
 
 
 class _Learner:
@@ -256,35 +287,38 @@ class _Learner:
     self.first_weights = words.counts[words.lengths > 0]
 
   def _sum(self, tokens, weights):
-    size = 2 * self.table.num_nodes
-    if self._exact:
-      return np.rint(np.bincount(tokens, weights=weights, minlength=size)).astype(np.int64)
-    sums = np.zeros(size, dtype=np.int64)
+    if self._exact:  # whole numbers below 2**53: float64 sums are exact
+      return np.bincount(tokens, weights=weights,
+                         minlength=self.table.num_tokens).astype(np.int64)
+    sums = np.zeros(self.table.num_tokens, dtype=np.int64)
     np.add.at(sums, tokens, weights)
     return sums
 
   def _iteration(self, vocabulary):
     """One later iteration: each word split greedily (longest piece first) by
-    `vocabulary` (bool per token), its count summed on the suffix at each piece start."""
+    `vocabulary` (bool per token), its count summed on the suffix at each piece start.
+    Where each piece would end is found for every position at once (the first candidate
+    of the position that the vocabulary holds); then all words advance together, a piece
+    at a time."""
     table = self.table
     usable = np.flatnonzero(vocabulary[table.candidate_token])
     at = table.candidate_start[usable]
     first = np.ones(len(at), dtype=bool)
-    first[1:] = at[1:] != at[:-1]
-    next_start = np.full(len(table.node), -2, dtype=np.int64)
-    next_start[at[first]] = table.candidate_next[usable[first]]
+    np.not_equal(at[1:], at[:-1], out=first[1:])
+    # Every position's last candidate is a character, which every vocabulary holds.
+    if np.count_nonzero(first) != len(table.candidate_offset) - 1:
+      raise RuntimeError("a word found no piece of the vocabulary")
+    next_start = table.candidate_next[usable[first]]  # one per position, in order
     positions, weights = self.first_positions, self.first_weights
     tokens, sums = [], []
     while positions.size:
       tokens.append(table.suffix_token[positions])
       sums.append(weights)
       positions = next_start[positions]
-      if np.any(positions == -2):  # every character is a token: cannot happen
-        raise RuntimeError("a word found no piece of the vocabulary")
       more = positions >= 0
       positions, weights = positions[more], weights[more]
     if not tokens:
-      return np.zeros(2 * table.num_nodes, dtype=np.int64)
+      return np.zeros(table.num_tokens, dtype=np.int64)
     return self._sum(np.concatenate(tokens), np.concatenate(sums))
 
   def counts(self, thresh):
@@ -346,8 +380,8 @@ def learn(word_counts, vocab_size, reserved_tokens, upper_thresh=int(1e7), lower
   learner = _Learner(table, num_iterations)
   # Tokens whose string is already in the head (a reserved token, or a bare character)
   # add nothing to the list's length.
-  in_head = np.zeros(2 * table.num_nodes, dtype=bool)
-  in_head[2 * np.arange(table.num_chars)] = True
+  in_head = np.zeros(table.num_tokens, dtype=bool)
+  in_head[table.bare_chars] = True
   for token in reserved_tokens:
     bare = table.token_of(token, joined=False)
     if bare >= 0:
