@@ -338,15 +338,23 @@ def learn_with_tokenizers(word_counts, vocab_size, reserved, max_unique_chars):
   list: the reserved tokens first, in order, then what it learned, by id.
 
   Its trainer sees each word as often as it was counted, split at spaces only (the words
-  are BasicTokenizer's, cased or not as counted), and keeps an alphabet of
-  max_unique_chars characters."""
+  are BasicTokenizer's, cased or not as counted). The alphabet is tensorflow-text's
+  learner's: the max_unique_chars most frequent characters, and a word with another
+  character is not learned from (the trainer's own limit breaks ties at random). The
+  trainer numbers the ##characters in the order it meets them, which varies from run to
+  run and breaks ties between merges; they are handed to it in order instead, after the
+  reserved tokens, so that a run learns the same vocabulary every time."""
   tokenizers = import_tokenizers()
+  allowed = pretraining_vocab_learner.alphabet(word_counts, max_unique_chars)
+  kept = collections.Counter({word: count for word, count in word_counts.items()
+                              if allowed.issuperset(word)})
+  continuing = sorted({"##" + c for word in kept for c in word[1:]} - set(reserved))
   tokenizer = tokenizers.Tokenizer(tokenizers.models.WordPiece(unk_token=tokenization.UNK_TOKEN))
   tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
   trainer = tokenizers.trainers.WordPieceTrainer(
-      vocab_size=vocab_size, special_tokens=list(reserved), limit_alphabet=max_unique_chars,
+      vocab_size=vocab_size, special_tokens=list(reserved) + continuing,
       continuing_subword_prefix="##", show_progress=False)
-  tokenizer.train_from_iterator(_repeated_words(word_counts), trainer)
+  tokenizer.train_from_iterator(_repeated_words(kept), trainer)
   by_id = sorted(tokenizer.get_vocab(with_added_tokens=True).items(), key=lambda t: t[1])
   vocab = [token for token, _ in by_id]
   if vocab[:len(reserved)] != list(reserved) or [i for _, i in by_id] != list(

@@ -72,18 +72,10 @@ def _search_thresholds(counts, upper_thresh, lower_thresh):
   return upper, lower
 
 
-def _input_words(pairs, reserved_tokens, max_token_length, max_unique_chars,
-                 max_input_tokens):
-  """tensorflow-text's get_input_words, get_allowed_chars and filter_input_words: the
-  words the learner learns from, most frequent first (ties in input order)."""
-  reserved = set(reserved_tokens)
-  kept = [(word, count) for word, count in pairs
-          if not (len(word) > max_token_length or word in reserved)]
-  if not kept:
-    return _as_words([], [])
-  words = _as_words([w for w, _ in kept], [c for _, c in kept])
-  # The alphabet: the max_unique_chars characters of the highest counts (ties in
-  # character order), each character counted with its word's count.
+def _alphabet(words, max_unique_chars):
+  """(the code points of the words, which of them are in the alphabet, each position's
+  index into them). The alphabet: the max_unique_chars characters of the highest counts
+  (ties in character order), each character counted with its word's count."""
   code_points, inverse = np.unique(words.chars, return_inverse=True)
   inverse = inverse.reshape(-1)
   weights = words.counts[_word_of_position(words)]
@@ -96,6 +88,31 @@ def _input_words(pairs, reserved_tokens, max_token_length, max_unique_chars,
   ranked = np.lexsort((code_points, -char_counts))
   allowed = np.zeros(len(code_points), dtype=bool)
   allowed[ranked[:max(0, min(len(code_points), max_unique_chars))]] = True
+  return code_points, allowed, inverse
+
+
+def alphabet(word_counts, max_unique_chars):
+  """The set of characters tensorflow-text's learner keeps (get_allowed_chars): the
+  max_unique_chars most frequent of {word: count}, ties in character order."""
+  pairs = list(word_counts.items())
+  if not pairs:
+    return set()
+  words = _as_words([w for w, _ in pairs], [c for _, c in pairs])
+  code_points, allowed, _ = _alphabet(words, max_unique_chars)
+  return {chr(c) for c in code_points[allowed]}
+
+
+def _input_words(pairs, reserved_tokens, max_token_length, max_unique_chars,
+                 max_input_tokens):
+  """tensorflow-text's get_input_words, get_allowed_chars and filter_input_words: the
+  words the learner learns from, most frequent first (ties in input order)."""
+  reserved = set(reserved_tokens)
+  kept = [(word, count) for word, count in pairs
+          if not (len(word) > max_token_length or word in reserved)]
+  if not kept:
+    return _as_words([], [])
+  words = _as_words([w for w, _ in kept], [c for _, c in kept])
+  code_points, allowed, inverse = _alphabet(words, max_unique_chars)
   banned_per_word = np.bincount(_word_of_position(words)[~allowed[inverse]],
                                 minlength=len(kept))
   # Most frequent first, ties in input order; then the first max_input_tokens of those
