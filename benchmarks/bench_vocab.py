@@ -11,8 +11,9 @@ create_vocab.py's settings for each: the Korean movie reviews cased (--vocab_siz
 --max_unique_chars=3000), Reuters uncased (--vocab_size=8000).
 
 For each corpus the words are counted as create_vocab.py counts them (BasicTokenizer,
-every 100th line held out), once in this process and once with a worker per CPU (both
-timed; their counts must be equal). Then, in each round, each learner learns from those
+every 100th line held out), once in this process and once with a worker per CPU, started
+whatever the corpus's size (both timed, the workers' start included; their counts must
+be equal). Then, in each round, each learner learns from those
 same counts, one after the other:
   * tensorflow_text_own: tensorflow-text's own learn() (wordpiece_tokenizer_learner_lib,
     pure Python), in the first --own_rounds rounds only (it takes minutes);
@@ -118,7 +119,8 @@ def bench_corpus(name, path, rounds, own_rounds, log=print):
   settings = SETTINGS[name]
   rows = []
   words, held_out, one = _count(path, settings["do_lower_case"], 0)
-  parallel_words, parallel_held_out, parallel = _count(path, settings["do_lower_case"], None)
+  parallel_words, parallel_held_out, parallel = _count(path, settings["do_lower_case"],
+                                                       os.cpu_count() or 1)
   if list(parallel_words.items()) != list(words.items()) or parallel_held_out != held_out:
     raise RuntimeError(f"{name}: the workers counted other words than one process")
   size = os.path.getsize(path)
