@@ -148,6 +148,11 @@ def check_options(options):
   for name, ok, message in checks:
     if not ok:
       raise errors.UserError(f"--{name}={getattr(o, name)}: {message}")
+  reserved = reserved_tokens(o.num_unused)
+  if o.vocab_size <= len(reserved):
+    raise errors.UserError(
+        f"--vocab_size={o.vocab_size}: must exceed the {len(reserved)} reserved tokens "
+        "(lower --num_unused or raise --vocab_size)")
   if o.learner == "tokenizers":
     defaults = LearnOptions()
     for name in TENSORFLOW_TEXT_SETTINGS:
@@ -155,12 +160,7 @@ def check_options(options):
         raise errors.UserError(
             f"--{name}={getattr(o, name)}: a setting of --learner=tensorflow_text; "
             "--learner=tokenizers does not use it")
-    import_tokenizers()
-  reserved = reserved_tokens(o.num_unused)
-  if o.vocab_size <= len(reserved):
-    raise errors.UserError(
-        f"--vocab_size={o.vocab_size}: must exceed the {len(reserved)} reserved tokens "
-        "(lower --num_unused or raise --vocab_size)")
+    import_tokenizers()  # last: every other refusal is the same with or without it
   return reserved
 
 
