@@ -5,10 +5,10 @@ Words are split by this project's BasicTokenizer with the same do_lower_case, so
 tokenizers split text exactly as the learner saw it; the vocabulary is laid out like
 Google's ([PAD], [unused0]..., [UNK], [CLS], [SEP], [MASK], then the learned tokens).
 Two learners: tensorflow-text's WordPiece algorithm (pretraining_vocab_learner: the tokens
-tensorflow-text's own learner gives), and Hugging Face tokenizers' WordPiece trainer (an
-optional package). The words are counted in worker processes that import no TensorFlow
-(nor does this module). Option names are the script's flag names, so an error names the
-flag."""
+tensorflow-text's own learner gives), and Hugging Face tokenizers' WordPiece trainer (the
+tokenizers package, which the training install holds). The words are counted in worker
+processes that import no TensorFlow (nor does this module). Option names are the
+script's flag names, so an error names the flag."""
 
 import collections
 import dataclasses
