@@ -261,7 +261,7 @@ def test_reuters_uncased_and_cased(do_lower_case, vocab_size):
   _assert_same(counts, vocab_size, RESERVED)
 
 
-@pytest.mark.slow  # tensorflow-text's own learner: about 2 CPU-minutes
+@pytest.mark.slow  # tensorflow-text's own learner: 2-6 CPU-minutes
 def test_korean_reviews_cased():
   lines = _corpus_lines(shared_path("korean", "corpus", "nsmc_reviews.txt"), 15_000)
   counts = _counts(lines, False)
