@@ -31,7 +31,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # Every benchmark a doc quotes (tests/project/test_docs.py checks the list against the
 # benchmarks docs/benchmarks.md's table names).
 BENCHMARKS = ["tokenization", "pretraining_data", "pretraining", "classifier", "predict",
-              "peers", "squad", "serving", "memory", "startup", "accelerator"]
+              "peers", "squad", "serving", "memory", "startup", "accelerator", "vocab"]
 
 
 def _format(value):

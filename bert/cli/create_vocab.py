@@ -1,14 +1,16 @@
 """Learns a WordPiece vocab.txt (and a matching bert_config.json) from a text corpus.
 
 The original release never shipped a way to make a vocabulary. This learns one with
-tensorflow-text's learner over words split by this project's BasicTokenizer, so both
-tokenizers split text exactly as the learner saw it, laid out like Google's
+tensorflow-text's WordPiece learner (its tokens, computed sooner), or Hugging Face
+tokenizers' with --learner=tokenizers, over words split by this project's BasicTokenizer,
+so both tokenizers split text exactly as the learner saw it, laid out like Google's
 (bert/pretraining/pretraining_vocab.py). docs/tokenization.md shows the command and what
 it reports."""
 
 from bert.cli import launch
 
-# This module's own imports load TensorFlow: the process is set up for it first.
+# The process is set up before anything loads; the word-counting workers import this
+# module again, and it loads no TensorFlow (a gs:// path loads it when read).
 launch.prepare(__name__)
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
@@ -40,6 +42,9 @@ flags_common.define_flags(pretraining_vocab.LearnOptions, (
     "max_input_chars_per_word", "max_token_length", "max_unique_chars", "lower_thresh",
     "upper_thresh", "num_iterations", "max_input_tokens", "slack_ratio", "holdout_every",
     "log_every_lines"))
+# The command counts with one worker per CPU by default (the library: in its process).
+flags_common.define_flags(pretraining_vocab.LearnOptions, ("learner", "num_workers"),
+                          defaults={"num_workers": None})
 flags_common.define_normalize_flag("before counting words")
 flags_common.define_check_only_flag(
     "case, normalisation, sentence-pair warnings on a sample",

@@ -221,3 +221,82 @@ def test_check_only_names_hangul_under_lower_casing_and_writes_nothing(tmp_path)
   result = _run([f"--input_file={corpus}", f"--output_file={out}", "--check_only",
                  "--do_lower_case=False"])
   assert result.returncode == 0 and re.search(r"\]   no warnings$", result.stderr, re.M)
+
+
+def test_the_command_and_its_counting_workers_load_no_tensorflow(tmp_path):
+  """Two spawned workers count the words (each imports the command's modules again):
+  none of the three processes imports TensorFlow, and the vocabulary is the one a single
+  process learns."""
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=2, documents=30, sentences=10)
+  common = [f"--input_file={corpus}", "--do_lower_case=False", "--vocab_size=400",
+            "--lower_thresh=2", "--output_config_file="]
+  result = subprocess.run(
+      [sys.executable, "-X", "importtime", os.path.join(ROOT, "create_vocab.py"),
+       f"--output_file={tmp_path}/two.txt", "--num_workers=2", *common],
+      capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+      timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+              if line.startswith("import time:")]
+  assert imported.count("bert.pretraining.pretraining_vocab") == 3  # this one and 2 workers
+  assert not [m for m in imported if m.split(".")[0] in ("tensorflow", "tensorflow_text",
+                                                          "keras")]
+  one = _run([f"--output_file={tmp_path}/one.txt", "--num_workers=0", *common])
+  assert one.returncode == 0, one.stderr[-2000:]
+  assert (tmp_path / "two.txt").read_bytes() == (tmp_path / "one.txt").read_bytes()
+  assert json.loads(result.stdout.splitlines()[-1])["words"] == json.loads(
+      one.stdout.splitlines()[-1])["words"]
+
+
+def test_learner_tokenizers_end_to_end(tmp_path):
+  """Hugging Face's trainer: Google's layout, the same summary keys, read alike by
+  FullTokenizer and FastTokenizer."""
+  pytest.importorskip("tokenizers", reason="--learner=tokenizers needs the tokenizers "
+                      "package (requirements.txt pins it)")
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=1, documents=80, sentences=10)
+  out = tmp_path / "ko" / "vocab.txt"
+  result = _run([f"--input_file={corpus}", f"--output_file={out}", "--do_lower_case=False",
+                 "--vocab_size=500", "--holdout_every=20", "--learner=tokenizers"])
+  assert result.returncode == 0, result.stderr[-2000:]
+  summary = json.loads(result.stdout.strip().splitlines()[-1])
+  assert list(summary) == ["learner", "lines", "words", "distinct_words", "vocab_size",
+                           "reserved_tokens", "unk_rate", "pieces_per_word",
+                           "unk_rate_measured_on", "learn_seconds", "total_seconds"]
+  assert summary["learner"] == "tokenizers" and summary["lines"] == 800
+  tokens = list(tokenization.load_vocab(str(out)))
+  assert tokens[:104] == (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
+                          ["[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+  assert summary["vocab_size"] == len(tokens) == 500
+  assert "##를" in tokens and summary["unk_rate"] < 0.001
+  heldout = tmp_path / "heldout.txt"
+  _korean_corpus(heldout, seed=99, documents=5, sentences=10)
+  lines = [l for l in heldout.read_text(encoding="utf-8").splitlines() if l]
+  full = tokenization.FullTokenizer(str(out), do_lower_case=False)
+  fast = fast_tokenization.FastTokenizer(str(out), do_lower_case=False)
+  assert fast.tokenize_batch(lines) == [full.convert_tokens_to_ids(full.tokenize(line))
+                                        for line in lines]
+
+
+def test_learner_tokenizers_without_the_package_is_one_line(tmp_path):
+  """Where tokenizers is not installed (here: its import fails as a missing package's
+  does), the flag is refused before the corpus is read, naming the install."""
+  shadow = tmp_path / "shadow" / "tokenizers"
+  shadow.mkdir(parents=True)
+  (shadow / "__init__.py").write_text(
+      "raise ModuleNotFoundError(\"No module named 'tokenizers'\", name='tokenizers')\n")
+  corpus = tmp_path / "ko.txt"
+  _korean_corpus(corpus, seed=1, documents=2, sentences=3)
+  result = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "create_vocab.py"), f"--input_file={corpus}",
+       f"--output_file={tmp_path}/v/vocab.txt", "--learner=tokenizers"],
+      capture_output=True, text=True, cwd=ROOT, timeout=300,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(tmp_path / "shadow")))
+  assert result.returncode == 2
+  assert _last_line(result) == (
+      "create_vocab.py: error: --learner=tokenizers needs the Hugging Face tokenizers "
+      "package, which is not installed here: pip install tokenizers (or the training "
+      'install, which holds it: pip install "bert-tensorflow2[tensorflow]")')
+  assert "Traceback" not in result.stderr and "counted" not in result.stderr
+  assert sorted(os.listdir(tmp_path)) == ["ko.txt", "shadow"]

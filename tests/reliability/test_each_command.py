@@ -645,6 +645,84 @@ def malformed_config_template(ws):
               expect=[template], absent=[os.path.join(ws.path("cv-o6"), "bert_config.json"), out])
 
 
+# What create_vocab refuses with its default learner it refuses with --learner=tokenizers,
+# in the same line; where the tokenizers package is missing, a refusal found after the
+# flags are checked is the one line naming its install instead (found before any input is
+# read).
+_TOKENIZERS_MISSING = "--learner=tokenizers needs the Hugging Face tokenizers package"
+
+
+def _with_tokenizers(spec, checked_before_the_learner=False):
+  import importlib.util  # pylint: disable=g-import-not-at-top
+  spec["argv"] = spec["argv"] + ["--learner=tokenizers"]
+  if importlib.util.find_spec("tokenizers") is None and not checked_before_the_learner:
+    spec["expect"] = [_TOKENIZERS_MISSING]
+  return spec
+
+
+@case("create_vocab.py")
+def tokenizers_missing_input(ws):
+  path = ws.path("cv-tk-none.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, ws.path("cv-tk1", "vocab.txt")),
+                               expect=[path], absent=[ws.path("cv-tk1")]),
+                          checked_before_the_learner=True)
+
+
+@case("create_vocab.py")
+def tokenizers_empty_input(ws):
+  path = ws.write("cv-tk-empty.txt", "\n\n")
+  out = ws.path("cv-tk2", "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out),
+                               expect=[path, "no words to learn from"], absent=[out]))
+
+
+@case("create_vocab.py")
+def tokenizers_non_utf8_input(ws):
+  path = ws.write("cv-tk-latin.txt", CORPUS.encode() + b"caf\xe9 au lait .\n")
+  out = ws.path("cv-tk3", "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out), expect=[f"{path}:7"],
+                               absent=[out]))
+
+
+@case("create_vocab.py")
+def tokenizers_malformed_config_template(ws):
+  path = ws.write("cv-tk-ok.txt", CORPUS * 5)
+  template = ws.write("cv-tk-template.json", '{"hidden_size": 32,,}')
+  out = ws.path("cv-tk4", "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out,
+                                               f"--bert_config_template={template}"),
+                               expect=[template], absent=[out]))
+
+
+@case("create_vocab.py")
+def tokenizers_output_under_a_file(ws):
+  path = ws.write("cv-tk-ok2.txt", CORPUS * 5)
+  out = os.path.join(ws.blocker, "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out),
+                               expect=[out, "is a file, not a directory"], absent=[out]))
+
+
+@case("create_vocab.py")
+def tokenizers_vocab_size_within_the_reserved(ws):
+  path = ws.write("cv-tk-ok3.txt", CORPUS * 5)
+  out = ws.path("cv-tk6", "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out, "--vocab_size=10"),
+                               line="--vocab_size=10: must exceed the 10 reserved tokens "
+                                    "(lower --num_unused or raise --vocab_size)",
+                               absent=[out]), checked_before_the_learner=True)
+
+
+@case("create_vocab.py")
+def tokenizers_with_a_setting_of_tensorflow_texts_learner(ws):
+  path = ws.write("cv-tk-ok4.txt", CORPUS * 5)
+  out = ws.path("cv-tk7", "vocab.txt")
+  return _with_tokenizers(dict(argv=vocab_args(ws, path, out, "--num_iterations=2"),
+                               line="--num_iterations=2: a setting of "
+                                    "--learner=tensorflow_text; --learner=tokenizers does "
+                                    "not use it", absent=[out]),
+                          checked_before_the_learner=True)
+
+
 # ---- export_encoder.py
 
 
