@@ -58,11 +58,11 @@ def _token(raw, index):
 def _why_split(word):
   """Why BasicTokenizer splits `word`, as a phrase."""
   reasons = []
-  if any(tokenization._is_punctuation(c) for c in word):  # pylint: disable=protected-access
+  if any(tokenization.is_punctuation(c) for c in word):
     reasons.append("it splits punctuation off every word")
-  if any(tokenization._is_chinese_char(ord(c)) for c in word):  # pylint: disable=protected-access
+  if any(tokenization.is_chinese_char(ord(c)) for c in word):
     reasons.append("it makes every CJK ideograph a word of its own")
-  if any(tokenization._is_whitespace(c) for c in word.strip()):  # pylint: disable=protected-access
+  if any(tokenization.is_whitespace(c) for c in word.strip()):
     reasons.append("it splits at whitespace: one word a line")
   return "; ".join(reasons) or "it splits it there"
 

@@ -165,9 +165,9 @@ def glued_masks(tokens, text):
     before = parts[index]
     if before:
       last = before[-1]
-      glued = not (tokenization._is_whitespace(last) or  # pylint: disable=protected-access
-                   tokenization._is_punctuation(last) or  # pylint: disable=protected-access
-                   tokenization._is_chinese_char(ord(last)))  # pylint: disable=protected-access
+      glued = not (tokenization.is_whitespace(last) or
+                   tokenization.is_punctuation(last) or
+                   tokenization.is_chinese_char(ord(last)))
     else:
       glued = index > 0  # right after another [MASK]
     if not glued or position == 0:
