@@ -34,6 +34,8 @@ import tensorflow as tf
 from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import checkpoints
+from bert.training import evaluation
+from bert.training import loop
 from bert.utils import atomic_output
 from bert.utils import errors
 from bert.utils import file_io
@@ -331,3 +333,111 @@ def restore_best(model, output_dir, head_info=None):
         f"--use_best_checkpoint: {kept[0]} holds another model than this run's; use the "
         "--output_dir of this task's run")
   return record.best[0], record
+
+
+# --------------------------------------------------------------------------- periodic evaluation
+
+
+def use_best(options, model, periodic, head_info=None):
+  """--use_best_checkpoint: loads output_dir/best's weights into `model`, says which step
+  and why, and returns that step. head_info: what the run's head means (restore_best)."""
+  best_step, record = restore_best(model, options.output_dir, head_info)
+  logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
+               paths.join(best_dir(options.output_dir), f"ckpt-{best_step}"),
+               record.describe(), _best_uses(options), _best_reason(options))
+  if best_step != periodic.last_step:
+    periodic.last, periodic.last_step = None, None  # those were other weights
+  return best_step
+
+
+class PeriodicEval:
+  """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
+  N, and at the last step (loop.train's after_loop hook), scalars into output_dir/eval at
+  that step; with a Tracker, each evaluation may keep the best
+  checkpoint, and its answer (early stopping) stops the training."""
+
+  def __init__(self, task, model, strategy, options, chief, num_train_steps=0,
+               tracker=None):
+    self.task, self.model, self.strategy = task, model, strategy
+    self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
+    self.num_train_steps, self.tracker = num_train_steps, tracker
+    self.last, self.last_step = None, None
+
+  def due(self, step, previous_step):
+    return bool(self.every) and (step // self.every != previous_step // self.every
+                                 or step == self.num_train_steps)
+
+  def __call__(self, step, previous_step):
+    if not self.due(step, previous_step):
+      return False
+    return self.evaluate_at(step)
+
+  def catch_up(self, step):
+    """A resumed run whose checkpoint is at an evaluation step that its record lacks (a
+    kill after the save, before the evaluation): evaluated now, as the uninterrupted run
+    did at that step."""
+    if (self.tracker is not None and step > 0 and self.due(step, step - 1)
+        and not self.tracker.record.evaluated(step)):
+      self.evaluate_at(step)
+
+  def evaluate_at(self, step):
+    logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
+    self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
+    logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
+                                   if isinstance(v, (int, float))))
+    if self.chief:
+      loop.write_scalars(paths.join(self.output_dir, "eval"),
+                         evaluation.eval_tags(self.last),
+                         step)
+    return self.tracker is not None and self.tracker.evaluated(step, self.last)
+
+
+def uses_best_checkpoint(options):
+  """--use_best_checkpoint, or early stopping (which stops because dev stopped
+  improving: the best, not the newest, is the model)."""
+  return bool(options.use_best_checkpoint or options.early_stopping_patience)
+
+
+def _best_uses(options):
+  uses = [flag for flag, on in (("--do_eval", options.do_eval),
+                                ("--do_predict", options.do_predict),
+                                ("--export_dir", options.export_dir)) if on]
+  return ", ".join(uses)
+
+
+def _best_reason(options):
+  if options.use_best_checkpoint:
+    return "--use_best_checkpoint"
+  return (f"--early_stopping_patience={options.early_stopping_patience} takes the best, "
+          "not the newest")
+
+
+def best_metric(task, options):
+  """The metric that chooses the best checkpoint (--best_metric, else the task's
+  default), checked against what the task's dev evaluation reports; None when it reports
+  no metric (a SQuAD predict file without answers) and nothing asked for one."""
+  names = task.eval_metric_names()
+  metric = options.best_metric or task.default_best_metric()
+  if names is None:
+    return metric
+  if options.best_metric or options.early_stopping_patience or options.use_best_checkpoint:
+    check_metric(metric, names, task.name)
+  elif metric not in selectable(names):
+    logging.info("%s's dev evaluation reports no %s: no best checkpoint is kept",
+                 task.name, metric)
+    return None
+  return metric
+
+
+def best_tracker(options, model, state, chief, metric, head_info=None):
+  """The Tracker of a training run with --eval_every_steps, choosing by `metric`
+  (best_metric); head_info: what the run's head means, saved with the weights."""
+  logging.info("The best checkpoint on dev is chosen by %s (%s is better)%s", metric,
+               "higher" if higher_is_better(metric) else "lower",
+               f"; early stopping after {options.early_stopping_patience} evaluations "
+               "without improvement" if options.early_stopping_patience else "")
+  worker_dir = None
+  if not chief:
+    worker_dir = paths.join(state.write_dir, "best")
+  return Tracker(options.output_dir, model, metric, options.early_stopping_patience,
+                 head_info=head_info, chief=chief, worker_dir=worker_dir)
