@@ -1,7 +1,9 @@
-"""The best checkpoint on dev: kept beside the newest, chosen by one metric, and early
-stopping on it.
+"""The evaluation during training and the best checkpoint on dev: kept beside the newest,
+chosen by one metric, and early stopping on it.
 
-A run with --eval_every_steps keeps, in output_dir/best/, a copy of the weights that
+--eval_every_steps=N evaluates the dev set every N training steps (PeriodicEval, the
+training loop's after_loop hook), its scalars into output_dir/eval. A run with
+--eval_every_steps keeps, in output_dir/best/, a copy of the weights that
 scored best on the dev set (ckpt-<step>, our layout without the optimizer: any command
 that takes --init_checkpoint, export_encoder.py included, reads output_dir/best), and
 best.json, the evaluations so far:
@@ -31,7 +33,6 @@ import math
 from absl import logging
 import tensorflow as tf
 
-from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import checkpoints
 from bert.training import evaluation
@@ -205,19 +206,20 @@ def _saved_best(prefix):
 class Tracker:
   """The best checkpoint of one training run: `evaluated(step, metrics)` after each dev
   evaluation saves the weights when they are the best so far and answers whether
-  early stopping stops the run now.
+  early stopping stops the run now. It saves the run's own objects
+  (checkpoints.RunCheckpoint.weights: the model, its signature, encoder and head), so
+  the best is in the layout of the newest checkpoints, without the optimizer.
 
   output_dir/best is written by the chief only; other workers (a multi-worker run) keep
   the same record in memory and write their share of each save to a temporary folder.
   """
 
-  def __init__(self, output_dir, model, metric, patience=0, head_info=None, chief=True,
-               worker_dir=None):
-    self.output_dir, self.model, self.metric = output_dir, model, metric
+  def __init__(self, output_dir, state, metric, patience=0, chief=True, worker_dir=None):
+    self.output_dir, self.metric = output_dir, metric
+    self.state = state  # the run's checkpoints.RunCheckpoint: its model, signature, head
     self.patience, self.chief = patience, chief
     self.folder = best_dir(output_dir) if chief else worker_dir
     self.record = None
-    self._head_info = head_info
     self._manager = None
     self._best_variable = self._step_variable = None
 
@@ -282,19 +284,12 @@ class Tracker:
 
   def _save(self, step, value):
     if self._manager is None:
-      model = self.model
       self._best_variable = tf.Variable("", trainable=False)
       self._step_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
-      tracked = dict(model=model, step=self._step_variable, best=self._best_variable,
-                     model_signature=tf.Variable(checkpoints.model_signature(model),
-                                                 trainable=False))
-      try:
-        tracked["encoder"] = modeling.find_encoder(model)
-      except ValueError:
-        pass
-      if self._head_info is not None:
-        tracked["head_info"] = tf.Variable(json.dumps(self._head_info, sort_keys=True),
-                                           trainable=False)
+      # The run's own weights objects (the newest checkpoints' layout), with the best's
+      # step and record in place of the loop's state and the optimizer.
+      tracked = dict(self.state.weights(), step=self._step_variable,
+                     best=self._best_variable)
       file_io.makedirs(self.folder)
       self._manager = tf.train.CheckpointManager(
           tf.train.Checkpoint(**tracked), self.folder, max_to_keep=1,
@@ -429,9 +424,9 @@ def best_metric(task, options):
   return metric
 
 
-def best_tracker(options, model, state, chief, metric, head_info=None):
+def best_tracker(options, state, chief, metric):
   """The Tracker of a training run with --eval_every_steps, choosing by `metric`
-  (best_metric); head_info: what the run's head means, saved with the weights."""
+  (best_metric), saving through the run's checkpoints.RunCheckpoint `state`."""
   logging.info("The best checkpoint on dev is chosen by %s (%s is better)%s", metric,
                "higher" if higher_is_better(metric) else "lower",
                f"; early stopping after {options.early_stopping_patience} evaluations "
@@ -439,5 +434,5 @@ def best_tracker(options, model, state, chief, metric, head_info=None):
   worker_dir = None
   if not chief:
     worker_dir = paths.join(state.write_dir, "best")
-  return Tracker(options.output_dir, model, metric, options.early_stopping_patience,
-                 head_info=head_info, chief=chief, worker_dir=worker_dir)
+  return Tracker(options.output_dir, state, metric, options.early_stopping_patience,
+                 chief=chief, worker_dir=worker_dir)

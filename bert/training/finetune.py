@@ -288,8 +288,7 @@ def _run_locked(task, options, config, strategy):
     chief = checkpoints.is_chief(strategy)
     tracker = None
     if metric is not None:
-      tracker = best_checkpoint.best_tracker(options, model, state, chief, metric,
-                                             recorded_head_info(task, options))
+      tracker = best_checkpoint.best_tracker(options, state, chief, metric)
     periodic = best_checkpoint.PeriodicEval(task, model, strategy, options, chief,
                                             num_train_steps, tracker)
     if options.do_train:
