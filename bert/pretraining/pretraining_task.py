@@ -5,7 +5,7 @@ driver, with the paper's ablations (no_nsp, ltr) and no_dropout (the config writ
 beside the pretrained model keeps its own rates, which fine-tuning then uses). Records
 of every create_pretraining_data.py layout are read without a flag: packed rows train a
 model that attends within each sequence (heads.build_pretraining_model(packed=True)),
-and records without masks are masked as they are read (input_pipeline.mask_batch). After
+and records without masks are masked as they are read (masking_graph.mask_batch). After
 training the chief also writes the model in Google's TF1 layout to
 output_dir/pretrained/, which every other script accepts."""
 

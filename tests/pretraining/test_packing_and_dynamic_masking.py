@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert import heads
 from bert import input_pipeline
 from bert import masking
+from bert import masking_graph
 from bert import modeling
 from bert.pretraining import pretraining_generator
 from bert.pretraining import pretraining_packing
@@ -499,10 +500,10 @@ def test_dynamic_masks_are_new_each_epoch_and_the_same_for_a_seed(data):
     n = int(first[0]["masked_lm_weights"][r].sum())
     original[r, first[0]["masked_lm_positions"][r, :n]] = first[0]["masked_lm_ids"][r, :n]
   features["input_ids"] = tf.constant(original)
-  epoch_one = input_pipeline.mask_batch(features, 0, 10, vocabulary, options, 12345 + 7919)
+  epoch_one = masking_graph.mask_batch(features, 0, 10, vocabulary, options, 12345 + 7919)
   np.testing.assert_array_equal(epoch_one["masked_lm_positions"],
                                 first[0]["masked_lm_positions"])
-  epoch_two = input_pipeline.mask_batch(features, 40, 10, vocabulary, options, 12345 + 7919)
+  epoch_two = masking_graph.mask_batch(features, 40, 10, vocabulary, options, 12345 + 7919)
   assert (epoch_two["masked_lm_positions"].numpy() !=
           first[0]["masked_lm_positions"]).any()
 
