@@ -32,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert import heads
+from bert import modeling_config
 from bert import tokenization
 from bert.formats import checkpoint_files
 from bert.training import checkpoints
@@ -70,9 +71,8 @@ def check_settings(settings, vocab_size):
   if settings.top_k > vocab_size:
     raise errors.UserError(f"--top_k={settings.top_k} is more than the vocabulary's "
                            f"{vocab_size} tokens")
-  if settings.max_seq_length < 3:
-    raise errors.UserError(f"--max_seq_length={settings.max_seq_length}: must be at "
-                           "least 3 ([CLS], one [MASK], [SEP])")
+  modeling_config.check_max_seq_length(settings.max_seq_length,
+                                       needs="[CLS], one [MASK], [SEP]")
 
 
 def tokenize_with_masks(tokenizer, text):
@@ -215,7 +215,7 @@ class MaskFiller:
   def __init__(self, bert_config_file, vocab_file, init_checkpoint, do_lower_case=True,
                settings=Settings(), normalize=None):
     config = model_config.load_bert_config(bert_config_file)
-    model_config.check_max_seq_length(settings.max_seq_length, config)
+    modeling_config.check_max_seq_length(settings.max_seq_length, config)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case,
                                                 normalize=normalize)

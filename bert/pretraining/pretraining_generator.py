@@ -16,6 +16,7 @@ import time
 from absl import logging
 
 from bert import masking
+from bert import modeling_config
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_packing
@@ -42,13 +43,11 @@ def _instance_options(vocab, vocab_file, **kwargs):
 # --------------------------------------------------------------------------- driver
 
 # Bounds on sizes: far beyond any sane run, they fail at once instead of after minutes of
-# building tables. 8,192 positions is 16 times BERT's 512-position table (the longest
-# context of BERT-family encoders we know of, ModernBERT's, is 8,192); the rest bound
-# memory or run time by orders of magnitude above the original's settings.
-MAX_SEQ_LENGTH_LIMIT = 8192
-_LIMITS = {"max_seq_length": MAX_SEQ_LENGTH_LIMIT,
-           "max_predictions_per_seq": MAX_SEQ_LENGTH_LIMIT,
-           "max_sequences_per_row": MAX_SEQ_LENGTH_LIMIT,
+# building tables. A sequence's positions are bounded by modeling_config's rule (its
+# max_seq_length, and so the predictions and instances in it); the rest bound memory or
+# run time by orders of magnitude above the original's settings.
+_LIMITS = {"max_predictions_per_seq": modeling_config.MAX_SEQ_LENGTH_BOUND,
+           "max_sequences_per_row": modeling_config.MAX_SEQ_LENGTH_BOUND,
            "dupe_factor": 1000, "documents_per_chunk": 1_000_000,
            "num_workers": 1024, "num_output_shards": 100_000}
 
@@ -94,8 +93,6 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
       (max_sequences_per_row >= 1,
        f"--max_sequences_per_row={max_sequences_per_row}: must be at least 1 (the "
        "instances a packed row may hold)"),
-      (max_seq_length >= 5,
-       f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])"),
       (max_predictions_per_seq >= 1,
        f"--max_predictions_per_seq={max_predictions_per_seq}: must be at least 1"),
       (dupe_factor >= 1, f"--dupe_factor={dupe_factor}: must be at least 1"),
@@ -110,8 +107,9 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
   for ok, message in checks:
     if not ok:
       raise errors.UserError(message)
-  for name, value in [("max_seq_length", max_seq_length),
-                      ("max_predictions_per_seq", max_predictions_per_seq),
+  # An instance is a pair: [CLS] A [SEP] B [SEP].
+  modeling_config.check_max_seq_length(max_seq_length, least=5, needs="[CLS] A [SEP] B [SEP]")
+  for name, value in [("max_predictions_per_seq", max_predictions_per_seq),
                       ("dupe_factor", dupe_factor),
                       ("documents_per_chunk", documents_per_chunk),
                       ("num_workers", num_workers),

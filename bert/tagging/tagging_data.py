@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from bert import modeling_config
 from bert.tagging import tagging_conlleval
 from bert.utils import atomic_output
 from bert.utils import paths
@@ -261,9 +262,7 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
   conlleval's chunk rules); else each tag is looked up in label_list as written.
   Unlabelled examples get IGNORE_LABEL_ID everywhere.
   """
-  if max_seq_length < 3:
-    raise errors.UserError(f"max_seq_length={max_seq_length}: must be at least 3 "
-                                 "([CLS], one WordPiece, [SEP])")
+  modeling_config.check_max_seq_length(max_seq_length)
   if doc_stride < 1:
     raise errors.UserError(f"doc_stride={doc_stride}: must be at least 1")
   label_map = {label: i for i, label in enumerate(label_list)}

@@ -13,6 +13,7 @@ from absl import logging
 
 from bert.formats import litert_metadata
 from bert.formats import serving
+from bert import modeling_config
 from bert import optimization
 from bert import tokenization
 from bert.formats import checkpoint_files
@@ -220,7 +221,7 @@ def run(task, options):
     logging.info("%s", options.speed_choice)
   _check_requested(task, options)
   config = model_config.load_bert_config(options.bert_config_file)
-  model_config.check_max_seq_length(options.max_seq_length, config)
+  modeling_config.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
     check_vocab(options, config)
   # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked

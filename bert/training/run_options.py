@@ -14,6 +14,7 @@ import dataclasses
 import math
 import typing
 
+from bert import modeling_config
 from bert.formats import litert_metadata
 from bert.training import precision
 from bert.utils import errors
@@ -242,9 +243,7 @@ def _check_options(options):
       "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
       "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
       "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
-  if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
-    raise errors.UserError(f"--max_seq_length={options.max_seq_length}: must be between 3 "
-                           f"and {MAX_SEQ_LENGTH_BOUND}")
+  modeling_config.check_max_seq_length(options.max_seq_length)
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
     raise errors.UserError("--max_train_examples/--max_eval_examples: must be >= 0")
   _check_export(options)
@@ -271,9 +270,6 @@ def _check_export(options):
     raise errors.UserError(f"--litert={options.litert}: choose one of "
                            f"{', '.join(litert_metadata.CHOICES)}")
 
-
-# No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
-MAX_SEQ_LENGTH_BOUND = 8192
 
 
 # --------------------------------------------------------------------------- partners

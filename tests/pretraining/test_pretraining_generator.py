@@ -560,7 +560,8 @@ _DEFAULT_OPTIONS = dict(  # create_pretraining_data.py's flag defaults
 @pytest.mark.parametrize("flag,message", [
     ("num_output_shards=0", "--num_output_shards=0: must be at least 1"),
     ("max_seq_length=1000000000",
-     "--max_seq_length=1000000000: more than 8,192, beyond any sane run"),
+     "--max_seq_length=1000000000: must be between 5 and 8192 (no BERT has more "
+     "positions)"),
     ("max_predictions_per_seq=100000",
      "--max_predictions_per_seq=100000: more than 8,192, beyond any sane run"),
     ("dupe_factor=0", "--dupe_factor=0: must be at least 1"),
