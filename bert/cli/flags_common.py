@@ -15,6 +15,7 @@ from absl import logging
 from bert import masking
 from bert.classifier import classifier_examples
 from bert.tagging import tagging_options
+from bert.training import precision
 from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import cpu_choice
@@ -460,16 +461,16 @@ def resolve_speed(values, phase=None, cpu=None):
     reason = "a GPU or a TPU is visible: the table describes CPU runs"
   on_cpu = strategy != "tpu" and not cpu_choice.accelerator_visible()
   override = None
-  if (values.get("dtype") == "auto" and values.get("export_dir")
-      and values.get("litert", "none") != "none"):
-    # An export's LiteRT models convert only from a float32 model; auto must not pick a
-    # precision that fails the export after the training.
-    override = ("float32", f"--export_dir's LiteRT models (--litert={values['litert']}) "
-                "convert only from a float32 model, so --dtype=auto takes float32 "
+  if (values.get("dtype") == cpu_choice.AUTO and values.get("export_dir")
+      and precision.needs_litert_source(values.get("litert"))):
+    # auto must not pick a precision that fails the export after the training.
+    source = precision.LITERT_SOURCE
+    override = (source, f"--export_dir's LiteRT models (--litert={values['litert']}) "
+                f"convert only from a {source} model, so --dtype=auto takes {source} "
                 "(--litert=none leaves it to the table)")
   choice = cpu_choice.choose(
       cpu if cpu is not None else cpu_choice.this_cpu(), phase,
-      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
+      dtype=values.get("dtype", precision.DEFAULT), enable_xla=values.get("enable_xla"),
       table_applies=not reason, not_applies_reason=reason, on_cpu=on_cpu,
       auto_dtype_override=override)
   dtype, line = choice.dtype, choice.line

@@ -136,10 +136,10 @@ class RunOptions:
       "stops if the TPU has a different number of cores.")
   # Resolved before it gets here: never "auto" (flags_common.resolve_speed).
   dtype: str = settings.setting(
-      "float32", "Compute precision; variables stay float32. float16 uses loss scaling. "
+      precision.DEFAULT, "Compute precision; variables stay float32. float16 uses loss scaling. "
       "auto: what docs/cpu.md's table measured fastest for this CPU and phase (float32 or "
       "bfloat16, never float16; float32 on a CPU not in the table); the choice is logged.",
-      choices=("float32", "bfloat16", "float16", "auto"))
+      choices=precision.CHOICES)
   # Unset (None) is resolved by the flags from cpu_choice's table; built directly, off.
   enable_xla: bool = settings.setting(
       None, "Compile the training step with XLA. Unset: what docs/cpu.md's table measured "
@@ -266,9 +266,7 @@ def _check_export(options):
   if options.export_version < 0:
     raise errors.UserError(f"--export_version={options.export_version}: must be >= 0 (0: "
                            "no version folder)")
-  if options.litert not in litert_metadata.CHOICES:
-    raise errors.UserError(f"--litert={options.litert}: choose one of "
-                           f"{', '.join(litert_metadata.CHOICES)}")
+  litert_metadata.precisions_of(options.litert)  # the one check of --litert's value
 
 
 
