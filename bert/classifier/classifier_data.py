@@ -292,6 +292,10 @@ class MnliProcessor(GlueTsvProcessor):
     return sets
 
 
+# The language the original's XNLI processor reads (--xnli_language's default).
+XNLI_LANGUAGE = "zh"
+
+
 class XnliProcessor(DataProcessor):
   """XNLI: train on the machine-translated MultiNLI of one language, dev on XNLI-1.0.
 
@@ -305,7 +309,7 @@ class XnliProcessor(DataProcessor):
 
   num_texts = 2
 
-  def __init__(self, language="zh"):
+  def __init__(self, language=XNLI_LANGUAGE):
     self.language = language
 
   def get_labels(self):
@@ -581,7 +585,7 @@ PROCESSORS = {
 GENERIC_TASKS = ("tsv", "csv")
 
 
-def get_processor(task_name, xnli_language="zh", columns=None):
+def get_processor(task_name, xnli_language=XNLI_LANGUAGE, columns=None):
   """The processor for --task_name; `columns` (a classifier_examples.GenericColumns)
   configure the tsv/csv task."""
   name = (task_name or "").lower()

@@ -21,7 +21,8 @@ from bert.utils import paths
 from bert.utils import errors
 
 
-def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
+def make_processor(task_name, data_dir, xnli_language=classifier_data.XNLI_LANGUAGE,
+                   columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
   classifier_examples.GenericColumns)."""
   processor = classifier_data.get_processor(task_name, xnli_language, columns)

@@ -6,6 +6,7 @@ docs/classifier.md shows the commands and the outputs."""
 
 from absl import flags
 
+from bert.classifier import classifier_data
 from bert.cli import flags_common
 from bert.cli import launch
 from bert.utils import errors
@@ -25,7 +26,8 @@ flags_common.define_finetuning_flags(
 flags.DEFINE_string("task_name", None,
                     "The name of the task to train: cola, sst2, mrpc, stsb, qqp, mnli, qnli, "
                     "rte, wnli, xnli, or tsv/csv for your own files.")
-flags.DEFINE_string("xnli_language", "zh", "XNLI: the language to train and evaluate on.")
+flags.DEFINE_string("xnli_language", classifier_data.XNLI_LANGUAGE,
+                    "XNLI: the language to train and evaluate on.")
 flags.DEFINE_bool(
     "fixed_padding", False,
     "Pad every batch to max_seq_length (static shapes, for TPUs). Default: pad each batch "

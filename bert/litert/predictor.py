@@ -207,7 +207,8 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   task_name = task_name or metadata.get("task_name")
   if not task_name:
     raise UserError(f"--task_name is required: {model.metadata_file()} names no task_name")
-  xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
+  xnli_language = (xnli_language or metadata.get("xnli_language")
+                   or classifier_data.XNLI_LANGUAGE)
   regression = model.head == "regression"
   if task_name.lower() in classifier_data.GENERIC_TASKS:
     columns = columns or classifier_examples.GenericColumns()
