@@ -358,14 +358,15 @@ def classifier_loss(features, outputs, regression=False):
   return per_example, {"accuracy": (tf.reduce_sum(_correct(logits, labels)), count)}
 
 
-def multi_label_loss(features, outputs, threshold=0.5):
+def multi_label_loss(features, outputs, threshold):
   """The multi-label classifier's loss: one sigmoid per label, on build_classifier_model
   (the same head and weights, output_weights [num_labels, H]; only the loss differs).
 
   Args:
     features: label_ids float32 [B, num_labels], 1 where the example has the label.
     outputs: build_classifier_model's logits float32 [B, num_labels].
-    threshold: a label is predicted where its probability is >= threshold.
+    threshold: a label is predicted where its probability is >= threshold (the task's:
+      multilabel_data.THRESHOLD unless --threshold says otherwise).
   Returns:
     per_example_loss float32 [B]: the mean over labels of the sigmoid cross-entropy
     (Hugging Face's BCEWithLogitsLoss per example); metrics {"accuracy": (examples whose

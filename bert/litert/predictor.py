@@ -284,7 +284,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
     probabilities = predict_multilabel(model, examples, batch_size)
     atomic_output.ensure_output_dir(output_dir)
     out = paths.join(output_dir, "test_results.tsv")
-    threshold = float(model.metadata.get("threshold", 0.5))
+    threshold = float(model.metadata.get("threshold", multilabel_data.THRESHOLD))
     multilabel_data.write_results(out, model.labels, probabilities.astype(np.float64),
                                   threshold)
     return [out]
