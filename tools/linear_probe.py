@@ -208,7 +208,7 @@ def main(_):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
     processor = classifier_data.DelimitedFileProcessor(
-        flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS))
+        flags_common.settings_from_flags(classifier_examples.DelimitedFileOptions, FLAGS))
     processor.set_data_dir(data_dir)  # where its labels are read from
     train_examples = processor.get_train_examples(data_dir)
     dev_examples = processor.get_dev_examples(data_dir)

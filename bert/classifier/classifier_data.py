@@ -407,9 +407,9 @@ class DelimitedFileProcessor(GlueTsvProcessor):
   """
 
   def __init__(self, columns=None, extension="tsv"):
-    """columns: a classifier_examples.GenericColumns (default: its defaults); extension:
+    """columns: a classifier_examples.DelimitedFileOptions (default: its defaults); extension:
     tsv or csv, the files' names and, without columns.delimiter, their delimiter."""
-    columns = columns or classifier_examples.GenericColumns()
+    columns = columns or classifier_examples.DelimitedFileOptions()
     self.columns = columns
     self.delimiter = columns.delimiter or ("\t" if extension == "tsv" else ",")
     self.quoting = csv.QUOTE_NONE if self.delimiter == "\t" else csv.QUOTE_MINIMAL
@@ -586,7 +586,7 @@ GENERIC_TASKS = ("tsv", "csv")
 
 
 def get_processor(task_name, xnli_language=XNLI_LANGUAGE, columns=None):
-  """The processor for --task_name; `columns` (a classifier_examples.GenericColumns)
+  """The processor for --task_name; `columns` (a classifier_examples.DelimitedFileOptions)
   configure the tsv/csv task."""
   name = (task_name or "").lower()
   if name in GENERIC_TASKS:

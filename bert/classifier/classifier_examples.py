@@ -158,7 +158,7 @@ class Columns:
 # predict_litert.py's and the tools' are made from its fields) to the reader
 # (classifier_data.DelimitedFileProcessor takes it as it is).
 @dataclasses.dataclass(frozen=True)
-class GenericColumns:
+class DelimitedFileOptions:
   """The columns (0-based numbers or header names), header, delimiter, labels and
   regression of a tsv/csv task.
 

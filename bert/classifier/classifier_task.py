@@ -24,7 +24,7 @@ from bert.utils import errors
 def make_processor(task_name, data_dir, xnli_language=classifier_data.XNLI_LANGUAGE,
                    columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
-  classifier_examples.GenericColumns)."""
+  classifier_examples.DelimitedFileOptions)."""
   processor = classifier_data.get_processor(task_name, xnli_language, columns)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)

@@ -269,10 +269,10 @@ def define_conll_file_flags():
   """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): train_file,
   dev_file, test_file (each defaulting to its usual names in --data_dir), label_scheme
   (the files' IOB scheme) and doc_stride (windows over long sentences), made from
-  tagging_options.TaggingSettings' fields."""
+  tagging_options.TaggingOptions' fields."""
   if not _once("conll_files"):
     return
-  define_flags(tagging_options.TaggingSettings,
+  define_flags(tagging_options.TaggingOptions,
                ("train_file", "dev_file", "test_file", "label_scheme", "doc_stride"))
 
 
@@ -303,11 +303,11 @@ def define_litert_flag():
 def define_delimited_file_flags():
   """The columns of a user's own tab-separated files (run_classifier.py's tsv/csv task,
   tools/linear_probe.py): text_a_column, text_b_column, label_column, has_header,
-  regression, made from classifier_examples.GenericColumns' fields; read them back with
-  settings_from_flags(GenericColumns, ...)."""
+  regression, made from classifier_examples.DelimitedFileOptions' fields; read them back with
+  settings_from_flags(DelimitedFileOptions, ...)."""
   if not _once("delimited_files"):
     return
-  define_flags(classifier_examples.GenericColumns, (
+  define_flags(classifier_examples.DelimitedFileOptions, (
       "text_a_column", "text_b_column", "label_column", "has_header", "regression"))
 
 
@@ -318,7 +318,7 @@ def define_generic_task_flags():
   define_delimited_file_flags()
   if not _once("generic_task"):
     return
-  define_flags(classifier_examples.GenericColumns, (
+  define_flags(classifier_examples.DelimitedFileOptions, (
       "test_text_a_column", "test_text_b_column", "label_list", "delimiter"))
 
 
@@ -380,7 +380,7 @@ def given_or_none(name):
 
 # The flags whose settings field takes their value in another form than absl parses it:
 # --normalize=none is None (the original's tokenizers); --has_header and --regression not
-# given are None (see classifier_examples.GenericColumns).
+# given are None (see classifier_examples.DelimitedFileOptions).
 _FIELD_VALUES = {
     "normalize": lambda flag_values: normalize_option(flag_values.normalize),
     "has_header": has_header_option,

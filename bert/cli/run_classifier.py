@@ -50,7 +50,7 @@ def main(_):
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.classifier import classifier_examples
     from bert.classifier import classifier_task
-    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
+    columns = flags_common.settings_from_flags(classifier_examples.DelimitedFileOptions, FLAGS)
     processor = classifier_task.make_processor(FLAGS.task_name, FLAGS.data_dir,
                                                FLAGS.xnli_language, columns)
     classifier_task.ClassifierTask(options, processor, FLAGS.data_dir,

@@ -211,7 +211,7 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
                    or classifier_data.XNLI_LANGUAGE)
   regression = model.head == "regression"
   if task_name.lower() in classifier_data.GENERIC_TASKS:
-    columns = columns or classifier_examples.GenericColumns()
+    columns = columns or classifier_examples.DelimitedFileOptions()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: {model.named} is "
                       f"{model.describe()}")

@@ -11,7 +11,7 @@ from bert.utils import settings
 
 
 @dataclasses.dataclass(frozen=True)
-class SquadSettings:
+class SquadOptions:
   """SQuAD's own flags (run_squad.py's), with the original's defaults."""
   train_file: Optional[str] = settings.setting(
       None, "SQuAD json for training. E.g., train-v1.1.json", path=True)

@@ -20,7 +20,7 @@ LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
 
 
 @dataclasses.dataclass(frozen=True)
-class TaggingSettings:
+class TaggingOptions:
   """A tagging task's settings (run_tagger's and run_ner's flags).
 
   tag_column: the column holding the tags, counted from 1 (the word); None: the last.
@@ -71,7 +71,7 @@ class TaggingSettings:
 
 
 @dataclasses.dataclass(frozen=True)
-class NerSettings(TaggingSettings):
+class NerOptions(TaggingOptions):
   """run_ner's task settings: the tagging settings with IOB entity tags in the last
   column, plus the entity types and the feature-based mode's."""
   iob: bool = True

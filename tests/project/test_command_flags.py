@@ -48,8 +48,8 @@ def _options_classes():
   from bert.tagging import tagging_options
   from bert.training import run_options
   classes = [run_options.RunOptions, masking.MaskingOptions,
-             classifier_examples.GenericColumns, squad_options.SquadSettings,
-             tagging_options.TaggingSettings, tagging_options.NerSettings,
+             classifier_examples.DelimitedFileOptions, squad_options.SquadOptions,
+             tagging_options.TaggingOptions, tagging_options.NerOptions,
              pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions]
   return {cls.__name__: _declared_flags(cls) for cls in classes}
 
