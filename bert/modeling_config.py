@@ -24,6 +24,8 @@ REQUIRED_CONFIG_KEYS = (
 
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
+# The original's --max_seq_length (run_classifier.py's, create_pretraining_data.py's).
+DEFAULT_MAX_SEQ_LENGTH = 128
 # The shortest sequence a model reads: [CLS], one WordPiece, [SEP].
 MIN_SEQ_LENGTH = 3
 # Bounds on sequence lengths: far beyond any sane run, they fail at once instead of after

@@ -42,6 +42,7 @@ def _options_classes():
   """{class name: its flags' names} of every options class whose fields make flags."""
   from bert import masking  # pylint: disable=g-import-not-at-top
   from bert.classifier import classifier_examples
+  from bert.extraction import extraction_options
   from bert.pretraining import pretraining_generator
   from bert.pretraining import pretraining_vocab
   from bert.squad import squad_options
@@ -50,7 +51,8 @@ def _options_classes():
   classes = [run_options.RunOptions, masking.MaskingOptions,
              classifier_examples.DelimitedFileOptions, squad_options.SquadOptions,
              tagging_options.TaggingOptions, tagging_options.NerOptions,
-             pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions]
+             pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions,
+             extraction_options.ExtractionOptions, extraction_options.FillMaskOptions]
   return {cls.__name__: _declared_flags(cls) for cls in classes}
 
 
@@ -105,6 +107,10 @@ def test_no_setting_has_its_default_written_twice():
 SAME_NAME_OTHER_SETTING = {
     ("export_encoder.py", "export_dir"): "where the converted checkpoint goes, no training run's export",
     ("quickstart.py", "vocab_size"): "the demo vocabulary's size, not a field of its options",
+    ("linear_probe.py", "batch_size"): "the probe's rows per encoder pass (64), not the "
+                                       "extraction commands' batch",
+    ("litert_accuracy.py", "batch_size"): "rows per call of a LiteRT model, as "
+                                          "predict_litert's, not the extraction commands'",
 }
 
 
