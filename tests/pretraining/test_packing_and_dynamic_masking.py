@@ -21,6 +21,7 @@ from bert.pretraining import pretraining_records
 from bert.pretraining import pretraining_task
 from bert.training import run_options
 from bert.utils import errors
+import generator_options
 import tiny
 
 # Words of a made-up language: some whole in the vocabulary, some only as pieces, so
@@ -70,8 +71,9 @@ def data(tmp_path_factory):
                                               max_sequences_per_row=4)}.items():
     out = str(directory / f"{name}.tfrecord")
     summary = pretraining_generator.generate(
-        [corpus], [out], vocab, max_seq_length=64, max_predictions_per_seq=10,
-        dupe_factor=2, random_seed=7, num_workers=0, log=lambda _: None, **flags)
+        [corpus], [out], vocab, *generator_options.options(
+            max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+            num_workers=0, **flags))
     files[name] = (out, summary)
   return {"dir": directory, "vocab": vocab, "vocab_size": vocab_size, "corpus": corpus,
           "files": files}
@@ -178,9 +180,9 @@ def test_packed_records_hold_the_same_instances_and_masks(data):
   # Without a cap the library's default is the command's, which packs.
   default_cap = str(data["dir"] / "default_cap.tfrecord")
   summary = pretraining_generator.generate(
-      [data["corpus"]], [default_cap], data["vocab"], max_seq_length=64,
-      max_predictions_per_seq=10, dupe_factor=2, random_seed=7, num_workers=0,
-      log=lambda _: None, pack_sequences=True)
+      [data["corpus"]], [default_cap], data["vocab"], pretraining_generator.GeneratorOptions(
+          max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+          num_workers=0, pack_sequences=True))
   assert summary["rows_written"] <= packed["rows_written"] < plain["instances_written"]
   assert max(
       int(r["sequence_ids"].max()) for r in _records(default_cap)) <= 8
@@ -227,9 +229,10 @@ _DEFAULT_BYTES = {
 def test_default_bytes_are_unchanged(data, tmp_path, kind):
   out = str(tmp_path / "out.tfrecord")
   pretraining_generator.generate(
-      [data["corpus"]], [out], data["vocab"], max_seq_length=64, max_predictions_per_seq=10,
-      dupe_factor=2, random_seed=7, num_workers=0, log=lambda _: None,
-      do_whole_word_mask=kind == "whole_word")
+      [data["corpus"]], [out], data["vocab"], pretraining_generator.GeneratorOptions(
+          max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+          num_workers=0),
+      masking.MaskingOptions(do_whole_word_mask=kind == "whole_word"))
   with open(out, "rb") as handle:
     assert hashlib.sha256(handle.read()).hexdigest() == _DEFAULT_BYTES[kind]
 
@@ -244,8 +247,8 @@ def test_default_bytes_are_unchanged(data, tmp_path, kind):
 def test_generator_refusals_name_the_flag(data, tmp_path, options, message):
   out = tmp_path / "out.tfrecord"
   with pytest.raises(errors.UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
-    pretraining_generator.generate([data["corpus"]], [str(out)], data["vocab"],
-                                   num_workers=0, log=lambda _: None, **options)
+    generator_options.generate([data["corpus"]], [str(out)], data["vocab"], num_workers=0,
+                               **options)
   assert not os.listdir(tmp_path)  # nothing written
 
 
