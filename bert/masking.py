@@ -19,6 +19,9 @@ from bert import tokenization
 from bert.utils import errors
 from bert.utils import settings
 
+# The original's cap on the masked positions of a sequence (--max_predictions_per_seq).
+MAX_PREDICTIONS_PER_SEQ = 20
+
 
 @dataclasses.dataclass(frozen=True)
 class MaskingOptions:

@@ -264,7 +264,7 @@ class GeneratorOptions:
   the masking rules are masking.MaskingOptions'. generate() takes both objects."""
   max_seq_length: int = settings.setting(128, "Maximum sequence length.")
   max_predictions_per_seq: int = settings.setting(
-      20, "Maximum number of masked LM predictions per sequence.")
+      masking.MAX_PREDICTIONS_PER_SEQ, "Maximum number of masked LM predictions per sequence.")
   random_seed: int = settings.setting(12345, "Random seed for data generation.")
   dupe_factor: int = settings.setting(
       10, "Number of times to duplicate the input data (with different masks).")

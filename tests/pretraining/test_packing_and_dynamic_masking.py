@@ -16,6 +16,7 @@ from bert import masking
 from bert import masking_graph
 from bert import modeling
 from bert.pretraining import pretraining_generator
+from bert.pretraining import pretraining_options
 from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_records
 from bert.pretraining import pretraining_task
@@ -354,15 +355,17 @@ def test_packed_loss_is_per_masked_token_and_per_sequence():
 
 
 def _task(data, name, tmp_path, **options):
-  masking_options = options.pop("masking_options", None)
+  masking_options = options.pop("masking_options", masking.MaskingOptions())
   config = tiny.write_tiny_config(tmp_path / "bert_config.json", data["vocab_size"],
                                   max_position_embeddings=64)
   task = pretraining_task.PretrainingTask(
       run_options.RunOptions(output_dir=str(tmp_path / name), bert_config_file=config,
                              vocab_file=data["vocab"], do_eval=True, max_seq_length=64,
                              eval_batch_size=8, **options),
-      data["files"][name][0], max_predictions_per_seq=10, max_eval_steps=1000,
-      masking_options=masking_options)
+      pretraining_options.PretrainingOptions(data["files"][name][0],
+                                             max_predictions_per_seq=10,
+                                             max_eval_steps=1000),
+      masking_options)
   config = modeling.BertConfig.from_json_file(config)
   task.read_data(config)
   return task, config
@@ -409,13 +412,14 @@ def test_layout_refusals_are_one_line(data, tmp_path):
        "apply to records without masks"),
   ]
   for options, name, predictions, message in cases:
-    masking_options = options.pop("masking_options", None)
+    masking_options = options.pop("masking_options", masking.MaskingOptions())
     run = dict(output_dir=str(tmp_path / "o"), do_eval=True, vocab_file=data["vocab"],
                max_seq_length=64)
     run.update(options)
     task = pretraining_task.PretrainingTask(
-        run_options.RunOptions(**run), data["files"][name][0],
-        max_predictions_per_seq=predictions or 10, masking_options=masking_options)
+        run_options.RunOptions(**run), pretraining_options.PretrainingOptions(
+            data["files"][name][0], max_predictions_per_seq=predictions or 10),
+        masking_options)
     with pytest.raises(errors.UserError) as raised:
       task.read_data(config)
     assert message in str(raised.value) and "\n" not in str(raised.value)

@@ -44,6 +44,7 @@ def _options_classes():
   from bert.classifier import classifier_examples
   from bert.extraction import extraction_options
   from bert.pretraining import pretraining_generator
+  from bert.pretraining import pretraining_options
   from bert.pretraining import pretraining_vocab
   from bert.squad import squad_options
   from bert.tagging import tagging_options
@@ -52,7 +53,8 @@ def _options_classes():
              classifier_examples.DelimitedFileOptions, squad_options.SquadOptions,
              tagging_options.TaggingOptions, tagging_options.NerOptions,
              pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions,
-             extraction_options.ExtractionOptions, extraction_options.FillMaskOptions]
+             extraction_options.ExtractionOptions, extraction_options.FillMaskOptions,
+             pretraining_options.PretrainingOptions]
   return {cls.__name__: _declared_flags(cls) for cls in classes}
 
 
