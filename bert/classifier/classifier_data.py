@@ -16,7 +16,6 @@ from bert.classifier import classifier_examples
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import errors
-from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -419,11 +418,7 @@ class DelimitedFileProcessor(GlueTsvProcessor):
                           text_b=columns.test_text_b_column
                           if columns.test_text_b_column is not None
                           else columns.text_b_column, label=None)
-    labels = columns.label_list
-    # A label given twice or an empty one would give two ids to one class or train a
-    # class no row has.
-    self.labels = input_checks.check_label_list(
-        list(labels), f"--label_list={','.join(map(str, labels))}") if labels else None
+    self.labels = columns.label_list or None  # checked by the options themselves
     self.has_header = columns.has_header
     self.is_regression = bool(columns.regression)
     self.metric = "pearson_spearman" if self.is_regression else "accuracy"

@@ -18,6 +18,7 @@ import numpy as np
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 from bert.utils import settings
 
 UserError = errors.UserError
@@ -187,6 +188,13 @@ class DelimitedFileOptions:
   regression: Optional[bool] = settings.setting(
       None, "tsv/csv task: the label is a number; one output trained with mean squared "
       "error, evaluated with Pearson/Spearman.", flag_form=bool)
+
+  def __post_init__(self):
+    if self.label_list:
+      # A label given twice or an empty one would give two ids to one class or train a
+      # class no row has.
+      object.__setattr__(self, "label_list", input_checks.check_label_list(
+          self.label_list, f"--label_list={','.join(map(str, self.label_list))}"))
 
 
 # --------------------------------------------------------------------------- labels

@@ -65,6 +65,9 @@ class LearnOptions:
   # --normalize is every command's (flags_common.define_normalize_flag).
   normalize: Optional[str] = None  # None or "nfc"
 
+  def __post_init__(self):
+    check_options(self)
+
 
 # BERT-Base's architecture, for a config when no template is given.
 _BERT_BASE = {
