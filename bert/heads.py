@@ -15,6 +15,7 @@ from keras import ops
 import tensorflow as tf
 
 from bert import modeling
+from bert import modeling_config
 
 
 # Added once to the global sum of the masked-LM label weights (the original's 1e-5).
@@ -318,7 +319,8 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
   return per_example, metrics
 
 
-def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1, dtype=None):
+def build_classifier_model(config, num_labels, causal=False,
+                           dropout_rate=modeling_config.HEAD_DROPOUT_RATE, dtype=None):
   """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
 
   Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression). The same
@@ -415,7 +417,8 @@ def squad_loss(features, outputs):
   return (losses[0] + losses[1]) / 2.0, metrics
 
 
-def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1,
+def build_token_classifier_model(config, num_labels, causal=False,
+                                 dropout_rate=modeling_config.HEAD_DROPOUT_RATE,
                                  dtype=None):
   """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
   config = _as_config(config)
@@ -472,7 +475,8 @@ class _UnfoldChoices(keras.layers.Layer):
     return {**super().get_config(), "num_choices": self.num_choices}
 
 
-def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=0.1,
+def build_multiple_choice_model(config, num_choices, causal=False,
+                                dropout_rate=modeling_config.HEAD_DROPOUT_RATE,
                                 dtype=None):
   """SWAG-style multiple choice: one score per (context, ending) pair from [CLS].
 

@@ -292,7 +292,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
 
 
 def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_size,
-                        is_training, input_context=None, seed=12345,
+                        is_training, input_context=None, seed=0,
                         layout=RecordLayout(), masking=None):
   """Batches of pretraining features, each a dict of int32/float32 [batch_size, length].
 
@@ -303,9 +303,10 @@ def pretraining_dataset(files, max_seq_length, max_predictions_per_seq, batch_si
   (the original repeated them to fill its steps, counting records twice). With several
   input pipelines (hosts) each takes every n-th file, or every n-th record when there
   are fewer files.
-  layout: the records' RecordLayout (check_pretraining_files). Records without masks
-  need masking=(masking.Vocabulary, masking.MaskingOptions): each batch is masked as
-  it is read, anew each epoch, by stateless draws from `seed` and the batch's number.
+  seed: the shuffles' and the masks' (a run passes its --seed). layout: the records'
+  RecordLayout (check_pretraining_files). Records without masks need
+  masking=(masking.Vocabulary, masking.MaskingOptions): each batch is masked as it is
+  read, anew each epoch, by stateless draws from `seed` and the batch's number.
   """
   spec = pretraining_feature_spec(max_seq_length, max_predictions_per_seq, layout)
   files = list(files)

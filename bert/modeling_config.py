@@ -24,6 +24,8 @@ REQUIRED_CONFIG_KEYS = (
 
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
+# The original's dropout before a task's output layer (run_classifier.py's keep_prob 0.9).
+HEAD_DROPOUT_RATE = 0.1
 # The original's --max_seq_length (run_classifier.py's, create_pretraining_data.py's).
 DEFAULT_MAX_SEQ_LENGTH = 128
 # The shortest sequence a model reads: [CLS], one WordPiece, [SEP].

@@ -20,6 +20,9 @@ CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
 MASK_TOKEN = "[MASK]"
 
+# The original's default case: uncased models (--do_lower_case's default).
+DO_LOWER_CASE = True
+
 # The Unicode categories the original drops as control characters (tab, newline and
 # carriage return excepted: they are whitespace).
 CONTROL_CATEGORIES = ("Cc", "Cf")
@@ -234,7 +237,7 @@ class FullTokenizer:
   from composed text.
   """
 
-  def __init__(self, vocab_file, do_lower_case=True, normalize=None):
+  def __init__(self, vocab_file, do_lower_case=DO_LOWER_CASE, normalize=None):
     self.vocab_file = vocab_file
     self.vocab = load_vocab(vocab_file)
     if UNK_TOKEN not in self.vocab:
@@ -276,7 +279,7 @@ class BasicTokenizer:
   normalize="nfc" (not in the original; default None) applies NFC to the text first.
   """
 
-  def __init__(self, do_lower_case=True, normalize=None):
+  def __init__(self, do_lower_case=DO_LOWER_CASE, normalize=None):
     self.do_lower_case = do_lower_case
     self.normalize = check_normalize(normalize)
 

@@ -92,7 +92,8 @@ def check_word(word, basic):
   return token, None, note
 
 
-def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
+def plan_extension(vocab_file, words_file, do_lower_case=tokenization.DO_LOWER_CASE,
+                   normalize=None):
   """Reads the vocabulary and the word list and decides every line; writes nothing.
 
   Raises UserError (nothing written) for a word that can never be one piece (the first
@@ -147,7 +148,8 @@ def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None):
   return Plan(added, skipped, notes, len(slots), output)
 
 
-def corpus_report(corpus_file, old_vocab, new_vocab, new_words, do_lower_case=True,
+def corpus_report(corpus_file, old_vocab, new_vocab, new_words,
+                  do_lower_case=tokenization.DO_LOWER_CASE,
                   normalize=None):
   """How the corpus tokenizes before and after: a dict of
 
@@ -186,7 +188,8 @@ def corpus_report(corpus_file, old_vocab, new_vocab, new_words, do_lower_case=Tr
           "pieces_per_word_after": round(after / total, 4), "words_changed": changed}
 
 
-def extend_vocab(vocab_file, words_file, output_file, do_lower_case=True,
+def extend_vocab(vocab_file, words_file, output_file,
+                 do_lower_case=tokenization.DO_LOWER_CASE,
                  corpus_file=None, normalize=None):
   """Writes output_file (atomically): vocab_file with the words of words_file in place of
   its [unusedN] entries, in order; every other line byte for byte. Returns a summary

@@ -127,7 +127,7 @@ def _batch_rows(dataset, batch_size, *, is_training, fixed_padding, seed, window
 
 
 def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                 is_training, fixed_padding=False, seed=12345, window_batches=None,
+                 is_training, fixed_padding=False, seed=0, window_batches=None,
                  pad_to_multiple_of=1, input_context=None):
   """A tf.data pipeline of batches for training, eval or prediction.
 

@@ -196,7 +196,8 @@ class MaskFiller:
   flags; normalize: None or "nfc"; options: an extraction_options.FillMaskOptions.
   """
 
-  def __init__(self, bert_config_file, vocab_file, init_checkpoint, do_lower_case=True,
+  def __init__(self, bert_config_file, vocab_file, init_checkpoint,
+               do_lower_case=tokenization.DO_LOWER_CASE,
                options=extraction_options.FillMaskOptions(), normalize=None):
     config = model_config.load_bert_config(bert_config_file)
     modeling_config.check_max_seq_length(options.max_seq_length, config)

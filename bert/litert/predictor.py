@@ -253,10 +253,11 @@ def predict_multilabel(model, examples, batch_size):
   return model.predict(rows, batch_size, "probabilities")
 
 
-def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=32,
+def predict_files(model_file, data_dir, output_dir, batch_size, task_name=None,
                   num_threads=None, xnli_language=None, columns=None, log=None):
   """Writes the prediction files of --do_predict for data_dir's test file(s) into
-  output_dir with the LiteRT model `model_file`; returns the paths written."""
+  output_dir with the LiteRT model `model_file`, `batch_size` rows a call (the command's
+  --predict_batch_size); returns the paths written."""
   log = log or (lambda *args: None)
   model = load_model(model_file, num_threads)
   check_served(model)

@@ -262,14 +262,15 @@ class GeneratorOptions:
   """The instance settings of create_pretraining_data.py, each its flag of the same name
   (flags_common makes them from these fields: type, default, help), checked when made;
   the masking rules are masking.MaskingOptions'. generate() takes both objects."""
-  max_seq_length: int = settings.setting(128, "Maximum sequence length.")
+  max_seq_length: int = settings.setting(modeling_config.DEFAULT_MAX_SEQ_LENGTH,
+                                         "Maximum sequence length.")
   max_predictions_per_seq: int = settings.setting(
       masking.MAX_PREDICTIONS_PER_SEQ, "Maximum number of masked LM predictions per sequence.")
   random_seed: int = settings.setting(12345, "Random seed for data generation.")
   dupe_factor: int = settings.setting(
       10, "Number of times to duplicate the input data (with different masks).")
   short_seq_prob: float = settings.setting(
-      0.1, "Probability of creating sequences which are shorter than the maximum length.")
+      pretraining_instances.SHORT_SEQ_PROB, "Probability of creating sequences which are shorter than the maximum length.")
   # In this process as a library; the command's default is one worker per CPU.
   num_workers: int = settings.setting(
       0, "Worker processes creating instances (0: in this process). Default: one per CPU. "
@@ -297,7 +298,8 @@ class GeneratorOptions:
 
 
 def generate(input_files, output_files, vocab_file, options=GeneratorOptions(),
-             masking_options=masking.MaskingOptions(), *, do_lower_case=True,
+             masking_options=masking.MaskingOptions(), *,
+             do_lower_case=tokenization.DO_LOWER_CASE,
              normalize=None, split_sentences=None):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 

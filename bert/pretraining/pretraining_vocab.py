@@ -34,7 +34,7 @@ class LearnOptions:
       30522, "Target vocabulary size, reserved tokens included; the learner stays within "
       "--slack_ratio below it. A small corpus may give fewer.")
   do_lower_case: bool = settings.setting(
-      True, "Lower-case and strip accents before learning; must match the --do_lower_case "
+      tokenization.DO_LOWER_CASE, "Lower-case and strip accents before learning; must match the --do_lower_case "
       "the vocabulary is later used with.")
   num_unused: int = settings.setting(
       99, "How many [unusedN] tokens to reserve. The first 99 go between [PAD] and [UNK] "

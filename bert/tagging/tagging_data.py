@@ -254,8 +254,14 @@ def _best_window_per_word(first_piece_offsets, windows):
   return owners
 
 
+# The windows' default stride (--doc_stride), and whether tags are IOB chunks (--iob;
+# run_ner's entities are).
+DOC_STRIDE = 64
+IOB = False
+
+
 def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                 doc_stride=64, iob=False):
+                                 doc_stride=DOC_STRIDE, iob=IOB):
   """TaggedSentence list -> WindowFeature list (one or more windows per sentence).
 
   iob: the tags are IOB chunks, learned as IOB2 (IOB1 and IOB2 gold read alike through

@@ -15,6 +15,7 @@ import math
 import typing
 
 from bert import modeling_config
+from bert import tokenization
 from bert.formats import litert_metadata
 from bert.training import precision
 from bert.utils import errors
@@ -45,7 +46,7 @@ class RunOptions:
       None, "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
       "ours, or a Hugging Face model.safetensors file or directory.", path=True)
   do_lower_case: bool = settings.setting(
-      True, "Whether to lower case the input text. Should be True for uncased models and "
+      tokenization.DO_LOWER_CASE, "Whether to lower case the input text. Should be True for uncased models and "
       "False for cased models.")
   # None (the original) or "nfc"; the flag spells None "none". The help is completed by
   # each command with where it normalises (flags_common.define_normalize_flag).
@@ -55,7 +56,7 @@ class RunOptions:
       "create_vocab.py and create_pretraining_data.py. The original does not normalise.",
       choices=("none", "nfc"), flag_form=lambda value: "none" if value is None else value)
   max_seq_length: int = settings.setting(
-      128, "The maximum total input sequence length after WordPiece tokenization. "
+      modeling_config.DEFAULT_MAX_SEQ_LENGTH, "The maximum total input sequence length after WordPiece tokenization. "
       "Sequences longer than this will be truncated, and sequences shorter than this "
       "will be padded.")
   do_train: bool = settings.setting(False, "Whether to run training.")
@@ -185,7 +186,7 @@ class RunOptions:
       "a run with --eval_every_steps kept in output_dir/best, not the newest (the log says "
       "which step and why); with --do_train, it needs --eval_every_steps.")
   verbose: bool = settings.setting(
-      False, "Show full Python tracebacks and detailed logs on errors.")
+      errors.VERBOSE, "Show full Python tracebacks and detailed logs on errors.")
   # The log line naming the CPU and why dtype/enable_xla are what they are (not a flag).
   speed_choice: str = ""
 
