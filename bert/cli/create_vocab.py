@@ -25,6 +25,10 @@ flags_common.define_runtime_flags()
 flags_common.define_path("input_file", None,
                          "Input raw text file(s): one sentence a line, blank lines between "
                          "documents (comma-separated, globs allowed).")
+flags_common.define_normalize_flag("before counting words")
+flags_common.define_check_only_flag(
+    "case, normalisation, sentence-pair warnings on a sample",
+    "learning or writing anything")
 flags_common.define_path("output_file", None,
                          "Where to write the vocabulary (vocab.txt); required unless --check_only.",
                          output="file")
@@ -40,10 +44,6 @@ flags_common.define_flags(pretraining_vocab.LearnOptions, (
     "max_input_chars_per_word", "max_token_length", "max_unique_chars", "lower_thresh",
     "upper_thresh", "num_iterations", "max_input_tokens", "slack_ratio", "holdout_every",
     "log_every_lines"))
-flags_common.define_normalize_flag("before counting words")
-flags_common.define_check_only_flag(
-    "case, normalisation, sentence-pair warnings on a sample",
-    "learning or writing anything")
 
 FLAGS = flags.FLAGS
 

@@ -16,29 +16,18 @@ from bert.cli import flags_common
 from bert.cli import launch
 from bert.extraction import extraction_options
 from bert.utils import errors
-from bert.utils import input_checks
 
-flags_common.define_model_flags()
-flags_common.define_normalize_flag("before tokenizing")
-flags_common.define_runtime_flags()
-flags_common.define_path("input_file", None,
-                         "Input text: one text a line, with [MASK] where a word should be "
-                         "predicted.")
-flags_common.define_path("output_file", None, "Output JSON-lines file.", output="file")
-flags_common.define_flags(extraction_options.FillMaskOptions,
-                          ("top_k", "max_masks", "batch_size"))
-flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
+flags_common.define_extraction_flags(
+    extraction_options.FillMaskOptions, ("top_k", "max_masks", "batch_size"),
+    "Input text: one text a line, with [MASK] where a word should be predicted.")
 
 FLAGS = flags.FLAGS
 
 
 def main(_):
-  logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
-    options = flags_common.settings_from_flags(extraction_options.FillMaskOptions, FLAGS)
-    input_checks.check_input_file(FLAGS.input_file, "input_file")
-    input_checks.check_input_file(FLAGS.vocab_file, "vocab_file")
+    options = flags_common.extraction_inputs(FLAGS, extraction_options.FillMaskOptions)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.extraction import extraction_fill_mask  # pylint: disable=g-import-not-at-top
     count = extraction_fill_mask.fill_mask_file(

@@ -14,10 +14,7 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags()
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags()
 
 flags_common.define_finetuning_flags(
     data_dir_help="Folder with labels.txt, train.tsv, dev.tsv and test.tsv "

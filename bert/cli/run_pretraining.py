@@ -16,12 +16,9 @@ from bert.pretraining import pretraining_options
 from bert.training import run_options
 from bert.utils import errors
 
-flags_common.define_model_flags(require_vocab=False)
 # The original's pretraining schedule: a fixed number of steps, not epochs.
-flags_common.define_run_flags(do_predict=False, num_train_steps=100000,
-                              num_warmup_steps=10000)
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags(require_vocab=False, do_predict=False,
+                                   num_train_steps=100000, num_warmup_steps=10000)
 
 flags_common.define_path(
     "input_file", None,

@@ -15,10 +15,7 @@ from bert.utils import errors
 FLAGS = flags.FLAGS
 
 # The original's SQuAD default: questions and their documents need longer sequences.
-flags_common.define_model_flags(max_seq_length=squad_options.MAX_SEQ_LENGTH)
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags(max_seq_length=squad_options.MAX_SEQ_LENGTH)
 
 flags_common.define_flags(squad_options.SquadOptions)
 flags_common.define_export_flags(
