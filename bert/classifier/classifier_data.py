@@ -8,6 +8,7 @@ TSV/CSV files are `DelimitedFileProcessor`'s. Examples, the reading of delimited
 and the output files are classifier_examples.py's."""
 
 import csv
+import dataclasses
 import math
 import os
 import re
@@ -15,6 +16,7 @@ import re
 from bert.classifier import classifier_examples
 from bert.utils import file_io
 from bert.utils import paths
+from bert.utils import settings
 from bert.utils import errors
 
 UserError = errors.UserError
@@ -580,15 +582,41 @@ PROCESSORS = {
 GENERIC_TASKS = ("tsv", "csv")
 
 
+def task_key(task_name):
+  """--task_name as PROCESSORS and GENERIC_TASKS name it (lower-cased, as the original); an
+  unknown task is a UserError listing them."""
+  name = (task_name or "").lower()
+  if name not in GENERIC_TASKS and name not in PROCESSORS:
+    raise UserError(f"--task_name={task_name}: unknown task; choose one of "
+                    f"{', '.join(sorted(PROCESSORS) + list(GENERIC_TASKS))}")
+  return name
+
+
 def get_processor(task_name, xnli_language=XNLI_LANGUAGE, columns=None):
   """The processor for --task_name; `columns` (a classifier_examples.DelimitedFileOptions)
   configure the tsv/csv task."""
-  name = (task_name or "").lower()
+  name = task_key(task_name)
   if name in GENERIC_TASKS:
     return DelimitedFileProcessor(columns, extension=name)
-  if name not in PROCESSORS:
-    raise UserError(f"--task_name={task_name}: unknown task; choose one of "
-                    f"{', '.join(sorted(PROCESSORS) + list(GENERIC_TASKS))}")
   if name == "xnli":
     return XnliProcessor(language=xnli_language)
   return PROCESSORS[name]()
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierOptions:
+  """run_classifier.py's task settings, each its flag of the same name (made from these
+  fields), checked when made; the tsv/csv task's columns are DelimitedFileOptions'."""
+  task_name: str = settings.setting(
+      help="The name of the task to train: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, "
+      "wnli, xnli, or tsv/csv for your own files.")
+  xnli_language: str = settings.setting(
+      XNLI_LANGUAGE, "XNLI: the language to train and evaluate on.")
+  fixed_padding: bool = settings.setting(
+      classifier_examples.FIXED_PADDING, "Pad every batch to max_seq_length (static "
+      "shapes, for TPUs). Default: pad each batch only to its longest row (training "
+      "batches rounded up to a multiple of 8 with --enable_xla, which compiles every "
+      "shape).")
+
+  def __post_init__(self):
+    task_key(self.task_name)

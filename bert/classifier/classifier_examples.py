@@ -23,6 +23,10 @@ from bert.utils import settings
 
 UserError = errors.UserError
 
+# Batches are padded to their longest row, not to max_seq_length (--fixed_padding's
+# default; fixed shapes are for TPUs).
+FIXED_PADDING = False
+
 
 # --------------------------------------------------------------------------- examples
 

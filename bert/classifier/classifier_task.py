@@ -32,7 +32,7 @@ def make_processor(task_name, data_dir, xnli_language=classifier_data.XNLI_LANGU
 
 
 def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_size,
-                   fixed_padding=False, what="predict"):
+                   fixed_padding=classifier_examples.FIXED_PADDING, what="predict"):
   """Logits float32 [len(examples), outputs] in example order, with progress logs.
 
   Batches are sorted by length within windows (per-batch padding); each carries
@@ -50,7 +50,8 @@ class ClassifierTask(finetune.Task):
 
   exports = True
 
-  def __init__(self, options, processor, data_dir, fixed_padding=False):
+  def __init__(self, options, processor, data_dir,
+               fixed_padding=classifier_examples.FIXED_PADDING):
     super().__init__(options)
     self.processor, self.data_dir = processor, data_dir
     self.name = type(processor).__name__.replace("Processor", "") or "classifier"
