@@ -259,7 +259,8 @@ class FastTokenizer(tf.Module):
   at most ASCII lower-casing, skip the rest of it (docs/tokenization.md).
   """
 
-  def __init__(self, vocab_file, do_lower_case=True, name=None, normalize=None):
+  def __init__(self, vocab_file, do_lower_case=tokenization.DO_LOWER_CASE, name=None,
+               normalize=None):
     super().__init__(name=name)
     self.vocab_file = vocab_file
     self.do_lower_case = bool(do_lower_case)

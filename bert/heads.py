@@ -15,6 +15,7 @@ from keras import ops
 import tensorflow as tf
 
 from bert import modeling
+from bert import modeling_config
 
 
 # Added once to the global sum of the masked-LM label weights (the original's 1e-5).
@@ -349,7 +350,8 @@ def pretraining_loss(features, outputs, use_next_sentence=True):
   return per_example, metrics
 
 
-def build_classifier_model(config, num_labels, causal=False, dropout_rate=0.1, dtype=None):
+def build_classifier_model(config, num_labels, causal=False,
+                           dropout_rate=modeling_config.HEAD_DROPOUT_RATE, dtype=None):
   """Encoder + dropout + output_weights [num_labels, H] on the pooled output.
 
   Outputs: logits float32 [batch, num_labels] (num_labels=1 for regression). The same
@@ -389,14 +391,15 @@ def classifier_loss(features, outputs, regression=False):
   return per_example, {"accuracy": (tf.reduce_sum(_correct(logits, labels)), count)}
 
 
-def multi_label_loss(features, outputs, threshold=0.5):
+def multi_label_loss(features, outputs, threshold):
   """The multi-label classifier's loss: one sigmoid per label, on build_classifier_model
   (the same head and weights, output_weights [num_labels, H]; only the loss differs).
 
   Args:
     features: label_ids float32 [B, num_labels], 1 where the example has the label.
     outputs: build_classifier_model's logits float32 [B, num_labels].
-    threshold: a label is predicted where its probability is >= threshold.
+    threshold: a label is predicted where its probability is >= threshold (the task's:
+      multilabel_data.THRESHOLD unless --threshold says otherwise).
   Returns:
     per_example_loss float32 [B]: the mean over labels of the sigmoid cross-entropy
     (Hugging Face's BCEWithLogitsLoss per example); metrics {"accuracy": (examples whose
@@ -445,7 +448,8 @@ def squad_loss(features, outputs):
   return (losses[0] + losses[1]) / 2.0, metrics
 
 
-def build_token_classifier_model(config, num_labels, causal=False, dropout_rate=0.1,
+def build_token_classifier_model(config, num_labels, causal=False,
+                                 dropout_rate=modeling_config.HEAD_DROPOUT_RATE,
                                  dtype=None):
   """Encoder + per-token output layer. Outputs: logits float32 [batch, seq, num_labels]."""
   config = _as_config(config)
@@ -502,7 +506,8 @@ class _UnfoldChoices(keras.layers.Layer):
     return {**super().get_config(), "num_choices": self.num_choices}
 
 
-def build_multiple_choice_model(config, num_choices, causal=False, dropout_rate=0.1,
+def build_multiple_choice_model(config, num_choices, causal=False,
+                                dropout_rate=modeling_config.HEAD_DROPOUT_RATE,
                                 dtype=None):
   """SWAG-style multiple choice: one score per (context, ending) pair from [CLS].
 

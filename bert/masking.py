@@ -2,7 +2,7 @@
 
 create_pretraining_data.py masks its instances with them (pretraining_instances, in
 NumPy); with --dynamic_masking it writes them without masks, and run_pretraining.py
-masks every batch as it reads it (input_pipeline.mask_batch, in the graph) by the same
+masks every batch as it reads it (masking_graph.mask_batch, in the graph) by the same
 rules: of every sequence, `prediction_budget` positions, never [CLS], [SEP] or padding,
 taken in a uniformly random order (whole words with do_whole_word_mask, a word that would
 exceed the budget skipped); each becomes [MASK] (mask_token_prob), a random vocabulary
@@ -18,6 +18,9 @@ import numpy as np
 from bert import tokenization
 from bert.utils import errors
 from bert.utils import settings
+
+# The original's cap on the masked positions of a sequence (--max_predictions_per_seq).
+MAX_PREDICTIONS_PER_SEQ = 20
 
 
 @dataclasses.dataclass(frozen=True)

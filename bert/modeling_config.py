@@ -24,6 +24,34 @@ REQUIRED_CONFIG_KEYS = (
 
 ACTIVATIONS = ("gelu", "gelu_exact", "relu", "tanh", "linear")
 
+# The original's dropout before a task's output layer (run_classifier.py's keep_prob 0.9).
+HEAD_DROPOUT_RATE = 0.1
+# The original's --max_seq_length (run_classifier.py's, create_pretraining_data.py's).
+DEFAULT_MAX_SEQ_LENGTH = 128
+# The shortest sequence a model reads: [CLS], one WordPiece, [SEP].
+MIN_SEQ_LENGTH = 3
+# Bounds on sequence lengths: far beyond any sane run, they fail at once instead of after
+# minutes of building tables. 8,192 positions is 16 times BERT's 512-position table (the
+# longest context of BERT-family encoders we know of, ModernBERT's, is 8,192); a larger
+# --max_seq_length is a typo.
+MAX_SEQ_LENGTH_BOUND = 8192
+
+
+def check_max_seq_length(max_seq_length, config=None, flag="max_seq_length",
+                         least=MIN_SEQ_LENGTH, needs="[CLS], one WordPiece, [SEP]"):
+  """The one rule of a sequence length (--max_seq_length, or the flag named `flag`): at
+  least `least` positions (what a sequence needs: `needs`), at most MAX_SEQ_LENGTH_BOUND,
+  and, with a BertConfig, no more than its max_position_embeddings. A UserError naming
+  the flag otherwise."""
+  if not least <= max_seq_length <= MAX_SEQ_LENGTH_BOUND:
+    why = needs if max_seq_length < least else "no BERT has more positions"
+    raise errors.UserError(f"--{flag}={max_seq_length}: must be between {least} and "
+                           f"{MAX_SEQ_LENGTH_BOUND} ({why})")
+  if config is not None and max_seq_length > config.max_position_embeddings:
+    raise errors.UserError(
+        f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
+        f"{config.max_position_embeddings}; lower --{flag}")
+
 
 class BertConfig:
   """Configuration of a BertModel; reads and writes Google's bert_config.json unchanged."""

@@ -20,6 +20,9 @@ CLS_TOKEN = "[CLS]"
 SEP_TOKEN = "[SEP]"
 MASK_TOKEN = "[MASK]"
 
+# The original's default case: uncased models (--do_lower_case's default).
+DO_LOWER_CASE = True
+
 # The Unicode categories the original drops as control characters (tab, newline and
 # carriage return excepted: they are whitespace).
 CONTROL_CATEGORIES = ("Cc", "Cf")
@@ -234,7 +237,7 @@ class FullTokenizer:
   from composed text.
   """
 
-  def __init__(self, vocab_file, do_lower_case=True, normalize=None):
+  def __init__(self, vocab_file, do_lower_case=DO_LOWER_CASE, normalize=None):
     self.vocab_file = vocab_file
     self.vocab = load_vocab(vocab_file)
     if UNK_TOKEN not in self.vocab:
@@ -276,7 +279,7 @@ class BasicTokenizer:
   normalize="nfc" (not in the original; default None) applies NFC to the text first.
   """
 
-  def __init__(self, do_lower_case=True, normalize=None):
+  def __init__(self, do_lower_case=DO_LOWER_CASE, normalize=None):
     self.do_lower_case = do_lower_case
     self.normalize = check_normalize(normalize)
 
@@ -304,7 +307,7 @@ class BasicTokenizer:
     output = []
     start_new_word = True
     for char in text:
-      if _is_punctuation(char):
+      if is_punctuation(char):
         output.append([char])
         start_new_word = True
       else:
@@ -319,7 +322,7 @@ class BasicTokenizer:
       return text
     output = []
     for char in text:
-      if _is_chinese_char(ord(char)):
+      if is_chinese_char(ord(char)):
         output.append(" ")
         output.append(char)
         output.append(" ")
@@ -328,15 +331,15 @@ class BasicTokenizer:
     return "".join(output)
 
   def _is_chinese_char(self, cp):
-    return _is_chinese_char(cp)
+    return is_chinese_char(cp)
 
   def _clean_text(self, text):
     output = []
     for char in text:
       cp = ord(char)
-      if cp == 0 or cp == 0xFFFD or _is_control(char):
+      if cp == 0 or cp == 0xFFFD or is_control(char):
         continue
-      output.append(" " if _is_whitespace(char) else char)
+      output.append(" " if is_whitespace(char) else char)
     return "".join(output)
 
 
@@ -388,7 +391,8 @@ class WordpieceTokenizer:
 # on the character alone, so they are memoised (a dict lookup instead of a unicodedata
 # call and range scans), which makes the pure-Python path several times faster.
 @functools.lru_cache(maxsize=1 << 16)
-def _is_whitespace(char):
+def is_whitespace(char):
+  """Whether the original splits words at `char` (a space, tab, newline or Zs)."""
   # \t, \n and \r are control characters to Unicode, but they separate words.
   if char in (" ", "\t", "\n", "\r"):
     return True
@@ -396,7 +400,9 @@ def _is_whitespace(char):
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _is_control(char):
+def is_control(char):
+  """Whether the original drops `char` as a control character (Cc, Cf; not tab, newline
+  or carriage return)."""
   if char in ("\t", "\n", "\r"):
     return False
   # Control (Cc) and format (Cf) only, as the original's final version: private-use
@@ -405,7 +411,9 @@ def _is_control(char):
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _is_punctuation(char):
+def is_punctuation(char):
+  """Whether the original splits `char` off as punctuation (Unicode P*, and ASCII
+  symbols)."""
   cp = ord(char)
   # ASCII symbols such as "$", "^" and "`" are not Unicode punctuation, but the
   # original splits them off like punctuation.
@@ -421,5 +429,13 @@ CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _is_chinese_char(cp):
+def is_chinese_char(cp):
+  """Whether the code point `cp` is a CJK ideograph the original spaces out (CJK_RANGES)."""
   return any(low <= cp <= high for low, high in CJK_RANGES)
+
+
+# The original's private names of the character classes (its tokenization.py API).
+_is_whitespace = is_whitespace
+_is_control = is_control
+_is_punctuation = is_punctuation
+_is_chinese_char = is_chinese_char

@@ -61,11 +61,11 @@ def _token(raw, index):
 def _why_split(word):
   """Why BasicTokenizer splits `word`, as a phrase."""
   reasons = []
-  if any(tokenization._is_punctuation(c) for c in word):  # pylint: disable=protected-access
+  if any(tokenization.is_punctuation(c) for c in word):
     reasons.append("it splits punctuation off every word")
-  if any(tokenization._is_chinese_char(ord(c)) for c in word):  # pylint: disable=protected-access
+  if any(tokenization.is_chinese_char(ord(c)) for c in word):
     reasons.append("it makes every CJK ideograph a word of its own")
-  if any(tokenization._is_whitespace(c) for c in word.strip()):  # pylint: disable=protected-access
+  if any(tokenization.is_whitespace(c) for c in word.strip()):
     reasons.append("it splits at whitespace: one word a line")
   return "; ".join(reasons) or "it splits it there"
 
@@ -95,8 +95,8 @@ def check_word(word, basic):
   return token, None, note
 
 
-def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None,
-                   append=False):
+def plan_extension(vocab_file, words_file, do_lower_case=tokenization.DO_LOWER_CASE,
+                   normalize=None, append=False):
   """Reads the vocabulary and the word list and decides every line; writes nothing.
 
   Raises UserError (nothing written) for a word that can never be one piece (the first
@@ -157,7 +157,8 @@ def plan_extension(vocab_file, words_file, do_lower_case=True, normalize=None,
   return Plan(added, skipped, notes, len(slots), output)
 
 
-def corpus_report(corpus_file, old_vocab, new_vocab, new_words, do_lower_case=True,
+def corpus_report(corpus_file, old_vocab, new_vocab, new_words,
+                  do_lower_case=tokenization.DO_LOWER_CASE,
                   normalize=None):
   """How the corpus tokenizes before and after: a dict of
 
@@ -196,7 +197,8 @@ def corpus_report(corpus_file, old_vocab, new_vocab, new_words, do_lower_case=Tr
           "pieces_per_word_after": round(after / total, 4), "words_changed": changed}
 
 
-def summarize(plan, vocab_file, corpus_file=None, do_lower_case=True, normalize=None):
+def summarize(plan, vocab_file, corpus_file=None, do_lower_case=tokenization.DO_LOWER_CASE,
+               normalize=None):
   """A summary dict of a plan: added, skipped, unused_left, and with corpus_file its
   corpus_report."""
   appended = sum(unused is None for _, _, unused in plan.added)
@@ -223,7 +225,8 @@ def write_vocab(plan, output_file, flag="output_file"):
       handle.write(plan.output)
 
 
-def extend_vocab(vocab_file, words_file, output_file, do_lower_case=True,
+def extend_vocab(vocab_file, words_file, output_file,
+                 do_lower_case=tokenization.DO_LOWER_CASE,
                  corpus_file=None, normalize=None):
   """Writes output_file (atomically): vocab_file with the words of words_file in place of
   its [unusedN] entries, in order; every other line byte for byte. Returns the plan and

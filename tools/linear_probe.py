@@ -55,6 +55,7 @@ from bert.classifier import classifier_features  # noqa: E402
 from bert.classifier import classifier_data  # noqa: E402
 from bert import fast_tokenization  # noqa: E402
 from bert import modeling  # noqa: E402
+from bert import modeling_config  # noqa: E402
 from bert.training import model_config  # noqa: E402
 from bert.utils import paths  # noqa: E402
 from bert.utils import errors  # noqa: E402
@@ -207,7 +208,7 @@ def main(_):
     flags_common.check_positive(FLAGS, ("batch_size",))
     data_dir = FLAGS.data_dir
     processor = classifier_data.DelimitedFileProcessor(
-        flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS))
+        flags_common.settings_from_flags(classifier_examples.DelimitedFileOptions, FLAGS))
     processor.set_data_dir(data_dir)  # where its labels are read from
     train_examples = processor.get_train_examples(data_dir)
     dev_examples = processor.get_dev_examples(data_dir)
@@ -217,7 +218,7 @@ def main(_):
                      dev_examples, label_list)
     config = model_config.load_bert_config(input_checks.check_input_file(
         FLAGS.bert_config_file, "bert_config_file"))
-    model_config.check_max_seq_length(FLAGS.max_seq_length, config)
+    modeling_config.check_max_seq_length(FLAGS.max_seq_length, config)
     tokenizer = fast_tokenization.FastTokenizer(
         input_checks.check_input_file(FLAGS.vocab_file, "vocab_file"), FLAGS.do_lower_case)
     model_config.check_vocab_matches_config(tokenizer.vocab_size, config)

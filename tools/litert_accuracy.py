@@ -128,7 +128,7 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose, "litert_accuracy.py"):
     flags_common.check_positive(FLAGS, ("batch_size", "num_threads"))
     # Not given: the model's labels and regression (a different one is refused).
-    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
+    columns = flags_common.settings_from_flags(classifier_examples.DelimitedFileOptions, FLAGS)
     for row in rows(FLAGS.litert_dir, FLAGS.task_name, FLAGS.data_dir, FLAGS.models,
                     FLAGS.eval_results, FLAGS.num_threads, FLAGS.batch_size, columns):
       print(json.dumps(row, sort_keys=True))

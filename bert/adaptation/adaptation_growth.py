@@ -235,7 +235,8 @@ def extend_positions(init_checkpoint, config, output_dir, options, vocab_file=No
 
 
 def extend_words(vocab_file, words_file, init_checkpoint, config, output_dir, options,
-                 do_lower_case=True, corpus_file=None, normalize=None,
+                 do_lower_case=tokenization.DO_LOWER_CASE, corpus_file=None,
+                 normalize=None,
                  config_flag="bert_config_file"):
   """extend_vocab.py --init_checkpoint's work: output_dir/vocab.txt with the new words
   ([unusedN] entries first, then appended), bert_config.json with the new vocab_size and

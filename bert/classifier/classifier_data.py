@@ -8,6 +8,7 @@ TSV/CSV files are `DelimitedFileProcessor`'s. Examples, the reading of delimited
 and the output files are classifier_examples.py's."""
 
 import csv
+import dataclasses
 import math
 import os
 import re
@@ -15,8 +16,8 @@ import re
 from bert.classifier import classifier_examples
 from bert.utils import file_io
 from bert.utils import paths
+from bert.utils import settings
 from bert.utils import errors
-from bert.utils import input_checks
 
 UserError = errors.UserError
 
@@ -292,6 +293,10 @@ class MnliProcessor(GlueTsvProcessor):
     return sets
 
 
+# The language the original's XNLI processor reads (--xnli_language's default).
+XNLI_LANGUAGE = "zh"
+
+
 class XnliProcessor(DataProcessor):
   """XNLI: train on the machine-translated MultiNLI of one language, dev on XNLI-1.0.
 
@@ -305,7 +310,7 @@ class XnliProcessor(DataProcessor):
 
   num_texts = 2
 
-  def __init__(self, language="zh"):
+  def __init__(self, language=XNLI_LANGUAGE):
     self.language = language
 
   def get_labels(self):
@@ -403,9 +408,9 @@ class DelimitedFileProcessor(GlueTsvProcessor):
   """
 
   def __init__(self, columns=None, extension="tsv"):
-    """columns: a classifier_examples.GenericColumns (default: its defaults); extension:
+    """columns: a classifier_examples.DelimitedFileOptions (default: its defaults); extension:
     tsv or csv, the files' names and, without columns.delimiter, their delimiter."""
-    columns = columns or classifier_examples.GenericColumns()
+    columns = columns or classifier_examples.DelimitedFileOptions()
     self.columns = columns
     self.delimiter = columns.delimiter or ("\t" if extension == "tsv" else ",")
     self.quoting = csv.QUOTE_NONE if self.delimiter == "\t" else csv.QUOTE_MINIMAL
@@ -415,11 +420,7 @@ class DelimitedFileProcessor(GlueTsvProcessor):
                           text_b=columns.test_text_b_column
                           if columns.test_text_b_column is not None
                           else columns.text_b_column, label=None)
-    labels = columns.label_list
-    # A label given twice or an empty one would give two ids to one class or train a
-    # class no row has.
-    self.labels = input_checks.check_label_list(
-        list(labels), f"--label_list={','.join(map(str, labels))}") if labels else None
+    self.labels = columns.label_list or None  # checked by the options themselves
     self.has_header = columns.has_header
     self.is_regression = bool(columns.regression)
     self.metric = "pearson_spearman" if self.is_regression else "accuracy"
@@ -581,15 +582,41 @@ PROCESSORS = {
 GENERIC_TASKS = ("tsv", "csv")
 
 
-def get_processor(task_name, xnli_language="zh", columns=None):
-  """The processor for --task_name; `columns` (a classifier_examples.GenericColumns)
-  configure the tsv/csv task."""
+def task_key(task_name):
+  """--task_name as PROCESSORS and GENERIC_TASKS name it (lower-cased, as the original); an
+  unknown task is a UserError listing them."""
   name = (task_name or "").lower()
-  if name in GENERIC_TASKS:
-    return DelimitedFileProcessor(columns, extension=name)
-  if name not in PROCESSORS:
+  if name not in GENERIC_TASKS and name not in PROCESSORS:
     raise UserError(f"--task_name={task_name}: unknown task; choose one of "
                     f"{', '.join(sorted(PROCESSORS) + list(GENERIC_TASKS))}")
+  return name
+
+
+def get_processor(task_name, xnli_language=XNLI_LANGUAGE, columns=None):
+  """The processor for --task_name; `columns` (a classifier_examples.DelimitedFileOptions)
+  configure the tsv/csv task."""
+  name = task_key(task_name)
+  if name in GENERIC_TASKS:
+    return DelimitedFileProcessor(columns, extension=name)
   if name == "xnli":
     return XnliProcessor(language=xnli_language)
   return PROCESSORS[name]()
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierOptions:
+  """run_classifier.py's task settings, each its flag of the same name (made from these
+  fields), checked when made; the tsv/csv task's columns are DelimitedFileOptions'."""
+  task_name: str = settings.setting(
+      help="The name of the task to train: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, "
+      "wnli, xnli, or tsv/csv for your own files.")
+  xnli_language: str = settings.setting(
+      XNLI_LANGUAGE, "XNLI: the language to train and evaluate on.")
+  fixed_padding: bool = settings.setting(
+      classifier_examples.FIXED_PADDING, "Pad every batch to max_seq_length (static "
+      "shapes, for TPUs). Default: pad each batch only to its longest row (training "
+      "batches rounded up to a multiple of 8 with --enable_xla, which compiles every "
+      "shape).")
+
+  def __post_init__(self):
+    task_key(self.task_name)

@@ -18,9 +18,14 @@ import numpy as np
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import errors
+from bert.utils import input_checks
 from bert.utils import settings
 
 UserError = errors.UserError
+
+# Batches are padded to their longest row, not to max_seq_length (--fixed_padding's
+# default; fixed shapes are for TPUs).
+FIXED_PADDING = False
 
 
 # --------------------------------------------------------------------------- examples
@@ -158,7 +163,7 @@ class Columns:
 # predict_litert.py's and the tools' are made from its fields) to the reader
 # (classifier_data.DelimitedFileProcessor takes it as it is).
 @dataclasses.dataclass(frozen=True)
-class GenericColumns:
+class DelimitedFileOptions:
   """The columns (0-based numbers or header names), header, delimiter, labels and
   regression of a tsv/csv task.
 
@@ -187,6 +192,13 @@ class GenericColumns:
   regression: Optional[bool] = settings.setting(
       None, "tsv/csv task: the label is a number; one output trained with mean squared "
       "error, evaluated with Pearson/Spearman.", flag_form=bool)
+
+  def __post_init__(self):
+    if self.label_list:
+      # A label given twice or an empty one would give two ids to one class or train a
+      # class no row has.
+      object.__setattr__(self, "label_list", input_checks.check_label_list(
+          self.label_list, f"--label_list={','.join(map(str, self.label_list))}"))
 
 
 # --------------------------------------------------------------------------- labels

@@ -127,8 +127,8 @@ def _batch_rows(dataset, batch_size, *, is_training, fixed_padding, seed, window
 
 
 def make_dataset(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                 is_training, fixed_padding=False, seed=12345, window_batches=None,
-                 pad_to_multiple_of=1, input_context=None):
+                 is_training, fixed_padding=classifier_examples.FIXED_PADDING, seed=0,
+                 window_batches=None, pad_to_multiple_of=1, input_context=None):
   """A tf.data pipeline of batches for training, eval or prediction.
 
   examples: list of classifier_examples.InputExample. label_list: label strings, or None for
@@ -223,7 +223,8 @@ def eval_window_batches(batch_size):
 
 
 def predict_batches(examples, label_list, tokenizer, max_seq_length, batch_size, *,
-                    fixed_padding=False, window_batches=None, pad_to_multiple_of=1):
+                    fixed_padding=classifier_examples.FIXED_PADDING, window_batches=None,
+                    pad_to_multiple_of=1):
   """Yields make_dataset(..., is_training=False)'s batches as dicts of NumPy arrays.
 
   The same elements, key for key and value for value: input_ids, input_mask,

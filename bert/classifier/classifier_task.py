@@ -21,9 +21,10 @@ from bert.utils import paths
 from bert.utils import errors
 
 
-def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
+def make_processor(task_name, data_dir, xnli_language=classifier_data.XNLI_LANGUAGE,
+                   columns=None):
   """The DataProcessor of --task_name (a GLUE name, xnli, or tsv/csv with `columns`, a
-  classifier_examples.GenericColumns)."""
+  classifier_examples.DelimitedFileOptions)."""
   processor = classifier_data.get_processor(task_name, xnli_language, columns)
   if hasattr(processor, "set_data_dir"):
     processor.set_data_dir(data_dir)
@@ -31,7 +32,7 @@ def make_processor(task_name, data_dir, xnli_language="zh", columns=None):
 
 
 def predict_logits(model, examples, labels, tokenizer, max_seq_length, batch_size,
-                   fixed_padding=False, what="predict"):
+                   fixed_padding=classifier_examples.FIXED_PADDING, what="predict"):
   """Logits float32 [len(examples), outputs] in example order, with progress logs.
 
   Batches are sorted by length within windows (per-batch padding); each carries
@@ -49,7 +50,8 @@ class ClassifierTask(finetune.Task):
 
   exports = True
 
-  def __init__(self, options, processor, data_dir, fixed_padding=False):
+  def __init__(self, options, processor, data_dir,
+               fixed_padding=classifier_examples.FIXED_PADDING):
     super().__init__(options)
     self.processor, self.data_dir = processor, data_dir
     self.name = type(processor).__name__.replace("Processor", "") or "classifier"

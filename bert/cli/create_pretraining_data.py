@@ -5,7 +5,6 @@ depend on the seed only, not on --num_workers. A corpus check of a sample runs f
 warns of the usual wrong turns (--check_only stops there). docs/pretraining_data.md shows
 the command, the formats and what differs from the original."""
 
-import dataclasses
 import sys
 
 from absl import flags
@@ -13,7 +12,6 @@ from absl import logging
 
 from bert.cli import flags_common
 from bert.cli import launch
-from bert import masking
 from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_generator
@@ -30,8 +28,9 @@ flags_common.define_path(
     output="file")
 # The vocabulary and its case, declared once with the other model settings (RunOptions).
 flags_common.define_flags(run_options.RunOptions, ("vocab_file", "do_lower_case"))
-# The instance settings, made from their declarations (pretraining_generator.GeneratorOptions;
-# the command runs one worker per CPU by default) and the masking rules (masking.MaskingOptions).
+# The instance settings (and how a line that is not UTF-8 is met), made from their
+# declarations (pretraining_generator.GeneratorOptions; the command runs one worker per
+# CPU by default) and the masking rules (masking.MaskingOptions).
 flags_common.define_flags(pretraining_generator.GeneratorOptions,
                           defaults={"num_workers": None})
 flags_common.define_masking_flags()
@@ -40,8 +39,6 @@ flags.DEFINE_integer(
     "num_output_shards", None,
     "Write N files named <output_file>-0000i-of-0000N instead of --output_file itself "
     "(round-robin, as for a comma-separated list).")
-flags.DEFINE_enum("on_encoding_error", "fail", ["fail", "skip"],
-                  "A line that is not valid UTF-8: fail naming file and line, or skip it.")
 flags_common.define_normalize_flag("before tokenizing")
 flags.DEFINE_string(
     "split_sentences", None,
@@ -55,36 +52,33 @@ flags_common.define_check_only_flag(
 
 FLAGS = flags.FLAGS
 
-# The flags that are generate's instance options of the same names.
-INSTANCE_FLAGS = tuple(field.name for cls in (pretraining_generator.GeneratorOptions,
-                                              masking.MaskingOptions)
-                       for field in dataclasses.fields(cls))
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
-    options = flags_common.values_of(FLAGS, INSTANCE_FLAGS)
+    # generate()'s two options objects, each checked as it is made.
+    options = flags_common.settings_from_flags(pretraining_generator.GeneratorOptions, FLAGS)
+    masking_options = flags_common.masking_options(FLAGS)
     # Flags checked before check_run, which creates the output's folder.
     normalize = flags_common.normalize_option(FLAGS.normalize)
     splitter = (pretraining_corpus.sentence_splitter(FLAGS.split_sentences,
                                                      FLAGS.sentence_language)
                 if FLAGS.split_sentences else None)
     input_files, outputs = pretraining_generator.check_run(
-        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options,
+        FLAGS.input_file, FLAGS.output_file, FLAGS.vocab_file, options, masking_options,
         num_output_shards=FLAGS.num_output_shards, prepare_outputs=not FLAGS.check_only)
     pretraining_corpus_check.log_report(pretraining_corpus_check.check_corpus(
         pretraining_corpus_check.read_sample(input_files), FLAGS.do_lower_case,
         vocab_file=FLAGS.vocab_file, normalize=normalize, split_sentences=splitter,
-        splitter_name=FLAGS.split_sentences, max_seq_length=FLAGS.max_seq_length,
-        short_seq_prob=FLAGS.short_seq_prob, source=",".join(input_files)))
+        splitter_name=FLAGS.split_sentences, max_seq_length=options.max_seq_length,
+        short_seq_prob=options.short_seq_prob, source=",".join(input_files)))
     if FLAGS.check_only:
       return
     logging.info("reading %d input file(s); writing %d output file(s)", len(input_files),
                  len(outputs))
     summary = pretraining_generator.generate(
-        input_files, outputs, FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
-        on_encoding_error=FLAGS.on_encoding_error, normalize=normalize,
-        split_sentences=splitter, **options)
+        input_files, outputs, FLAGS.vocab_file, options, masking_options,
+        do_lower_case=FLAGS.do_lower_case, normalize=normalize, split_sentences=splitter)
     logging.info("*** Wrote %d instances to %s ***", summary["instances_written"],
                  ", ".join(outputs))
     for line in pretraining_generator.summary_lines(summary):

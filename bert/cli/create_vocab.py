@@ -27,6 +27,10 @@ flags_common.define_runtime_flags()
 flags_common.define_path("input_file", None,
                          "Input raw text file(s): one sentence a line, blank lines between "
                          "documents (comma-separated, globs allowed).")
+flags_common.define_normalize_flag("before counting words")
+flags_common.define_check_only_flag(
+    "case, normalisation, sentence-pair warnings on a sample",
+    "learning or writing anything")
 flags_common.define_path("output_file", None,
                          "Where to write the vocabulary (vocab.txt); required unless --check_only.",
                          output="file")
@@ -45,10 +49,6 @@ flags_common.define_flags(pretraining_vocab.LearnOptions, (
 # The command counts with one worker per CPU by default (the library: in its process).
 flags_common.define_flags(pretraining_vocab.LearnOptions, ("learner", "num_workers"),
                           defaults={"num_workers": None})
-flags_common.define_normalize_flag("before counting words")
-flags_common.define_check_only_flag(
-    "case, normalisation, sentence-pair warnings on a sample",
-    "learning or writing anything")
 
 FLAGS = flags.FLAGS
 

@@ -15,9 +15,11 @@ from absl import logging
 from bert import masking
 from bert.classifier import classifier_examples
 from bert.tagging import tagging_options
+from bert.training import precision
 from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import cpu_choice
+from bert.utils import input_checks
 from bert.utils import paths
 from bert.utils import settings
 
@@ -161,6 +163,32 @@ def define_model_flags(max_seq_length=None, require_vocab=True, require_config=T
       + (("vocab_file",) if require_vocab else ()))
 
 
+def define_extraction_flags(cls, names, input_help):
+  """The flags of the commands that run a checkpoint over a text file into JSON lines
+  (extract_features.py, fill_mask.py): the model's, --normalize, the runtime's,
+  --input_file (input_help: what a line holds), --output_file and the fields `names` of
+  the options class `cls` (extraction_options); --input_file, --output_file and
+  --init_checkpoint are required. Read them back with extraction_inputs."""
+  define_model_flags()
+  define_normalize_flag("before tokenizing")
+  define_runtime_flags()
+  define_path("input_file", None, input_help)
+  define_path("output_file", None, "Output JSON-lines file.", output="file")
+  define_flags(cls, names)
+  flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
+
+
+def extraction_inputs(flag_values, cls, allow_empty=False):
+  """What an extraction command's main() reads first: its options object `cls`, built
+  and checked from the flags, and --input_file (allow_empty: it may hold no line) and
+  --vocab_file checked, before TensorFlow loads."""
+  options = settings_from_flags(cls, flag_values)
+  input_checks.check_input_file(flag_values.input_file, "input_file",
+                                allow_empty=allow_empty)
+  input_checks.check_input_file(flag_values.vocab_file, "vocab_file")
+  return options
+
+
 def define_masking_flags(applies_to=None):
   """The masking rules: masked_lm_prob, do_whole_word_mask (the original's flags of
   create_pretraining_data.py), mask_token_prob and random_token_prob (ours).
@@ -222,6 +250,17 @@ def define_run_flags(do_predict=True, **defaults):
       defaults=defaults)
 
 
+def define_training_flags(max_seq_length=None, require_vocab=True, **run_defaults):
+  """The flags every training command shares: the model's (define_model_flags;
+  max_seq_length: this command's default where it is not RunOptions'), the run's
+  (define_run_flags; run_defaults: this command's, do_predict=False for one without
+  prediction), the distribution's and the runtime's."""
+  define_model_flags(max_seq_length, require_vocab=require_vocab)
+  define_run_flags(**run_defaults)
+  define_distribution_flags()
+  define_runtime_flags()
+
+
 def define_tpu_flags():
   """The original's TPU flags; they map onto tf.distribute.TPUStrategy."""
   if not _once("tpu"):
@@ -264,14 +303,16 @@ def steps_per_loop(flag_values):
   return flag_values.steps_per_loop or flag_values.iterations_per_loop
 
 
-def define_conll_file_flags():
-  """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): train_file,
-  dev_file, test_file (each defaulting to its usual names in --data_dir), label_scheme
-  (the files' IOB scheme) and doc_stride (windows over long sentences), made from
-  tagging_options.TaggingSettings' fields."""
+def define_conll_file_flags(data_dir_help):
+  """The flags of the CoNLL token tasks (run_ner.py, run_tagger.py): the fine-tuning
+  commands' (define_finetuning_flags; data_dir_help: what --data_dir holds), and
+  train_file, dev_file, test_file (each defaulting to its usual names in --data_dir),
+  label_scheme (the files' IOB scheme) and doc_stride (windows over long sentences),
+  made from tagging_options.TaggingOptions' fields."""
+  define_finetuning_flags(data_dir_help=data_dir_help)
   if not _once("conll_files"):
     return
-  define_flags(tagging_options.TaggingSettings,
+  define_flags(tagging_options.TaggingOptions,
                ("train_file", "dev_file", "test_file", "label_scheme", "doc_stride"))
 
 
@@ -302,11 +343,11 @@ def define_litert_flag():
 def define_delimited_file_flags():
   """The columns of a user's own tab-separated files (run_classifier.py's tsv/csv task,
   tools/linear_probe.py): text_a_column, text_b_column, label_column, has_header,
-  regression, made from classifier_examples.GenericColumns' fields; read them back with
-  settings_from_flags(GenericColumns, ...)."""
+  regression, made from classifier_examples.DelimitedFileOptions' fields; read them back with
+  settings_from_flags(DelimitedFileOptions, ...)."""
   if not _once("delimited_files"):
     return
-  define_flags(classifier_examples.GenericColumns, (
+  define_flags(classifier_examples.DelimitedFileOptions, (
       "text_a_column", "text_b_column", "label_column", "has_header", "regression"))
 
 
@@ -317,7 +358,7 @@ def define_generic_task_flags():
   define_delimited_file_flags()
   if not _once("generic_task"):
     return
-  define_flags(classifier_examples.GenericColumns, (
+  define_flags(classifier_examples.DelimitedFileOptions, (
       "test_text_a_column", "test_text_b_column", "label_list", "delimiter"))
 
 
@@ -379,7 +420,7 @@ def given_or_none(name):
 
 # The flags whose settings field takes their value in another form than absl parses it:
 # --normalize=none is None (the original's tokenizers); --has_header and --regression not
-# given are None (see classifier_examples.GenericColumns).
+# given are None (see classifier_examples.DelimitedFileOptions).
 _FIELD_VALUES = {
     "normalize": lambda flag_values: normalize_option(flag_values.normalize),
     "has_header": has_header_option,
@@ -460,16 +501,16 @@ def resolve_speed(values, phase=None, cpu=None):
     reason = "a GPU or a TPU is visible: the table describes CPU runs"
   on_cpu = strategy != "tpu" and not cpu_choice.accelerator_visible()
   override = None
-  if (values.get("dtype") == "auto" and values.get("export_dir")
-      and values.get("litert", "none") != "none"):
-    # An export's LiteRT models convert only from a float32 model; auto must not pick a
-    # precision that fails the export after the training.
-    override = ("float32", f"--export_dir's LiteRT models (--litert={values['litert']}) "
-                "convert only from a float32 model, so --dtype=auto takes float32 "
+  if (values.get("dtype") == cpu_choice.AUTO and values.get("export_dir")
+      and precision.needs_litert_source(values.get("litert"))):
+    # auto must not pick a precision that fails the export after the training.
+    source = precision.LITERT_SOURCE
+    override = (source, f"--export_dir's LiteRT models (--litert={values['litert']}) "
+                f"convert only from a {source} model, so --dtype=auto takes {source} "
                 "(--litert=none leaves it to the table)")
   choice = cpu_choice.choose(
       cpu if cpu is not None else cpu_choice.this_cpu(), phase,
-      dtype=values.get("dtype", "float32"), enable_xla=values.get("enable_xla"),
+      dtype=values.get("dtype", precision.DEFAULT), enable_xla=values.get("enable_xla"),
       table_applies=not reason, not_applies_reason=reason, on_cpu=on_cpu,
       auto_dtype_override=override)
   dtype, line = choice.dtype, choice.line

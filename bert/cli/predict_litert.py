@@ -64,7 +64,7 @@ def main(_):
     from bert.litert import predictor
     started = time.perf_counter()
     # Not given: the model's labels and regression (a different one is refused).
-    columns = flags_common.settings_from_flags(classifier_examples.GenericColumns, FLAGS)
+    columns = flags_common.settings_from_flags(classifier_examples.DelimitedFileOptions, FLAGS)
     written = predictor.predict_files(
         FLAGS.model, FLAGS.data_dir, FLAGS.output_dir, task_name=FLAGS.task_name,
         batch_size=FLAGS.predict_batch_size, num_threads=FLAGS.num_threads,

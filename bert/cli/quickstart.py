@@ -53,13 +53,15 @@ class DemoOptions:
   pretrain_steps: int
   finetune_epochs: float
 
+  def __post_init__(self):
+    check_flags(self)  # before any step writes a file
+
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
     started = time.time()
-    options = flags_common.settings_from_flags(DemoOptions, FLAGS)
-    check_flags(options)  # before any step writes a file
+    options = flags_common.settings_from_flags(DemoOptions, FLAGS)  # checked as it is made
     out = paths.abspath(FLAGS.output_dir)
     if paths.scheme(out) == "ram":
       # Each step is a process of its own, and ram:// lives inside one process.

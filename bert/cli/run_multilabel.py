@@ -8,15 +8,13 @@ format, the command and the outputs."""
 from absl import flags
 
 from bert.cli import flags_common
+from bert.multilabel import multilabel_data
 from bert.cli import launch
 from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags()
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags()
 
 flags_common.define_finetuning_flags(
     data_dir_help="Folder with labels.txt, train.tsv, dev.tsv and test.tsv "
@@ -24,7 +22,7 @@ flags_common.define_finetuning_flags(
 flags_common.define_path("labels_file", None,
                          "The labels, one per line, in output order (default: "
                          "<data_dir>/labels.txt).")
-flags.DEFINE_float("threshold", 0.5,
+flags.DEFINE_float("threshold", multilabel_data.THRESHOLD,
                    "A label is predicted where its probability is at least this.")
 flags_common.define_export_flags(
     "Write a SavedModel here after training/eval: signatures 'serving_default' (token ids) "

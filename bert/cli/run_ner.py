@@ -14,24 +14,20 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags()
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags()
 
-flags_common.define_conll_file_flags()
+flags_common.define_conll_file_flags(data_dir_help="Folder with the CoNLL-2003 files.")
 flags_common.define_flags(
-    tagging_options.NerSettings,
+    tagging_options.NerOptions,
     ("entity_types", "mode", "feature_layers", "lstm_units", "feature_learning_rate",
      "feature_cache_dir", "feature_batch_size", "dropout_rate"),
     helps={"dropout_rate": "--mode=finetune: dropout before the token classifier."})
-flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 files.")
 
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
-    settings = flags_common.settings_from_flags(tagging_options.NerSettings, FLAGS)
+    settings = flags_common.settings_from_flags(tagging_options.NerOptions, FLAGS)
     # The BiLSTM is trained from scratch at its own rate (--feature_learning_rate).
     options = flags_common.options_from_flags(
         FLAGS, **({"learning_rate": settings.feature_learning_rate}

@@ -12,15 +12,13 @@ from absl import flags
 from bert.cli import flags_common
 from bert.cli import launch
 from bert.pretraining import pretraining_generator
+from bert.pretraining import pretraining_options
 from bert.training import run_options
 from bert.utils import errors
 
-flags_common.define_model_flags(require_vocab=False)
 # The original's pretraining schedule: a fixed number of steps, not epochs.
-flags_common.define_run_flags(do_predict=False, num_train_steps=100000,
-                              num_warmup_steps=10000)
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags(require_vocab=False, do_predict=False,
+                                   num_train_steps=100000, num_warmup_steps=10000)
 
 flags_common.define_path(
     "input_file", None,
@@ -33,9 +31,8 @@ flags_common.define_flags(
     pretraining_generator.GeneratorOptions, ("max_predictions_per_seq",), helps={
         "max_predictions_per_seq": "Maximum number of masked LM predictions per sequence. "
                                    "Must match data generation."})
-flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
-flags.DEFINE_bool("no_nsp", False,
-                  "Ablation: train the masked LM only, without next sentence prediction.")
+flags_common.define_flags(pretraining_options.PretrainingOptions,
+                          ("max_eval_steps", "no_nsp", "no_dropout"))
 flags_common.define_flags(
     run_options.RunOptions, ("ltr",), helps={
         "ltr": "Ablation: left-to-right LM (causal mask, next-token prediction, no NSP)."})
@@ -43,10 +40,6 @@ flags_common.define_masking_flags(
     "Applies to records made without masks (create_pretraining_data.py "
     "--dynamic_masking), which are masked as they are read, anew each epoch; they also "
     "need --vocab_file.")
-flags.DEFINE_bool(
-    "no_dropout", False,
-    "Pretrain with both dropout rates at 0 (short budgets learn faster without it); the "
-    "config's rates are kept in pretrained/bert_config.json for fine-tuning.")
 
 FLAGS = flags.FLAGS
 
@@ -55,13 +48,12 @@ def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
+    pretraining = flags_common.settings_from_flags(pretraining_options.PretrainingOptions,
+                                                   FLAGS)
     masking_options = flags_common.masking_options(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.pretraining import pretraining_task
-    pretraining_task.PretrainingTask(
-        options, FLAGS.input_file, FLAGS.eval_input_file, FLAGS.max_predictions_per_seq,
-        FLAGS.max_eval_steps, no_nsp=FLAGS.no_nsp, no_dropout=FLAGS.no_dropout,
-        masking_options=masking_options).run()
+    pretraining_task.PretrainingTask(options, pretraining, masking_options).run()
 
 
 flags.mark_flag_as_required("input_file")

@@ -15,12 +15,9 @@ from bert.utils import errors
 FLAGS = flags.FLAGS
 
 # The original's SQuAD default: questions and their documents need longer sequences.
-flags_common.define_model_flags(max_seq_length=384)
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags(max_seq_length=squad_options.MAX_SEQ_LENGTH)
 
-flags_common.define_flags(squad_options.SquadSettings)
+flags_common.define_flags(squad_options.SquadOptions)
 flags_common.define_export_flags(
     "Write a SavedModel here (token ids -> start_logits, end_logits) after training.")
 flags_common.define_finetuning_flags(eval_limit=False)
@@ -31,7 +28,7 @@ def main(_):
     # As the original: --do_predict predicts and, when the file has answers, scores
     # (eval_results.txt with the global step).
     options = flags_common.options_from_flags(FLAGS)
-    settings = flags_common.settings_from_flags(squad_options.SquadSettings, FLAGS)
+    settings = flags_common.settings_from_flags(squad_options.SquadOptions, FLAGS)
     from bert.squad import squad_task  # deferred: TensorFlow loads here, so --help stays fast
     squad_task.SquadTask(options, settings).run()
 

@@ -13,11 +13,8 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags()
 # The paper's SWAG setting: 3 epochs, learning rate 2e-5, batch size 16.
-flags_common.define_run_flags(train_batch_size=16, learning_rate=2e-5)
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags(train_batch_size=16, learning_rate=2e-5)
 
 flags_common.define_finetuning_flags(
     data_dir_help="Folder with SWAG's train.csv, val.csv and test.csv.")

@@ -15,22 +15,19 @@ from bert.utils import errors
 
 FLAGS = flags.FLAGS
 
-flags_common.define_model_flags()
-flags_common.define_run_flags()
-flags_common.define_distribution_flags()
-flags_common.define_runtime_flags()
+flags_common.define_training_flags()
 
-flags_common.define_conll_file_flags()
-flags_common.define_flags(tagging_options.TaggingSettings,
+flags_common.define_conll_file_flags(data_dir_help="Folder with the CoNLL files.")
+flags_common.define_flags(tagging_options.TaggingOptions,
                           ("tag_column", "iob", "labels", "dropout_rate"))
-flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.")
 
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
     flags_common.check_paths(FLAGS)  # every output URL, before any work
+    # The task's own options first, as run_ner.py's (whose run options depend on them).
+    settings = flags_common.settings_from_flags(tagging_options.TaggingOptions, FLAGS)
     options = flags_common.options_from_flags(FLAGS)
-    settings = flags_common.settings_from_flags(tagging_options.TaggingSettings, FLAGS)
     from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
     tagging_task.TaggingTask(options, settings).run()
 

@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert import modeling
+from bert import modeling_config
 from bert import tokenization
 from bert.training import checkpoints
 from bert.training import evaluation
@@ -150,7 +151,7 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
   if batch_size <= 0:
     raise errors.UserError(f"--batch_size={batch_size} must be positive")
   config = model_config.load_bert_config(bert_config_file)
-  model_config.check_max_seq_length(max_seq_length, config)
+  modeling_config.check_max_seq_length(max_seq_length, config)
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
   tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case, normalize=normalize)
   model_config.check_vocab_matches_config(len(tokenizer.vocab), config, vocab_file)

@@ -24,7 +24,6 @@ position counts in `tokens` (without [CLS] and [SEP]); probabilities are the sof
 over the whole vocabulary, rounded to 6 decimals.
 """
 
-import dataclasses
 import json
 
 from absl import logging
@@ -32,7 +31,9 @@ import numpy as np
 import tensorflow as tf
 
 from bert import heads
+from bert import modeling_config
 from bert import tokenization
+from bert.extraction import extraction_options
 from bert.formats import checkpoint_files
 from bert.training import checkpoints
 from bert.training import model_config
@@ -53,26 +54,8 @@ _NO_HEAD = ("filling masks needs the masked-LM head that pretraining trains: "
             "BertForPreTraining folder")
 
 
-@dataclasses.dataclass(frozen=True)
-class Settings:
-  """fill_mask.py's flags of the same names."""
-  top_k: int = 5
-  max_masks: int = 5
-  max_seq_length: int = 128
-  batch_size: int = 32
-
-
-def check_settings(settings, vocab_size):
-  for name in ("top_k", "max_masks", "max_seq_length", "batch_size"):
-    value = getattr(settings, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-      raise errors.UserError(f"--{name}={value!r}: must be a whole number >= 1")
-  if settings.top_k > vocab_size:
-    raise errors.UserError(f"--top_k={settings.top_k} is more than the vocabulary's "
-                           f"{vocab_size} tokens")
-  if settings.max_seq_length < 3:
-    raise errors.UserError(f"--max_seq_length={settings.max_seq_length}: must be at "
-                           "least 3 ([CLS], one [MASK], [SEP])")
+# fill_mask.py's options under the name docs/library.md gave them before.
+Settings = extraction_options.FillMaskOptions
 
 
 def tokenize_with_masks(tokenizer, text):
@@ -85,22 +68,23 @@ def tokenize_with_masks(tokenizer, text):
   return tokens
 
 
-def check_tokens(tokens, where, settings):
-  """A UserError naming `where` (file:line, or text N) for a text that cannot be filled."""
+def check_tokens(tokens, where, options):
+  """A UserError naming `where` (file:line, or text N) for a text that cannot be filled
+  (options: extraction_options.FillMaskOptions)."""
   count = tokens.count(MASK)
   if not count:
     raise errors.UserError(
         f"{where}: the text has no {MASK}; write {MASK} (in capitals) where a word "
         "should be predicted")
-  if count > settings.max_masks:
+  if count > options.max_masks:
     raise errors.UserError(
-        f"{where}: the text has {count} {MASK}s, more than --max_masks={settings.max_masks}; "
+        f"{where}: the text has {count} {MASK}s, more than --max_masks={options.max_masks}; "
         "give fewer, or raise --max_masks")
-  if len(tokens) > settings.max_seq_length - 2:
+  if len(tokens) > options.max_seq_length - 2:
     raise errors.UserError(
         f"{where}: the text is {len(tokens)} WordPieces, more than "
-        f"--max_seq_length={settings.max_seq_length} holds with [CLS] and [SEP] "
-        f"({settings.max_seq_length - 2}); shorten it or raise --max_seq_length")
+        f"--max_seq_length={options.max_seq_length} holds with [CLS] and [SEP] "
+        f"({options.max_seq_length - 2}); shorten it or raise --max_seq_length")
 
 
 def _mlm_head_problem(kind, resolved):
@@ -165,9 +149,9 @@ def glued_masks(tokens, text):
     before = parts[index]
     if before:
       last = before[-1]
-      glued = not (tokenization._is_whitespace(last) or  # pylint: disable=protected-access
-                   tokenization._is_punctuation(last) or  # pylint: disable=protected-access
-                   tokenization._is_chinese_char(ord(last)))  # pylint: disable=protected-access
+      glued = not (tokenization.is_whitespace(last) or
+                   tokenization.is_punctuation(last) or
+                   tokenization.is_chinese_char(ord(last)))
     else:
       glued = index > 0  # right after another [MASK]
     if not glued or position == 0:
@@ -209,21 +193,24 @@ class MaskFiller:
   when it is made; the checkpoint is read by the first fill (or load).
 
   bert_config_file, vocab_file, init_checkpoint, do_lower_case: as extract_features.py's
-  flags; normalize: None or "nfc"; settings: a Settings.
+  flags; normalize: None or "nfc"; options: an extraction_options.FillMaskOptions.
   """
 
-  def __init__(self, bert_config_file, vocab_file, init_checkpoint, do_lower_case=True,
-               settings=Settings(), normalize=None):
+  def __init__(self, bert_config_file, vocab_file, init_checkpoint,
+               do_lower_case=tokenization.DO_LOWER_CASE,
+               options=extraction_options.FillMaskOptions(), normalize=None):
     config = model_config.load_bert_config(bert_config_file)
-    model_config.check_max_seq_length(settings.max_seq_length, config)
+    modeling_config.check_max_seq_length(options.max_seq_length, config)
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     self.tokenizer = tokenization.FullTokenizer(vocab_file, do_lower_case,
                                                 normalize=normalize)
     model_config.check_vocab_matches_config(len(self.tokenizer.vocab), config, vocab_file)
     if MASK not in self.tokenizer.vocab:
       raise errors.UserError(f"vocab file {vocab_file}: has no {MASK} token to predict at")
-    check_settings(settings, config.vocab_size)
-    self.settings, self.config, self.init_checkpoint = settings, config, init_checkpoint
+    if options.top_k > config.vocab_size:
+      raise errors.UserError(f"--top_k={options.top_k} is more than the vocabulary's "
+                             f"{config.vocab_size} tokens")
+    self.options, self.config, self.init_checkpoint = options, config, init_checkpoint
     self.model = self._top_k = None
 
   def load(self):
@@ -232,7 +219,7 @@ class MaskFiller:
     if self.model is not None:
       return
     self.model = load_masked_lm(self.config, self.init_checkpoint)
-    settings = self.settings
+    top = self.options.top_k
     spec = tf.TensorSpec([None, None], tf.int32)
 
     @tf.function(input_signature=[spec, spec, spec])
@@ -241,7 +228,7 @@ class MaskFiller:
                             "segment_ids": tf.zeros_like(input_ids),
                             "masked_lm_positions": positions}, training=False)
       probabilities = tf.nn.softmax(outputs["masked_lm_logits"], axis=-1)
-      return tf.math.top_k(probabilities, k=settings.top_k)
+      return tf.math.top_k(probabilities, k=top)
 
     self._top_k = top_k
 
@@ -251,7 +238,7 @@ class MaskFiller:
     rows = []
     for index, text in enumerate(texts):
       tokens = tokenize_with_masks(self.tokenizer, text)
-      check_tokens(tokens, where[index] if where else f"text {index + 1}", self.settings)
+      check_tokens(tokens, where[index] if where else f"text {index + 1}", self.options)
       rows.append(tokens)
     return rows
 
@@ -261,7 +248,7 @@ class MaskFiller:
     rows = self.tokenize(texts, where)
     self.load()
     results = []
-    batch = self.settings.batch_size
+    batch = self.options.batch_size
     for start in range(0, len(rows), batch):
       chunk = rows[start:start + batch]
       width = max(len(tokens) for tokens in chunk) + 2
@@ -316,14 +303,15 @@ def read_texts(input_file):
 
 
 def fill_mask_file(input_file, output_file, vocab_file, do_lower_case, bert_config_file,
-                   init_checkpoint, settings=Settings(), normalize=None):
+                   init_checkpoint, options=extraction_options.FillMaskOptions(),
+                   normalize=None):
   """Reads input_file (one text a line; blank lines skipped), writes output_file's JSON
   lines atomically; returns how many texts. Every text is checked before the model
   loads."""
   numbers, texts = read_texts(input_file)
   where = [f"{input_file}:{n}" for n in numbers]
   filler = MaskFiller(bert_config_file, vocab_file, init_checkpoint, do_lower_case,
-                      settings, normalize)
+                      options, normalize)
   results = filler.fill(texts, where)
   with output_lock.lock_output(output_file, "output_file", is_file=True):
     with errors.disk_full_names(output_file, "output_file"):

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from bert import fast_tokenization
 from bert import input_pipeline
+from bert import modeling_config
 from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert.utils import atomic_output
@@ -335,7 +336,8 @@ def classifier_endpoints(model, label_list, packer=None, num_texts=1):
   return endpoints
 
 
-def export_classifier(export_dir, model, label_list, tokenizer=None, max_seq_length=128,
+def export_classifier(export_dir, model, label_list, tokenizer=None,
+                      max_seq_length=modeling_config.DEFAULT_MAX_SEQ_LENGTH,
                       cls_id=None, sep_id=None, num_texts=1, version=0,
                       overwrite=False, checked=False, litert=None, log=None):
   """Exports a classifier with its token-id and (given a FastTokenizer) raw-text signatures

@@ -22,6 +22,7 @@ from bert import fast_tokenization
 from bert.formats import litert_convert
 from bert.formats import litert_metadata
 from bert import modeling
+from bert import modeling_config
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
@@ -366,7 +367,8 @@ class KerasPreprocessor(keras.layers.Layer):
 
 
 def build_keras_classifier(export_dir, num_labels, seq_length=None, pairs=False,
-                           dropout_rate=0.1, initializer_range=0.02):
+                           dropout_rate=modeling_config.HEAD_DROPOUT_RATE,
+                           initializer_range=0.02):
   """A Keras 3 text classifier around an export: text -> logits, encoder fine-tunable.
 
   Input: tf.string [batch] (`text`), or with pairs a dict of two, `text_a` and `text_b`.

@@ -207,10 +207,11 @@ def classifier_processor(model, task_name=None, xnli_language=None, columns=None
   task_name = task_name or metadata.get("task_name")
   if not task_name:
     raise UserError(f"--task_name is required: {model.metadata_file()} names no task_name")
-  xnli_language = xnli_language or metadata.get("xnli_language") or "zh"
+  xnli_language = (xnli_language or metadata.get("xnli_language")
+                   or classifier_data.XNLI_LANGUAGE)
   regression = model.head == "regression"
   if task_name.lower() in classifier_data.GENERIC_TASKS:
-    columns = columns or classifier_examples.GenericColumns()
+    columns = columns or classifier_examples.DelimitedFileOptions()
     if columns.regression is not None and bool(columns.regression) != regression:
       raise UserError(f"--regression={columns.regression}: {model.named} is "
                       f"{model.describe()}")
@@ -252,10 +253,11 @@ def predict_multilabel(model, examples, batch_size):
   return model.predict(rows, batch_size, "probabilities")
 
 
-def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=32,
+def predict_files(model_file, data_dir, output_dir, batch_size, task_name=None,
                   num_threads=None, xnli_language=None, columns=None, log=None):
   """Writes the prediction files of --do_predict for data_dir's test file(s) into
-  output_dir with the LiteRT model `model_file`; returns the paths written."""
+  output_dir with the LiteRT model `model_file`, `batch_size` rows a call (the command's
+  --predict_batch_size); returns the paths written."""
   log = log or (lambda *args: None)
   model = load_model(model_file, num_threads)
   check_served(model)
@@ -283,7 +285,7 @@ def predict_files(model_file, data_dir, output_dir, task_name=None, batch_size=3
     probabilities = predict_multilabel(model, examples, batch_size)
     atomic_output.ensure_output_dir(output_dir)
     out = paths.join(output_dir, "test_results.tsv")
-    threshold = float(model.metadata.get("threshold", 0.5))
+    threshold = float(model.metadata.get("threshold", multilabel_data.THRESHOLD))
     multilabel_data.write_results(out, model.labels, probabilities.astype(np.float64),
                                   threshold)
     return [out]

@@ -131,6 +131,17 @@ def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer
           "label_ids": label_matrix(examples, label_list)}
 
 
+# A label is predicted where its probability is at least this (--threshold's default; a
+# trained model's own is in its head_info and its LiteRT model.json).
+THRESHOLD = 0.5
+
+
+def check_threshold(threshold):
+  """A UserError unless 0 < threshold < 1 (0 or 1 would predict every label or none)."""
+  if not 0.0 < threshold < 1.0:
+    raise errors.UserError(f"--threshold={threshold}: must be between 0 and 1")
+
+
 def decode(probabilities, threshold):
   """int32 [N, num_labels]: 1 where a probability is >= threshold."""
   return (np.asarray(probabilities) >= threshold).astype(np.int32)

@@ -38,10 +38,10 @@ class MultiLabelTask(finetune.Task):
   name = "multi-label"
   exports = True
 
-  def __init__(self, options, data_dir, labels_file=None, threshold=0.5):
+  def __init__(self, options, data_dir, labels_file=None,
+               threshold=multilabel_data.THRESHOLD):
     super().__init__(options)
-    if not 0.0 < threshold < 1.0:
-      raise errors.UserError(f"--threshold={threshold}: must be between 0 and 1")
+    multilabel_data.check_threshold(threshold)
     self.data_dir, self.threshold = data_dir, threshold
     self.labels_file = labels_file or paths.join(data_dir, multilabel_data.LABELS_FILE)
     self.labels, self.splits = None, {}

@@ -14,6 +14,7 @@ import unicodedata
 
 from absl import logging
 
+from bert import modeling_config
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert import tokenization
@@ -140,8 +141,9 @@ def _uncovered(basic, lines, vocab):
   return (sum(missing.values()) / total if total else 0.0), examples
 
 
-def estimate_random_next(documents, count_tokens, max_seq_length=128, short_seq_prob=0.1,
-                         seed=0):
+def estimate_random_next(documents, count_tokens,
+                         max_seq_length=modeling_config.DEFAULT_MAX_SEQ_LENGTH,
+                         short_seq_prob=pretraining_instances.SHORT_SEQ_PROB, seed=0):
   """The share of random-next pairs the generator would make of these documents.
 
   documents: list of lists of sentences; count_tokens: sentence -> token count. Runs
@@ -179,8 +181,9 @@ def _shape(report, lines):
 
 
 def check_corpus(documents, do_lower_case, vocab_file=None, normalize=None,
-                 split_sentences=None, splitter_name=None, max_seq_length=128,
-                 short_seq_prob=0.1, source="the corpus"):
+                 split_sentences=None, splitter_name=None,
+                 max_seq_length=modeling_config.DEFAULT_MAX_SEQ_LENGTH,
+                 short_seq_prob=pretraining_instances.SHORT_SEQ_PROB, source="the corpus"):
   """Measures the sample `documents` (read_sample's) and returns a Report with warnings.
 
   vocab_file: None before a vocabulary exists (create_vocab): no [UNK] rate then.

@@ -16,6 +16,7 @@ import time
 from absl import logging
 
 from bert import masking
+from bert import modeling_config
 from bert.pretraining import pretraining_corpus
 from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_packing
@@ -32,23 +33,32 @@ from bert.utils import settings
 _PROGRESS_EVERY_S = 10.0
 
 
-def _instance_options(vocab, vocab_file, **kwargs):
-  vocabulary = masking.Vocabulary.from_vocab(vocab, vocab_file)
+def _instance_options(vocabulary, options, masking_options):
+  """What the workers need (pretraining_instances.InstanceOptions): the instance and
+  masking settings and the vocabulary's ids (a masking.Vocabulary)."""
   return pretraining_instances.InstanceOptions(
+      max_seq_length=options.max_seq_length,
+      max_predictions_per_seq=options.max_predictions_per_seq,
+      dupe_factor=options.dupe_factor, short_seq_prob=options.short_seq_prob,
+      masked_lm_prob=masking_options.masked_lm_prob,
+      mask_token_prob=masking_options.mask_token_prob,
+      random_token_prob=masking_options.random_token_prob,
+      do_whole_word_mask=masking_options.do_whole_word_mask,
       cls_id=vocabulary.cls_id, sep_id=vocabulary.sep_id, mask_id=vocabulary.mask_id,
-      vocab_ids=list(vocabulary.vocab_ids), is_subword=vocabulary.is_subword, **kwargs)
+      vocab_ids=list(vocabulary.vocab_ids), is_subword=vocabulary.is_subword,
+      pack_sequences=options.pack_sequences,
+      max_sequences_per_row=options.max_sequences_per_row if options.pack_sequences else 1,
+      dynamic_masking=options.dynamic_masking)
 
 
 # --------------------------------------------------------------------------- driver
 
 # Bounds on sizes: far beyond any sane run, they fail at once instead of after minutes of
-# building tables. 8,192 positions is 16 times BERT's 512-position table (the longest
-# context of BERT-family encoders we know of, ModernBERT's, is 8,192); the rest bound
-# memory or run time by orders of magnitude above the original's settings.
-MAX_SEQ_LENGTH_LIMIT = 8192
-_LIMITS = {"max_seq_length": MAX_SEQ_LENGTH_LIMIT,
-           "max_predictions_per_seq": MAX_SEQ_LENGTH_LIMIT,
-           "max_sequences_per_row": MAX_SEQ_LENGTH_LIMIT,
+# building tables. A sequence's positions are bounded by modeling_config's rule (its
+# max_seq_length, and so the predictions and instances in it); the rest bound memory or
+# run time by orders of magnitude above the original's settings.
+_LIMITS = {"max_predictions_per_seq": modeling_config.MAX_SEQ_LENGTH_BOUND,
+           "max_sequences_per_row": modeling_config.MAX_SEQ_LENGTH_BOUND,
            "dupe_factor": 1000, "documents_per_chunk": 1_000_000,
            "num_workers": 1024, "num_output_shards": 100_000}
 
@@ -77,56 +87,56 @@ def output_paths(output_file, num_output_shards=None):
           for i in range(num_output_shards)]
 
 
-def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_lm_prob,
-                  short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
-                  num_workers, max_sequences_per_row=1, dynamic_masking=False,
-                  do_whole_word_mask=False, pack_sequences=False):
-  """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
-  del pack_sequences  # any value suits
-  rules = masking.MaskingOptions(  # checks masked_lm_prob and the 80/10/10 shares
-      masked_lm_prob=masked_lm_prob, do_whole_word_mask=do_whole_word_mask,
-      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob)
-  moved = [name for name in rules.changed() if name != "masked_lm_prob"]
+def _check_options(options):
+  """GeneratorOptions' values the algorithm cannot run with -> one-line UserError naming
+  the flag (its __post_init__)."""
+  o = options
   checks = [
-      (not (dynamic_masking and moved),
-       f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
-       "run_pretraining.py as it trains; pass these flags to it instead"),
-      (max_sequences_per_row >= 1,
-       f"--max_sequences_per_row={max_sequences_per_row}: must be at least 1 (the "
+      (o.max_sequences_per_row >= 1,
+       f"--max_sequences_per_row={o.max_sequences_per_row}: must be at least 1 (the "
        "instances a packed row may hold)"),
-      (max_seq_length >= 5,
-       f"--max_seq_length={max_seq_length}: must be at least 5 ([CLS] A [SEP] B [SEP])"),
-      (max_predictions_per_seq >= 1,
-       f"--max_predictions_per_seq={max_predictions_per_seq}: must be at least 1"),
-      (dupe_factor >= 1, f"--dupe_factor={dupe_factor}: must be at least 1"),
-      (0.0 <= short_seq_prob <= 1.0,
-       f"--short_seq_prob={short_seq_prob}: must be in [0, 1]"),
-      (documents_per_chunk >= 2,
-       f"--documents_per_chunk={documents_per_chunk}: must be at least 2 (random-next "
+      (o.max_predictions_per_seq >= 1,
+       f"--max_predictions_per_seq={o.max_predictions_per_seq}: must be at least 1"),
+      (o.dupe_factor >= 1, f"--dupe_factor={o.dupe_factor}: must be at least 1"),
+      (0.0 <= o.short_seq_prob <= 1.0,
+       f"--short_seq_prob={o.short_seq_prob}: must be in [0, 1]"),
+      (o.documents_per_chunk >= 2,
+       f"--documents_per_chunk={o.documents_per_chunk}: must be at least 2 (random-next "
        "needs another document)"),
-      (num_workers is None or num_workers >= 0,
-       f"--num_workers={num_workers}: must be 0 or more"),
+      (o.num_workers is None or o.num_workers >= 0,
+       f"--num_workers={o.num_workers}: must be 0 or more"),
   ]
   for ok, message in checks:
     if not ok:
       raise errors.UserError(message)
-  for name, value in [("max_seq_length", max_seq_length),
-                      ("max_predictions_per_seq", max_predictions_per_seq),
-                      ("dupe_factor", dupe_factor),
-                      ("documents_per_chunk", documents_per_chunk),
-                      ("num_workers", num_workers),
-                      ("max_sequences_per_row", max_sequences_per_row)]:
-    _check_limit(name, value)
+  # An instance is a pair: [CLS] A [SEP] B [SEP].
+  modeling_config.check_max_seq_length(o.max_seq_length, least=5,
+                                       needs="[CLS] A [SEP] B [SEP]")
+  for name in ("max_predictions_per_seq", "dupe_factor", "documents_per_chunk",
+               "num_workers", "max_sequences_per_row"):
+    _check_limit(name, getattr(o, name))
 
 
-def check_run(input_patterns, output_file, vocab_file, options, num_output_shards=None,
-              prepare_outputs=True):
+def check_masking(options, masking_options):
+  """With --dynamic_masking the masks are drawn as run_pretraining.py trains: masking
+  rules other than --masked_lm_prob (which sizes the records) given here would do
+  nothing, and are refused in one line."""
+  moved = [name for name in masking_options.changed() if name != "masked_lm_prob"]
+  if options.dynamic_masking and moved:
+    raise errors.UserError(
+        f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
+        "run_pretraining.py as it trains; pass these flags to it instead")
+
+
+def check_run(input_patterns, output_file, vocab_file, options, masking_options,
+              num_output_shards=None, prepare_outputs=True):
   """Everything create_pretraining_data.py checks before reading the corpus.
 
   input_patterns, output_file: the flags' comma-separated files (and globs, for input);
-  options: generate's instance options (max_seq_length, dupe_factor, ...). Fails with a
-  one-line UserError naming the flag; returns (input files, output files). With
-  prepare_outputs (not --check_only) the outputs' folders are created and checked.
+  options, masking_options: generate's GeneratorOptions and masking.MaskingOptions (each
+  checked when made). Fails with a one-line UserError naming the flag; returns (input
+  files, output files). With prepare_outputs (not --check_only) the outputs' folders are
+  created and checked.
   """
   for name, value in (("input_file", input_patterns), ("output_file", output_file),
                       ("vocab_file", vocab_file)):
@@ -134,7 +144,7 @@ def check_run(input_patterns, output_file, vocab_file, options, num_output_shard
       raise errors.UserError(f"--{name} is required")
   input_files = input_checks.expand_file_patterns(input_patterns, "input_file")
   outputs = output_paths(output_file, num_output_shards)
-  check_options(**{k: v for k, v in options.items() if k != "random_seed"})
+  check_masking(options, masking_options)
   for path in input_files:
     input_checks.check_input_file(path, "input_file", allow_empty=True)
   input_checks.check_input_file(vocab_file, "vocab_file")
@@ -238,8 +248,8 @@ def _check_corpus_shape(totals, input_files):
         "documents")
 
 
-def _validate(input_files, output_files, vocab_file, options):
-  check_options(**options)
+def _validate(input_files, output_files, vocab_file, options, masking_options):
+  check_masking(options, masking_options)
   for path in input_files:
     input_checks.check_input_file(path, "input_file", allow_empty=True)
   input_checks.check_input_file(vocab_file, "vocab_file")
@@ -250,19 +260,20 @@ def _validate(input_files, output_files, vocab_file, options):
 @dataclasses.dataclass(frozen=True)
 class GeneratorOptions:
   """The instance settings of create_pretraining_data.py, each its flag of the same name
-  (flags_common makes them from these fields: type, default, help); the masking rules are
-  masking.MaskingOptions'. generate() takes each as a keyword with this default."""
-  max_seq_length: int = settings.setting(128, "Maximum sequence length.")
+  (flags_common makes them from these fields: type, default, help), checked when made;
+  the masking rules are masking.MaskingOptions'. generate() takes both objects."""
+  max_seq_length: int = settings.setting(modeling_config.DEFAULT_MAX_SEQ_LENGTH,
+                                         "Maximum sequence length.")
   max_predictions_per_seq: int = settings.setting(
-      20, "Maximum number of masked LM predictions per sequence.")
+      masking.MAX_PREDICTIONS_PER_SEQ, "Maximum number of masked LM predictions per sequence.")
   random_seed: int = settings.setting(12345, "Random seed for data generation.")
   dupe_factor: int = settings.setting(
       10, "Number of times to duplicate the input data (with different masks).")
   short_seq_prob: float = settings.setting(
-      0.1, "Probability of creating sequences which are shorter than the maximum length.")
+      pretraining_instances.SHORT_SEQ_PROB, "Probability of creating sequences which are shorter than the maximum length.")
   # In this process as a library; the command's default is one worker per CPU.
   num_workers: int = settings.setting(
-      0, "Worker processes creating instances (0: in this process). Default: one per CPU. "
+      pretraining_workers.IN_THIS_PROCESS, "Worker processes creating instances (0: in this process). Default: one per CPU. "
       "The output bytes are the same for every value.")
   documents_per_chunk: int = settings.setting(
       1000, "Documents read, shuffled and paired together; bounds memory. Random-next "
@@ -278,64 +289,52 @@ class GeneratorOptions:
       False, "Write each instance once without masks; run_pretraining.py masks them as it "
       "trains, anew each epoch (use --dupe_factor=1), with its own --masked_lm_prob, "
       "--do_whole_word_mask, --mask_token_prob and --random_token_prob.")
+  on_encoding_error: str = settings.setting(
+      "fail", "A line that is not valid UTF-8: fail naming file and line, or skip it.",
+      choices=("fail", "skip"))
+
+  def __post_init__(self):
+    _check_options(self)
 
 
-# generate()'s keyword defaults: the declarations' (one place each value is written).
-_DEFAULT = GeneratorOptions()
-_MASKING = masking.MaskingOptions()
-
-
-def generate(input_files, output_files, vocab_file, do_lower_case=True,
-             do_whole_word_mask=_MASKING.do_whole_word_mask,
-             max_seq_length=_DEFAULT.max_seq_length,
-             max_predictions_per_seq=_DEFAULT.max_predictions_per_seq,
-             random_seed=_DEFAULT.random_seed, dupe_factor=_DEFAULT.dupe_factor,
-             masked_lm_prob=_MASKING.masked_lm_prob, short_seq_prob=_DEFAULT.short_seq_prob,
-             mask_token_prob=_MASKING.mask_token_prob,
-             random_token_prob=_MASKING.random_token_prob,
-             num_workers=_DEFAULT.num_workers,
-             documents_per_chunk=_DEFAULT.documents_per_chunk, on_encoding_error="fail",
-             normalize=None, split_sentences=None, pack_sequences=_DEFAULT.pack_sequences,
-             max_sequences_per_row=_DEFAULT.max_sequences_per_row,
-             dynamic_masking=_DEFAULT.dynamic_masking, log=logging.info):
+def generate(input_files, output_files, vocab_file, options=GeneratorOptions(),
+             masking_options=masking.MaskingOptions(), *,
+             do_lower_case=tokenization.DO_LOWER_CASE,
+             normalize=None, split_sentences=None):
   """Writes the pretraining TFRecords; returns the summary dict (counts and fractions).
 
   input_files, output_files: lists of paths. Every output is written under a temporary
-  name and renamed when the whole run succeeded. normalize: None (the original) or "nfc",
-  which the tokenizer applies to every line first. split_sentences: None, or a function
-  line -> list of sentences applied to every line (pretraining_corpus.sentence_splitter).
-  pack_sequences: rows packed with up to max_sequences_per_row instances each;
-  dynamic_masking: instances written without masks, for run_pretraining.py to mask as
-  it trains (docs/pretraining_data.md).
+  name and renamed when the whole run succeeded. options: a GeneratorOptions (the
+  instance settings: pack_sequences, rows packed with up to max_sequences_per_row
+  instances each; dynamic_masking, instances written without masks, for
+  run_pretraining.py to mask as it trains: docs/pretraining_data.md); masking_options: a
+  masking.MaskingOptions. do_lower_case: the tokenizer's, as the model's. normalize: None
+  (the original) or "nfc", which the tokenizer applies to every line first.
+  split_sentences: None, or a function line -> list of sentences applied to every line
+  (pretraining_corpus.sentence_splitter).
   """
-  _validate(input_files, output_files, vocab_file, dict(
-      max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
-      dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
-      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
-      documents_per_chunk=documents_per_chunk, num_workers=num_workers,
-      max_sequences_per_row=max_sequences_per_row, dynamic_masking=dynamic_masking,
-      do_whole_word_mask=do_whole_word_mask))
+  _validate(input_files, output_files, vocab_file, options, masking_options)
+  num_workers = options.num_workers
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   vocab = tokenization.load_vocab(vocab_file)
-  opt = _instance_options(
-      vocab, vocab_file, max_seq_length=max_seq_length,
-      max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
-      short_seq_prob=short_seq_prob, masked_lm_prob=masked_lm_prob,
-      mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
-      do_whole_word_mask=do_whole_word_mask, pack_sequences=pack_sequences,
-      max_sequences_per_row=max_sequences_per_row if pack_sequences else 1,
-      dynamic_masking=dynamic_masking)
+  opt = _instance_options(masking.Vocabulary.from_vocab(vocab, vocab_file), options,
+                          masking_options)
+  max_seq_length = options.max_seq_length
+  max_predictions_per_seq = options.max_predictions_per_seq
+  masked_lm_prob = masking_options.masked_lm_prob
   full_row = int(round(max_seq_length * masked_lm_prob))
-  if pack_sequences and max_predictions_per_seq < full_row:
-    log(f"--pack_sequences: a row holds at most --max_predictions_per_seq="
+  if options.pack_sequences and max_predictions_per_seq < full_row:
+    logging.info(
+        f"--pack_sequences: a row holds at most --max_predictions_per_seq="
         f"{max_predictions_per_seq} masked positions, fewer than a full row of "
         f"{max_seq_length} tokens gets at --masked_lm_prob={masked_lm_prob:g} ({full_row}), "
         "so rows will stay part empty; set it to about max_seq_length x masked_lm_prob, "
         "as the original's README says")
   counters = {"lines": 0, "skipped_lines": 0, "chars": 0}
   totals = dict.fromkeys(pretraining_instances.STAT_KEYS + ("unk_tokens",), 0)
-  report = _Progress(sum(file_io.local_size(p) for p in input_files), counters, log)
+  report = _Progress(sum(file_io.local_size(p) for p in input_files), counters,
+                     logging.info)
   with errors.disk_full_names(", ".join(output_files)), contextlib.ExitStack() as stack:
     pool = pretraining_workers.start_workers(opt, num_workers)
     if pool is not None:
@@ -345,18 +344,18 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
     tmp_paths = [stack.enter_context(atomic_output.atomic_path(p)) for p in output_files]
     write = _RoundRobinWriter(
         [stack.enter_context(tf.io.TFRecordWriter(p)) for p in tmp_paths], totals, report)
-    documents = pretraining_corpus.read_documents(input_files, on_encoding_error, counters,
-                                                  split_sentences)
+    documents = pretraining_corpus.read_documents(input_files, options.on_encoding_error,
+                                                  counters, split_sentences)
     pretraining_workers.run_tasks(
-        _chunk_tasks(documents, tokenizer, random_seed, documents_per_chunk,
+        _chunk_tasks(documents, tokenizer, options.random_seed, options.documents_per_chunk,
                      vocab.get("[UNK]", -1), totals),
         pool, num_workers, write)
     if counters["skipped_lines"]:
-      log(f"skipped {counters['skipped_lines']:,} lines that were not valid UTF-8")
+      logging.info(f"skipped {counters['skipped_lines']:,} lines that were not valid UTF-8")
     _check_corpus_shape(totals, input_files)
     report(totals["documents"], write.written, final=True)
   summary = summarize(totals, write.written, time.time() - report.start, max_seq_length,
-                      packed=pack_sequences, masked=not dynamic_masking)
+                      packed=options.pack_sequences, masked=not options.dynamic_masking)
   summary["skipped_lines"] = counters["skipped_lines"]
   return summary
 

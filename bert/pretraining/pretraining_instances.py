@@ -35,6 +35,9 @@ pack_sequences: write rows packed with up to max_sequences_per_row instances
   masks them as it trains). Neither changes the instances, nor (packing) their masks.
 """
 
+# The original's share of instances cut short at random (--short_seq_prob's default).
+SHORT_SEQ_PROB = 0.1
+
 STAT_KEYS = ("documents", "sentences", "corpus_tokens", "instances", "instance_tokens",
              "masked", "masked_as_mask", "masked_kept", "masked_random", "random_next",
              "records")

@@ -5,7 +5,7 @@ driver, with the paper's ablations (no_nsp, ltr) and no_dropout (the config writ
 beside the pretrained model keeps its own rates, which fine-tuning then uses). Records
 of every create_pretraining_data.py layout are read without a flag: packed rows train a
 model that attends within each sequence (heads.build_pretraining_model(packed=True)),
-and records without masks are masked as they are read (input_pipeline.mask_batch). After
+and records without masks are masked as they are read (masking_graph.mask_batch). After
 training the chief also writes the model in Google's TF1 layout to
 output_dir/pretrained/, which every other script accepts."""
 
@@ -72,16 +72,18 @@ class PretrainingTask(finetune.Task):
   name = "pretraining"
   needs_vocab = False  # reads token ids, not text
 
-  def __init__(self, options, input_file, eval_input_file=None,
-               max_predictions_per_seq=20, max_eval_steps=100, no_nsp=False,
-               no_dropout=False, masking_options=None):
+  def __init__(self, options, pretraining, masking_options=masking.MaskingOptions()):
+    """options: the run's RunOptions; pretraining: the records and what is computed
+    (pretraining_options.PretrainingOptions); masking_options: the rules that mask
+    records made without masks (masking.MaskingOptions)."""
     super().__init__(options)
-    self.input_file, self.eval_input_file = input_file, eval_input_file
-    self.max_predictions_per_seq = max_predictions_per_seq
-    self.max_eval_steps = max_eval_steps
-    self.use_next_sentence = not (no_nsp or options.ltr)
-    self.no_dropout = no_dropout
-    self.masking_options = masking_options or masking.MaskingOptions()
+    self.input_file = pretraining.input_file
+    self.eval_input_file = pretraining.eval_input_file
+    self.max_predictions_per_seq = pretraining.max_predictions_per_seq
+    self.max_eval_steps = pretraining.max_eval_steps
+    self.use_next_sentence = not (pretraining.no_nsp or options.ltr)
+    self.no_dropout = pretraining.no_dropout
+    self.masking_options = masking_options
     self.config = None
     self.files = self.eval_files = None
     self.layouts = {}  # flag name -> input_pipeline.RecordLayout
@@ -94,9 +96,6 @@ class PretrainingTask(finetune.Task):
 
   def read_data(self, config):
     options = self.options
-    if self.max_predictions_per_seq < 1 or self.max_eval_steps < 1:
-      raise errors.UserError(
-          "--max_predictions_per_seq and --max_eval_steps must be at least 1")
     if self.max_predictions_per_seq > options.max_seq_length:
       raise errors.UserError(
           f"--max_predictions_per_seq={self.max_predictions_per_seq} exceeds "

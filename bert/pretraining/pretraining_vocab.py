@@ -22,6 +22,7 @@ from absl import logging
 
 from bert.pretraining import pretraining_corpus_check
 from bert.pretraining import pretraining_vocab_learner
+from bert.pretraining import pretraining_workers
 from bert import modeling_config
 from bert import tokenization
 from bert.utils import atomic_output
@@ -50,7 +51,7 @@ class LearnOptions:
       30522, "Target vocabulary size, reserved tokens included; the learner stays within "
       "--slack_ratio below it. A small corpus may give fewer.")
   do_lower_case: bool = settings.setting(
-      True, "Lower-case and strip accents before learning; must match the --do_lower_case "
+      tokenization.DO_LOWER_CASE, "Lower-case and strip accents before learning; must match the --do_lower_case "
       "the vocabulary is later used with.")
   num_unused: int = settings.setting(
       99, "How many [unusedN] tokens to reserve. The first 99 go between [PAD] and [UNK] "
@@ -60,20 +61,28 @@ class LearnOptions:
       tokenization.MAX_INPUT_CHARS_PER_WORD,
       "Words longer than this are not counted (WordPiece makes them [UNK]).")
   max_token_length: int = settings.setting(
-      50, "Longest token the learner makes; longer words are not learned from.")
+      pretraining_vocab_learner.MAX_TOKEN_LENGTH,
+      "Longest token the learner makes; longer words are not learned from.")
   max_unique_chars: int = settings.setting(
-      1000, "Alphabet size: only the most frequent characters become tokens; words with "
+      pretraining_vocab_learner.MAX_UNIQUE_CHARS,
+      "Alphabet size: only the most frequent characters become tokens; words with "
       "other characters are not learned from. Raise it for scripts with many characters "
       "(Korean, Chinese, Japanese: 3000+).")
   lower_thresh: int = settings.setting(
-      10, "Lowest token count the learner's threshold search may go down to.")
+      pretraining_vocab_learner.LOWER_THRESH,
+      "Lowest token count the learner's threshold search may go down to.")
   upper_thresh: int = settings.setting(
-      10_000_000, "Highest token count the learner's threshold search starts from.")
-  num_iterations: int = settings.setting(4, "Learner iterations.")
+      pretraining_vocab_learner.UPPER_THRESH,
+      "Highest token count the learner's threshold search starts from.")
+  num_iterations: int = settings.setting(
+      pretraining_vocab_learner.NUM_ITERATIONS,
+      "Learner iterations.")
   max_input_tokens: int = settings.setting(
-      5_000_000, "Distinct words the learner considers (the most frequent ones).")
+      pretraining_vocab_learner.MAX_INPUT_TOKENS,
+      "Distinct words the learner considers (the most frequent ones).")
   slack_ratio: float = settings.setting(
-      0.05, "Accept a vocabulary this fraction below --vocab_size.")
+      pretraining_vocab_learner.SLACK_RATIO,
+      "Accept a vocabulary this fraction below --vocab_size.")
   holdout_every: int = settings.setting(
       100, "Keep every N-th line out of learning to measure the [UNK] rate (0: measure on "
       "the training lines instead).")
@@ -89,11 +98,14 @@ class LearnOptions:
       choices=LEARNERS)
   # In this process as a library; the command's default is one worker per CPU.
   num_workers: int = settings.setting(
-      0, "Worker processes that split the corpus into words (0: in this process). Default: "
+      pretraining_workers.IN_THIS_PROCESS, "Worker processes that split the corpus into words (0: in this process). Default: "
       "one per CPU once the corpus holds enough distinct words to pay for starting them. "
       "The counts, and so the vocabulary, are the same for every value.")
   # --normalize is every command's (flags_common.define_normalize_flag).
   normalize: Optional[str] = None  # None or "nfc"
+
+  def __post_init__(self):
+    check_options(self)
 
 
 # BERT-Base's architecture, for a config when no template is given.
@@ -223,7 +235,8 @@ class WordCounter:
   context manager (or call close()) to end the workers.
   """
 
-  def __init__(self, do_lower_case, max_chars_per_word, num_workers=0):
+  def __init__(self, do_lower_case, max_chars_per_word,
+               num_workers=pretraining_workers.IN_THIS_PROCESS):
     self._basic = tokenization.BasicTokenizer(do_lower_case=do_lower_case)
     self._do_lower_case = do_lower_case
     self._max_chars = max_chars_per_word
@@ -405,7 +418,7 @@ def log_corpus_check(files, do_lower_case, normalize):
       source=",".join(files)))
 
 
-def unk_warning(rate, counter, max_unique_chars, learner="tensorflow_text"):
+def unk_warning(rate, counter, max_unique_chars, learner):
   """A warning line when the new vocabulary leaves too many [UNK], with the likely cause."""
   if rate <= pretraining_corpus_check.UNK_WARN_RATE:
     return None

@@ -358,9 +358,16 @@ def _dedupe(tokens):
   return out
 
 
-def learn(word_counts, vocab_size, reserved_tokens, upper_thresh=int(1e7), lower_thresh=10,
-          num_iterations=4, max_input_tokens=int(5e6), max_token_length=50,
-          max_unique_chars=1000, slack_ratio=0.05, include_joiner_token=True, joiner="##"):
+# tensorflow-text's learn() defaults (create_vocab's flags read them: LearnOptions).
+UPPER_THRESH, LOWER_THRESH, NUM_ITERATIONS = 10_000_000, 10, 4
+MAX_INPUT_TOKENS, MAX_TOKEN_LENGTH, MAX_UNIQUE_CHARS, SLACK_RATIO = 5_000_000, 50, 1000, 0.05
+
+
+def learn(word_counts, vocab_size, reserved_tokens, upper_thresh=UPPER_THRESH,
+          lower_thresh=LOWER_THRESH, num_iterations=NUM_ITERATIONS,
+          max_input_tokens=MAX_INPUT_TOKENS, max_token_length=MAX_TOKEN_LENGTH,
+          max_unique_chars=MAX_UNIQUE_CHARS, slack_ratio=SLACK_RATIO,
+          include_joiner_token=True, joiner="##"):
   """tensorflow_text.tools.wordpiece_vocab.wordpiece_tokenizer_learner_lib.learn: the same
   arguments, the same token list.
 

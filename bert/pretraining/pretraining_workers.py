@@ -13,6 +13,10 @@ from bert.pretraining import pretraining_records
 from bert.pretraining import pretraining_instances
 
 
+# num_workers=0: the calling process does the work itself (the library's default; each
+# command's is one worker per CPU).
+IN_THIS_PROCESS = 0
+
 _WORKER = {}
 
 

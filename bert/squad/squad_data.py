@@ -12,6 +12,7 @@ from typing import List, Optional
 from absl import logging
 
 from bert.squad import squad_metrics
+from bert.squad import squad_options
 from bert import tokenization
 from bert.utils import errors
 
@@ -212,7 +213,9 @@ def _paragraph_examples(paragraph, where, is_training, version_2_with_negative, 
   return examples
 
 
-def parse_squad_examples(data, is_training, version_2_with_negative=False, path="input",
+def parse_squad_examples(data, is_training,
+                         version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
+                         path="input",
                          stats=None):
   """Builds SquadExamples from the "data" list of a SQuAD JSON file.
 
@@ -270,7 +273,8 @@ def log_read_stats(input_file, stats, is_training):
                  input_file, stats.multi_answer)
 
 
-def read_squad_examples(input_file, is_training, version_2_with_negative=False,
+def read_squad_examples(input_file, is_training,
+                        version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
                         stats=None, articles=slice(None)):
   """The original's read_squad_examples: a SQuAD JSON file -> list of SquadExample.
 

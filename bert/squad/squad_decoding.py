@@ -12,6 +12,7 @@ import math
 from absl import logging
 import numpy as np
 
+from bert.squad import squad_options
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import errors
@@ -58,7 +59,8 @@ def _map_through_spaces(position, tok_text, orig_ns_to_s):
   return orig_ns_to_s[ns_position]
 
 
-def get_final_text(pred_text, orig_text, do_lower_case, verbose_logging=False,
+def get_final_text(pred_text, orig_text, do_lower_case,
+                   verbose_logging=squad_options.VERBOSE_LOGGING,
                    tok_text=None):
   """Projects a de-tokenized prediction back onto the original text.
 
@@ -255,8 +257,10 @@ def _nbest_json(nbest):
 
 
 def predict_example(example, features, results, n_best_size, max_answer_length,
-                    do_lower_case, version_2_with_negative=False,
-                    null_score_diff_threshold=0.0, verbose_logging=False, token_cache=None):
+                    do_lower_case,
+                    version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
+                    null_score_diff_threshold=squad_options.NULL_SCORE_DIFF_THRESHOLD,
+                    verbose_logging=squad_options.VERBOSE_LOGGING, token_cache=None):
   """The original's write_predictions for one example.
 
   Args:
@@ -289,8 +293,10 @@ def predict_example(example, features, results, n_best_size, max_answer_length,
 
 
 def compute_predictions(all_examples, all_features, all_results, n_best_size,
-                        max_answer_length, do_lower_case, version_2_with_negative=False,
-                        null_score_diff_threshold=0.0, verbose_logging=False):
+                        max_answer_length, do_lower_case,
+                        version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
+                        null_score_diff_threshold=squad_options.NULL_SCORE_DIFF_THRESHOLD,
+                        verbose_logging=squad_options.VERBOSE_LOGGING):
   """Answers for every example from the model's logits.
 
   Args:
@@ -347,8 +353,9 @@ def _write_json_like_original(path, obj):
 def write_predictions(all_examples, all_features, all_results, n_best_size,
                       max_answer_length, do_lower_case, output_prediction_file,
                       output_nbest_file, output_null_log_odds_file=None,
-                      version_2_with_negative=False, null_score_diff_threshold=0.0,
-                      verbose_logging=False):
+                      version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
+                      null_score_diff_threshold=squad_options.NULL_SCORE_DIFF_THRESHOLD,
+                      verbose_logging=squad_options.VERBOSE_LOGGING):
   """Writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json atomically.
 
   Returns all_predictions ({qas_id: text}).
@@ -377,9 +384,12 @@ def write_prediction_files(all_predictions, all_nbest_json, scores_diff_json,
 # --------------------------------------------------------------------------- one question
 
 
-def answer_from_logits(example, features, start_logits, end_logits, do_lower_case=True,
-                       n_best_size=20, max_answer_length=30, version_2_with_negative=False,
-                       null_score_diff_threshold=0.0):
+def answer_from_logits(example, features, start_logits, end_logits,
+                       do_lower_case=tokenization.DO_LOWER_CASE,
+                       n_best_size=squad_options.N_BEST_SIZE,
+                       max_answer_length=squad_options.MAX_ANSWER_LENGTH,
+                       version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
+                       null_score_diff_threshold=squad_options.NULL_SCORE_DIFF_THRESHOLD):
   """Turns a SQuAD model's logits for one question into its answer text.
 
   Args:

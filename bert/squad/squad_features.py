@@ -16,6 +16,7 @@ import tensorflow as tf
 from bert import fast_tokenization
 from bert import input_pipeline
 from bert.squad import squad_data
+from bert.squad import squad_options
 from bert import tokenization
 from bert.utils import errors
 
@@ -293,8 +294,10 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
   return features
 
 
-def features_for_question(question, context, tokenizer, max_seq_length=384, doc_stride=128,
-                          max_query_length=64):
+def features_for_question(question, context, tokenizer,
+                          max_seq_length=squad_options.MAX_SEQ_LENGTH,
+                          doc_stride=squad_options.DOC_STRIDE,
+                          max_query_length=squad_options.MAX_QUERY_LENGTH):
   """(SquadExample, [InputFeatures]) for one question about one context.
 
   Feed the features' input_ids / input_mask / segment_ids (int32 [num_windows,

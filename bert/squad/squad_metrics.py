@@ -13,6 +13,7 @@ import json
 import re
 import string
 
+from bert.squad import squad_options
 from bert.utils import file_io
 from bert.utils import errors
 
@@ -258,7 +259,8 @@ def evaluate_v2(dataset, preds, na_probs=None, na_prob_thresh=1.0, warn=None):
   return out_eval
 
 
-def score_predicted(dataset, predictions, na_probs=None, version_2_with_negative=False,
+def score_predicted(dataset, predictions, na_probs=None,
+                    version_2_with_negative=squad_options.VERSION_2_WITH_NEGATIVE,
                     path="predict_file"):
   """The official scores of the questions of `dataset` that have a prediction.
 

@@ -9,33 +9,47 @@ from typing import Optional
 from bert.utils import errors
 from bert.utils import settings
 
+# The original's SQuAD defaults, each read by its field below and by the functions that
+# take the setting as a keyword (squad_data, squad_features, squad_decoding,
+# squad_metrics, which import this module for them).
+MAX_SEQ_LENGTH = 384  # run_squad.py's --max_seq_length: questions with their documents
+DOC_STRIDE = 128
+MAX_QUERY_LENGTH = 64
+N_BEST_SIZE = 20
+MAX_ANSWER_LENGTH = 30
+VERBOSE_LOGGING = False
+VERSION_2_WITH_NEGATIVE = False  # SQuAD 1.1: every question has an answer
+NULL_SCORE_DIFF_THRESHOLD = 0.0
+
 
 @dataclasses.dataclass(frozen=True)
-class SquadSettings:
+class SquadOptions:
   """SQuAD's own flags (run_squad.py's), with the original's defaults."""
   train_file: Optional[str] = settings.setting(
       None, "SQuAD json for training. E.g., train-v1.1.json", path=True)
   predict_file: Optional[str] = settings.setting(
       None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json", path=True)
   doc_stride: int = settings.setting(
-      128, "When splitting up a long document into chunks, how much stride to take between "
-      "chunks.")
+      DOC_STRIDE, "When splitting up a long document into chunks, how much stride to take "
+      "between chunks.")
   max_query_length: int = settings.setting(
-      64, "The maximum number of tokens for the question. Questions longer than this will "
-      "be truncated to this length.")
+      MAX_QUERY_LENGTH, "The maximum number of tokens for the question. Questions longer "
+      "than this will be truncated to this length.")
   n_best_size: int = settings.setting(
-      20, "The total number of n-best predictions to generate in the "
+      N_BEST_SIZE, "The total number of n-best predictions to generate in the "
       "nbest_predictions.json output file.")
   max_answer_length: int = settings.setting(
-      30, "The maximum length of an answer that can be generated. This is needed because "
-      "the start and end predictions are not conditioned on one another.")
+      MAX_ANSWER_LENGTH, "The maximum length of an answer that can be generated. This is "
+      "needed because the start and end predictions are not conditioned on one another.")
   verbose_logging: bool = settings.setting(
-      False, "If true, all of the warnings related to data processing will be printed. A "
-      "number of warnings are expected for a normal SQuAD evaluation.")
+      VERBOSE_LOGGING, "If true, all of the warnings related to data processing will be "
+      "printed. A number of warnings are expected for a normal SQuAD evaluation.")
   version_2_with_negative: bool = settings.setting(
-      False, "If true, the SQuAD examples contain some that do not have an answer.")
+      VERSION_2_WITH_NEGATIVE,
+      "If true, the SQuAD examples contain some that do not have an answer.")
   null_score_diff_threshold: float = settings.setting(
-      0.0, "If null_score - best_non_null is greater than the threshold predict null.")
+      NULL_SCORE_DIFF_THRESHOLD,
+      "If null_score - best_non_null is greater than the threshold predict null.")
   fast_tokenization: bool = settings.setting(
       True, "Tokenize the SQuAD words and questions in batches with "
       "tokenization.FastTokenizer (tensorflow-text; the same tokens as the Python "

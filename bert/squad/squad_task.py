@@ -27,7 +27,7 @@ from bert.utils import input_checks
 
 
 # Declared in squad_options (no TensorFlow there: run_squad makes its flags from it).
-SquadSettings = squad_options.SquadSettings
+SquadOptions = squad_options.SquadOptions
 
 
 def article_slice(spec, flag):
@@ -79,7 +79,7 @@ class SquadTask(finetune.Task):
   exports = True
 
   def __init__(self, options, settings):
-    """options: a RunOptions (training/run_options.py); settings: SquadSettings. Checks the flags."""
+    """options: a RunOptions (training/run_options.py); settings: SquadOptions. Checks the flags."""
     super().__init__(options)
     self.predicting = options.do_eval or options.do_predict
     _check_settings(options, settings, self.predicting)

@@ -13,6 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 from bert import metrics
+from bert import modeling_config
 from bert import tokenization
 from bert.utils import atomic_output
 from bert.utils import file_io
@@ -141,8 +142,8 @@ def convert_examples_to_features(examples, max_seq_length, tokenizer):
   input_ids, input_mask, segment_ids: int32 [num_examples, NUM_CHOICES, max_seq_length];
   label_ids: int32 [num_examples] (-1 for unlabelled rows).
   """
-  if max_seq_length < 5:
-    raise errors.UserError(f"max_seq_length={max_seq_length}: too short for a SWAG pair")
+  modeling_config.check_max_seq_length(max_seq_length, least=5,
+                                       needs="[CLS] context [SEP] ending [SEP]")
   ids, masks, segments = [], [], []
   for example in examples:
     a, b, c = convert_example_to_choices(example, max_seq_length, tokenizer)

@@ -12,6 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from bert import modeling_config
 from bert.tagging import tagging_conlleval
 from bert.utils import atomic_output
 from bert.utils import paths
@@ -253,17 +254,21 @@ def _best_window_per_word(first_piece_offsets, windows):
   return owners
 
 
+# The windows' default stride (--doc_stride), and whether tags are IOB chunks (--iob;
+# run_ner's entities are).
+DOC_STRIDE = 64
+IOB = False
+
+
 def convert_examples_to_features(examples, label_list, max_seq_length, tokenizer,
-                                 doc_stride=64, iob=False):
+                                 doc_stride=DOC_STRIDE, iob=IOB):
   """TaggedSentence list -> WindowFeature list (one or more windows per sentence).
 
   iob: the tags are IOB chunks, learned as IOB2 (IOB1 and IOB2 gold read alike through
   conlleval's chunk rules); else each tag is looked up in label_list as written.
   Unlabelled examples get IGNORE_LABEL_ID everywhere.
   """
-  if max_seq_length < 3:
-    raise errors.UserError(f"max_seq_length={max_seq_length}: must be at least 3 "
-                                 "([CLS], one WordPiece, [SEP])")
+  modeling_config.check_max_seq_length(max_seq_length)
   if doc_stride < 1:
     raise errors.UserError(f"doc_stride={doc_stride}: must be at least 1")
   label_map = {label: i for i, label in enumerate(label_list)}

@@ -25,11 +25,11 @@ from bert.utils import input_checks
 
 
 # Declared in tagging_options (no TensorFlow there: run_ner makes its flags from it).
-NerSettings = tagging_options.NerSettings
+NerOptions = tagging_options.NerOptions
 
 
 class NerTask(tagging_task.TaggingTask):
-  """Entity tagging of CoNLL files, fine-tuned or feature-based (NerSettings.mode)."""
+  """Entity tagging of CoNLL files, fine-tuned or feature-based (NerOptions.mode)."""
 
   name = "NER"
 

@@ -5,6 +5,7 @@ answer before TensorFlow loads."""
 import dataclasses
 from typing import Optional, Sequence
 
+from bert import modeling_config
 from bert.tagging import tagging_conlleval
 from bert.tagging import tagging_data
 from bert.tagging import tagging_ner_data
@@ -20,7 +21,7 @@ LAYER_CHOICES = ("embeddings", "second_to_last", "last", "sum_last_four",
 
 
 @dataclasses.dataclass(frozen=True)
-class TaggingSettings:
+class TaggingOptions:
   """A tagging task's settings (run_tagger's and run_ner's flags).
 
   tag_column: the column holding the tags, counted from 1 (the word); None: the last.
@@ -41,9 +42,9 @@ class TaggingSettings:
       "CoNLL-2003's part of speech is 2, its chunk 3, its entity 4. Default: the last "
       "column.")
   iob: bool = settings.setting(
-      False, "The tags are IOB chunks (B-X, I-X, O: chunks, entities): learned as IOB2, "
-      "written back in the file's scheme, scored by span F1 as conlleval scores them. "
-      "Without it each tag is a label as written, scored by accuracy.")
+      tagging_data.IOB, "The tags are IOB chunks (B-X, I-X, O: chunks, entities): learned "
+      "as IOB2, written back in the file's scheme, scored by span F1 as conlleval scores "
+      "them. Without it each tag is a label as written, scored by accuracy.")
   label_scheme: str = settings.setting(
       AUTO, "Scheme of the files' IOB chunks (entities, or run_tagger.py's --iob tags): "
       "iob1 (the original CoNLL-2003 release), iob2 (B- on every chunk's first word) or "
@@ -54,9 +55,10 @@ class TaggingSettings:
       None, "The label set, in the order of the model's outputs (default: every tag of the "
       "train, dev and test files, sorted; with --iob, O first).")
   doc_stride: int = settings.setting(
-      64, "A sentence longer than max_seq_length - 2 WordPieces is split into overlapping "
-      "windows whose starts are about this many pieces apart.")
-  dropout_rate: float = settings.setting(0.1, "Dropout before the token classifier.")
+      tagging_data.DOC_STRIDE, "A sentence longer than max_seq_length - 2 WordPieces is "
+      "split into overlapping windows whose starts are about this many pieces apart.")
+  dropout_rate: float = settings.setting(modeling_config.HEAD_DROPOUT_RATE,
+                                         "Dropout before the token classifier.")
 
   def __post_init__(self):
     if self.labels:
@@ -71,7 +73,7 @@ class TaggingSettings:
 
 
 @dataclasses.dataclass(frozen=True)
-class NerSettings(TaggingSettings):
+class NerOptions(TaggingOptions):
   """run_ner's task settings: the tagging settings with IOB entity tags in the last
   column, plus the entity types and the feature-based mode's."""
   iob: bool = True

@@ -32,7 +32,7 @@ _TOKEN_KEYS = ("input_ids", "input_mask", "segment_ids", "label_ids")
 
 AUTO = tagging_options.AUTO
 # Declared in tagging_options (no TensorFlow there: the commands make their flags from it).
-TaggingSettings = tagging_options.TaggingSettings
+TaggingOptions = tagging_options.TaggingOptions
 
 
 def make_dataset(arrays, batch_size, training_data, seed=0, input_context=None,

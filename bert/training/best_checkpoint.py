@@ -1,7 +1,9 @@
-"""The best checkpoint on dev: kept beside the newest, chosen by one metric, and early
-stopping on it.
+"""The evaluation during training and the best checkpoint on dev: kept beside the newest,
+chosen by one metric, and early stopping on it.
 
-A run with --eval_every_steps keeps, in output_dir/best/, a copy of the weights that
+--eval_every_steps=N evaluates the dev set every N training steps (PeriodicEval, the
+training loop's after_loop hook), its scalars into output_dir/eval. A run with
+--eval_every_steps keeps, in output_dir/best/, a copy of the weights that
 scored best on the dev set (ckpt-<step>, our layout without the optimizer: any command
 that takes --init_checkpoint, export_encoder.py included, reads output_dir/best), and
 best.json, the evaluations so far:
@@ -31,9 +33,10 @@ import math
 from absl import logging
 import tensorflow as tf
 
-from bert import modeling
 from bert.formats import checkpoint_files
 from bert.training import checkpoints
+from bert.training import evaluation
+from bert.training import loop
 from bert.utils import atomic_output
 from bert.utils import errors
 from bert.utils import file_io
@@ -203,19 +206,20 @@ def _saved_best(prefix):
 class Tracker:
   """The best checkpoint of one training run: `evaluated(step, metrics)` after each dev
   evaluation saves the weights when they are the best so far and answers whether
-  early stopping stops the run now.
+  early stopping stops the run now. It saves the run's own objects
+  (checkpoints.RunCheckpoint.weights: the model, its signature, encoder and head), so
+  the best is in the layout of the newest checkpoints, without the optimizer.
 
   output_dir/best is written by the chief only; other workers (a multi-worker run) keep
   the same record in memory and write their share of each save to a temporary folder.
   """
 
-  def __init__(self, output_dir, model, metric, patience=0, head_info=None, chief=True,
-               worker_dir=None):
-    self.output_dir, self.model, self.metric = output_dir, model, metric
+  def __init__(self, output_dir, state, metric, patience=0, chief=True, worker_dir=None):
+    self.output_dir, self.metric = output_dir, metric
+    self.state = state  # the run's checkpoints.RunCheckpoint: its model, signature, head
     self.patience, self.chief = patience, chief
     self.folder = best_dir(output_dir) if chief else worker_dir
     self.record = None
-    self._head_info = head_info
     self._manager = None
     self._best_variable = self._step_variable = None
 
@@ -280,19 +284,12 @@ class Tracker:
 
   def _save(self, step, value):
     if self._manager is None:
-      model = self.model
       self._best_variable = tf.Variable("", trainable=False)
       self._step_variable = tf.Variable(0, dtype=tf.int64, trainable=False)
-      tracked = dict(model=model, step=self._step_variable, best=self._best_variable,
-                     model_signature=tf.Variable(checkpoints.model_signature(model),
-                                                 trainable=False))
-      try:
-        tracked["encoder"] = modeling.find_encoder(model)
-      except ValueError:
-        pass
-      if self._head_info is not None:
-        tracked["head_info"] = tf.Variable(json.dumps(self._head_info, sort_keys=True),
-                                           trainable=False)
+      # The run's own weights objects (the newest checkpoints' layout), with the best's
+      # step and record in place of the loop's state and the optimizer.
+      tracked = dict(self.state.weights(), step=self._step_variable,
+                     best=self._best_variable)
       file_io.makedirs(self.folder)
       self._manager = tf.train.CheckpointManager(
           tf.train.Checkpoint(**tracked), self.folder, max_to_keep=1,
@@ -331,3 +328,111 @@ def restore_best(model, output_dir, head_info=None):
         f"--use_best_checkpoint: {kept[0]} holds another model than this run's; use the "
         "--output_dir of this task's run")
   return record.best[0], record
+
+
+# --------------------------------------------------------------------------- periodic evaluation
+
+
+def use_best(options, model, periodic, head_info=None):
+  """--use_best_checkpoint: loads output_dir/best's weights into `model`, says which step
+  and why, and returns that step. head_info: what the run's head means (restore_best)."""
+  best_step, record = restore_best(model, options.output_dir, head_info)
+  logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
+               paths.join(best_dir(options.output_dir), f"ckpt-{best_step}"),
+               record.describe(), _best_uses(options), _best_reason(options))
+  if best_step != periodic.last_step:
+    periodic.last, periodic.last_step = None, None  # those were other weights
+  return best_step
+
+
+class PeriodicEval:
+  """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
+  N, and at the last step (loop.train's after_loop hook), scalars into output_dir/eval at
+  that step; with a Tracker, each evaluation may keep the best
+  checkpoint, and its answer (early stopping) stops the training."""
+
+  def __init__(self, task, model, strategy, options, chief, num_train_steps=0,
+               tracker=None):
+    self.task, self.model, self.strategy = task, model, strategy
+    self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
+    self.num_train_steps, self.tracker = num_train_steps, tracker
+    self.last, self.last_step = None, None
+
+  def due(self, step, previous_step):
+    return bool(self.every) and (step // self.every != previous_step // self.every
+                                 or step == self.num_train_steps)
+
+  def __call__(self, step, previous_step):
+    if not self.due(step, previous_step):
+      return False
+    return self.evaluate_at(step)
+
+  def catch_up(self, step):
+    """A resumed run whose checkpoint is at an evaluation step that its record lacks (a
+    kill after the save, before the evaluation): evaluated now, as the uninterrupted run
+    did at that step."""
+    if (self.tracker is not None and step > 0 and self.due(step, step - 1)
+        and not self.tracker.record.evaluated(step)):
+      self.evaluate_at(step)
+
+  def evaluate_at(self, step):
+    logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
+    self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
+    logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
+                                   if isinstance(v, (int, float))))
+    if self.chief:
+      loop.write_scalars(paths.join(self.output_dir, "eval"),
+                         evaluation.eval_tags(self.last),
+                         step)
+    return self.tracker is not None and self.tracker.evaluated(step, self.last)
+
+
+def uses_best_checkpoint(options):
+  """--use_best_checkpoint, or early stopping (which stops because dev stopped
+  improving: the best, not the newest, is the model)."""
+  return bool(options.use_best_checkpoint or options.early_stopping_patience)
+
+
+def _best_uses(options):
+  uses = [flag for flag, on in (("--do_eval", options.do_eval),
+                                ("--do_predict", options.do_predict),
+                                ("--export_dir", options.export_dir)) if on]
+  return ", ".join(uses)
+
+
+def _best_reason(options):
+  if options.use_best_checkpoint:
+    return "--use_best_checkpoint"
+  return (f"--early_stopping_patience={options.early_stopping_patience} takes the best, "
+          "not the newest")
+
+
+def best_metric(task, options):
+  """The metric that chooses the best checkpoint (--best_metric, else the task's
+  default), checked against what the task's dev evaluation reports; None when it reports
+  no metric (a SQuAD predict file without answers) and nothing asked for one."""
+  names = task.eval_metric_names()
+  metric = options.best_metric or task.default_best_metric()
+  if names is None:
+    return metric
+  if options.best_metric or options.early_stopping_patience or options.use_best_checkpoint:
+    check_metric(metric, names, task.name)
+  elif metric not in selectable(names):
+    logging.info("%s's dev evaluation reports no %s: no best checkpoint is kept",
+                 task.name, metric)
+    return None
+  return metric
+
+
+def best_tracker(options, state, chief, metric):
+  """The Tracker of a training run with --eval_every_steps, choosing by `metric`
+  (best_metric), saving through the run's checkpoints.RunCheckpoint `state`."""
+  logging.info("The best checkpoint on dev is chosen by %s (%s is better)%s", metric,
+               "higher" if higher_is_better(metric) else "lower",
+               f"; early stopping after {options.early_stopping_patience} evaluations "
+               "without improvement" if options.early_stopping_patience else "")
+  worker_dir = None
+  if not chief:
+    worker_dir = paths.join(state.write_dir, "best")
+  return Tracker(options.output_dir, state, metric, options.early_stopping_patience,
+                 chief=chief, worker_dir=worker_dir)

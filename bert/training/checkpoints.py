@@ -373,6 +373,13 @@ class RunCheckpoint:
     self.write_dir = output_dir if self.chief else paths.join(
         output_dir, f".worker-{strategy.cluster_resolver.task_id}-tmp")
 
+  def weights(self):
+    """{name: object} of what a checkpoint holds of the weights: the model, its
+    signature, its encoder and head_info, without the loop's state and the optimizer
+    (best_checkpoint.Tracker saves the best weights through these objects)."""
+    return {k: v for k, v in self._tracked.items()
+            if k in ("model", "model_signature", "encoder", "head_info")}
+
   def latest(self):
     """The newest whole ckpt-N prefix in output_dir (newest_whole_checkpoint), or None.
 

@@ -13,6 +13,24 @@ from bert.utils import progress
 from bert.utils import errors
 
 
+# Evaluation keys drawn on the card of their training twin.
+_EVAL_TAGS = {"eval_loss": "loss", "eval_accuracy": "accuracy"}
+
+
+def eval_tags(metrics):
+  """{tag: value} for TensorBoard from Task.evaluate's {key: value} (numbers only):
+  eval_loss -> loss, eval_accuracy -> accuracy, other keys unchanged; a `loss` key of
+  the task's own is dropped when eval_loss is there (one loss per step)."""
+  tags = {}
+  for key, value in metrics.items():
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+      continue
+    if key == "loss" and "eval_loss" in metrics:
+      continue
+    tags[_EVAL_TAGS.get(key, key)] = float(value)
+  return tags
+
+
 # Evaluation and prediction log their progress about this often (seconds).
 PROGRESS_EVERY_SECONDS = 10.0
 

@@ -9,6 +9,7 @@ from absl import logging
 
 from bert import heads
 from bert import modeling
+from bert import modeling_config
 from bert import tokenization
 from bert.formats import checkpoint_files
 from bert.formats import hugging_face
@@ -157,7 +158,7 @@ def check_export(export_format, export_dir, config, init_checkpoint, vocab_file,
   when the user gave it, else None.
   """
   if seq_length is not None:
-    model_config.check_max_seq_length(seq_length, config, flag="seq_length")
+    modeling_config.check_max_seq_length(seq_length, config, flag="seq_length")
   tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
   vocab = tokenization.load_vocab(vocab_file)
   model_config.check_vocab_matches_config(len(vocab), config, vocab_file)

@@ -13,11 +13,13 @@ from absl import logging
 
 from bert.formats import litert_metadata
 from bert.formats import serving
+from bert import modeling_config
 from bert import optimization
 from bert import tokenization
 from bert.formats import checkpoint_files
 from bert.training import best_checkpoint
 from bert.training import checkpoints
+from bert.training import evaluation
 from bert.training import loop
 from bert.training import model_config
 from bert.training import strategies
@@ -127,8 +129,8 @@ class Task:
     eval_loss), and the task's own metrics beside them (f1, exact_match, eval_f1,
     eval_matthews_corrcoef, ...). A task does not add `loss`: the driver writes it (=
     eval_loss, as the original's Estimator did) into eval_results.txt. TensorBoard gets
-    the same values under the tags of their training twins (`eval_tags`), so it draws
-    the train and eval curves on one card; a loss's metric pair is therefore named
+    the same values under the tags of their training twins (`evaluation.eval_tags`), so
+    it draws the train and eval curves on one card; a loss's metric pair is therefore named
     `accuracy`, never `<something>_accuracy`, when it is the twin of eval_accuracy.
 
     eval_loss is the training loss's twin on the dev set, in NumPy float64 without dropout
@@ -212,24 +214,6 @@ class Task:
 # Task.head_info()["head"]: what the head computes (hugging_face.py exports each).
 HEAD_KINDS = ("classifier", "regression", "multi_label", "squad", "token_classification",
               "multiple_choice", "pretraining", "feature_ner")
-# Evaluation keys drawn on the card of their training twin.
-_EVAL_TAGS = {"eval_loss": "loss", "eval_accuracy": "accuracy"}
-
-
-def eval_tags(metrics):
-  """{tag: value} for TensorBoard from Task.evaluate's {key: value} (numbers only):
-  eval_loss -> loss, eval_accuracy -> accuracy, other keys unchanged; a `loss` key of
-  the task's own is dropped when eval_loss is there (one loss per step)."""
-  tags = {}
-  for key, value in metrics.items():
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-      continue
-    if key == "loss" and "eval_loss" in metrics:
-      continue
-    tags[_EVAL_TAGS.get(key, key)] = float(value)
-  return tags
-
-
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict
   (docs/ARCHITECTURE.md: the order, step by step)."""
@@ -237,7 +221,7 @@ def run(task, options):
     logging.info("%s", options.speed_choice)
   _check_requested(task, options)
   config = model_config.load_bert_config(options.bert_config_file)
-  model_config.check_max_seq_length(options.max_seq_length, config)
+  modeling_config.check_max_seq_length(options.max_seq_length, config)
   if task.needs_vocab:
     check_vocab(options, config)
   # Multi-worker strategies must start before any TensorFlow op runs; accelerators asked
@@ -273,8 +257,8 @@ def _run_locked(task, options, config, strategy):
   task.read_data(config)
   check_segments(task, config, options)
   # --best_metric checked against what the dev evaluation reports, before any training.
-  metric = (best_metric(task, options) if options.do_train and options.eval_every_steps
-            else None)
+  metric = (best_checkpoint.best_metric(task, options)
+            if options.do_train and options.eval_every_steps else None)
   if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
@@ -305,17 +289,18 @@ def _run_locked(task, options, config, strategy):
     chief = checkpoints.is_chief(strategy)
     tracker = None
     if metric is not None:
-      tracker = best_tracker(task, options, model, state, chief, metric)
-    periodic = PeriodicEval(task, model, strategy, options, chief, num_train_steps,
-                            tracker)
+      tracker = best_checkpoint.best_tracker(options, state, chief, metric)
+    periodic = best_checkpoint.PeriodicEval(task, model, strategy, options, chief,
+                                            num_train_steps, tracker)
     if options.do_train:
       global_step = _train(task, options, model, optimizer, strategy, state, global_step,
                            periodic, (num_train_steps, num_warmup_steps))
       if chief:
         task.after_training(model, global_step)
-    if uses_best_checkpoint(options) and (options.do_eval or options.do_predict
-                                          or options.export_dir):
-      global_step = _restore_best(task, options, model, periodic)
+    if best_checkpoint.uses_best_checkpoint(options) and (
+        options.do_eval or options.do_predict or options.export_dir):
+      global_step = best_checkpoint.use_best(options, model, periodic,
+                                             recorded_head_info(task, options))
     if options.do_eval:
       # The last periodic evaluation may be of these very weights: not evaluated twice.
       reuse = periodic.last_step is not None and periodic.last_step == global_step
@@ -363,113 +348,6 @@ def _train(task, options, model, optimizer, strategy, state, global_step, period
   if tracker is not None:
     tracker.cleanup()
   return global_step
-
-
-def _restore_best(task, options, model, periodic):
-  """--use_best_checkpoint: loads output_dir/best's weights into `model`, says which step
-  and why, and returns that step."""
-  best_step, record = best_checkpoint.restore_best(
-      model, options.output_dir, recorded_head_info(task, options))
-  logging.info("Using the best checkpoint on dev, %s (%s), for %s: %s",
-               paths.join(best_checkpoint.best_dir(options.output_dir), f"ckpt-{best_step}"),
-               record.describe(), _best_uses(options), _best_reason(options))
-  if best_step != periodic.last_step:
-    periodic.last, periodic.last_step = None, None  # those were other weights
-  return best_step
-
-
-class PeriodicEval:
-  """--eval_every_steps=N: evaluates the dev set each time training passes a multiple of
-  N, and at the last step (loop.train's after_loop hook), scalars into output_dir/eval at
-  that step; with a best_checkpoint.Tracker, each evaluation may keep the best
-  checkpoint, and its answer (early stopping) stops the training."""
-
-  def __init__(self, task, model, strategy, options, chief, num_train_steps=0,
-               tracker=None):
-    self.task, self.model, self.strategy = task, model, strategy
-    self.every, self.output_dir, self.chief = options.eval_every_steps, options.output_dir, chief
-    self.num_train_steps, self.tracker = num_train_steps, tracker
-    self.last, self.last_step = None, None
-
-  def due(self, step, previous_step):
-    return bool(self.every) and (step // self.every != previous_step // self.every
-                                 or step == self.num_train_steps)
-
-  def __call__(self, step, previous_step):
-    if not self.due(step, previous_step):
-      return False
-    return self.evaluate_at(step)
-
-  def catch_up(self, step):
-    """A resumed run whose checkpoint is at an evaluation step that its record lacks (a
-    kill after the save, before the evaluation): evaluated now, as the uninterrupted run
-    did at that step."""
-    if (self.tracker is not None and step > 0 and self.due(step, step - 1)
-        and not self.tracker.record.evaluated(step)):
-      self.evaluate_at(step)
-
-  def evaluate_at(self, step):
-    logging.info("***** Evaluation at step %d: %s *****", step, self.task.name)
-    self.last, self.last_step = self.task.evaluate(self.model, self.strategy), step
-    logging.info("  %s", ", ".join(f"{k} = {v:.4g}" for k, v in self.last.items()
-                                   if isinstance(v, (int, float))))
-    if self.chief:
-      loop.write_scalars(paths.join(self.output_dir, "eval"), eval_tags(self.last),
-                         step)
-    return self.tracker is not None and self.tracker.evaluated(step, self.last)
-
-
-def uses_best_checkpoint(options):
-  """--use_best_checkpoint, or early stopping (which stops because dev stopped
-  improving: the best, not the newest, is the model)."""
-  return bool(options.use_best_checkpoint or options.early_stopping_patience)
-
-
-def _best_uses(options):
-  uses = [flag for flag, on in (("--do_eval", options.do_eval),
-                                ("--do_predict", options.do_predict),
-                                ("--export_dir", options.export_dir)) if on]
-  return ", ".join(uses)
-
-
-def _best_reason(options):
-  if options.use_best_checkpoint:
-    return "--use_best_checkpoint"
-  return (f"--early_stopping_patience={options.early_stopping_patience} takes the best, "
-          "not the newest")
-
-
-def best_metric(task, options):
-  """The metric that chooses the best checkpoint (--best_metric, else the task's
-  default), checked against what the task's dev evaluation reports; None when it reports
-  no metric (a SQuAD predict file without answers) and nothing asked for one."""
-  names = task.eval_metric_names()
-  metric = options.best_metric or task.default_best_metric()
-  if names is None:
-    return metric
-  if options.best_metric or options.early_stopping_patience or options.use_best_checkpoint:
-    best_checkpoint.check_metric(metric, names, task.name)
-  elif metric not in best_checkpoint.selectable(names):
-    logging.info("%s's dev evaluation reports no %s: no best checkpoint is kept",
-                 task.name, metric)
-    return None
-  return metric
-
-
-def best_tracker(task, options, model, state, chief, metric):
-  """The best_checkpoint.Tracker of a training run with --eval_every_steps, choosing by
-  `metric` (best_metric)."""
-  logging.info("The best checkpoint on dev is chosen by %s (%s is better)%s", metric,
-               "higher" if best_checkpoint.higher_is_better(metric) else "lower",
-               f"; early stopping after {options.early_stopping_patience} evaluations "
-               "without improvement" if options.early_stopping_patience else "")
-  worker_dir = None
-  if not chief:
-    worker_dir = paths.join(state.write_dir, "best")
-  return best_checkpoint.Tracker(options.output_dir, model, metric,
-                                 options.early_stopping_patience,
-                                 head_info=recorded_head_info(task, options), chief=chief,
-                                 worker_dir=worker_dir)
 
 
 def recorded_head_info(task, options):
@@ -552,7 +430,8 @@ def training_config(options, num_train_steps):
 def write_eval_results(output_dir, metrics, global_step, scalars=True):
   """eval_results.txt (the original's `key = value` lines, with `loss` = eval_loss and
   global_step) and TensorBoard scalars in output_dir/eval at `global_step` under the
-  training twins' tags (eval_tags), so eval curves overlay the training curves."""
+  training twins' tags (evaluation.eval_tags), so eval curves overlay the training
+  curves."""
   values = dict(metrics)
   bad = sorted(k for k, v in values.items()
                if isinstance(v, (int, float)) and not math.isfinite(v))
@@ -570,5 +449,5 @@ def write_eval_results(output_dir, metrics, global_step, scalars=True):
   with errors.disk_full_names(path):  # a full disk: one line naming the file
     atomic_output.write_key_values(path, values, log=lambda line: logging.info("  %s", line))
   if scalars:  # False: already written at this step (PeriodicEval)
-    loop.write_scalars(paths.join(output_dir, "eval"), eval_tags(metrics),
+    loop.write_scalars(paths.join(output_dir, "eval"), evaluation.eval_tags(metrics),
                        global_step)

@@ -360,7 +360,7 @@ def train(strategy, model, optimizer, loss_fn, dataset_fn, state, config, after_
   state: a checkpoints.RunCheckpoint, already restored when resuming. Returns a dict:
   global_step, loss (mean of the last loop call), the metrics, examples_per_second.
   after_loop(step, previous_step): called after each loop call (and its checkpoint), e.g.
-  the driver's periodic evaluation (finetune.PeriodicEval, --eval_every_steps); a true
+  the driver's periodic evaluation (best_checkpoint.PeriodicEval, --eval_every_steps); a true
   answer stops the training there (early stopping), with a checkpoint of that step, and
   the result says `stopped_early`.
   """

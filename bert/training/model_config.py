@@ -1,6 +1,6 @@
 """A run's model configuration, checked before anything is built: the BERT config
-(Google's bert_config.json or a Hugging Face config.json), and the vocabulary and
-max_seq_length against it."""
+(Google's bert_config.json or a Hugging Face config.json), and the vocabulary against it
+(max_seq_length's rule is modeling_config.check_max_seq_length)."""
 
 import json
 
@@ -38,13 +38,3 @@ def check_vocab_matches_config(vocab_size, config, vocab_file="vocab_file"):
     raise errors.UserError(
         f"{vocab_file}: {vocab_size} tokens, but the BERT config says vocab_size="
         f"{config.vocab_size}; use the vocab.txt that came with the checkpoint")
-
-
-def check_max_seq_length(max_seq_length, config, flag="max_seq_length"):
-  if max_seq_length > config.max_position_embeddings:
-    raise errors.UserError(
-        f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
-        f"{config.max_position_embeddings}; lower --{flag}")
-  if max_seq_length < 3:
-    raise errors.UserError(
-        f"--{flag}={max_seq_length} leaves no room for [CLS] and [SEP]")

@@ -14,6 +14,8 @@ import dataclasses
 import math
 import typing
 
+from bert import modeling_config
+from bert import tokenization
 from bert.formats import litert_metadata
 from bert.training import precision
 from bert.utils import errors
@@ -44,7 +46,7 @@ class RunOptions:
       None, "Initial checkpoint: a Google TF1 checkpoint prefix (bert_model.ckpt), one of "
       "ours, or a Hugging Face model.safetensors file or directory.", path=True)
   do_lower_case: bool = settings.setting(
-      True, "Whether to lower case the input text. Should be True for uncased models and "
+      tokenization.DO_LOWER_CASE, "Whether to lower case the input text. Should be True for uncased models and "
       "False for cased models.")
   # None (the original) or "nfc"; the flag spells None "none". The help is completed by
   # each command with where it normalises (flags_common.define_normalize_flag).
@@ -54,7 +56,7 @@ class RunOptions:
       "create_vocab.py and create_pretraining_data.py. The original does not normalise.",
       choices=("none", "nfc"), flag_form=lambda value: "none" if value is None else value)
   max_seq_length: int = settings.setting(
-      128, "The maximum total input sequence length after WordPiece tokenization. "
+      modeling_config.DEFAULT_MAX_SEQ_LENGTH, "The maximum total input sequence length after WordPiece tokenization. "
       "Sequences longer than this will be truncated, and sequences shorter than this "
       "will be padded.")
   do_train: bool = settings.setting(False, "Whether to run training.")
@@ -135,10 +137,10 @@ class RunOptions:
       "stops if the TPU has a different number of cores.")
   # Resolved before it gets here: never "auto" (flags_common.resolve_speed).
   dtype: str = settings.setting(
-      "float32", "Compute precision; variables stay float32. float16 uses loss scaling. "
+      precision.DEFAULT, "Compute precision; variables stay float32. float16 uses loss scaling. "
       "auto: what docs/cpu.md's table measured fastest for this CPU and phase (float32 or "
       "bfloat16, never float16; float32 on a CPU not in the table); the choice is logged.",
-      choices=("float32", "bfloat16", "float16", "auto"))
+      choices=precision.CHOICES)
   # Unset (None) is resolved by the flags from cpu_choice's table; built directly, off.
   enable_xla: bool = settings.setting(
       None, "Compile the training step with XLA. Unset: what docs/cpu.md's table measured "
@@ -184,7 +186,7 @@ class RunOptions:
       "a run with --eval_every_steps kept in output_dir/best, not the newest (the log says "
       "which step and why); with --do_train, it needs --eval_every_steps.")
   verbose: bool = settings.setting(
-      False, "Show full Python tracebacks and detailed logs on errors.")
+      errors.VERBOSE, "Show full Python tracebacks and detailed logs on errors.")
   # The log line naming the CPU and why dtype/enable_xla are what they are (not a flag).
   speed_choice: str = ""
 
@@ -242,9 +244,7 @@ def _check_options(options):
       "train_batch_size", "eval_batch_size", "predict_batch_size", "num_train_steps",
       "save_checkpoints_steps", "keep_checkpoint_max", "gradient_accumulation_steps",
       "steps_per_loop", "log_every_steps", "num_gpus", "num_tpu_cores"))
-  if not 3 <= options.max_seq_length <= MAX_SEQ_LENGTH_BOUND:
-    raise errors.UserError(f"--max_seq_length={options.max_seq_length}: must be between 3 "
-                           f"and {MAX_SEQ_LENGTH_BOUND}")
+  modeling_config.check_max_seq_length(options.max_seq_length)
   if options.max_train_examples < 0 or options.max_eval_examples < 0:
     raise errors.UserError("--max_train_examples/--max_eval_examples: must be >= 0")
   _check_export(options)
@@ -267,13 +267,8 @@ def _check_export(options):
   if options.export_version < 0:
     raise errors.UserError(f"--export_version={options.export_version}: must be >= 0 (0: "
                            "no version folder)")
-  if options.litert not in litert_metadata.CHOICES:
-    raise errors.UserError(f"--litert={options.litert}: choose one of "
-                           f"{', '.join(litert_metadata.CHOICES)}")
+  litert_metadata.precisions_of(options.litert)  # the one check of --litert's value
 
-
-# No BERT checkpoint has more positions than this; a larger --max_seq_length is a typo.
-MAX_SEQ_LENGTH_BOUND = 8192
 
 
 # --------------------------------------------------------------------------- partners

@@ -19,6 +19,8 @@ PHASES = ("pretraining", "fine-tuning", "prediction")
 # What --dtype=auto may pick. Never float16: it needs loss scaling, and no CPU here has
 # float16 matrix units that would pay for its narrower range.
 AUTO_DTYPES = ("float32", "bfloat16")
+# --dtype's value that asks the table.
+AUTO = "auto"
 CPUINFO = "/proc/cpuinfo"
 
 # /proc/cpuinfo flag -> the unit's name in the log line and docs, in this order.
@@ -292,11 +294,11 @@ class Choice:
   line: str
 
 
-def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
+def choose(cpu, phase, dtype, enable_xla=None, environ=None,
            table_applies=True, not_applies_reason="", on_cpu=True, auto_dtype_override=None):
   """The run's XLA and precision: the flags where given, else the table's for cpu and phase.
 
-  dtype: the --dtype flag ("auto" asks the table; float32/bfloat16/float16 are kept).
+  dtype: the --dtype flag (AUTO asks the table; float32/bfloat16/float16 are kept).
   enable_xla: the --enable_xla flag (None, unset, asks the table).
   table_applies=False (a TPU, a GPU, several devices): what is not given is the
   original's (XLA off, float32); not_applies_reason says why in the log line.
@@ -313,7 +315,7 @@ def choose(cpu, phase, dtype="float32", enable_xla=None, environ=None,
                            f"{not_applies_reason}; the original's XLA off and float32")
   xla_why = "flag" if enable_xla is not None else "table"
   xla = pick.enable_xla if enable_xla is None else bool(enable_xla)
-  dtype_why = "table" if dtype == "auto" else "flag"
+  dtype_why = "table" if dtype == AUTO else "flag"
   dtype = pick.dtype if dtype == "auto" else dtype
   if auto_dtype_override and dtype_why == "table" and auto_dtype_override[0] != dtype:
     dtype, dtype_why = auto_dtype_override[0], (

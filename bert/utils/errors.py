@@ -18,6 +18,8 @@ from absl import flags as absl_flags
 # Exit status for errors the user can fix (bad flag, file or config). 1 is left to
 # Python for unexpected crashes, so scripts and tests can tell the two apart.
 USER_ERROR_EXIT_CODE = 2
+# A user error is one line without its traceback unless asked (--verbose's default).
+VERBOSE = False
 
 
 class UserError(ValueError):
@@ -155,7 +157,7 @@ def _report_and_exit(program, exc, verbose):
 
 
 @contextlib.contextmanager
-def report_user_errors(verbose=False, program=None):
+def report_user_errors(verbose=VERBOSE, program=None):
   """Turns bad-input exceptions into one stderr line and exit status 2.
 
   Usage, in a script's main():  `with report_user_errors(FLAGS.verbose): ...`.

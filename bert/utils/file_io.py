@@ -102,20 +102,22 @@ def _filesystem(path):
   return ram_filesystem.filesystem() if paths.scheme(path) == "ram" else gfile()
 
 
-def exists(path):
+def _ask(question, path):
+  """The answer of the filesystem of `path` to `question` ("exists", "isdir"): gfile's
+  (or ram://'s adaptor) for a URL, os.path's for a local path."""
   path = str(path)
   if paths.is_url(path):
     with url_errors(path):
-      return _filesystem(path).exists(path)
-  return os.path.exists(path)
+      return getattr(_filesystem(path), question)(path)
+  return getattr(os.path, question)(path)
+
+
+def exists(path):
+  return _ask("exists", path)
 
 
 def isdir(path):
-  path = str(path)
-  if paths.is_url(path):
-    with url_errors(path):
-      return _filesystem(path).isdir(path)
-  return os.path.isdir(path)
+  return _ask("isdir", path)
 
 
 def isfile(path):

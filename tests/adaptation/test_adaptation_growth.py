@@ -203,6 +203,7 @@ def test_a_checkpoint_and_a_config_of_different_vocabularies_are_refused(tmp_pat
 
 def test_a_grown_model_fine_tunes_fills_masks_and_exports_to_hugging_face(tmp_path):
   from bert.extraction import extraction_fill_mask  # pylint: disable=g-import-not-at-top
+  from bert.extraction import extraction_options  # pylint: disable=g-import-not-at-top
   from bert.training import export_loading  # pylint: disable=g-import-not-at-top
   _, out, _, _ = _grow_words(tmp_path, ["blockchain", "bitcoin", "miners", "bits", "blocks"])
   config_path, vocab, prefix = (str(out / "bert_config.json"), str(out / "vocab.txt"),
@@ -213,7 +214,7 @@ def test_a_grown_model_fine_tunes_fills_masks_and_exports_to_hugging_face(tmp_pa
   report = checkpoints.load_checkpoint(model, prefix)
   assert report["missing"] == ["output_bias", "output_weights"]
   filler = extraction_fill_mask.MaskFiller(config_path, vocab, prefix, True,
-                                          extraction_fill_mask.Settings(top_k=26, max_seq_length=16))
+                                          extraction_options.FillMaskOptions(top_k=26, max_seq_length=16))
   (result,) = filler.fill(["the [MASK] sat on the bitcoin"])
   assert result["tokens"] == ["the", "[MASK]", "sat", "on", "the", "bitcoin"]
   assert {p["token"] for p in result["masks"][0]["predictions"]} >= {"bits", "blocks"}

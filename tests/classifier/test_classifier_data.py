@@ -16,8 +16,8 @@ import tiny
 
 
 def _generic(task, **columns):
-  """The tsv/csv task's processor with these GenericColumns fields."""
-  return classifier_data.get_processor(task, columns=ce.GenericColumns(**columns))
+  """The tsv/csv task's processor with these DelimitedFileOptions fields."""
+  return classifier_data.get_processor(task, columns=ce.DelimitedFileOptions(**columns))
 
 
 def _glue(task):
@@ -270,7 +270,7 @@ LAYOUTS = {
 def _read_layout(name, directory):
   task = name.split("-")[0]
   processor = classifier_data.get_processor(
-      task, columns=ce.GenericColumns(label_list=["pos", "neg"]) if task == "tsv" else None)
+      task, columns=ce.DelimitedFileOptions(label_list=["pos", "neg"]) if task == "tsv" else None)
   split = name.split("-")[1] if "-" in name else "train"
   file_name = LAYOUTS[name][0]
   if split == "ax":

@@ -8,6 +8,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from bert import masking
 from bert.pretraining import pretraining_generator
 from bert.pretraining import pretraining_vocab
 from bert import tokenization
@@ -82,21 +83,24 @@ def test_check_only_needs_no_output_file(tmp_path):
 
 
 def test_check_run_names_the_flag_before_anything_is_read(tmp_path):
-  options = dict(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
-                 masked_lm_prob=0.15, short_seq_prob=0.1, mask_token_prob=0.8,
-                 random_token_prob=0.1, num_workers=0, documents_per_chunk=10,
-                 do_whole_word_mask=False, random_seed=1)
+  options = (pretraining_generator.GeneratorOptions(
+      max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1, num_workers=0,
+      documents_per_chunk=10, random_seed=1), masking.MaskingOptions())
   corpus, vocab = _corpus(tmp_path), _vocab(tmp_path)
   out = tmp_path / "new" / "out.tfrecord"
   with pytest.raises(errors.UserError, match=r"^--vocab_file is required$"):
-    pretraining_generator.check_run(corpus, str(out), None, options)
+    pretraining_generator.check_run(corpus, str(out), None, *options)
   with pytest.raises(errors.UserError, match=r"^--dupe_factor=0: must be at least 1"):
-    pretraining_generator.check_run(corpus, str(out), vocab, dict(options, dupe_factor=0))
-  assert pretraining_generator.check_run(corpus, str(out), vocab, options,
-                                    prepare_outputs=False) == ([corpus], [str(out)])
+    pretraining_generator.GeneratorOptions(dupe_factor=0)  # checked as it is made
+  with pytest.raises(errors.UserError, match=r"^--dynamic_masking with --mask_token_prob"):
+    pretraining_generator.check_run(
+        corpus, str(out), vocab, pretraining_generator.GeneratorOptions(dynamic_masking=True),
+        masking.MaskingOptions(mask_token_prob=0.5))
+  assert pretraining_generator.check_run(corpus, str(out), vocab, *options,
+                                         prepare_outputs=False) == ([corpus], [str(out)])
   assert not os.path.exists(tmp_path / "new")
-  assert pretraining_generator.check_run(corpus, str(out), vocab, options,
-                                    num_output_shards=2) == (
+  assert pretraining_generator.check_run(corpus, str(out), vocab, *options,
+                                         num_output_shards=2) == (
       [corpus], [f"{out}-00000-of-00002", f"{out}-00001-of-00002"])
   assert os.path.isdir(tmp_path / "new")
 
@@ -128,9 +132,10 @@ def test_a_full_disk_while_writing_records_is_one_line_and_leaves_nothing(
   out.parent.mkdir()
   monkeypatch.setattr(tf.io, "TFRecordWriter", _FullDiskWriter)
   with pytest.raises(errors.UserError) as info:
-    pretraining_generator.generate([corpus], [str(out)], vocab, max_seq_length=32,
-                              max_predictions_per_seq=5, dupe_factor=2, num_workers=0,
-                              log=lambda _: None)
+    pretraining_generator.generate([corpus], [str(out)], vocab,
+                                   pretraining_generator.GeneratorOptions(
+                                       max_seq_length=32, max_predictions_per_seq=5,
+                                       dupe_factor=2, num_workers=0))
   assert str(info.value) == (f"could not write {out}: the disk is full (No space left on "
                              "device); nothing was written under that name; free space and "
                              "rerun")

@@ -16,6 +16,7 @@ from bert import input_pipeline
 from bert import modeling
 from bert import tokenization
 from bert.extraction import extraction_fill_mask
+from bert.extraction import extraction_options
 from bert.formats import checkpoint_files
 from bert.formats import hugging_face
 from bert.training import export_loading
@@ -147,7 +148,7 @@ def test_the_command_equals_numpy_on_googles_names(run, tmp_path):
 
 def test_the_training_folder_and_the_hugging_face_export_give_the_same_numbers(run,
                                                                               tmp_path):
-  settings = extraction_fill_mask.Settings(top_k=6, max_seq_length=SEQ)
+  settings = extraction_options.FillMaskOptions(top_k=6, max_seq_length=SEQ)
   texts = [line for line in LINES if line]
 
   def fill(config, vocab, checkpoint):
@@ -175,7 +176,7 @@ def test_a_checkpoint_without_the_masked_lm_head_is_refused(run, tmp_path):
   checkpoint_files.save_google_checkpoint(encoder, prefix)
   filler = extraction_fill_mask.MaskFiller(str(run / "bert_config.json"),
                                        str(run / "vocab.txt"), prefix, True,
-                                       extraction_fill_mask.Settings(max_seq_length=SEQ))
+                                       extraction_options.FillMaskOptions(max_seq_length=SEQ))
   with pytest.raises(errors.UserError) as error:
     filler.fill(["the [MASK] sat ."])
   assert str(error.value).startswith(
@@ -192,7 +193,7 @@ def test_texts_that_cannot_be_filled_are_refused_naming_the_line(run, tmp_path):
       extraction_fill_mask.fill_mask_file(
           str(source), str(tmp_path / "out.jsonl"), str(run / "vocab.txt"), True,
           str(run / "bert_config.json"), str(run / "out"),
-          extraction_fill_mask.Settings(max_seq_length=SEQ, **settings))
+          extraction_options.FillMaskOptions(max_seq_length=SEQ, **settings))
     assert not (tmp_path / "out.jsonl").exists()
     return str(error.value)
 

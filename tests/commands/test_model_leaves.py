@@ -314,13 +314,13 @@ def test_a_left_to_right_model_is_refused_by_the_hugging_face_export(tmp_path):
 
 
 def test_eval_tags_follow_the_training_twins():
-  from bert.training import finetune  # pylint: disable=g-import-not-at-top
-  assert finetune.eval_tags({"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8,
-                             "loss": 0.5, "num_examples": 12, "note": "x"}) == {
+  from bert.training import evaluation  # pylint: disable=g-import-not-at-top
+  assert evaluation.eval_tags({"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8,
+                               "loss": 0.5, "num_examples": 12, "note": "x"}) == {
                                  "loss": 0.5, "accuracy": 0.75, "eval_f1": 0.8,
                                  "num_examples": 12.0}
   # Pretraining's evaluation has no eval_loss: its own loss is the loss tag.
-  assert finetune.eval_tags({"loss": 2.5, "masked_lm_accuracy": 0.1}) == {
+  assert evaluation.eval_tags({"loss": 2.5, "masked_lm_accuracy": 0.1}) == {
       "loss": 2.5, "masked_lm_accuracy": 0.1}
 
 

@@ -165,7 +165,7 @@ def run_fake_ner(directory):
   options = run_options.RunOptions(
       output_dir=out, vocab_file=vocab, max_seq_length=12, do_eval=True, do_predict=True,
       eval_batch_size=3, predict_batch_size=2)
-  task = tagging_ner_task.NerTask(options, tagging_ner_task.NerSettings(data_dir=data, doc_stride=4))
+  task = tagging_ner_task.NerTask(options, tagging_ner_task.NerOptions(data_dir=data, doc_stride=4))
   task.read_data(None)
   model, _ = table_model(len(task.label_list))
   values = task.evaluate(model, None)

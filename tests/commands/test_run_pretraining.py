@@ -13,6 +13,7 @@ import tensorflow as tf
 from bert import heads
 from bert import input_pipeline
 from bert import modeling
+from bert.pretraining import pretraining_options
 from bert.pretraining import pretraining_task
 from bert.utils import errors
 import tiny
@@ -314,8 +315,8 @@ def test_short_budget_recipe_flags_in_process(tmp_path):
       num_train_steps=total, num_warmup_steps=warmup, learning_rate=peak,
       lr_schedule="one_cycle", steps_per_loop=1, log_every_steps=1,
       save_checkpoints_steps=100, eval_batch_size=4)
-  task = pretraining_task.PretrainingTask(options, data, max_predictions_per_seq=3,
-                                          max_eval_steps=1, no_nsp=True, no_dropout=True)
+  task = pretraining_task.PretrainingTask(options, pretraining_options.PretrainingOptions(
+      data, max_predictions_per_seq=3, max_eval_steps=1, no_nsp=True, no_dropout=True))
   task.run()
   # Dropout off in the model that trained; the written config keeps the rates for
   # fine-tuning.

@@ -176,7 +176,7 @@ def test_squad_task_flag_checks(tmp_path):
   def task(**settings):
     options = run_options.RunOptions(output_dir=str(tmp_path), max_seq_length=128,
                                       do_eval=True)
-    return squad_task.SquadTask(options, squad_task.SquadSettings(**settings))
+    return squad_task.SquadTask(options, squad_task.SquadOptions(**settings))
 
   with pytest.raises(errors.UserError, match="^If `do_predict` is True, then "
                      "`predict_file` must be specified.$"):

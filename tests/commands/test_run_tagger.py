@@ -85,7 +85,7 @@ def _scalars(folder):
 def test_pos_tagging_trains_evaluates_and_predicts(files, tmp_path):
   data, _, _ = files
   options = _options(tmp_path, files)
-  task = tagging_task.TaggingTask(options, tagging_task.TaggingSettings(data, tag_column=2))
+  task = tagging_task.TaggingTask(options, tagging_task.TaggingOptions(data, tag_column=2))
   finetune.run(task, options)
   assert task.label_list == [",", ".", "CC", "DT", "IN", "JJ", "NN", "NNP", "VBD"]
   assert len(task.splits["dev"].features) > len(task.splits["dev"].examples)  # windows
@@ -119,7 +119,7 @@ def test_chunking_is_scored_by_span_f1(files, tmp_path):
   data, _, _ = files
   options = _options(tmp_path, files, do_predict=False)
   task = tagging_task.TaggingTask(
-      options, tagging_task.TaggingSettings(data, tag_column=3, iob=True))
+      options, tagging_task.TaggingOptions(data, tag_column=3, iob=True))
   finetune.run(task, options)
   assert task.label_list == ["O", "B-NP", "B-PP", "B-VP", "I-NP"]
   assert task.head_info() == {"task": "tagger", "head": "token_classification",
@@ -142,13 +142,13 @@ def test_chunking_is_scored_by_span_f1(files, tmp_path):
 def test_a_tag_column_the_files_do_not_have_is_one_line(files, tmp_path):
   data, _, _ = files
   options = _options(tmp_path / "out", files)
-  task = tagging_task.TaggingTask(options, tagging_task.TaggingSettings(data, tag_column=4))
+  task = tagging_task.TaggingTask(options, tagging_task.TaggingOptions(data, tag_column=4))
   with pytest.raises(errors.UserError) as error:
     finetune.run(task, options)
   assert str(error.value) == (f"{os.path.join(data, 'train.txt')}:3: 3 columns, no column "
                               "4 to take the tags from (--tag_column=4)")
   with pytest.raises(errors.UserError, match=r"^--tag_column=1: the tags are column 2"):
-    tagging_task.TaggingSettings(data, tag_column=1)
+    tagging_task.TaggingOptions(data, tag_column=1)
 
 
 @pytest.mark.slow  # about 2 minutes on 2 cores
@@ -164,7 +164,7 @@ def test_minilm_pos_beats_the_word_baseline(tmp_path):
       init_checkpoint=f"{minilm}/bert_model.ckpt", do_train=True, do_eval=True,
       max_train_examples=500, num_train_steps=80, train_batch_size=16,
       max_eval_examples=500, eval_batch_size=32)
-  task = tagging_task.TaggingTask(options, tagging_task.TaggingSettings(data, tag_column=2))
+  task = tagging_task.TaggingTask(options, tagging_task.TaggingOptions(data, tag_column=2))
   finetune.run(task, options)
   train = tagging_data.read_conll(os.path.join(data, "train.txt"), 2)[:500]
   dev = tagging_data.read_conll(os.path.join(data, "valid.txt"), 2)[:500]

@@ -66,7 +66,7 @@ def test_control_characters_are_exactly_cc_and_cf():
   import tensorflow as tf
   every = [chr(cp) for cp in _every_code_point()]
   # pylint: disable=protected-access
-  assert [c for c in every if tokenization._is_control(c)] == [
+  assert [c for c in every if tokenization.is_control(c)] == [
       c for c in every if reference_tokenization.is_control(c)]
   kept = "".join(c for c in every if not (ord(c) in (0, 0xFFFD) or reference_tokenization.is_control(c)))
   # 65 Cc (NUL among them) and 163 Cf characters but tab, newline and return; U+FFFD.

@@ -135,7 +135,7 @@ def test_loss_matches_numpy_and_eval_loss():
   labels = (rng.random((5, 4)) < 0.4).astype(np.float32)
   labels[0] = (logits[0] >= 0)  # one row predicted exactly right
   per_example, pairs = heads.multi_label_loss({"label_ids": tf.constant(labels)},
-                                              {"logits": tf.constant(logits)})
+                                              {"logits": tf.constant(logits)}, 0.5)
   p = 1 / (1 + np.exp(-logits.astype(np.float64)))
   expected = np.mean(-(labels * np.log(p) + (1 - labels) * np.log(1 - p)), axis=-1)
   np.testing.assert_allclose(per_example.numpy(), expected, rtol=1e-5)

@@ -13,13 +13,16 @@ import tensorflow as tf
 from bert import heads
 from bert import input_pipeline
 from bert import masking
+from bert import masking_graph
 from bert import modeling
 from bert.pretraining import pretraining_generator
+from bert.pretraining import pretraining_options
 from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_records
 from bert.pretraining import pretraining_task
 from bert.training import run_options
 from bert.utils import errors
+import generator_options
 import tiny
 
 # Words of a made-up language: some whole in the vocabulary, some only as pieces, so
@@ -69,8 +72,9 @@ def data(tmp_path_factory):
                                               max_sequences_per_row=4)}.items():
     out = str(directory / f"{name}.tfrecord")
     summary = pretraining_generator.generate(
-        [corpus], [out], vocab, max_seq_length=64, max_predictions_per_seq=10,
-        dupe_factor=2, random_seed=7, num_workers=0, log=lambda _: None, **flags)
+        [corpus], [out], vocab, *generator_options.options(
+            max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+            num_workers=0, **flags))
     files[name] = (out, summary)
   return {"dir": directory, "vocab": vocab, "vocab_size": vocab_size, "corpus": corpus,
           "files": files}
@@ -177,9 +181,9 @@ def test_packed_records_hold_the_same_instances_and_masks(data):
   # Without a cap the library's default is the command's, which packs.
   default_cap = str(data["dir"] / "default_cap.tfrecord")
   summary = pretraining_generator.generate(
-      [data["corpus"]], [default_cap], data["vocab"], max_seq_length=64,
-      max_predictions_per_seq=10, dupe_factor=2, random_seed=7, num_workers=0,
-      log=lambda _: None, pack_sequences=True)
+      [data["corpus"]], [default_cap], data["vocab"], pretraining_generator.GeneratorOptions(
+          max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+          num_workers=0, pack_sequences=True))
   assert summary["rows_written"] <= packed["rows_written"] < plain["instances_written"]
   assert max(
       int(r["sequence_ids"].max()) for r in _records(default_cap)) <= 8
@@ -226,9 +230,10 @@ _DEFAULT_BYTES = {
 def test_default_bytes_are_unchanged(data, tmp_path, kind):
   out = str(tmp_path / "out.tfrecord")
   pretraining_generator.generate(
-      [data["corpus"]], [out], data["vocab"], max_seq_length=64, max_predictions_per_seq=10,
-      dupe_factor=2, random_seed=7, num_workers=0, log=lambda _: None,
-      do_whole_word_mask=kind == "whole_word")
+      [data["corpus"]], [out], data["vocab"], pretraining_generator.GeneratorOptions(
+          max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, random_seed=7,
+          num_workers=0),
+      masking.MaskingOptions(do_whole_word_mask=kind == "whole_word"))
   with open(out, "rb") as handle:
     assert hashlib.sha256(handle.read()).hexdigest() == _DEFAULT_BYTES[kind]
 
@@ -243,8 +248,8 @@ def test_default_bytes_are_unchanged(data, tmp_path, kind):
 def test_generator_refusals_name_the_flag(data, tmp_path, options, message):
   out = tmp_path / "out.tfrecord"
   with pytest.raises(errors.UserError, match=message.replace("(", r"\(").replace(")", r"\)")):
-    pretraining_generator.generate([data["corpus"]], [str(out)], data["vocab"],
-                                   num_workers=0, log=lambda _: None, **options)
+    generator_options.generate([data["corpus"]], [str(out)], data["vocab"], num_workers=0,
+                               **options)
   assert not os.listdir(tmp_path)  # nothing written
 
 
@@ -350,15 +355,17 @@ def test_packed_loss_is_per_masked_token_and_per_sequence():
 
 
 def _task(data, name, tmp_path, **options):
-  masking_options = options.pop("masking_options", None)
+  masking_options = options.pop("masking_options", masking.MaskingOptions())
   config = tiny.write_tiny_config(tmp_path / "bert_config.json", data["vocab_size"],
                                   max_position_embeddings=64)
   task = pretraining_task.PretrainingTask(
       run_options.RunOptions(output_dir=str(tmp_path / name), bert_config_file=config,
                              vocab_file=data["vocab"], do_eval=True, max_seq_length=64,
                              eval_batch_size=8, **options),
-      data["files"][name][0], max_predictions_per_seq=10, max_eval_steps=1000,
-      masking_options=masking_options)
+      pretraining_options.PretrainingOptions(data["files"][name][0],
+                                             max_predictions_per_seq=10,
+                                             max_eval_steps=1000),
+      masking_options)
   config = modeling.BertConfig.from_json_file(config)
   task.read_data(config)
   return task, config
@@ -405,13 +412,14 @@ def test_layout_refusals_are_one_line(data, tmp_path):
        "apply to records without masks"),
   ]
   for options, name, predictions, message in cases:
-    masking_options = options.pop("masking_options", None)
+    masking_options = options.pop("masking_options", masking.MaskingOptions())
     run = dict(output_dir=str(tmp_path / "o"), do_eval=True, vocab_file=data["vocab"],
                max_seq_length=64)
     run.update(options)
     task = pretraining_task.PretrainingTask(
-        run_options.RunOptions(**run), data["files"][name][0],
-        max_predictions_per_seq=predictions or 10, masking_options=masking_options)
+        run_options.RunOptions(**run), pretraining_options.PretrainingOptions(
+            data["files"][name][0], max_predictions_per_seq=predictions or 10),
+        masking_options)
     with pytest.raises(errors.UserError) as raised:
       task.read_data(config)
     assert message in str(raised.value) and "\n" not in str(raised.value)
@@ -499,10 +507,10 @@ def test_dynamic_masks_are_new_each_epoch_and_the_same_for_a_seed(data):
     n = int(first[0]["masked_lm_weights"][r].sum())
     original[r, first[0]["masked_lm_positions"][r, :n]] = first[0]["masked_lm_ids"][r, :n]
   features["input_ids"] = tf.constant(original)
-  epoch_one = input_pipeline.mask_batch(features, 0, 10, vocabulary, options, 12345 + 7919)
+  epoch_one = masking_graph.mask_batch(features, 0, 10, vocabulary, options, 12345 + 7919)
   np.testing.assert_array_equal(epoch_one["masked_lm_positions"],
                                 first[0]["masked_lm_positions"])
-  epoch_two = input_pipeline.mask_batch(features, 40, 10, vocabulary, options, 12345 + 7919)
+  epoch_two = masking_graph.mask_batch(features, 40, 10, vocabulary, options, 12345 + 7919)
   assert (epoch_two["masked_lm_positions"].numpy() !=
           first[0]["masked_lm_positions"]).any()
 

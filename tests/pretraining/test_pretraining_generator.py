@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
+import generator_options
 
 from bert.pretraining import pretraining_records  # noqa: E402
 from bert.pretraining import pretraining_corpus  # noqa: E402
@@ -27,10 +28,6 @@ from bert.utils import errors  # noqa: E402
 tf = pytest.importorskip("tensorflow")
 
 CLS, SEP, MASK = 101, 102, 103
-
-
-def _quiet(_):
-  pass
 
 
 def _records(path):
@@ -55,7 +52,7 @@ def _parse_all(paths, max_seq_length, max_predictions_per_seq):
 
 def _generate(tmp_path, corpus, name="out.tfrecord", vocab=UNCASED_VOCAB, **kwargs):
   out = str(tmp_path / name)
-  summary = cpd.generate([corpus], [out], vocab, log=_quiet, **kwargs)
+  summary = generator_options.generate([corpus], [out], vocab, **kwargs)
   return out, summary
 
 
@@ -297,7 +294,8 @@ def test_output_is_statistically_the_originals(tmp_path, vocab, kwargs):
   ref_out = str(tmp_path / "ref.tfrecord")
   reference.generate([corpus], [ref_out], vocab, **kwargs)
   ours_out = str(tmp_path / "ours.tfrecord")
-  summary = cpd.generate([corpus], [ours_out], vocab, num_workers=0, log=_quiet, **kwargs)
+  summary = generator_options.generate([corpus], [ours_out], vocab, num_workers=0,
+                                       **kwargs)
   seq = kwargs.get("max_seq_length", 128)
   preds = kwargs.get("max_predictions_per_seq", 20)
   theirs = _layout(_parse_all([ref_out], seq, preds))
@@ -324,8 +322,8 @@ def test_output_is_statistically_the_originals(tmp_path, vocab, kwargs):
 def reuters_run(tmp_path_factory):
   corpus = shared_path("corpora", "reuters_docs.txt")
   out = str(tmp_path_factory.mktemp("reuters") / "reuters.tfrecord")
-  summary = cpd.generate([corpus], [out], UNCASED_VOCAB, dupe_factor=2, num_workers=0,
-                         documents_per_chunk=300, log=_quiet)
+  summary = generator_options.generate([corpus], [out], UNCASED_VOCAB, dupe_factor=2,
+                                       num_workers=0, documents_per_chunk=300)
   return _parse_all([out], 128, 20), summary
 
 
@@ -479,14 +477,14 @@ def test_same_bytes_whatever_the_number_of_workers(tmp_path, reuters_head):
   outs = {}
   for workers in (0, 2):
     paths = [str(tmp_path / f"w{workers}-{s}") for s in range(3)]
-    cpd.generate([reuters_head], paths, UNCASED_VOCAB, num_workers=workers, log=_quiet,
-                 **common)
+    generator_options.generate([reuters_head], paths, UNCASED_VOCAB, num_workers=workers,
+                               **common)
     outs[workers] = [open(p, "rb").read() for p in paths]
   assert outs[0] == outs[2]
   assert min(len(b) for b in outs[0]) > 100_000
   other = str(tmp_path / "seed12")
-  cpd.generate([reuters_head], [other], UNCASED_VOCAB, num_workers=0, log=_quiet,
-               **dict(common, random_seed=12))
+  generator_options.generate([reuters_head], [other], UNCASED_VOCAB, num_workers=0,
+                             **dict(common, random_seed=12))
   assert _records(other)[:50] != _records(str(tmp_path / "w0-0"))[:50]
 
 
@@ -503,7 +501,7 @@ def test_documents_too_short_or_too_few_are_rejected(tmp_path, vocab_dir):
   for corpus, words in [(single, "single sentence"), (one_doc, "only one document")]:
     out = tmp_path / f"{corpus.stem}.tfrecord"
     with pytest.raises(errors.UserError, match=words):
-      cpd.generate([str(corpus)], [str(out)], vocab, num_workers=0, log=_quiet)
+      generator_options.generate([str(corpus)], [str(out)], vocab, num_workers=0)
     assert not out.exists()
   assert not [f for f in os.listdir(tmp_path) if ".tmp-" in f]
 
@@ -527,10 +525,10 @@ def test_non_utf8_and_empty_input_are_reported_before_anything_is_written(tmp_pa
   bad.write_bytes(b"good line one.\ngood line two.\n\ncaf\xe9 au lait.\nmore.\n")
   out = tmp_path / "out.tfrecord"
   with pytest.raises(errors.UserError, match=f"{bad}:4: not valid UTF-8"):
-    cpd.generate([str(bad)], [str(out)], vocab, num_workers=0, log=_quiet)
+    generator_options.generate([str(bad)], [str(out)], vocab, num_workers=0)
   with pytest.raises(errors.UserError, match="empty corpus"):
-    cpd.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)], vocab,
-                 num_workers=0, log=_quiet)
+    generator_options.generate([_write(tmp_path, "blank.txt", "\n  \n\n")], [str(out)],
+                               vocab, num_workers=0)
   assert sorted(os.listdir(tmp_path)) == ["blank.txt", "latin1.txt"]
 
 
@@ -560,7 +558,8 @@ _DEFAULT_OPTIONS = dict(  # create_pretraining_data.py's flag defaults
 @pytest.mark.parametrize("flag,message", [
     ("num_output_shards=0", "--num_output_shards=0: must be at least 1"),
     ("max_seq_length=1000000000",
-     "--max_seq_length=1000000000: more than 8,192, beyond any sane run"),
+     "--max_seq_length=1000000000: must be between 5 and 8192 (no BERT has more "
+     "positions)"),
     ("max_predictions_per_seq=100000",
      "--max_predictions_per_seq=100000: more than 8,192, beyond any sane run"),
     ("dupe_factor=0", "--dupe_factor=0: must be at least 1"),
@@ -579,9 +578,11 @@ def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
     if name == "split_sentences":  # main() builds the splitter before check_run
       pretraining_corpus.sentence_splitter(value)
     elif name == "num_output_shards":
-      cpd.check_run(corpus, out, vocab, _DEFAULT_OPTIONS, num_output_shards=int(value))
+      cpd.check_run(corpus, out, vocab, *generator_options.options(**_DEFAULT_OPTIONS),
+                    num_output_shards=int(value))
     else:
-      cpd.check_run(corpus, out, vocab, dict(_DEFAULT_OPTIONS, **{name: int(value)}))
+      cpd.check_run(corpus, out, vocab, *generator_options.options(
+          **dict(_DEFAULT_OPTIONS, **{name: int(value)})))
   assert str(raised.value) == message
   assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "test_vocab.txt"]
 

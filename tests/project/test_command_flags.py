@@ -41,16 +41,21 @@ def _declared_flags(cls):
 def _options_classes():
   """{class name: its flags' names} of every options class whose fields make flags."""
   from bert import masking  # pylint: disable=g-import-not-at-top
+  from bert.classifier import classifier_data
   from bert.classifier import classifier_examples
+  from bert.extraction import extraction_options
   from bert.pretraining import pretraining_generator
+  from bert.pretraining import pretraining_options
   from bert.pretraining import pretraining_vocab
   from bert.squad import squad_options
   from bert.tagging import tagging_options
   from bert.training import run_options
-  classes = [run_options.RunOptions, masking.MaskingOptions,
-             classifier_examples.GenericColumns, squad_options.SquadSettings,
-             tagging_options.TaggingSettings, tagging_options.NerSettings,
-             pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions]
+  classes = [run_options.RunOptions, masking.MaskingOptions, classifier_data.ClassifierOptions,
+             classifier_examples.DelimitedFileOptions, squad_options.SquadOptions,
+             tagging_options.TaggingOptions, tagging_options.NerOptions,
+             pretraining_generator.GeneratorOptions, pretraining_vocab.LearnOptions,
+             extraction_options.ExtractionOptions, extraction_options.FillMaskOptions,
+             pretraining_options.PretrainingOptions]
   return {cls.__name__: _declared_flags(cls) for cls in classes}
 
 
@@ -105,6 +110,13 @@ def test_no_setting_has_its_default_written_twice():
 SAME_NAME_OTHER_SETTING = {
     ("export_encoder.py", "export_dir"): "where the converted checkpoint goes, no training run's export",
     ("quickstart.py", "vocab_size"): "the demo vocabulary's size, not a field of its options",
+    ("predict_litert.py", "task_name"): "the files' task, by default the model's own (None)",
+    ("predict_litert.py", "xnli_language"): "XNLI's language, by default the model's (None)",
+    ("litert_accuracy.py", "task_name"): "the files' task of a tool's LiteRT model",
+    ("linear_probe.py", "batch_size"): "the probe's rows per encoder pass (64), not the "
+                                       "extraction commands' batch",
+    ("litert_accuracy.py", "batch_size"): "rows per call of a LiteRT model, as "
+                                          "predict_litert's, not the extraction commands'",
 }
 
 

@@ -17,6 +17,7 @@ from bert.training import checkpoints
 
 from bert import heads
 from bert import modeling
+from bert import modeling_config
 from bert.training import model_config
 from bert.utils import atomic_output
 from bert.utils import errors
@@ -155,10 +156,21 @@ def test_vocab_and_length_checks():
   model_config.check_vocab_matches_config(53, cfg)
   with pytest.raises(ValueError, match="54 tokens, but the BERT config says vocab_size=53"):
     model_config.check_vocab_matches_config(54, cfg, "v.txt")
-  model_config.check_max_seq_length(24, cfg)
+  modeling_config.check_max_seq_length(24, cfg)
   with pytest.raises(ValueError, match="--max_seq_length=25 is larger than the model's "
                      "max_position_embeddings=24"):
-    model_config.check_max_seq_length(25, cfg)
+    modeling_config.check_max_seq_length(25, cfg)
+  # The one rule of a sequence length, whoever asks (RunOptions, the generator, fill-mask,
+  # the tagger's windows): the flag named, the bounds and why.
+  with pytest.raises(errors.UserError) as raised:
+    modeling_config.check_max_seq_length(2)
+  assert str(raised.value) == ("--max_seq_length=2: must be between 3 and 8192 ([CLS], one "
+                               "WordPiece, [SEP])")
+  with pytest.raises(errors.UserError) as raised:
+    modeling_config.check_max_seq_length(8193, flag="seq_length")
+  assert str(raised.value) == ("--seq_length=8193: must be between 3 and 8192 (no BERT has "
+                               "more positions)")
+  modeling_config.check_max_seq_length(8192)
 
 
 def test_hugging_face_config_translation(tmp_path):

@@ -322,7 +322,7 @@ def test_run_options_resolves_once_from_the_table_or_the_flags(monkeypatch):
 def test_cpu_choice_does_not_import_tensorflow():
   result = subprocess.run(
       [sys.executable, "-c", "import sys; from bert.utils import cpu_choice; from bert.cli import flags_common; "
-       "print(cpu_choice.choose(cpu_choice.this_cpu(), 'prediction').line); "
+       "print(cpu_choice.choose(cpu_choice.this_cpu(), 'prediction', 'float32').line); "
        "print('tensorflow' in sys.modules)"],
       capture_output=True, text=True, check=True, cwd=ROOT)
   lines = result.stdout.splitlines()
