@@ -22,6 +22,8 @@ for arg in "$@"; do
   case "$arg" in
     --smoke) SMOKE=1 ;;
     -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "$(basename "$0"): error: $arg: no such option (the one option is --smoke;" \
+          "--help shows the usage)" >&2; exit 2 ;;
     *) ARGS+=("$arg") ;;
   esac
 done
@@ -59,7 +61,7 @@ model_flags() {  # model_flags BERT_DIR
 # Whether a script has a flag (some ablations need --ltr in every fine-tuning script).
 has_flag() {  # has_flag SCRIPT FLAG: asks the script itself (its --helpfull lists every
   # flag it accepts, wherever it is defined: flags_common defines most of them).
-  # (absl's --helpfull exits with status 1: its output, not its status, says it ran.)
+  # (its output, not its status, says it ran.)
   local help
   help="$("$PYTHON" "$REPO/$1" --helpfull 2>&1 || true)"
   grep -qE "^\s+--\[no\]helpfull:" <<<"$help" || die "$1 --helpfull did not list flags: ${help: -300}"

@@ -95,7 +95,7 @@ def main(argv):
       print(json.dumps(results, indent=2))
 
 
-run = launch.entry_point(main)
+run = launch.entry_point(main, arguments=True)
 
 if __name__ == "__main__":
   run()
