@@ -242,6 +242,27 @@ def non_utf8_config(ws):
               setup=setup)
 
 
+@case("run_pretraining.py", default=True)
+def one_packed_file_among_fifty_one(ws):
+  """A glob of 50 files of the original's layout and a 51st of packed rows, for
+  evaluation: every file's first record is read, not only the first 50 files'."""
+  packed = dict(pretraining_features(next_sentence_labels=2),
+                position_ids=["int64", list(range(SEQ))],
+                sequence_ids=["int64", [1] * (SEQ // 2) + [2] * (SEQ - SEQ // 2)],
+                next_sentence_positions=["int64", [0, SEQ // 2]],
+                next_sentence_weights=["float", [1.0, 1.0]])
+  folder = ws.path("rp-glob51")
+  setup = [{"tfrecord": os.path.join(folder, f"part-{i:05d}"), "count": 2,
+            "features": packed if i == 50 else pretraining_features()} for i in range(51)]
+  out = ws.path("rp-o51")
+  argv = pretraining_args(ws, os.path.join(folder, "part-*"), out)
+  argv = [a for a in argv if a != "--do_train"] + ["--do_eval"]
+  return dict(argv=argv, setup=setup, absent=[out], line=(
+      f"--input_file: {folder}/part-00050 holds packed rows (up to 2 sequences a row), "
+      f"masked, but {folder}/part-00000 holds one sequence a row, masked; pass files of "
+      "one create_pretraining_data.py layout"))
+
+
 # ---- run_squad.py
 
 
