@@ -225,13 +225,17 @@ finetune_ner() {
   local model; mapfile -t model < <(model_flags "$model_dir")
   local lr seed dir slug="${row//[^A-Za-z0-9]/_}_${column//[^A-Za-z0-9]/_}"
   local lrs="${NER_LRS:-$LRS}"
+  # The feature-based mode's BiLSTM has a learning rate of its own (run_ner.py refuses
+  # --feature_learning_rate without --mode=feature, and ignores --learning_rate with it).
+  local rate_flag=--learning_rate
+  [[ " $* " == *" --mode=feature "* ]] && rate_flag=--feature_learning_rate
   for lr in $lrs; do
     for seed in $SEEDS; do
       dir="$OUT/ner/$slug/lr${lr}_seed${seed}"
       run_once "$dir/test_results.txt" "$dir.log" -- "$PYTHON" "$REPO/run_ner.py" \
         --data_dir="$CONLL_DATA" "${model[@]}" --do_train --do_eval --do_predict \
-        --max_seq_length="$SEQ" --train_batch_size="$BATCH" --learning_rate="$lr" \
-        --feature_learning_rate="$lr" --num_train_epochs="$EPOCHS" --seed="$seed" \
+        --max_seq_length="$SEQ" --train_batch_size="$BATCH" "$rate_flag=$lr" \
+        --num_train_epochs="$EPOCHS" --seed="$seed" \
         --output_dir="$dir" "$@" || continue
       record "$row" "$column" "$lr" "$seed" "$SELECT" "$dir/eval_results.txt" eval_f1 \
         "$dir/test_results.txt" test_f1

@@ -21,6 +21,7 @@ from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_workers
 from bert import tokenization
+from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
@@ -81,16 +82,24 @@ def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_l
                   short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
                   num_workers, max_sequences_per_row=1, dynamic_masking=False,
                   do_whole_word_mask=False, pack_sequences=False):
-  """Flag values the algorithm cannot run with -> one-line UserError naming the flag."""
-  del pack_sequences  # any value suits
-  rules = masking.MaskingOptions(  # checks masked_lm_prob and the 80/10/10 shares
+  """Flag values the algorithm cannot run with -> one-line UserError naming the flag;
+  a setting changed from its default without the flag it acts with (or, the masking
+  rules, with --dynamic_masking) is refused by the one partner table
+  (run_options.PARTNERS), as the command refuses the flags as typed."""
+  masking.MaskingOptions(  # checks masked_lm_prob and the 80/10/10 shares
       masked_lm_prob=masked_lm_prob, do_whole_word_mask=do_whole_word_mask,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob)
-  moved = [name for name in rules.changed() if name != "masked_lm_prob"]
+  values = dict(max_sequences_per_row=max_sequences_per_row, pack_sequences=pack_sequences,
+                dynamic_masking=dynamic_masking, do_whole_word_mask=do_whole_word_mask,
+                mask_token_prob=mask_token_prob, random_token_prob=random_token_prob)
+  defaults = {field.name: field.default for cls in (GeneratorOptions, masking.MaskingOptions)
+              for field in dataclasses.fields(cls)}
+  broken = run_options.unmet_partner(lambda name: values[name] != defaults[name],
+                                     values.get, lambda name: name in values)
+  if broken:
+    raise run_options.partner_error(
+        run_options.typed(broken.setting, values[broken.setting]), broken)
   checks = [
-      (not (dynamic_masking and moved),
-       f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
-       "run_pretraining.py as it trains; pass these flags to it instead"),
       (max_sequences_per_row >= 1,
        f"--max_sequences_per_row={max_sequences_per_row}: must be at least 1 (the "
        "instances a packed row may hold)"),
@@ -313,8 +322,8 @@ def generate(input_files, output_files, vocab_file, do_lower_case=True,
       dupe_factor=dupe_factor, masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
       mask_token_prob=mask_token_prob, random_token_prob=random_token_prob,
       documents_per_chunk=documents_per_chunk, num_workers=num_workers,
-      max_sequences_per_row=max_sequences_per_row, dynamic_masking=dynamic_masking,
-      do_whole_word_mask=do_whole_word_mask))
+      max_sequences_per_row=max_sequences_per_row, pack_sequences=pack_sequences,
+      dynamic_masking=dynamic_masking, do_whole_word_mask=do_whole_word_mask))
   if num_workers is None:
     num_workers = os.cpu_count() or 1
   vocab = tokenization.load_vocab(vocab_file)

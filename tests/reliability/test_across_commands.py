@@ -218,7 +218,33 @@ table(refused_flags,
           expect=["--multi_worker_timeout=-1.0: must be a finite number of seconds"]),
       # An export's version without the export.
       row("run_classifier.py", "export_version_without_export_dir", True,
-          flags=["--export_version=3"], expect=["--export_version=3", "needs --export_dir"]))
+          flags=["--export_version=3"], expect=["--export_version=3", "needs --export_dir"]),
+      # Flags that act only with another (run_options.PARTNERS), typed without it: each
+      # would do nothing, silently.
+      row("create_pretraining_data.py", "rows_of_packing_without_packing", True,
+          flags=["--max_sequences_per_row=4"],
+          line="--max_sequences_per_row=4 sets the most instances a packed row holds: it "
+               "needs --pack_sequences (without it the flag does nothing)"),
+      row("create_pretraining_data.py", "masking_rule_with_dynamic_masking", True,
+          flags=["--dynamic_masking", "--dupe_factor=1", "--mask_token_prob=0.8"],
+          line="--mask_token_prob=0.8 shares out the masks the generator draws: not with "
+               "--dynamic_masking (its records hold no masks: run_pretraining.py draws them "
+               "as it trains; pass the flag to it instead)"),
+      row("create_pretraining_data.py", "language_without_splitter",
+          flags=["--sentence_language=de"], expect=["--sentence_language=de",
+                                                    "needs --split_sentences"]),
+      row("run_ner.py", "bilstm_size_when_fine_tuning", True, flags=["--lstm_units=8"],
+          line="--lstm_units=8 sizes the BiLSTM: it needs --mode=feature (without it the "
+               "flag does nothing)"),
+      row("run_ner.py", "head_dropout_in_feature_mode",
+          flags=["--mode=feature", "--dropout_rate=0.2"],
+          expect=["--dropout_rate=0.2", "needs --mode=finetune"]),
+      row("run_classifier.py", "column_of_a_glue_task", True, flags=["--label_column=2"],
+          line="--label_column=2 describes the files of the tsv/csv task: it needs "
+               "--task_name=tsv or --task_name=csv (without it the flag does nothing)"),
+      row("run_classifier.py", "xnli_language_of_another_task",
+          flags=["--xnli_language=de"], expect=["--xnli_language=de",
+                                                "needs --task_name=xnli"]))
 
 
 def gpus_asked_none_visible(ws, command, name):
