@@ -62,7 +62,7 @@ INSTANCE_FLAGS = tuple(field.name for cls in (pretraining_generator.GeneratorOpt
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     flags_common.check_partners(FLAGS)  # a flag typed without the one it acts with
     options = flags_common.values_of(FLAGS, INSTANCE_FLAGS)
     # Flags checked before check_run, which creates the output's folder.

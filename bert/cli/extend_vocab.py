@@ -43,7 +43,7 @@ FLAGS = flags.FLAGS
 def main(_):
   logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     for flag in ("vocab_file", "words_file") + (("corpus_file",) if FLAGS.corpus_file else ()):
       input_checks.check_input_file(FLAGS[flag].value, flag)
     from bert import vocab_extension  # pylint: disable=g-import-not-at-top

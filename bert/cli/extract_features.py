@@ -33,7 +33,7 @@ FLAGS = flags.FLAGS
 def main(_):
   logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     flags_common.check_positive(FLAGS, ("batch_size",))
     if FLAGS.use_tpu:
       raise errors.UserError(

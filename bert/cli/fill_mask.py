@@ -36,7 +36,7 @@ FLAGS = flags.FLAGS
 def main(_):
   logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     flags_common.check_positive(FLAGS, ("top_k", "max_masks", "batch_size"))
     input_checks.check_input_file(FLAGS.input_file, "input_file")
     input_checks.check_input_file(FLAGS.vocab_file, "vocab_file")

@@ -30,7 +30,7 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL-2003 f
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     settings = flags_common.settings_from_flags(tagging_options.NerSettings, FLAGS)
     # The BiLSTM is trained from scratch at its own rate (--feature_learning_rate).
     options = flags_common.options_from_flags(

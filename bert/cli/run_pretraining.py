@@ -53,7 +53,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
     masking_options = flags_common.masking_options(FLAGS)
     # Deferred: TensorFlow loads here, so --help stays fast.

@@ -28,7 +28,7 @@ flags_common.define_finetuning_flags(data_dir_help="Folder with the CoNLL files.
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.options_from_flags(FLAGS)
     settings = flags_common.settings_from_flags(tagging_options.TaggingSettings, FLAGS)
     from bert.tagging import tagging_task  # deferred: TensorFlow loads here, so --help stays fast
