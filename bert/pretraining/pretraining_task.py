@@ -71,6 +71,8 @@ class PretrainingTask(finetune.Task):
 
   name = "pretraining"
   needs_vocab = False  # reads token ids, not text
+  # output_dir/pretrained holds the Google-layout twin (after_training).
+  output_subfolders = finetune.Task.output_subfolders + ("pretrained",)
 
   def __init__(self, options, input_file, eval_input_file=None,
                max_predictions_per_seq=20, max_eval_steps=100, no_nsp=False,

@@ -324,6 +324,18 @@ def training_question_without_answer(ws):
 
 
 @case("run_squad.py", default=True)
+def best_metric_of_another_spelling(ws):
+  """F1 for f1: refused before any file is read or written (train.tf_record included)."""
+  path = ws.write("sq-f1.json", squad_json([GOOD_QA]))
+  out = ws.path("sq-o10")
+  return dict(argv=squad_args(ws, out, "--do_train", "--do_eval", f"--train_file={path}",
+                              f"--predict_file={path}", "--eval_every_steps=1",
+                              "--best_metric=F1"),
+              absent=[out], line="--best_metric=F1: SQuAD's dev evaluation reports "
+                                 "exact_match, f1; name one of them")
+
+
+@case("run_squad.py", default=True)
 def default_max_seq_length_over_positions(ws):
   path = ws.write("sq-ok.json", squad_json([GOOD_QA]))
   argv = [*ws.model_flags(), f"--output_dir={ws.path('sq-o9')}", "--do_predict",
@@ -433,6 +445,14 @@ def pair_on_type_vocab_size_one(ws):
               expect=[path + ":2: the line is a pair", "type_vocab_size 1"], absent=[out])
 
 
+@case("extract_features.py")
+def output_under_a_regular_file_before_the_model(ws):
+  path = ws.write("ef-in12.txt", "the cat sat .\n")
+  out = os.path.join(ws.blocker, "ef-o12.jsonl")
+  return dict(argv=extract_args(ws, path, out, checkpoint=ws.path("ef-none", "bert_model.ckpt")),
+              line=f"--output_file={out}: {ws.blocker} is a file, not a directory")
+
+
 # ---- fill_mask.py
 
 
@@ -489,6 +509,35 @@ def shared_minilm_without_masked_lm_head(ws):
                                   vocab=os.path.join(folder, "vocab.txt")),
               expect=[f"--init_checkpoint={ws.minilm}: it holds no masked-LM head",
                       "an encoder without its pretraining heads"], absent=[out])
+
+
+@case("fill_mask.py", default=True)
+def output_under_a_regular_file(ws):
+  """Refused before the model loads: this checkpoint (no masked-LM head) would be
+  refused there, so the line naming the output says the output was checked first."""
+  path = ws.write("fm-in6.txt", "the cat sat on the [MASK] .\n")
+  out = os.path.join(ws.blocker, "fm-o6.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, checkpoint=ws.minilm),
+              line=f"--output_file={out}: {ws.blocker} is a file, not a directory")
+
+
+@case("fill_mask.py", default=True)
+def output_in_an_existing_folder(ws):
+  path = ws.write("fm-in7.txt", "the cat sat on the [MASK] .\n")
+  out = ws.path("fm-o7.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out), works=True, exists=[out],
+              setup=[pretraining_checkpoint(ws, "fm-tiny")])
+
+
+@case("fill_mask.py", default=True)
+def output_in_a_folder_not_made_yet(ws):
+  """Created, as create_pretraining_data.py and extend_vocab.py create theirs: the
+  same bytes as in a folder that was there."""
+  path = ws.write("fm-in7.txt", "the cat sat on the [MASK] .\n")
+  out = ws.path("fm-new", "deeper", "fm-o7.jsonl")
+  # The checkpoint output_in_an_existing_folder's setup made (a setup draws new weights).
+  return dict(argv=fill_mask_args(ws, path, out), works=True,
+              same=[(out, ws.path("fm-o7.jsonl"))])
 
 
 # ---- extend_vocab.py
