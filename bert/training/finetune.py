@@ -22,6 +22,7 @@ from bert.training import loop
 from bert.training import model_config
 from bert.training import strategies
 from bert.utils import atomic_output
+from bert.utils import cpu_choice
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import output_lock
@@ -247,8 +248,6 @@ def eval_tags(metrics):
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict
   (docs/ARCHITECTURE.md: the order, step by step)."""
-  if options.speed_choice:
-    logging.info("%s", options.speed_choice)
   _check_requested(task, options)
   config = model_config.load_bert_config(options.bert_config_file)
   model_config.check_max_seq_length(options.max_seq_length, config)
@@ -310,6 +309,10 @@ def _run_locked(task, options, config, strategy):
       optimizer = optimization.create_optimizer(options.learning_rate, num_train_steps,
                                                 num_warmup_steps, options.optimizer,
                                                 schedule=options.lr_schedule)
+  if options.speed_choice:  # what runs, the optimizer's update included (its model known)
+    logging.info("%s", options.speed_choice if optimizer is None else cpu_choice.with_update(
+        options.speed_choice,
+        *optimization.compiled_update(optimizer, model.trainable_variables)))
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
                                     loss_scaling=options.precision.loss_scaling,
