@@ -167,7 +167,8 @@ def parse_flags(argv, arguments=False):
     raise SystemExit(0 if exc.code == 1 else exc.code) from None
   if not arguments and len(remaining) > 1:
     word = remaining[1]
-    before = argv[argv.index(word) - 1] if argv.index(word) > 1 else None
+    at = len(argv) - 1 - argv[::-1].index(word)  # a flag's value may be the same word
+    before = argv[at - 1] if at > 1 else None
     after = (f" after {before}" if before and before.startswith("-") else "")
     sys.stderr.write(
         f"{_program()}: error: {word!r}{after}: this command takes flags only, each "

@@ -80,8 +80,9 @@ def output_paths(output_file, num_output_shards=None):
 
 def check_options(max_seq_length, max_predictions_per_seq, dupe_factor, masked_lm_prob,
                   short_seq_prob, mask_token_prob, random_token_prob, documents_per_chunk,
-                  num_workers, max_sequences_per_row=1, dynamic_masking=False,
-                  do_whole_word_mask=False, pack_sequences=False):
+                  num_workers,
+                  max_sequences_per_row=pretraining_packing.MAX_SEQUENCES_PER_ROW,
+                  dynamic_masking=False, do_whole_word_mask=False, pack_sequences=False):
   """Flag values the algorithm cannot run with -> one-line UserError naming the flag;
   a setting changed from its default without the flag it acts with (or, the masking
   rules, with --dynamic_masking) is refused by the one partner table
