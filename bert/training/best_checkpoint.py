@@ -128,6 +128,9 @@ class Record:
     return text
 
 
+_SAID = set()  # (best.json, why it cannot be read, what rebuilt it) already in the log
+
+
 def read_record(output_dir):
   """The Record of output_dir/best, reconciled with the checkpoint there (None when
   nothing is kept). A record that cannot be read (empty after a power cut, or not ours)
@@ -148,7 +151,9 @@ def read_record(output_dir):
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
       unreadable = " ".join(str(exc).split())[:120] or type(exc).__name__
   kept = kept_checkpoint(output_dir)
-  if unreadable:
+  said = (path, unreadable, kept and kept[0])
+  if unreadable and said not in _SAID:  # said once, though read again
+    _SAID.add(said)
     logging.warning(
         "%s is not the record of a best checkpoint (%s); %s", path, unreadable,
         f"rebuilt from {kept[0]}, which records its own step and value (the other "
