@@ -212,39 +212,128 @@ def _layout_of(feature):
                       masked_lm_prob=prob)
 
 
-def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
-                            flag_name="input_file", max_files=50, vocab_size=None):
-  """Fails with a UserError naming the file unless its first record fits the flags.
+# Files whose first records are read at once, each from its own reader: remote storage
+# answers each file's first request in about one round trip, so thousands of files cost
+# a few dozen round trips, not thousands.
+PARALLEL_FIRST_RECORDS = 32
 
-  Checks up to `max_files` files (one record each; cheap even on remote storage), which
-  must all have one layout. Returns that RecordLayout.
-  """
-  expected = {"max_seq_length": max_seq_length,
-              "max_predictions_per_seq": max_predictions_per_seq}
+
+def _first_record(path, flag_name):
+  """The first record of one TFRecord file (None when it holds none), read alone; a file
+  that is no TFRecord file is a UserError naming it."""
+  try:
+    records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
+    raise errors.UserError(
+        f"--{flag_name}: {path} is not a TFRecord file ({exc.message.splitlines()[0]}); "
+        "pass the output of create_pretraining_data.py") from None
+  return records[0] if records else None
+
+
+def _first_records(files, flag_name):
+  """[the first record of each file, or None for a file that holds none], the files
+  read in parallel (PARALLEL_FIRST_RECORDS at a time). A read that fails is read again
+  file by file, so that its one line names the file (_first_record)."""
+  if len(files) == 1:
+    return [_first_record(files[0], flag_name)]
+  names = tf.constant(list(files))
+  indices = tf.range(len(files), dtype=tf.int64)
+  dataset = tf.data.Dataset.from_tensor_slices((indices, names)).interleave(
+      lambda index, name: tf.data.TFRecordDataset(name).take(1).map(
+          lambda record: (index, record)),
+      cycle_length=PARALLEL_FIRST_RECORDS, num_parallel_calls=PARALLEL_FIRST_RECORDS,
+      deterministic=False)
+  found = [None] * len(files)
+  try:
+    for index, record in dataset.as_numpy_iterator():
+      found[int(index)] = record
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
+    return [_first_record(path, flag_name) for path in files]
+  return found
+
+
+def _example_features(path, record, flag_name):
+  """The features of one file's first record (a tf.train.Features map); a UserError
+  naming the file when it holds none or the record is no tf.train.Example."""
+  if record is None:
+    raise errors.UserError(
+        f"--{flag_name}: {path} holds no records; recreate it with "
+        "create_pretraining_data.py or leave it out")
+  try:
+    example = tf.train.Example.FromString(record)
+  except Exception:  # noqa: BLE001 - protobuf raises its own DecodeError
+    raise errors.UserError(
+        f"--{flag_name}: {path} record 0 is not a tf.train.Example; pass the output of "
+        "create_pretraining_data.py") from None
+  return example.features.feature
+
+
+def _check_first_record(path, feature, this, expected, flag_name, vocab_size):
+  """A UserError naming the file unless its first record's features (of RecordLayout
+  `this`) fit the flags (`expected`: max_seq_length, max_predictions_per_seq) and the
+  vocabulary."""
   flag_of = {"max_seq_length": "--max_seq_length",
              "max_predictions_per_seq": "--max_predictions_per_seq"}
-  layout = first = None
-  for path in list(files)[:max_files]:
+  max_predictions_per_seq = expected["max_predictions_per_seq"]
+  sizes = dict(expected, max_sequences_per_row=this.max_sequences_per_row)
+  for name, (size, dtype) in pretraining_features(this).items():
+    if name not in feature:
+      raise errors.UserError(
+          f"--{flag_name}: {path} record 0 has no feature {name!r} (it has "
+          f"{sorted(feature)}); pass the output of create_pretraining_data.py")
+    kind = "float_list" if dtype == tf.float32 else "int64_list"
+    values = getattr(feature[name], kind).value
+    want = sizes.get(size, size)
+    if len(values) != want:
+      if size in flag_of:
+        fix = (f"rerun with {flag_of[size]}={len(values)} or recreate the data with "
+               f"{flag_of[size]}={want}")
+      else:
+        fix = "recreate the data with create_pretraining_data.py"
+      raise errors.UserError(
+          f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
+          f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
+  if not this.masked:
+    made_for = int(feature["max_predictions_per_seq"].int64_list.value[0])
+    if made_for != max_predictions_per_seq:
+      raise errors.UserError(
+          f"--{flag_name}: {path} holds records without masks made for "
+          f"--max_predictions_per_seq={made_for}, but --max_predictions_per_seq is "
+          f"{max_predictions_per_seq}; rerun with --max_predictions_per_seq={made_for} "
+          "or recreate the data")
+  if vocab_size is not None:
+    ids = list(feature["input_ids"].int64_list.value)
+    if "masked_lm_ids" in feature:
+      ids += list(feature["masked_lm_ids"].int64_list.value)
+    if ids and (max(ids) >= vocab_size or min(ids) < 0):
+      bad = max(ids) if max(ids) >= vocab_size else min(ids)
+      raise errors.UserError(
+          f"--{flag_name}: {path} record 0 has token id {bad}, but vocab_size is "
+          f"{vocab_size} in --bert_config_file; the data was made with another "
+          "vocabulary: recreate it with the model's vocab.txt")
+
+
+def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
+                            flag_name="input_file", max_files=50, vocab_size=None):
+  """Fails with a UserError naming the file unless every file's first record fits the
+  flags; the files must all have one layout. Returns that RecordLayout.
+
+  Every file's first record is read (in parallel: cheap for thousands of files, on
+  remote storage too), so a file of another layout anywhere in a glob is named here,
+  not met as TensorFlow's parse error inside a training or evaluation step. The record
+  framing of the first `max_files` files is walked too (tfrecord_framing: it reads a
+  header a record, so not every file of a large glob).
+  """
+  files = list(files)
+  expected = {"max_seq_length": max_seq_length,
+              "max_predictions_per_seq": max_predictions_per_seq}
+  for path in files[:max_files]:
     # A file cut short (an interrupted copy) would otherwise fail hours into training,
     # inside a step, without its name; the header walk reads 12 bytes a record.
     tfrecord_framing.check_tfrecord_framing(path, flag_name)
-    try:
-      records = list(tf.data.TFRecordDataset(path).take(1).as_numpy_iterator())
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as exc:
-      raise errors.UserError(
-          f"--{flag_name}: {path} is not a TFRecord file ({exc.message.splitlines()[0]}); "
-          "pass the output of create_pretraining_data.py") from None
-    if not records:
-      raise errors.UserError(
-          f"--{flag_name}: {path} holds no records; recreate it with "
-          "create_pretraining_data.py or leave it out")
-    try:
-      example = tf.train.Example.FromString(records[0])
-    except Exception:  # noqa: BLE001 - protobuf raises its own DecodeError
-      raise errors.UserError(
-          f"--{flag_name}: {path} record 0 is not a tf.train.Example; pass the output of "
-          "create_pretraining_data.py") from None
-    feature = example.features.feature
+  layout = first = None
+  for path, record in zip(files, _first_records(files, flag_name)):
+    feature = _example_features(path, record, flag_name)
     this = _layout_of(feature)
     if layout is None:
       layout, first = this, path
@@ -252,42 +341,7 @@ def check_pretraining_files(files, max_seq_length, max_predictions_per_seq,
       raise errors.UserError(
           f"--{flag_name}: {path} holds {this.describe()}, but {first} holds "
           f"{layout.describe()}; pass files of one create_pretraining_data.py layout")
-    sizes = dict(expected, max_sequences_per_row=this.max_sequences_per_row)
-    for name, (size, dtype) in pretraining_features(this).items():
-      if name not in feature:
-        raise errors.UserError(
-            f"--{flag_name}: {path} record 0 has no feature {name!r} (it has "
-            f"{sorted(feature)}); pass the output of create_pretraining_data.py")
-      kind = "float_list" if dtype == tf.float32 else "int64_list"
-      values = getattr(feature[name], kind).value
-      want = sizes.get(size, size)
-      if len(values) != want:
-        if size in flag_of:
-          fix = (f"rerun with {flag_of[size]}={len(values)} or recreate the data with "
-                 f"{flag_of[size]}={want}")
-        else:
-          fix = "recreate the data with create_pretraining_data.py"
-        raise errors.UserError(
-            f"--{flag_name}: {path} record 0 has {name} of length {len(values)}, but "
-            f"{flag_of.get(size, 'the schema')} is {want}; {fix}")
-    if not this.masked:
-      made_for = int(feature["max_predictions_per_seq"].int64_list.value[0])
-      if made_for != max_predictions_per_seq:
-        raise errors.UserError(
-            f"--{flag_name}: {path} holds records without masks made for "
-            f"--max_predictions_per_seq={made_for}, but --max_predictions_per_seq is "
-            f"{max_predictions_per_seq}; rerun with --max_predictions_per_seq={made_for} "
-            "or recreate the data")
-    if vocab_size is not None:
-      ids = list(feature["input_ids"].int64_list.value)
-      if "masked_lm_ids" in feature:
-        ids += list(feature["masked_lm_ids"].int64_list.value)
-      if ids and (max(ids) >= vocab_size or min(ids) < 0):
-        bad = max(ids) if max(ids) >= vocab_size else min(ids)
-        raise errors.UserError(
-            f"--{flag_name}: {path} record 0 has token id {bad}, but vocab_size is "
-            f"{vocab_size} in --bert_config_file; the data was made with another "
-            "vocabulary: recreate it with the model's vocab.txt")
+    _check_first_record(path, feature, this, expected, flag_name, vocab_size)
   return layout
 
 

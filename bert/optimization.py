@@ -202,6 +202,23 @@ class AdamWeightDecay(_BertOptimizer):
       v.assign(next_v)
 
 
+def compiled_update(optimizer, variables):
+  """(compiled, why): whether `optimizer` applies a training step's update to
+  `variables` (the model's trainable ones, as built under the run's strategy) in one
+  XLA-compiled call, and why, for the run's start-up line: AdamWeightDecay does for
+  plain float32 weights on one device once there are fuse_from_num_weights of them."""
+  name = type(optimizer).__name__
+  threshold = getattr(optimizer, "fuse_from_num_weights", None)
+  if threshold is None:
+    return False, f"{name} updates op by op"
+  values = [getattr(v, "value", v) for v in variables]
+  if not all(_plain_float32(None, v) for v in values):
+    return False, f"{name} updates op by op: weights on several devices or not float32"
+  count = sum(int(np.prod(v.shape)) for v in values)
+  return count >= threshold, (f"{name} compiles it for models of {threshold:,} weights "
+                              f"and more; this one has {count:,}")
+
+
 def _plain_float32(gradient, variable):
   """A dense gradient for a float32 tf.Variable on one device (not a mirrored one)."""
   return (isinstance(variable, tf.Variable)

@@ -171,9 +171,15 @@ def markdown(runs):
 
 
 def main(argv):
-  if len(argv) < 2 or argv[1] in ("-h", "--help"):
+  if len(argv) >= 2 and argv[1] in ("-h", "--help"):
     print(__doc__.strip())
-    return 0 if len(argv) >= 2 else 2
+    return 0
+  odd = "no run folder given" if len(argv) < 2 else next(
+      (f"{arg}: no such option" for arg in argv[1:] if arg.startswith("-")), None)
+  if odd:
+    print(f"aggregate.py: error: {odd}; usage: python reproduce/aggregate.py RUN_DIR "
+          "[RUN_DIR ...] (--help says more)", file=sys.stderr)
+    return 2
   try:
     runs = read_runs(argv[1:])
   except (OSError, ValueError) as exc:

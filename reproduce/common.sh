@@ -22,6 +22,8 @@ for arg in "$@"; do
   case "$arg" in
     --smoke) SMOKE=1 ;;
     -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "$(basename "$0"): error: $arg: no such option (the one option is --smoke;" \
+          "--help shows the usage)" >&2; exit 2 ;;
     *) ARGS+=("$arg") ;;
   esac
 done
@@ -59,7 +61,7 @@ model_flags() {  # model_flags BERT_DIR
 # Whether a script has a flag (some ablations need --ltr in every fine-tuning script).
 has_flag() {  # has_flag SCRIPT FLAG: asks the script itself (its --helpfull lists every
   # flag it accepts, wherever it is defined: flags_common defines most of them).
-  # (absl's --helpfull exits with status 1: its output, not its status, says it ran.)
+  # (its output, not its status, says it ran.)
   local help
   help="$("$PYTHON" "$REPO/$1" --helpfull 2>&1 || true)"
   grep -qE "^\s+--\[no\]helpfull:" <<<"$help" || die "$1 --helpfull did not list flags: ${help: -300}"
@@ -223,13 +225,17 @@ finetune_ner() {
   local model; mapfile -t model < <(model_flags "$model_dir")
   local lr seed dir slug="${row//[^A-Za-z0-9]/_}_${column//[^A-Za-z0-9]/_}"
   local lrs="${NER_LRS:-$LRS}"
+  # The feature-based mode's BiLSTM has a learning rate of its own (run_ner.py refuses
+  # --feature_learning_rate without --mode=feature, and ignores --learning_rate with it).
+  local rate_flag=--learning_rate
+  [[ " $* " == *" --mode=feature "* ]] && rate_flag=--feature_learning_rate
   for lr in $lrs; do
     for seed in $SEEDS; do
       dir="$OUT/ner/$slug/lr${lr}_seed${seed}"
       run_once "$dir/test_results.txt" "$dir.log" -- "$PYTHON" "$REPO/run_ner.py" \
         --data_dir="$CONLL_DATA" "${model[@]}" --do_train --do_eval --do_predict \
-        --max_seq_length="$SEQ" --train_batch_size="$BATCH" --learning_rate="$lr" \
-        --feature_learning_rate="$lr" --num_train_epochs="$EPOCHS" --seed="$seed" \
+        --max_seq_length="$SEQ" --train_batch_size="$BATCH" "$rate_flag=$lr" \
+        --num_train_epochs="$EPOCHS" --seed="$seed" \
         --output_dir="$dir" "$@" || continue
       record "$row" "$column" "$lr" "$seed" "$SELECT" "$dir/eval_results.txt" eval_f1 \
         "$dir/test_results.txt" test_f1

@@ -12,7 +12,6 @@ measured there (benchmarks/bench_pretraining.py), for runs made on a shared one.
 Plain SVG (no plotting package): GitHub and every browser show it in Markdown.
 """
 
-import argparse
 import math
 import os
 import sys
@@ -26,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # tensorboard may load Tenso
 from tensorboard.backend.event_processing import event_accumulator  # noqa: E402
 
 from bert.cli import flags_common  # noqa: E402
+from bert.cli import launch  # noqa: E402
 from bert.utils import file_io  # noqa: E402
 from bert.utils import paths  # noqa: E402
 from bert.utils import atomic_output  # noqa: E402
@@ -111,7 +111,7 @@ def _escape(text):
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = launch.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("runs", nargs="+", help="LABEL=RUN_DIR[:SECONDS_PER_STEP] (a "
                       "run_pretraining output_dir)")
   parser.add_argument("--output", required=True, type=flags_common.expand_path,

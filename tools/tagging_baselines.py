@@ -13,13 +13,13 @@ Prints each one's accuracy per word and, with --iob, conlleval's span precision,
 and F1 (predicted tags read as they are, as conlleval reads them).
 """
 
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bert.cli import flags_common  # noqa: E402
+from bert.cli import launch  # noqa: E402
 from bert.tagging import tagging_conlleval  # noqa: E402
 from bert.tagging import tagging_data  # noqa: E402
 from bert.utils import paths  # noqa: E402
@@ -47,7 +47,7 @@ def baseline_scores(train, dev, iob):
 
 
 def main(argv=None):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser = launch.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("--data_dir", required=True, type=flags_common.expand_path)
   parser.add_argument("--tag_column", type=int, default=None)
   parser.add_argument("--iob", action="store_true")

@@ -55,7 +55,8 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
+    flags_common.check_partners(FLAGS)  # a flag typed without the one it acts with
     # generate()'s two options objects, each checked as it is made.
     options = flags_common.settings_from_flags(pretraining_generator.GeneratorOptions, FLAGS)
     masking_options = flags_common.masking_options(FLAGS)

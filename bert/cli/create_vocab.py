@@ -55,7 +55,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.settings_from_flags(pretraining_vocab.LearnOptions, FLAGS)
     summary = pretraining_vocab.create_vocab(
         FLAGS.input_file, FLAGS.output_file, options,

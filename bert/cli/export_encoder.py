@@ -52,7 +52,7 @@ FLAGS = flags.FLAGS
 def main(_):
   flags_common.define_runtime_flags()
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     if FLAGS.verbose:
       logging.set_verbosity(logging.DEBUG)
     start = time.time()

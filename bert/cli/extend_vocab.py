@@ -69,7 +69,7 @@ def main(_):
   logging.set_verbosity(logging.INFO)
   with errors.report_user_errors(FLAGS.verbose):
     _check_mode()
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     inputs = ("vocab_file", "words_file") + tuple(
         flag for flag in ("corpus_file", "bert_config_file") if FLAGS[flag].value)
     for flag in inputs:

@@ -27,7 +27,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     if FLAGS.use_tpu:
       raise errors.UserError(
           "--use_tpu: feature extraction runs on CPU/GPU here; drop --use_tpu")

@@ -26,7 +26,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.extraction_inputs(FLAGS, extraction_options.FillMaskOptions)
     # Deferred: TensorFlow loads here, so --help stays fast.
     from bert.extraction import extraction_fill_mask  # pylint: disable=g-import-not-at-top

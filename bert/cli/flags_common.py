@@ -83,11 +83,12 @@ def define_path(name, default, help_text, output=None, **kwargs):
 
 
 def check_paths(flag_values):
-  """What every command asks of its path flags before any work: each output URL checked
-  once (atomic_output.check_output_url: the bucket there, its name valid, writable, no
-  file where a folder goes), one line naming the flag when it is not; and a note for
-  each gs:// value read without its repeated slashes. Nothing is checked under
-  --check_only, which writes nothing."""
+  """What every command asks of its path flags before any work: each output checked once
+  (atomic_output.check_output_path: local, no folder where the file goes nor file where
+  a folder goes, the nearest existing folder writable; a URL's bucket there, its name
+  valid, writable), one line naming the flag when it is not; and a note for each gs://
+  value read without its repeated slashes. Nothing is checked under --check_only, which
+  writes nothing."""
   for name, (typed, read) in sorted(_COLLAPSED.items()):
     if name in flag_values and flag_values[name].value == read:
       logging.warning("--%s=%s: read as %s (repeated slashes collapsed, as gsutil does)",
@@ -100,7 +101,7 @@ def check_paths(flag_values):
     value = str(flag_values[name].value)
     for item in (value.split(",") if kind == "file" else [value]):
       if item.strip():
-        atomic_output.check_output_url(item.strip(), name, is_file=kind == "file")
+        atomic_output.check_output_path(item.strip(), name, is_file=kind == "file")
 
 
 _DEFINE = {"bool": flags.DEFINE_bool, "int": flags.DEFINE_integer,

@@ -60,6 +60,7 @@ def main(_):
     from bert.litert import export_check  # pylint: disable=g-import-not-at-top
     export_check.refuse_urls({name: FLAGS[name].value for name in PATH_FLAGS},
                              "predict_litert.py", "run_classifier.py --do_predict")
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     from bert.classifier import classifier_examples  # deferred: --help stays fast
     from bert.litert import predictor
     started = time.perf_counter()

@@ -59,7 +59,7 @@ class DemoOptions:
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     started = time.time()
     options = flags_common.settings_from_flags(DemoOptions, FLAGS)  # checked as it is made
     out = paths.abspath(FLAGS.output_dir)

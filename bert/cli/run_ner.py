@@ -26,7 +26,7 @@ flags_common.define_flags(
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     settings = flags_common.settings_from_flags(tagging_options.NerOptions, FLAGS)
     # The BiLSTM is trained from scratch at its own rate (--feature_learning_rate).
     options = flags_common.options_from_flags(

@@ -46,7 +46,7 @@ FLAGS = flags.FLAGS
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.options_from_flags(FLAGS, phase="pretraining")
     pretraining = flags_common.settings_from_flags(pretraining_options.PretrainingOptions,
                                                    FLAGS)

@@ -24,7 +24,7 @@ flags_common.define_finetuning_flags(eval_limit=False)
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     # As the original: --do_predict predicts and, when the file has answers, scores
     # (eval_results.txt with the global step).
     options = flags_common.options_from_flags(FLAGS)

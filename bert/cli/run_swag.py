@@ -22,7 +22,7 @@ flags_common.define_finetuning_flags(
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     options = flags_common.options_from_flags(FLAGS)
     from bert.swag import swag_task  # deferred: TensorFlow loads here, so --help stays fast
     swag_task.SwagTask(options, FLAGS.data_dir).run()

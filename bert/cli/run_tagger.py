@@ -24,7 +24,7 @@ flags_common.define_flags(tagging_options.TaggingOptions,
 
 def main(_):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     # The task's own options first, as run_ner.py's (whose run options depend on them).
     settings = flags_common.settings_from_flags(tagging_options.TaggingOptions, FLAGS)
     options = flags_common.options_from_flags(FLAGS)

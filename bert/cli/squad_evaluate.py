@@ -67,7 +67,7 @@ def evaluate_files(data_file, pred_file, na_prob_file=None, na_prob_thresh=1.0,
 
 def main(argv):
   with errors.report_user_errors(FLAGS.verbose):
-    flags_common.check_paths(FLAGS)  # every output URL, before any work
+    flags_common.check_paths(FLAGS)  # every output path, before any work
     args = argv[1:]
     if len(args) != 2:
       raise errors.UserError(
@@ -95,7 +95,7 @@ def main(argv):
       print(json.dumps(results, indent=2))
 
 
-run = launch.entry_point(main)
+run = launch.entry_point(main, arguments=True)
 
 if __name__ == "__main__":
   run()

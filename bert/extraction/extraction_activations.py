@@ -164,10 +164,12 @@ def extract_file(input_file, output_file, vocab_file, do_lower_case, bert_config
         f"segment 1), but {bert_config_file} has type_vocab_size "
         f"{config.type_vocab_size}; give single texts or a config with type_vocab_size 2")
   features = convert_examples_to_features(examples, max_seq_length, tokenizer)
-  encoder = modeling.BertModel(config, dtype="float32")  # the original's numerics
-  checkpoints.load_checkpoint(encoder, init_checkpoint)
-  # One run per output file; a killed run's hidden temporary is removed.
+  # The output's place (its folder created, as every command's) before the model loads.
+  atomic_output.prepare_output_file(output_file, "output_file", clean=False)
+  # One run per output file from here on; a killed run's hidden temporary is removed.
   with output_lock.lock_output(output_file, "output_file", is_file=True):
+    encoder = modeling.BertModel(config, dtype="float32")  # the original's numerics
+    checkpoints.load_checkpoint(encoder, init_checkpoint)
     with errors.disk_full_names(output_file, "output_file"):
       with atomic_output.atomic_open(output_file) as writer:
         extract(features, encoder, layer_indexes, batch_size, writer)

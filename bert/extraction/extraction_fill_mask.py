@@ -306,14 +306,16 @@ def fill_mask_file(input_file, output_file, vocab_file, do_lower_case, bert_conf
                    init_checkpoint, options=extraction_options.FillMaskOptions(),
                    normalize=None):
   """Reads input_file (one text a line; blank lines skipped), writes output_file's JSON
-  lines atomically; returns how many texts. Every text is checked before the model
-  loads."""
+  lines atomically; returns how many texts. Every text, and the output's place (its
+  folder created, as every command's), is checked before the model loads."""
   numbers, texts = read_texts(input_file)
   where = [f"{input_file}:{n}" for n in numbers]
-  filler = MaskFiller(bert_config_file, vocab_file, init_checkpoint, do_lower_case,
-                      options, normalize)
-  results = filler.fill(texts, where)
+  atomic_output.prepare_output_file(output_file, "output_file", clean=False)
+  # One run per output file from here on; a killed run's hidden temporary is removed.
   with output_lock.lock_output(output_file, "output_file", is_file=True):
+    filler = MaskFiller(bert_config_file, vocab_file, init_checkpoint, do_lower_case,
+                        options, normalize)
+    results = filler.fill(texts, where)
     with errors.disk_full_names(output_file, "output_file"):
       with atomic_output.atomic_open(output_file) as writer:
         for number, result in zip(numbers, results):

@@ -282,8 +282,8 @@ def predict_files(model_file, data_dir, output_dir, batch_size, task_name=None,
     input_checks.check_input_file(path, "data_dir")
     examples = multilabel_data.read_examples(path, model.labels, require_labels=False)
     log("%d test lines from %s", len(examples), path)
+    atomic_output.ensure_output_dir(output_dir)  # before the work, as the classifier's
     probabilities = predict_multilabel(model, examples, batch_size)
-    atomic_output.ensure_output_dir(output_dir)
     out = paths.join(output_dir, "test_results.tsv")
     threshold = float(model.metadata.get("threshold", multilabel_data.THRESHOLD))
     multilabel_data.write_results(out, model.labels, probabilities.astype(np.float64),

@@ -22,6 +22,7 @@ from bert.pretraining import pretraining_instances
 from bert.pretraining import pretraining_packing
 from bert.pretraining import pretraining_workers
 from bert import tokenization
+from bert.training import run_options
 from bert.utils import atomic_output
 from bert.utils import file_io
 from bert.utils import progress
@@ -117,15 +118,21 @@ def _check_options(options):
     _check_limit(name, getattr(o, name))
 
 
-def check_masking(options, masking_options):
-  """With --dynamic_masking the masks are drawn as run_pretraining.py trains: masking
-  rules other than --masked_lm_prob (which sizes the records) given here would do
-  nothing, and are refused in one line."""
-  moved = [name for name in masking_options.changed() if name != "masked_lm_prob"]
-  if options.dynamic_masking and moved:
-    raise errors.UserError(
-        f"--dynamic_masking with --{', --'.join(moved)}: the masks are drawn by "
-        "run_pretraining.py as it trains; pass these flags to it instead")
+def check_partners(options, masking_options):
+  """The one partner table (run_options.PARTNERS) held to the values, as the command
+  holds the flags as typed: a setting changed from its default without the one it acts
+  with (--max_sequences_per_row without --pack_sequences), or a masking rule other than
+  --masked_lm_prob (which sizes the records) with --dynamic_masking, whose masks
+  run_pretraining.py draws as it trains, is refused in one line."""
+  values = {**dataclasses.asdict(options), **dataclasses.asdict(masking_options)}
+  defaults = {field.name: field.default
+              for cls in (GeneratorOptions, masking.MaskingOptions)
+              for field in dataclasses.fields(cls)}
+  broken = run_options.unmet_partner(lambda name: values[name] != defaults[name],
+                                     values.get, lambda name: name in values)
+  if broken:
+    raise run_options.partner_error(
+        run_options.typed(broken.setting, values[broken.setting]), broken)
 
 
 def check_run(input_patterns, output_file, vocab_file, options, masking_options,
@@ -144,7 +151,7 @@ def check_run(input_patterns, output_file, vocab_file, options, masking_options,
       raise errors.UserError(f"--{name} is required")
   input_files = input_checks.expand_file_patterns(input_patterns, "input_file")
   outputs = output_paths(output_file, num_output_shards)
-  check_masking(options, masking_options)
+  check_partners(options, masking_options)
   for path in input_files:
     input_checks.check_input_file(path, "input_file", allow_empty=True)
   input_checks.check_input_file(vocab_file, "vocab_file")
@@ -249,7 +256,7 @@ def _check_corpus_shape(totals, input_files):
 
 
 def _validate(input_files, output_files, vocab_file, options, masking_options):
-  check_masking(options, masking_options)
+  check_partners(options, masking_options)
   for path in input_files:
     input_checks.check_input_file(path, "input_file", allow_empty=True)
   input_checks.check_input_file(vocab_file, "vocab_file")

@@ -71,6 +71,8 @@ class PretrainingTask(finetune.Task):
 
   name = "pretraining"
   needs_vocab = False  # reads token ids, not text
+  # output_dir/pretrained holds the Google-layout twin (after_training).
+  output_subfolders = finetune.Task.output_subfolders + ("pretrained",)
 
   def __init__(self, options, pretraining, masking_options=masking.MaskingOptions()):
     """options: the run's RunOptions; pretraining: the records and what is computed

@@ -77,6 +77,10 @@ class SquadTask(finetune.Task):
   name = "SQuAD"
 
   exports = True
+  # What the official scripts report on a file with answers: v1.1's, v2.0's.
+  _V1_METRICS = ("exact_match", "f1")
+  _V2_METRICS = ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
+                 "best_exact", "best_f1")
 
   def __init__(self, options, settings):
     """options: a RunOptions (training/run_options.py); settings: SquadOptions. Checks the flags."""
@@ -94,8 +98,8 @@ class SquadTask(finetune.Task):
   # ------------------------------------------------------------------ data
 
   def read_data(self, config):
-    """Reads both files (a bad one fails before any model is built); writes
-    train.tf_record when training."""
+    """Reads both files (a bad one fails before any model is built); train.tf_record
+    is written once the checks of the data have passed (prepare_data)."""
     del config
     options, settings = self.options, self.settings
     if options.do_train:
@@ -110,7 +114,9 @@ class SquadTask(finetune.Task):
     if settings.fast_tokenization:
       self.fast_tokenizer = fast_tokenization.FastTokenizer(
           options.vocab_file, do_lower_case=options.do_lower_case)
-    if options.do_train:
+
+  def prepare_data(self):
+    if self.options.do_train:
       self._write_train_record()
 
   def _read(self, path, flag, is_training, articles, limit):
@@ -182,13 +188,15 @@ class SquadTask(finetune.Task):
     if not any(qa.get("answers") for article in self.predict_data or []
                for paragraph in article["paragraphs"] for qa in paragraph["qas"]):
       return []  # a test file: nothing to score
-    if not self.settings.version_2_with_negative:
-      return ["exact_match", "f1"]
-    return ["exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "NoAns_f1",
-            "best_exact", "best_f1"]
+    return list(self.eval_metric_names_before_data())
 
   def default_best_metric(self):
     return "f1"
+
+  def eval_metric_names_before_data(self):
+    # A predict file without answers reports none (eval_metric_names); these or none.
+    return (self._V2_METRICS if self.settings.version_2_with_negative
+            else self._V1_METRICS)
 
   def head_info(self):
     return {"task": self.name, "head": "squad"}

@@ -109,6 +109,9 @@ class SwagTask(finetune.Task):
   def eval_metric_names(self):
     return ["eval_accuracy", "eval_loss"]
 
+  def eval_metric_names_before_data(self):
+    return self.eval_metric_names()
+
   def predict(self, model, global_step):
     del global_step
     split, _ = self._predict_split(model, "test", self.options.predict_batch_size)

@@ -58,8 +58,12 @@ class NerTask(tagging_task.TaggingTask):
       self.feature_dim = tagging_ner_features.feature_dim(settings.feature_layers,
                                                   config.hidden_size)
     super().read_data(config)
+    self.config = config
+
+  def prepare_data(self):
+    # After the driver's checks of the data and flags: the cache costs an encoder pass.
     if self.feature_mode:
-      self._cache_activations(config)
+      self._cache_activations(self.config)
 
   not_chunk_tags_remedy = ("run_ner.py learns entity tags (O, B-<type>, I-<type>) from "
                            "the last column; run_tagger.py --tag_column learns other tags")

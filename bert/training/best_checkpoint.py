@@ -131,25 +131,38 @@ class Record:
     return text
 
 
+_SAID = set()  # (best.json, why it cannot be read, what rebuilt it) already in the log
+
+
 def read_record(output_dir):
   """The Record of output_dir/best, reconciled with the checkpoint there (None when
-  nothing is kept). A record that is not JSON is a UserError naming the file."""
+  nothing is kept). A record that cannot be read (empty after a power cut, or not ours)
+  is rebuilt from the whole best checkpoint, which records its own metric, step and
+  value (the other evaluations are lost: said in the log); with none, the best is chosen
+  again from the next evaluations. Nothing whole is ever given up."""
   folder = best_dir(output_dir)
   if not file_io.isdir(folder):
     return None
   path = paths.join(folder, RECORD)
-  record = None
+  record = unreadable = None
   if file_io.exists(path):
     try:
       raw = json.loads(file_io.read_bytes(path).decode("utf-8"))
       record = Record(raw["metric"], raw["evaluations"],
                       (int(raw["best_step"]), float(raw["best_value"]))
                       if raw.get("best_step") is not None else None)
-    except (ValueError, KeyError, TypeError) as exc:
-      raise errors.UserError(
-          f"{path}: not the record of a best checkpoint ({exc}); delete {folder} to "
-          "choose again from the next evaluations") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+      unreadable = " ".join(str(exc).split())[:120] or type(exc).__name__
   kept = kept_checkpoint(output_dir)
+  said = (path, unreadable, kept and kept[0])
+  if unreadable and said not in _SAID:  # said once, though read again
+    _SAID.add(said)
+    logging.warning(
+        "%s is not the record of a best checkpoint (%s); %s", path, unreadable,
+        f"rebuilt from {kept[0]}, which records its own step and value (the other "
+        "evaluations are not known: early stopping counts from the next)" if kept else
+        f"{folder} holds no whole best checkpoint: the best is chosen again from the next "
+        "evaluations")
   if kept is None:
     if record is not None and record.best is not None:
       logging.warning("%s names the best step %d, but %s holds no whole checkpoint of it: "

@@ -24,6 +24,7 @@ from bert.training import loop
 from bert.training import model_config
 from bert.training import strategies
 from bert.utils import atomic_output
+from bert.utils import cpu_choice
 from bert.utils import file_io
 from bert.utils import paths
 from bert.utils import output_lock
@@ -50,6 +51,9 @@ class Task:
   loads_init_checkpoint = True
   needs_vocab = True
   exports = False  # True where the script has --export_dir
+  # The folders of output_dir the run writes into: a killed run's temporaries there are
+  # removed as output_dir's own are, when the next run takes the lock.
+  output_subfolders = (best_checkpoint.FOLDER,)
 
   def head_info(self):
     """What the trained head means, saved with every checkpoint (JSON-able dict):
@@ -205,6 +209,17 @@ class Task:
     return litert_metadata.request(options.litert, metadata, options.vocab_file,
                                  num_segments=num_texts)
 
+  def eval_metric_names_before_data(self):
+    """The keys `evaluate` may report, whatever the data, where the task knows them
+    before read_data: a --best_metric outside them is refused before any file is read or
+    written. None: known from the data only (eval_metric_names)."""
+    return None
+
+  def prepare_data(self):
+    """Called once the run's checks of its data have passed (after read_data), before
+    any model is built: writes what the run reads that no refused run may leave behind
+    (SQuAD's train.tf_record, run_ner's cached activations); nothing by default."""
+
   def after_training(self, model, global_step):
     """Called once training has reached its last step (on the chief only)."""
 
@@ -217,8 +232,6 @@ HEAD_KINDS = ("classifier", "regression", "multi_label", "squad", "token_classif
 def run(task, options):
   """Runs `task` as `options` says: checks, data, strategy, weights, train, eval, predict
   (docs/ARCHITECTURE.md: the order, step by step)."""
-  if options.speed_choice:
-    logging.info("%s", options.speed_choice)
   _check_requested(task, options)
   config = model_config.load_bert_config(options.bert_config_file)
   modeling_config.check_max_seq_length(options.max_seq_length, config)
@@ -239,7 +252,8 @@ def run(task, options):
   resolver = getattr(strategy, "cluster_resolver", None)
   suffix = "" if chief or resolver is None else f".{resolver.task_type}-{resolver.task_id}"
   try:
-    with output_lock.lock_output(options.output_dir, suffix=suffix, clean=chief):
+    with output_lock.lock_output(options.output_dir, suffix=suffix, clean=chief,
+                                 subfolders=task.output_subfolders):
       _run_locked(task, options, config, strategy)
   except BaseException:
     # A run refused before it wrote anything (a bad data file, say) leaves no empty
@@ -251,22 +265,27 @@ def run(task, options):
 
 def _run_locked(task, options, config, strategy):
   """run(), from the data on, while this process holds output_dir's lock."""
+  # Fail on a bad path, or a --best_metric the task never reports, before reading data.
   if options.init_checkpoint:
-    # Fail on a bad path before reading data or building anything.
     checkpoint_files.resolve_checkpoint(options.init_checkpoint)
+  tracks_best = options.do_train and options.eval_every_steps
+  if tracks_best and options.best_metric:
+    names = task.eval_metric_names_before_data()
+    if names is not None:
+      best_checkpoint.check_metric(options.best_metric, names, task.name)
   task.read_data(config)
   check_segments(task, config, options)
   # --best_metric checked against what the dev evaluation reports, before any training.
-  metric = (best_checkpoint.best_metric(task, options)
-            if options.do_train and options.eval_every_steps else None)
+  metric = best_checkpoint.best_metric(task, options) if tracks_best else None
   if not options.do_train:  # before building anything: eval/predict needs trained weights
     checkpoints.check_trained_weights_exist(
         options.output_dir, options.init_checkpoint if task.loads_init_checkpoint else None)
     if options.use_best_checkpoint:
       best_checkpoint.check_kept(options.output_dir)
-  strategies.setup_determinism(options.seed, options.deterministic)
-
   num_train_steps, num_warmup_steps = train_steps(task, options)
+  # Every check of the data has passed: what the run writes of it may be written now.
+  task.prepare_data()
+  strategies.setup_determinism(options.seed, options.deterministic)
   with strategy.scope():
     model = task.build_model(config)
     optimizer = None
@@ -274,6 +293,10 @@ def _run_locked(task, options, config, strategy):
       optimizer = optimization.create_optimizer(options.learning_rate, num_train_steps,
                                                 num_warmup_steps, options.optimizer,
                                                 schedule=options.lr_schedule)
+  if options.speed_choice:  # what runs, the optimizer's update included (its model known)
+    logging.info("%s", options.speed_choice if optimizer is None else cpu_choice.with_update(
+        options.speed_choice,
+        *optimization.compiled_update(optimizer, model.trainable_variables)))
   state = checkpoints.RunCheckpoint(options.output_dir, model, optimizer, strategy,
                                     keep=options.keep_checkpoint_max,
                                     loss_scaling=options.precision.loss_scaling,

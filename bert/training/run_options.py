@@ -276,20 +276,42 @@ def _check_export(options):
 
 class Partner(typing.NamedTuple):
   """A setting that acts only together with another: `setting` does `what`, and needs
-  `partner` set (not empty, not false); with `only_with`, only where that one is set."""
+  `partner` set (not empty, not false; "name=a|b": set to one of those values, in any
+  case); with `only_with`, only where that one is set. With `apart`, the other way
+  round: the setting is refused where `partner` is set (the partner takes its work)."""
   setting: str
   partner: str
   what: str
   only_with: str = None
   otherwise: str = "without it the flag does nothing"
+  apart: bool = False
 
+  @property
+  def partner_name(self):
+    return self.partner.partition("=")[0]
+
+  def met(self, value):
+    """Whether the partner is as this rule needs it; value(name): a setting's value."""
+    name, _, wanted = self.partner.partition("=")
+    got = value(name)
+    if wanted:
+      got = str(got).lower() in wanted.lower().split("|")
+    return not got if self.apart else bool(got)
+
+
+# What --dynamic_masking does to the generator's masking flags: its records hold no masks.
+_DRAWN_LATER = ("its records hold no masks: run_pretraining.py draws them as it trains; "
+                "pass the flag to it instead")
+# run_ner.py's two modes.
+_FEATURE_MODE = "mode=feature"
 
 # Every rule that joins two settings, in one table. Given while its partner is unset, the
 # setting would do nothing, silently; it is refused instead: by RunOptions.validate on the
-# values, and by flags_common.check_partners on the flags as typed (also those that are
-# not fields here, --use_tpu). tests/core/test_argument_checks.py lists, from the flags'
-# help texts, every flag whose help says it acts "With --X" or "Only used if" and checks
-# that it is here.
+# values, by the data generator's check_options on its own, and by
+# flags_common.check_partners on the flags as typed (also those that are not fields here,
+# --use_tpu; a rule applies to a command that has both flags). tests/core/test_argument_checks.py
+# lists, from the flags' help texts, every flag whose help says it acts "With --X", "Only
+# used if" or "--X: ..." and checks that it is here.
 PARTNERS = (
     Partner("litert", "export_dir", "writes the LiteRT models of an export"),
     Partner("export_version", "export_dir", "names the version folder of an export"),
@@ -305,6 +327,33 @@ PARTNERS = (
             "takes the best of the evaluations during training", only_with="do_train",
             otherwise="without it no evaluation chooses one"),
     Partner("num_tpu_cores", "use_tpu", "counts the TPU's cores"),
+    # The data generator's (create_pretraining_data.py).
+    Partner("max_sequences_per_row", "pack_sequences",
+            "sets the most instances a packed row holds"),
+    Partner("sentence_language", "split_sentences",
+            "names the language the sentence splitter splits"),
+    Partner("do_whole_word_mask", "dynamic_masking", "chooses the masks the generator draws",
+            otherwise=_DRAWN_LATER, apart=True),
+    Partner("mask_token_prob", "dynamic_masking", "shares out the masks the generator draws",
+            otherwise=_DRAWN_LATER, apart=True),
+    Partner("random_token_prob", "dynamic_masking",
+            "shares out the masks the generator draws", otherwise=_DRAWN_LATER, apart=True),
+    # run_ner.py: the feature-based mode's settings, and the fine-tuning head's.
+    Partner("feature_layers", _FEATURE_MODE, "chooses the activations that feed the BiLSTM"),
+    Partner("lstm_units", _FEATURE_MODE, "sizes the BiLSTM"),
+    Partner("feature_learning_rate", _FEATURE_MODE, "sets the BiLSTM's learning rate"),
+    Partner("feature_cache_dir", _FEATURE_MODE, "caches the frozen encoder's activations"),
+    Partner("feature_batch_size", _FEATURE_MODE, "batches the frozen encoder's pass"),
+    Partner("dropout_rate", "mode=finetune", "sets the dropout before the token classifier"),
+    # run_classifier.py and predict_litert.py: a task's own flags, where --task_name names
+    # another (predict_litert.py without --task_name takes the model's task).
+    *(Partner(name, "task_name=tsv|csv", "describes the files of the tsv/csv task",
+              only_with="task_name")
+      for name in ("text_a_column", "text_b_column", "label_column", "has_header",
+                   "regression", "test_text_a_column", "test_text_b_column", "label_list",
+                   "delimiter")),
+    Partner("xnli_language", "task_name=xnli", "chooses the language of the XNLI task",
+            only_with="task_name"),
 )
 
 
@@ -315,11 +364,11 @@ def unmet_partner(is_given, value, has):
   a setting's value; has(name): this command (or object) has that setting at all (a rule
   whose settings it lacks does not apply)."""
   for rule in PARTNERS:
-    if not (has(rule.setting) and has(rule.partner)):
+    if not (has(rule.setting) and has(rule.partner_name)):
       continue
     if rule.only_with and not (has(rule.only_with) and value(rule.only_with)):
       continue
-    if is_given(rule.setting) and not value(rule.partner):
+    if is_given(rule.setting) and not rule.met(value):
       return rule
   return None
 
@@ -332,7 +381,14 @@ def typed(name, value):
 
 
 def partner_error(typed_setting, rule):
-  """The one line that refuses a setting given without its partner."""
-  given = typed_setting + (f" with --{rule.only_with}" if rule.only_with else "")
-  return errors.UserError(f"{given} {rule.what}: it needs --{rule.partner} "
+  """The one line that refuses a setting given without its partner (or, `apart`, with
+  it)."""
+  if rule.apart:
+    return errors.UserError(f"{typed_setting} {rule.what}: not with --{rule.partner} "
+                            f"({rule.otherwise})")
+  given = typed_setting
+  if rule.only_with and rule.only_with != rule.partner_name:
+    given += f" with --{rule.only_with}"
+  partner = rule.partner.replace("|", " or --" + rule.partner_name + "=")
+  return errors.UserError(f"{given} {rule.what}: it needs --{partner} "
                           f"({rule.otherwise})")

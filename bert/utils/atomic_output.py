@@ -75,6 +75,31 @@ def check_output_url(path, flag_name, is_file=False, probe=True):
       _probe_write(folder)
 
 
+def check_output_path(path, flag_name, is_file=False):
+  """The one check of an output path before any work, local or URL (check_output_url),
+  creating nothing: no folder where the file goes nor file where a folder goes, and the
+  nearest folder that exists can be written (a missing one is created where the output
+  is written: ensure_output_dir, prepare_output_file). One line naming the flag."""
+  if not path:
+    return
+  if paths.is_url(path):
+    check_output_url(path, flag_name, is_file=is_file)
+    return
+  where = f"--{flag_name}={path}"
+  path = os.path.abspath(path)
+  if is_file and os.path.isdir(path):
+    raise errors.UserError(f"{where}: is a directory, expected a file")
+  if not is_file and os.path.exists(path) and not os.path.isdir(path):
+    raise errors.UserError(f"{where}: exists and is not a directory")
+  parent = os.path.dirname(path) if is_file else path
+  while not os.path.exists(parent):
+    parent = os.path.dirname(parent)
+  if not os.path.isdir(parent):
+    raise errors.UserError(f"{where}: {parent} is a file, not a directory")
+  if not file_io.writable_dir(parent):
+    raise errors.UserError(f"{where}: directory {parent} is not writable")
+
+
 def ensure_output_dir(path, flag_name="output_dir"):
   """Creates the directory if needed and checks that it can be written to."""
   if not path:
@@ -103,19 +128,20 @@ def ensure_output_dir(path, flag_name="output_dir"):
   return path
 
 
-def prepare_output_file(path, flag_name="output_file"):
+def prepare_output_file(path, flag_name="output_file", clean=True):
   """Checks before the long run that a file can be written at `path`; creates its folder.
 
-  Fails before the work, not after it. Also removes the temporaries that an earlier run
-  of the same output left when it was killed (remove_stale_temporaries).
+  Fails before the work, not after it. With `clean`, also removes the temporaries that
+  an earlier run of the same output left when it was killed (remove_stale_temporaries);
+  a caller that takes the output's lock next leaves that to the lock (clean=False).
   """
   where = f"--{flag_name}={path}"
   check_output_url(path, flag_name, is_file=True)
   with _naming(where):
-    _prepare_output_file(path, where)
+    _prepare_output_file(path, where, clean)
 
 
-def _prepare_output_file(path, where):
+def _prepare_output_file(path, where, clean=True):
   if file_io.isdir(path):
     raise errors.UserError(f"{where}: is a directory, expected a file")
   directory = paths.dirname(paths.abspath(path))
@@ -134,7 +160,8 @@ def _prepare_output_file(path, where):
           f"{where}: cannot create directory {directory} ({exc.strerror})") from None
     if not file_io.writable_dir(directory):
       raise errors.UserError(f"{where}: directory {directory} is not writable")
-  remove_stale_temporaries(directory, paths.basename(path))
+  if clean:
+    remove_stale_temporaries(directory, paths.basename(path))
 
 
 def remove_if_empty(path):

@@ -286,6 +286,15 @@ def accelerator_visible(environ=None, dev="/dev"):
   return bool(gpus or tpus)
 
 
+def with_update(line, compiled, why):
+  """A Choice's line with what runs the optimizer's update, after the model's XLA and
+  precision (the update may be compiled with XLA where the model's step is not):
+  `...; fine-tuning: XLA off (table), float32 (table); the optimizer's update: XLA on
+  (why); oneDNN ...`."""
+  return line.replace("; oneDNN ", f"; the optimizer's update: XLA {'on' if compiled else 'off'}"
+                      f" ({why}); oneDNN ", 1)
+
+
 @dataclasses.dataclass(frozen=True)
 class Choice:
   """What a run uses: enable_xla, dtype, and the log line that says why."""

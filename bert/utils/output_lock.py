@@ -43,8 +43,11 @@ class OutputLock:
   """
 
   def __init__(self, path, flag_name="output_dir", is_file=False, suffix="", clean=True,
-               wait=False, lock_name=None):
+               wait=False, lock_name=None, subfolders=()):
     self.path, self.flag_name, self.is_file, self.clean = path, flag_name, is_file, clean
+    # Folders of the output that its runs write into (a run folder's best/): their
+    # temporaries are cleared with the output's own.
+    self.subfolders = tuple(subfolders)
     self.wait = wait  # wait for the holder to finish instead of refusing
     if is_file:
       directory, name = paths.split(paths.abspath(path))
@@ -67,8 +70,12 @@ class OutputLock:
         + ("output file" if self.is_file else "directory"))
 
   def _clean(self):
-    removed = (atomic_output.remove_stale_temporaries(self.directory, self.name)
-               if self.clean else [])
+    if not self.clean:
+      return
+    removed = atomic_output.remove_stale_temporaries(self.directory, self.name)
+    for folder in self.subfolders:
+      removed += [paths.join(folder, name) for name in atomic_output.remove_stale_temporaries(
+          paths.join(self.directory, folder))]
     if removed:
       logging.info("Removed %d temporary file(s) an interrupted earlier run left in %s: %s",
                    len(removed), self.directory, ", ".join(removed[:5]))
@@ -285,9 +292,11 @@ def _lock(path, *args, **kwargs):
   return cls(path, *args, **kwargs)
 
 
-def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True):
-  """`with lock_output(options.output_dir): ...` (see OutputLock)."""
-  return _lock(path, flag_name, is_file, suffix, clean)
+def lock_output(path, flag_name="output_dir", is_file=False, suffix="", clean=True,
+                subfolders=()):
+  """`with lock_output(options.output_dir): ...` (see OutputLock). subfolders: folders
+  of the output (names) whose temporaries are cleared with its own."""
+  return _lock(path, flag_name, is_file, suffix, clean, subfolders=subfolders)
 
 
 # What an export of TF Serving's layout writes in export_dir/ids and export_dir/text

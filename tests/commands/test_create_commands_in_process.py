@@ -92,10 +92,17 @@ def test_check_run_names_the_flag_before_anything_is_read(tmp_path):
     pretraining_generator.check_run(corpus, str(out), None, *options)
   with pytest.raises(errors.UserError, match=r"^--dupe_factor=0: must be at least 1"):
     pretraining_generator.GeneratorOptions(dupe_factor=0)  # checked as it is made
-  with pytest.raises(errors.UserError, match=r"^--dynamic_masking with --mask_token_prob"):
+  with pytest.raises(errors.UserError,
+                     match=r"^--mask_token_prob=0.5 shares out .*: not with --dynamic_masking"):
     pretraining_generator.check_run(
         corpus, str(out), vocab, pretraining_generator.GeneratorOptions(dynamic_masking=True),
         masking.MaskingOptions(mask_token_prob=0.5))
+  # The same table as the command's flags: a packing setting without packing.
+  with pytest.raises(errors.UserError,
+                     match=r"^--max_sequences_per_row=4 .*: it needs --pack_sequences"):
+    pretraining_generator.check_run(
+        corpus, str(out), vocab,
+        pretraining_generator.GeneratorOptions(max_sequences_per_row=4), masking.MaskingOptions())
   assert pretraining_generator.check_run(corpus, str(out), vocab, *options,
                                          prepare_outputs=False) == ([corpus], [str(out)])
   assert not os.path.exists(tmp_path / "new")

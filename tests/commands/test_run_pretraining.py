@@ -117,6 +117,49 @@ def test_pretraining_records_round_trip_and_bad_files_are_named(tmp_path):
     input_pipeline.check_pretraining_files([str(text)], 8, 3)
 
 
+def _packed_record(i, seq=8, pred=3, rows=2):
+  """A packed row (create_pretraining_data.py --pack_sequences): two sequences."""
+  return dict(_record(i, seq, pred), position_ids=list(range(seq)),
+              sequence_ids=[1] * (seq // 2) + [2] * (seq - seq // 2),
+              next_sentence_positions=[0, seq // 2][:rows],
+              next_sentence_labels=[0, 1][:rows], next_sentence_weights=[1.0, 1.0][:rows])
+
+
+def test_every_files_first_record_is_checked_beyond_the_first_fifty(tmp_path):
+  """A glob of 70 files: the framing walk stops at the first 50, but every file's first
+  record is read (in parallel), so a bad file anywhere is named before any step."""
+  files = []
+  for i in range(70):
+    files.append(str(tmp_path / f"part-{i:05d}"))
+    input_pipeline.write_examples(files[-1], (_record(i + k) for k in range(3)))
+  assert input_pipeline.check_pretraining_files(files, 8, 3) == input_pipeline.RecordLayout()
+
+  def refusal(index, write):
+    spoiled = list(files)
+    spoiled[index] = str(tmp_path / f"spoiled-{index}")
+    write(spoiled[index])
+    with pytest.raises(errors.UserError) as error:
+      input_pipeline.check_pretraining_files(spoiled, 8, 3)
+    return str(error.value)
+
+  packed = str(tmp_path / "spoiled-69")
+  assert refusal(69, lambda p: input_pipeline.write_examples(p, [_packed_record(1)])) == (
+      f"--input_file: {packed} holds packed rows (up to 2 sequences a row), masked, but "
+      f"{files[0]} holds one sequence a row, masked; pass files of one "
+      "create_pretraining_data.py layout")
+  empty = str(tmp_path / "spoiled-55")
+  assert refusal(55, lambda p: open(p, "wb").close()) == (
+      f"--input_file: {empty} holds no records; recreate it with create_pretraining_data.py "
+      "or leave it out")
+  text = str(tmp_path / "spoiled-60")
+  said = refusal(60, lambda p: open(p, "w").write("not a tfrecord file at all\n" * 3))
+  assert said.startswith(f"--input_file: {text} is not a TFRecord file ("), said
+  long = str(tmp_path / "spoiled-51")
+  assert refusal(51, lambda p: input_pipeline.write_examples(p, [_record(1, seq=16)])) == (
+      f"--input_file: {long} record 0 has input_ids of length 16, but --max_seq_length is "
+      "8; rerun with --max_seq_length=16 or recreate the data with --max_seq_length=8")
+
+
 def _run(args, **kwargs):
   return subprocess.run([sys.executable, os.path.join(ROOT, "run_pretraining.py"), *args],
                         env=ENV, capture_output=True, text=True, timeout=600, **kwargs)

@@ -177,32 +177,48 @@ def test_an_unknown_token_or_id_is_a_key_error_naming_it_and_the_file(tmp_path):
 
 
 def _flag_table():
-  """{flag: help} of every command (docs/FLAGS.md, generated from the definitions;
+  """(flag, help) of every command's flags (docs/FLAGS.md, generated from the definitions;
   tests/project/test_docs.py keeps it current)."""
   with open(os.path.join(ROOT, "docs", "FLAGS.md"), encoding="utf-8") as handle:
     text = handle.read().split("\n## Path flags\n", 1)[0]
-  return dict(re.findall(r"^\| `--([a-z_]+)` \|[^|]*\|[^|]*\| (.*) \|$", text, re.MULTILINE))
+  return re.findall(r"^\| `--([a-z_]+)` \|[^|]*\|[^|]*\| (.*) \|$", text, re.MULTILINE)
 
 
 def test_every_flag_that_acts_only_with_another_is_in_the_partner_table():
-  helps = _flag_table()
+  every_help = _flag_table()  # (flag, help) of every command: a flag's help may differ
+  helps = dict(every_help)
   assert len(helps) > 100
   table = {(rule.setting, rule.partner) for rule in flags_common.PARTNERS}
   found = set()
-  for flag, text in helps.items():
+  for flag, text in every_help:
     # An enum's help starts with its choices: <both\|float32\|...>: With --export_dir: ...
     text = re.sub(r"^<[^>]*>: ", "", text)
     said = re.match(r"(?:With|Only used if) (--[a-z_]+(?: and --[a-z_]+)*|`[a-z_]+`)", text)
     if said:
       for partner in re.findall(r"[a-z_]+", said.group(1).replace("and", " ")):
         found.add((flag, partner))
+    # "--pack_sequences: the most instances ...", "--mode=feature: units of ...".
+    said = re.match(r"--([a-z_]+(?:=[a-z]+)?): ", text)
+    if said:
+      found.add((flag, said.group(1)))
   assert found == {("litert", "export_dir"), ("export_version", "export_dir"),
                    ("eval_every_steps", "do_train"), ("eval_every_steps", "do_eval"),
                    ("num_tpu_cores", "use_tpu"), ("best_metric", "eval_every_steps"),
-                   ("early_stopping_patience", "eval_every_steps")}
+                   ("early_stopping_patience", "eval_every_steps"),
+                   ("max_sequences_per_row", "pack_sequences"),
+                   ("sentence_language", "split_sentences"),
+                   ("feature_layers", "mode=feature"), ("lstm_units", "mode=feature"),
+                   ("feature_learning_rate", "mode=feature"),
+                   ("feature_cache_dir", "mode=feature"),
+                   ("feature_batch_size", "mode=feature"), ("dropout_rate", "mode=finetune")}
   assert found <= table
+  # The tsv/csv task's flags say so as "tsv/csv task: ...", XNLI's as "XNLI: ...".
+  for flag, text in every_help:
+    if text.startswith(("tsv/csv task: ", "XNLI: ")):
+      partner = "task_name=xnli" if text.startswith("XNLI") else "task_name=tsv|csv"
+      assert (flag, partner) in table, flag
   for flag, partner in table:  # each entry names flags that exist
-    assert flag in helps and partner in helps, (flag, partner)
+    assert flag in helps and partner.partition("=")[0] in helps, (flag, partner)
   # A rule that only holds with a third setting names one that exists too.
   assert all(rule.only_with in helps for rule in flags_common.PARTNERS if rule.only_with)
 

@@ -153,6 +153,26 @@ def test_adamw_fuses_only_from_its_threshold():
   assert len(optimizer.__dict__["_fused_updates"]) == 1
 
 
+def test_the_start_up_line_says_what_the_update_does():
+  """compiled_update (finetune's start-up line) answers as the update itself does."""
+  variables = _toy_variables()  # 24 weights
+  grads = [tf.ones(v.shape) for v in variables]
+  optimizer = optimization.create_optimizer(1e-2, num_train_steps=10, num_warmup_steps=0)
+  for threshold, fuses in ((25, False), (24, True)):
+    optimizer.fuse_from_num_weights = threshold
+    said = optimization.compiled_update(optimizer, variables)
+    assert said == (fuses, f"AdamWeightDecay compiles it for models of {threshold:,} "
+                           "weights and more; this one has 24")
+    optimizer.apply_gradients(zip(grads, variables))
+    assert bool(optimizer.__dict__.get("_fused_updates")) == fuses
+  lamb = optimization.create_optimizer(1e-2, 10, 0, optimizer_type="lamb")
+  assert optimization.compiled_update(lamb, variables) == (False, "Lamb updates op by op")
+  with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():
+    mirrored = _toy_variables()
+  assert optimization.compiled_update(optimizer, mirrored) == (
+      False, "AdamWeightDecay updates op by op: weights on several devices or not float32")
+
+
 def test_adamw_differs_from_keras_adamw_bias_correction():
   # One step of the original with lr 1e-3: update = m/(sqrt(v)+eps) with m = 0.1 g and
   # v = 0.001 g^2, so |step| = lr * 0.1|g| / (sqrt(0.001)|g| + 1e-6) ~ 3.162e-3, where

@@ -242,8 +242,17 @@ def test_default_bytes_are_unchanged(data, tmp_path, kind):
     (dict(pack_sequences=True, max_sequences_per_row=0),
      "--max_sequences_per_row=0: must be at least 1"),
     (dict(dynamic_masking=True, do_whole_word_mask=True),
-     "--dynamic_masking with --do_whole_word_mask: the masks are drawn by "
-     "run_pretraining.py"),
+     "--do_whole_word_mask chooses the masks the generator draws: not with "
+     "--dynamic_masking (its records hold no masks: run_pretraining.py draws them as it "
+     "trains; pass the flag to it instead)"),
+    (dict(dynamic_masking=True, mask_token_prob=0.5),
+     "--mask_token_prob=0.5 shares out the masks the generator draws: not with "
+     "--dynamic_masking"),
+    # The partner table holds the library's values as the command's flags (a setting
+    # changed from its default without the flag it acts with).
+    (dict(max_sequences_per_row=4),
+     "--max_sequences_per_row=4 sets the most instances a packed row holds: it needs "
+     "--pack_sequences (without it the flag does nothing)"),
 ])
 def test_generator_refusals_name_the_flag(data, tmp_path, options, message):
   out = tmp_path / "out.tfrecord"

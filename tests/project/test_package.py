@@ -226,7 +226,7 @@ def test_a_console_command_answers_helpfull_and_its_flag_errors(installed):
   command = os.path.join(os.path.dirname(python), "bert-run-classifier")
   helpfull = subprocess.run([command, "--helpfull"], cwd=outside, capture_output=True,
                             text=True, timeout=300)
-  assert helpfull.returncode == 1  # absl's help exits with 1, as the root script's does
+  assert helpfull.returncode == 0  # help asked for is no failure (absl's own exits 1)
   for flag in ("--task_name", "--bert_config_file", "--export_dir", "--[no]do_lower_case"):
     assert flag in helpfull.stdout, flag
   short = subprocess.run([command, "--help"], cwd=outside, capture_output=True, text=True,

@@ -12,6 +12,8 @@ subset; the whole catalogue is marked slow (`make test-slow`, or
 """
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -61,10 +63,9 @@ def type_vocab_size_one(ws, command, name, task):
   """A config of one segment (type_vocab_size 1) for a task of text pairs: refused once
   the data is read (the pairs say how many segments there are)."""
   config = ws.write_config(f"{name}-config.json", type_vocab_size=1)
-  spec = refused(ws, command, name, config=config,
-                  expect=[config, f"type_vocab_size=1, but {task} packs 2 segments"])
-  del spec["absent"]  # SQuAD's read_data writes train.tf_record, whole, as the original does
-  return spec
+  # Nothing written: SQuAD's train.tf_record waits for the checks (Task.prepare_data).
+  return refused(ws, command, name, config=config,
+                 expect=[config, f"type_vocab_size=1, but {task} packs 2 segments"])
 
 
 table(type_vocab_size_one,
@@ -216,7 +217,38 @@ table(refused_flags,
           expect=["--multi_worker_timeout=-1.0: must be a finite number of seconds"]),
       # An export's version without the export.
       row("run_classifier.py", "export_version_without_export_dir", True,
-          flags=["--export_version=3"], expect=["--export_version=3", "needs --export_dir"]))
+          flags=["--export_version=3"], expect=["--export_version=3", "needs --export_dir"]),
+      # Flags that act only with another (run_options.PARTNERS), typed without it: each
+      # would do nothing, silently.
+      row("create_pretraining_data.py", "rows_of_packing_without_packing", True,
+          flags=["--max_sequences_per_row=4"],
+          line="--max_sequences_per_row=4 sets the most instances a packed row holds: it "
+               "needs --pack_sequences (without it the flag does nothing)"),
+      row("create_pretraining_data.py", "masking_rule_with_dynamic_masking", True,
+          flags=["--dynamic_masking", "--dupe_factor=1", "--mask_token_prob=0.8"],
+          line="--mask_token_prob=0.8 shares out the masks the generator draws: not with "
+               "--dynamic_masking (its records hold no masks: run_pretraining.py draws them "
+               "as it trains; pass the flag to it instead)"),
+      row("create_pretraining_data.py", "language_without_splitter",
+          flags=["--sentence_language=de"], expect=["--sentence_language=de",
+                                                    "needs --split_sentences"]),
+      row("run_ner.py", "bilstm_size_when_fine_tuning", True, flags=["--lstm_units=8"],
+          line="--lstm_units=8 sizes the BiLSTM: it needs --mode=feature (without it the "
+               "flag does nothing)"),
+      row("run_ner.py", "head_dropout_in_feature_mode",
+          flags=["--mode=feature", "--dropout_rate=0.2"],
+          expect=["--dropout_rate=0.2", "needs --mode=finetune"]),
+      # Refused before the feature mode's encoder pass caches a split (Task.prepare_data).
+      row("run_ner.py", "best_metric_of_another_spelling_in_feature_mode", True,
+          flags=["--mode=feature", "--feature_layers=last", "--do_eval",
+                 "--eval_every_steps=1", "--best_metric=F1"],
+          expect=["--best_metric=F1: NER's dev evaluation reports eval_loss, eval_f1, "]),
+      row("run_classifier.py", "column_of_a_glue_task", True, flags=["--label_column=2"],
+          line="--label_column=2 describes the files of the tsv/csv task: it needs "
+               "--task_name=tsv or --task_name=csv (without it the flag does nothing)"),
+      row("run_classifier.py", "xnli_language_of_another_task",
+          flags=["--xnli_language=de"], expect=["--xnli_language=de",
+                                                "needs --task_name=xnli"]))
 
 
 def gpus_asked_none_visible(ws, command, name):
@@ -708,3 +740,132 @@ def test_every_path_flag_has_a_path_forms_family():
       for kind, _ in path_forms.CHECKPOINT_KINDS if family in CHECKPOINT_KIND_FAMILIES else ():
         assert (f"{spec.script[:-3]}-path_form_{family}_{form}_for_init_checkpoint_{kind}"
                 in CATALOGUE.cases)
+
+
+# ---- absl's own flag errors: one line naming the flag, exit status 2, in every command
+# and tool (bert/cli/launch.py's parse_flags; the argparse tools' launch.ArgumentParser)
+
+_ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+
+
+def _started(script, *argv):
+  return subprocess.run([sys.executable, script, *argv], capture_output=True, text=True,
+                        cwd=ROOT, env=_ENV, timeout=300)
+
+
+def _one_line_refusal(proc, program):
+  assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stderr)
+  lines = proc.stderr.splitlines()
+  assert len(lines) == 1 and lines[0].startswith(f"{program}: error: "), proc.stderr
+  return lines[0][len(f"{program}: error: "):]
+
+
+RUN_CLASSIFIER_REQUIRED = ["--task_name=MRPC", "--data_dir=d", "--vocab_file=v",
+                           "--bert_config_file=c", "--output_dir=o"]
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--max_seq_length=abc"], "--max_seq_length=abc: not an integer"),
+    (["--max_seq_lenght=128"], "--max_seq_lenght: no such flag (did you mean "
+                               "--max_seq_length?)"),
+    (["--task_name=MRPC"], "missing the required flags --bert_config_file, --vocab_file, "
+                           "--output_dir, --data_dir"),
+    (["--learning_rate=fast"], "--learning_rate=fast: not a number"),
+    (["--do_train=maybe"], "--do_train=maybe: not true or false (a boolean flag: "
+                           "--do_train, --do_train=false or --nodo_train)"),
+    (["--nodo_train=1"], "--nodo_train=1: a boolean flag's --no form takes no value"),
+    (["--max_seq_length"], "Missing value for flag --max_seq_length"),
+    # absl sets --do_lower_case and would drop the word "False": refused.
+    (RUN_CLASSIFIER_REQUIRED + ["--do_lower_case", "False"],
+     "'False' after --do_lower_case: this command takes flags only, each --name=value (a "
+     "boolean flag: --name, --name=false or --noname)"),
+], ids=["wrong_type", "misspelt", "missing_required", "not_a_float", "not_a_boolean",
+        "no_form_with_a_value", "no_value", "a_word_after_a_boolean"])
+def test_absl_flag_errors_are_one_line(argv, line):
+  """Refused by the parse, before any work: nothing is read or written (the paths here
+  do not exist), and absl's own two lines and status 1 are gone."""
+  said = _one_line_refusal(_started("run_classifier.py", *argv), "run_classifier.py")
+  assert said == f"{line}; --helpshort lists the flags"
+
+
+def test_help_exits_0_with_the_commands_flags():
+  for flag in ("--help", "--helpfull"):
+    proc = _started("run_classifier.py", flag)
+    assert proc.returncode == 0 and proc.stderr == "", (flag, proc.stderr)
+    assert "--task_name" in proc.stdout and "--max_seq_length" in proc.stdout, flag
+
+
+def test_argparse_tools_and_reproduce_refuse_in_one_line():
+  for script, argv, line in (
+      ("tools/tagging_baselines.py", ["--tag_column=x"],
+       "argument --tag_column: invalid int value: 'x'; --help shows the usage"),
+      ("tools/pretraining_curve.py", [],
+       "the following arguments are required: runs, --output; --help shows the usage"),
+      ("reproduce/aggregate.py", ["--smoke"],
+       "--smoke: no such option; usage: python reproduce/aggregate.py RUN_DIR [RUN_DIR ...] "
+       "(--help says more)")):
+    said = _one_line_refusal(_started(script, *argv), os.path.basename(script))
+    assert said == line, script
+  proc = subprocess.run(["bash", "reproduce/table1_glue.sh", "--smok", "b", "g"],
+                        capture_output=True, text=True, cwd=ROOT, env=_ENV, timeout=60)
+  assert _one_line_refusal(proc, "table1_glue.sh") == (
+      "--smok: no such option (the one option is --smoke; --help shows the usage)")
+
+
+def test_flag_error_line_says_each_of_abseils_errors_in_one_line():
+  """In process, on flags of its own: the line for each kind of absl error."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from bert.cli import launch  # pylint: disable=g-import-not-at-top
+  values = flags.FlagValues()
+  flags.DEFINE_integer("steps", 1, "", lower_bound=1, flag_values=values)
+  flags.DEFINE_float("rate", 0.1, "", flag_values=values)
+  flags.DEFINE_enum("kind", "a", ["a", "b"], "", flag_values=values)
+  flags.DEFINE_string("model", None, "", flag_values=values)
+  flags.DEFINE_string("data", None, "", flag_values=values)
+  flags.mark_flags_as_required(["model", "data"], flag_values=values)
+
+  def said(*argv):
+    values.unparse_flags()
+    with pytest.raises(flags.Error) as caught:
+      values(["tool", *argv])
+    return launch.flag_error_line(caught.value, values)
+
+  tail = "; --helpshort lists the flags"
+  assert said("--steps=0") == "--steps=0: 0 is not a positive integer" + tail
+  assert said("--steps=1.5") == "--steps=1.5: not an integer" + tail
+  assert said("--rate=x") == "--rate=x: not a number" + tail
+  assert said("--kind=c") == "--kind=c: value should be one of <a|b>" + tail
+  assert said("--stesp=2") == "--stesp: no such flag (did you mean --steps?)" + tail
+  assert said("--zzz") == "--zzz: no such flag" + tail
+  assert said() == "missing the required flags --model, --data" + tail
+  assert said("--model=m") == "missing the required flag --data" + tail
+  assert said("--model=m", "--data=d", "--steps=-3") == (
+      "--steps=-3: -3 is not a positive integer" + tail)
+
+
+@pytest.mark.slow  # a process per command and tool (about a second each, two with TensorFlow)
+def test_every_command_and_tool_says_abseils_errors_in_one_line():
+  """Every command of bert.cli.COMMANDS, `python -m bert <command>` and every absl tool
+  users run: a misspelt flag, a value of the wrong type and (where it has one) a missing
+  required flag are each one line, status 2."""
+  from bert import cli  # pylint: disable=g-import-not-at-top
+  scripts = [f"{name}.py" for name in cli.COMMANDS] + sorted(
+      t for t in catalogue.tools_users_run() if t in ("tools/linear_probe.py",
+                                                      "tools/litert_accuracy.py"))
+  assert len(scripts) == len(cli.COMMANDS) + 2
+  for script in scripts:
+    program = os.path.basename(script)
+    said = _one_line_refusal(_started(script, "--vebose"), program)
+    assert said.startswith("--vebose: no such flag (did you mean --verbose"), (script, said)
+    said = _one_line_refusal(_started(script, "--verbose=perhaps"), program)
+    assert said.startswith("--verbose=perhaps: not true or false"), (script, said)
+    required = BATCH_SIZE_FLAGS.get(script, ([], []))[1]
+    if required and script != "create_pretraining_data.py":
+      said = _one_line_refusal(_started(script), program)
+      assert said.startswith("missing the required flag"), (script, said)
+      assert sorted(re.findall(r"--(\w+)", said.split(";")[0])) == sorted(required), script
+  for name in cli.COMMANDS:
+    proc = subprocess.run([sys.executable, "-m", "bert", name, "--vebose"],
+                          capture_output=True, text=True, cwd=ROOT, env=_ENV, timeout=300)
+    said = _one_line_refusal(proc, cli.console_name(name))
+    assert said.startswith("--vebose: no such flag"), (name, said)

@@ -242,6 +242,27 @@ def non_utf8_config(ws):
               setup=setup)
 
 
+@case("run_pretraining.py", default=True)
+def one_packed_file_among_fifty_one(ws):
+  """A glob of 50 files of the original's layout and a 51st of packed rows, for
+  evaluation: every file's first record is read, not only the first 50 files'."""
+  packed = dict(pretraining_features(next_sentence_labels=2),
+                position_ids=["int64", list(range(SEQ))],
+                sequence_ids=["int64", [1] * (SEQ // 2) + [2] * (SEQ - SEQ // 2)],
+                next_sentence_positions=["int64", [0, SEQ // 2]],
+                next_sentence_weights=["float", [1.0, 1.0]])
+  folder = ws.path("rp-glob51")
+  setup = [{"tfrecord": os.path.join(folder, f"part-{i:05d}"), "count": 2,
+            "features": packed if i == 50 else pretraining_features()} for i in range(51)]
+  out = ws.path("rp-o51")
+  argv = pretraining_args(ws, os.path.join(folder, "part-*"), out)
+  argv = [a for a in argv if a != "--do_train"] + ["--do_eval"]
+  return dict(argv=argv, setup=setup, absent=[out], line=(
+      f"--input_file: {folder}/part-00050 holds packed rows (up to 2 sequences a row), "
+      f"masked, but {folder}/part-00000 holds one sequence a row, masked; pass files of "
+      "one create_pretraining_data.py layout"))
+
+
 # ---- run_squad.py
 
 
@@ -300,6 +321,18 @@ def training_question_without_answer(ws):
   path = ws.write("sq-noans.json", squad_json([{"id": "q1", "question": "who ?"}]))
   return dict(argv=squad_args(ws, ws.path("sq-o8"), "--do_train", f"--train_file={path}"),
               expect=[path, "q1"])
+
+
+@case("run_squad.py", default=True)
+def best_metric_of_another_spelling(ws):
+  """F1 for f1: refused before any file is read or written (train.tf_record included)."""
+  path = ws.write("sq-f1.json", squad_json([GOOD_QA]))
+  out = ws.path("sq-o10")
+  return dict(argv=squad_args(ws, out, "--do_train", "--do_eval", f"--train_file={path}",
+                              f"--predict_file={path}", "--eval_every_steps=1",
+                              "--best_metric=F1"),
+              absent=[out], line="--best_metric=F1: SQuAD's dev evaluation reports "
+                                 "exact_match, f1; name one of them")
 
 
 @case("run_squad.py", default=True)
@@ -412,6 +445,14 @@ def pair_on_type_vocab_size_one(ws):
               expect=[path + ":2: the line is a pair", "type_vocab_size 1"], absent=[out])
 
 
+@case("extract_features.py")
+def output_under_a_regular_file_before_the_model(ws):
+  path = ws.write("ef-in12.txt", "the cat sat .\n")
+  out = os.path.join(ws.blocker, "ef-o12.jsonl")
+  return dict(argv=extract_args(ws, path, out, checkpoint=ws.path("ef-none", "bert_model.ckpt")),
+              line=f"--output_file={out}: {ws.blocker} is a file, not a directory")
+
+
 # ---- fill_mask.py
 
 
@@ -468,6 +509,35 @@ def shared_minilm_without_masked_lm_head(ws):
                                   vocab=os.path.join(folder, "vocab.txt")),
               expect=[f"--init_checkpoint={ws.minilm}: it holds no masked-LM head",
                       "an encoder without its pretraining heads"], absent=[out])
+
+
+@case("fill_mask.py", default=True)
+def output_under_a_regular_file(ws):
+  """Refused before the model loads: this checkpoint (no masked-LM head) would be
+  refused there, so the line naming the output says the output was checked first."""
+  path = ws.write("fm-in6.txt", "the cat sat on the [MASK] .\n")
+  out = os.path.join(ws.blocker, "fm-o6.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out, checkpoint=ws.minilm),
+              line=f"--output_file={out}: {ws.blocker} is a file, not a directory")
+
+
+@case("fill_mask.py", default=True)
+def output_in_an_existing_folder(ws):
+  path = ws.write("fm-in7.txt", "the cat sat on the [MASK] .\n")
+  out = ws.path("fm-o7.jsonl")
+  return dict(argv=fill_mask_args(ws, path, out), works=True, exists=[out],
+              setup=[pretraining_checkpoint(ws, "fm-tiny")])
+
+
+@case("fill_mask.py", default=True)
+def output_in_a_folder_not_made_yet(ws):
+  """Created, as create_pretraining_data.py and extend_vocab.py create theirs: the
+  same bytes as in a folder that was there."""
+  path = ws.write("fm-in7.txt", "the cat sat on the [MASK] .\n")
+  out = ws.path("fm-new", "deeper", "fm-o7.jsonl")
+  # The checkpoint output_in_an_existing_folder's setup made (a setup draws new weights).
+  return dict(argv=fill_mask_args(ws, path, out), works=True,
+              same=[(out, ws.path("fm-o7.jsonl"))])
 
 
 # ---- extend_vocab.py

@@ -457,11 +457,13 @@ def test_python_m_bert_runs_the_command_or_refuses_in_one_line(made, tmp_path):
       "bert-run-classifier: error: --litert=int8 writes the LiteRT models of an export: it "
       "needs --export_dir (without it the flag does nothing)")
   assert proc.stdout == ""
-  # Without the required flags: the command runs, so absl names its missing required
-  # flags, exactly as `python run_classifier.py --task_name=MRPC` does.
+  # Without the required flags: the command runs, so its parse names the missing required
+  # flags in one line, exactly as `python run_classifier.py --task_name=MRPC` does.
   proc = _python_m_bert("run_classifier", "--task_name=MRPC", cwd=tmp_path)
-  assert proc.returncode == 1 and "bert" not in proc.stdout
-  assert "Flag --data_dir must have a value other than None." in proc.stderr
+  assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+  assert proc.stderr.splitlines() == [
+      "bert-run-classifier: error: missing the required flags --bert_config_file, "
+      "--vocab_file, --output_dir, --data_dir; --helpshort lists the flags"]
   for argv, line in (
       (["run_clasifier", "--task_name=MRPC"], "'run_clasifier' is not a command"),
       (["--task_name=MRPC"], "flags come after the command")):

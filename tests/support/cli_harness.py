@@ -4,8 +4,9 @@ Why: every `python run_x.py ...` pays 4-6 s of TensorFlow import on a 2-core mac
 catalogue of 80 bad inputs as 80 subprocesses would cost minutes. Here the script file is
 executed once as `__main__` (so its `if __name__ == "__main__":` block runs too: some mark
 flags required there) with `absl.app.run` intercepted to capture `main`; then every case
-calls the real `app.run(main, argv)`: absl flag parsing, required-flag validators,
-`report_user_errors`, `SystemExit`. Between cases the flags are reset to their defaults.
+calls the real `app.run(main, argv, flags_parser=...)`: the command's flag parsing
+(launch.parse_flags), required-flag validators, `report_user_errors`, `SystemExit`.
+Between cases the flags are reset to their defaults.
 File descriptors 1 and 2 are redirected per case, so everything a user would see on the
 terminal (Python, absl logging, TensorFlow's C++ logs) is captured.
 
@@ -158,9 +159,10 @@ def _after(action):
   return names
 
 
-def _run_case(app, main, script, argv, uses_absl=True):
-  """(exit status, crashed, traceback text) of one `app.run(main, argv)` (or, for an
-  argparse tool, one `main(argv)`)."""
+def _run_case(app, main, script, argv, uses_absl=True, run_kwargs=None):
+  """(exit status, crashed, traceback text) of one `app.run(main, argv, **run_kwargs)`
+  (the command's own flags_parser among them) or, for an argparse tool, one
+  `main(argv)`."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   flags.FLAGS.unparse_flags()
   # absl refuses a second app.run in one process; reset its "already parsed" latch.
@@ -168,7 +170,7 @@ def _run_case(app, main, script, argv, uses_absl=True):
   sys.argv = [script] + list(argv)
   try:
     if uses_absl:
-      app.run(main, argv=sys.argv)
+      app.run(main, argv=sys.argv, **(run_kwargs or {}))
     else:
       main(list(argv))
   except SystemExit as exc:
@@ -198,8 +200,9 @@ def main():
   real_run = app.run
 
   def capture(main_fn, *args, **kwargs):
-    del args, kwargs
+    del args
     captured["main"] = main_fn
+    captured["kwargs"] = kwargs  # flags_parser: the command's parse, errors in our form
 
   # The script becomes this process's real __main__ (not runpy's temporary one), so that
   # multiprocessing's spawn can find its worker functions by `__main__.<name>`.
@@ -238,7 +241,8 @@ def main():
       os.environ.update(case.get("env", {}))
       try:
         os.chdir(case.get("cwd") or root)
-        code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl)
+        code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl,
+                                           captured.get("kwargs"))
       finally:
         os.chdir(root)
         for name, value in saved_env.items():

@@ -8,6 +8,7 @@ run again keeps what an uninterrupted run keeps; ram:// too.
 import hashlib
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -266,6 +267,46 @@ def test_use_best_checkpoint_without_training_reads_the_kept_best(straight, conf
   assert ("Using the best checkpoint on dev, " + str(out / "best" / "ckpt-6") +
           " (eval_accuracy = 0.9 at step 6, the highest of 6 evaluations (the newest, step "
           "12: 0.85)), for --do_eval: --use_best_checkpoint") in said
+
+
+@pytest.mark.parametrize("content", [b"", b'{"metric": "eval_acc', b"[]"],
+                         ids=["empty", "cut_short", "not_a_record"])
+def test_an_unreadable_record_is_rebuilt_from_the_whole_best_checkpoint(
+    straight, config_file, optimizers, caplog, tmp_path, content):
+  """best.json empty (a power cut) or not ours beside a whole best/ckpt-6: the checkpoint
+  records its own step and value, so --use_best_checkpoint takes it (no advice to delete
+  anything); and what a kill -9 left in best/ while it wrote is cleared as output_dir's
+  own temporaries are."""
+  out = tmp_path / "run"
+  shutil.copytree(straight["out"], out)
+  best = out / "best"
+  (best / "best.json").write_bytes(content)
+  (best / "ckpt-2_temp").mkdir()
+  (best / "ckpt-2_temp" / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 8)
+  (best / ".best.json.tmp-0123abcd").write_text("{")
+  whole = sorted(n for n in os.listdir(best) if n.startswith("ckpt-6") or n == "checkpoint")
+  options = _options(out, config_file, do_train=False, eval_every_steps=0,
+                     use_best_checkpoint=True)
+  caplog.set_level("INFO", logger="absl")
+  _run(options, optimizers)
+  assert _eval_results(out)["global_step"] == "6"
+  assert _eval_results(out)["eval_accuracy"] == "0.9"
+  assert f"{best / 'best.json'} is not the record of a best checkpoint (" in caplog.text
+  assert (f"rebuilt from {best / 'ckpt-6'}, which records its own step and value"
+          in caplog.text)
+  assert "Removed 2 temporary file(s)" in caplog.text
+  assert sorted(os.listdir(best)) == sorted(whole + ["best.json"])
+  assert (best / "best.json").read_bytes() == content  # nothing written by an evaluation
+  record = best_checkpoint.read_record(str(out))
+  assert (record.metric, record.best, record.evaluations) == (
+      "eval_accuracy", (6, 0.9), [(6, 0.9)])
+  # With no whole checkpoint beside it, the best is chosen again from the next
+  # evaluations (nothing whole to keep, nothing refused).
+  for name in whole:
+    if name != "checkpoint":
+      os.remove(best / name)
+  assert best_checkpoint.read_record(str(out)) is None
+  assert "holds no whole best checkpoint: the best is chosen again" in caplog.text
 
 
 def test_early_stopping_stops_after_n_evaluations_and_a_rerun_trains_no_further(

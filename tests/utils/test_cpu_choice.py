@@ -245,6 +245,19 @@ def test_onednn_state_agrees_with_tensorflow_on_this_machine():
     assert result.stdout.strip() == str(expected), value
 
 
+def test_the_line_says_what_runs_the_optimizers_update():
+  line = cpu_choice.choose(cpu_choice.parse_cpuinfo(ZEN5), "fine-tuning", dtype="float32",
+                           enable_xla=None, environ={"TF_ENABLE_ONEDNN_OPTS": "0"}).line
+  said = cpu_choice.with_update(line, True, "AdamWeightDecay compiles it for models of "
+                                "10,000,000 weights and more; this one has 22,713,986")
+  assert ("; fine-tuning: XLA off (table), float32 (flag); the optimizer's update: XLA on "
+          "(AdamWeightDecay compiles it for models of 10,000,000 weights and more; this "
+          "one has 22,713,986); oneDNN off (TF_ENABLE_ONEDNN_OPTS=0). Why: ") in said
+  assert said.replace("; the optimizer's update: XLA on (AdamWeightDecay compiles it for "
+                      "models of 10,000,000 weights and more; this one has 22,713,986)",
+                      "") == line
+
+
 def test_the_log_line_names_cpu_choice_reason_and_onednn():
   choice = cpu_choice.choose(cpu_choice.parse_cpuinfo(ZEN5), "pretraining", dtype="auto",
                              enable_xla=None, environ={"TF_ENABLE_ONEDNN_OPTS": "0"})

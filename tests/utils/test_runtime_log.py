@@ -87,7 +87,7 @@ from absl import app
 from bert.utils import cpu_memory
 kept = []
 cpu_memory.keep_freed_memory = lambda: kept.append(True)
-def report(main):
+def report(main, **kwargs):  # kwargs: flags_parser, the command's own parse
   print(os.environ.get("TF_CPP_MIN_LOG_LEVEL"), bool(kept), "tensorflow" in sys.modules)
 app.run = report
 way, command = sys.argv[1:3]
