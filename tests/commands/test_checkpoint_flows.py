@@ -27,7 +27,9 @@ import tiny
 WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "fast", "slow", "good",
          "bad", "movie", "was", "very", "not", "is", "it", "and", "but"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ".", ",", "##s"]
-CONFIG = tiny.tiny_config_dict(len(VOCAB), max_position_embeddings=32)
+# One layer: what passes between the commands is the same for any depth, and tracing each
+# run's steps (most of this file's time) grows with the layers.
+CONFIG = tiny.tiny_config_dict(len(VOCAB), max_position_embeddings=32, num_hidden_layers=1)
 SEQ, PRED = 16, 3
 
 
