@@ -71,7 +71,9 @@ def tiny_files(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("portable")
   vocab = tmp / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-  config = tiny.tiny_config(len(VOCAB), max_position_embeddings=40)
+  # One layer: every kind of op an export holds is in one layer as in three, and tracing
+  # and saving the exports (most of this file's time) grows with the layers.
+  config = tiny.tiny_config(len(VOCAB), max_position_embeddings=40, num_hidden_layers=1)
   config.to_json_file(str(tmp / "bert_config.json"))
   return tmp, vocab
 
