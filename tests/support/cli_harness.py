@@ -293,7 +293,9 @@ def _serve(script, root):
 # what the real command-line path gives (exit status, stdout, stderr, files), without a
 # TensorFlow start-up per command line. Each script has its own process (`python
 # cli_harness.py --serve SCRIPT`), started at its first command line and kept for the next
-# ones, at most WARM_LIMIT at a time in a test process (the least recently used goes).
+# ones, at most WARM_LIMIT at a time in a test process (the least recently used goes);
+# tests/conftest.py closes them after each test file (`close_all`), so that no state of
+# one file's runs reaches another's and each holds its memory for one file only.
 # What only a real process shows (kill -9, signals, locks between processes, what
 # TensorFlow prints as it starts, the interpreter's own exit) stays a subprocess.
 
@@ -368,7 +370,8 @@ class _Server:
     self.log.close()
 
 
-def _close_all():
+def close_all():
+  """Ends every warm process of this test process."""
   while _warm:
     _warm.pop(next(iter(_warm))).close()
 
@@ -381,8 +384,8 @@ def _server(script, startup_env):
       _warm.pop(next(iter(_warm))).close()
     if not _warm:
       import atexit  # pylint: disable=g-import-not-at-top
-      atexit.unregister(_close_all)
-      atexit.register(_close_all)
+      atexit.unregister(close_all)
+      atexit.register(close_all)
     server = _Server(script, startup_env)
   _warm[key] = server  # now the most recently used
   return server
