@@ -31,6 +31,19 @@ def repo_root():
   return ROOT
 
 
+# -- command lines in warm processes (tests/support/cli_harness.py) ----------------------------
+
+import cli_harness  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_commands_of_one_file():
+  """The warm processes that answered this file's command lines (cli_harness.run) end
+  with the file."""
+  yield
+  cli_harness.close_all()
+
+
 # -- a local Google Cloud Storage for gs:// paths (tests/support/gcs_emulator) -----------------
 
 from gcs_emulator import GcsEmulator, GcsEmulatorError  # noqa: E402

@@ -3,7 +3,8 @@ their optimizer by the real scripts, used as --init_checkpoint by the others, wi
 numbers equal to loading the Google-layout twin; and the runs that must refuse.
 
 Everything is made here (tiny vocabulary, config, TFRecords, TSV files), so the tests
-need no ../shared. Each script runs as a subprocess through its real command line.
+need no ../shared. Each script runs through its real command line, in its warm process
+(tests/support/cli_harness.py).
 """
 import json
 import os
@@ -20,20 +21,20 @@ from bert import input_pipeline
 from bert import modeling
 from bert import tokenization
 from bert.training import model_config
-from conftest import ROOT
+import cli_harness
 import tiny
 
 WORDS = ["the", "cat", "dog", "sat", "on", "a", "mat", "ran", "fast", "slow", "good",
          "bad", "movie", "was", "very", "not", "is", "it", "and", "but"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, ".", ",", "##s"]
-CONFIG = tiny.tiny_config_dict(len(VOCAB), max_position_embeddings=32)
+# One layer: what passes between the commands is the same for any depth, and tracing each
+# run's steps (most of this file's time) grows with the layers.
+CONFIG = tiny.tiny_config_dict(len(VOCAB), max_position_embeddings=32, num_hidden_layers=1)
 SEQ, PRED = 16, 3
 
 
 def _run(script, args, expect=0):
-  result = subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+  result = cli_harness.run(script, args, timeout=900)
   assert result.returncode == expect, result.stderr[-3000:]
   return result
 
@@ -90,7 +91,7 @@ def _eval_results(out):
   return (out / "eval_results.txt").read_text()
 
 
-@pytest.mark.slow  # 62 s: five subprocess runs (make test-slow)
+@pytest.mark.slow  # 62 s: five command runs (make test-slow)
 def test_classifier_from_a_pretraining_run_equals_its_google_twin(pretrained, tmp_path):
   root = pretrained
   _classify(root, tmp_path / "from_google", root / "pretrain" / "pretrained" / "bert_model.ckpt")
@@ -161,7 +162,7 @@ def _features(root, init, out_file):
   return np.array([f["layers"][0]["values"] for f in line["features"]])
 
 
-@pytest.mark.slow  # 45 s: four subprocess runs (make test-slow)
+@pytest.mark.slow  # 45 s: four command runs (make test-slow)
 def test_extract_features_reads_pretraining_and_classifier_runs(pretrained, tmp_path):
   root = pretrained
   (root / "lines.txt").write_text("the cat sat on a mat\n")

@@ -5,8 +5,6 @@ checkpoint file by name (not through our loader)."""
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,7 +12,8 @@ import tensorflow as tf
 
 import numpy_bert
 from bert import tokenization
-from conftest import MINILM_DIR, ROOT, shared_path
+import cli_harness
+from conftest import MINILM_DIR, shared_path
 import tiny
 
 LINES = [
@@ -27,9 +26,8 @@ LINES = [
 
 
 def _run(args, **kw):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable, os.path.join(ROOT, "extract_features.py")] + args,
-                        capture_output=True, text=True, env=env, timeout=300, **kw)
+  # The command line's real path in a warm process (no TensorFlow start-up per run).
+  return cli_harness.run("extract_features.py", args, timeout=300, **kw)
 
 
 def _reference(lines, layers, max_seq_length):

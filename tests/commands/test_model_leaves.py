@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from conftest import ROOT, UNCASED_VOCAB, shared_path
+import cli_harness
+from conftest import UNCASED_VOCAB, shared_path
 import serving_checks
 from tiny import tiny_config_dict
 
@@ -41,9 +42,8 @@ def _env():
 
 
 def _script(name, args, timeout=600):
-  return subprocess.run([sys.executable, os.path.join(ROOT, name)] + args,
-                        capture_output=True, text=True, env=_env(), timeout=timeout,
-                        cwd=ROOT)
+  # The command line's real path in a warm process (no TensorFlow start-up per run).
+  return cli_harness.run(name, args, timeout=timeout)
 
 
 def _glue_subset(folder, task, rows):

@@ -34,7 +34,9 @@ def first_sentences(path, count, long_sentence_words=0):
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-  return make_tiny_model(str(tmp_path_factory.mktemp("tiny_bert")))
+  # One layer: the runs' files are checked against recomputations, the same for any depth,
+  # and tracing each run's steps (most of this file's time) grows with the layers.
+  return make_tiny_model(str(tmp_path_factory.mktemp("tiny_bert")), num_hidden_layers=1)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from bert import modeling
 from bert.pretraining import pretraining_options
 from bert.pretraining import pretraining_task
 from bert.utils import errors
+import cli_harness
 import tiny
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -161,8 +162,8 @@ def test_every_files_first_record_is_checked_beyond_the_first_fifty(tmp_path):
 
 
 def _run(args, **kwargs):
-  return subprocess.run([sys.executable, os.path.join(ROOT, "run_pretraining.py"), *args],
-                        env=ENV, capture_output=True, text=True, timeout=600, **kwargs)
+  # The command line's real path in a warm process (no TensorFlow start-up per run).
+  return cli_harness.run("run_pretraining.py", args, timeout=600, **kwargs)
 
 
 def _tiny_config(path, vocab=128, dropout=0.1):

@@ -1,13 +1,11 @@
 """run_squad.py end to end: a tiny random model trained and run on real SQuAD 2.0 questions.
 
-One subprocess (train 2 steps, predict, score, export); the test then checks the files
-against an independent recomputation: features converted here with the pure-Python
+One run of the command (train 2 steps, predict, score, export); the test then checks the
+files against an independent recomputation: features converted here with the pure-Python
 tokenizer, logits from the exported SavedModel, answers and scores recomputed.
 """
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,10 +18,14 @@ from bert.squad import squad_task
 from bert import tokenization
 from bert.training import run_options
 from bert.utils import errors
-from conftest import ROOT, shared_path
+import cli_harness
+from conftest import shared_path
 import tiny
 
-TINY_CONFIG = tiny.tiny_config_dict(30522)
+# One layer: the run's files are checked against a recomputation from its export, the
+# same for any depth, and most of the run's time is tracing and exporting, which grows
+# with the layers.
+TINY_CONFIG = tiny.tiny_config_dict(30522, num_hidden_layers=1)
 SEQ, STRIDE, QUERY = 64, 24, 16
 NUM_PREDICT = 6
 
@@ -43,17 +45,16 @@ def squad_run(tmp_path_factory):
   config.write_text(json.dumps(TINY_CONFIG))
   data = shared_path("squad", "dev-v2.0-normans.json")
   out, export_dir = tmp / "out", tmp / "export"
-  cmd = [sys.executable, os.path.join(ROOT, "run_squad.py"),
-         f"--vocab_file={shared_path('vocab', 'uncased_vocab.txt')}",
-         f"--bert_config_file={config}", "--do_train", f"--train_file={data}",
-         "--max_train_examples=16", "--train_batch_size=8", "--num_train_epochs=1",
-         "--do_predict", f"--predict_file={data}", "--predict_articles=0:1",
-         f"--max_predict_examples={NUM_PREDICT}", "--predict_batch_size=4",
-         "--version_2_with_negative", f"--max_seq_length={SEQ}", f"--doc_stride={STRIDE}",
-         f"--max_query_length={QUERY}", f"--output_dir={out}", f"--export_dir={export_dir}",
-         "--litert=none"]  # LiteRT has tests of its own (tests/formats, tests/litert)
-  proc = subprocess.run(cmd, capture_output=True, text=True,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=600)
+  args = [f"--vocab_file={shared_path('vocab', 'uncased_vocab.txt')}",
+          f"--bert_config_file={config}", "--do_train", f"--train_file={data}",
+          "--max_train_examples=16", "--train_batch_size=8", "--num_train_epochs=1",
+          "--do_predict", f"--predict_file={data}", "--predict_articles=0:1",
+          f"--max_predict_examples={NUM_PREDICT}", "--predict_batch_size=4",
+          "--version_2_with_negative", f"--max_seq_length={SEQ}", f"--doc_stride={STRIDE}",
+          f"--max_query_length={QUERY}", f"--output_dir={out}", f"--export_dir={export_dir}",
+          "--litert=none"]  # LiteRT has tests of its own (tests/formats, tests/litert)
+  # The command line's real path in a warm process (no TensorFlow start-up per run).
+  proc = cli_harness.run("run_squad.py", args, timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
   return data, out, export_dir, proc.stderr
 
@@ -128,12 +129,11 @@ def _run_predict(tmp_path, data, *extra):
   bad = tmp_path / "bad.json"
   bad.write_text(json.dumps(data))
   out = tmp_path / "out"
-  proc = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "run_squad.py"), f"--vocab_file={vocab}",
-       f"--bert_config_file={config}", "--do_predict", f"--predict_file={bad}",
-       f"--max_seq_length={SEQ}", f"--max_query_length={QUERY}", f"--output_dir={out}",
-       *extra],
-      capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  proc = cli_harness.run(
+      "run_squad.py",
+      [f"--vocab_file={vocab}", f"--bert_config_file={config}", "--do_predict",
+       f"--predict_file={bad}", f"--max_seq_length={SEQ}", f"--max_query_length={QUERY}",
+       f"--output_dir={out}", *extra])
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert "Traceback" not in proc.stderr
   assert not (out / "predictions.json").exists()

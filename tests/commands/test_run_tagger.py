@@ -46,7 +46,9 @@ def files(tmp_path_factory):
   _write_conll(data / "valid.txt", SENTENCES[::-1])
   _write_conll(data / "test.txt", SENTENCES[1:])
   (root / "vocab.txt").write_text("".join(f"{t}\n" for t in VOCAB), encoding="utf-8")
-  config = tiny.write_tiny_config(root / "bert_config.json", len(VOCAB))
+  # One layer: what is checked is recomputed from the files whatever the depth, and
+  # tracing each run's steps (most of this file's time) grows with the layers.
+  config = tiny.write_tiny_config(root / "bert_config.json", len(VOCAB), num_hidden_layers=1)
   return str(data), str(root / "vocab.txt"), config
 
 

@@ -3,7 +3,8 @@ with oneDNN the GELU, inside it), with oneDNN's ops on and off; each LayerNorm i
 portable two-pass statistics on a CPU as anywhere, with no CPU-only op in it.
 
 What runs is read from TensorFlow's own optimized graph (tests/support/optimized_graph.py),
-in a process per setting: TF_ENABLE_ONEDNN_OPTS is read once, when TensorFlow starts.
+in a process per setting: TF_ENABLE_ONEDNN_OPTS is read once, when TensorFlow starts (the
+setting this test process started with is read in this process).
 """
 import functools
 import json
@@ -33,6 +34,9 @@ TWO_PASS = ["Mean", "Mean", "Rsqrt", "Square", "Sub"]
 
 @functools.lru_cache(maxsize=None)
 def _variants(onednn):
+  if cpu_choice.onednn_state(cpu_choice.this_cpu())[0] == (onednn == "1"):
+    # This process's TensorFlow started with that setting: its graphs are read here.
+    return optimized_graph.every_variant()
   env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": onednn}
   result = subprocess.run([sys.executable, SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300)

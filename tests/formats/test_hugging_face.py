@@ -13,7 +13,6 @@ shared Google checkpoint and from a checkpoint run_pretraining.py wrote.
 import json
 import os
 import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -28,6 +27,7 @@ from bert.formats import hugging_face
 from bert import heads
 from bert import modeling
 from bert.training import model_config
+import cli_harness
 from conftest import MINILM_DIR, ROOT, shared_path
 import tiny
 
@@ -254,9 +254,8 @@ def test_refusals_leave_nothing_behind(tiny_pretraining, tmp_path):
 
 
 def _export(args):
-  return subprocess.run([sys.executable, os.path.join(ROOT, "export_encoder.py"),
-                         "--format=huggingface", *args], capture_output=True, text=True,
-                        env=_env(), timeout=600)
+  # The command line's real path in a warm process (no TensorFlow start-up per run).
+  return cli_harness.run("export_encoder.py", ["--format=huggingface", *args], timeout=600)
 
 
 def test_script_exports_a_google_checkpoint_with_heads(tmp_path):
@@ -369,13 +368,12 @@ def _extract_features(tmp_path, model_dir, init_checkpoint, examples, do_lower_c
   input_file, output_file = tmp_path / "input.txt", tmp_path / "features.jsonl"
   input_file.write_text("".join((a if b is None else f"{a} ||| {b}") + "\n"
                                 for a, b in examples), encoding="utf-8")
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "extract_features.py"),
-       f"--input_file={input_file}", f"--output_file={output_file}",
+  result = cli_harness.run(
+      "extract_features.py",
+      [f"--input_file={input_file}", f"--output_file={output_file}",
        f"--vocab_file={model_dir}/vocab.txt", f"--bert_config_file={model_dir}/bert_config.json",
        f"--init_checkpoint={init_checkpoint}", f"--do_lower_case={do_lower_case}",
-       "--layers=-1", f"--max_seq_length={MAX_SEQ_LENGTH}", "--batch_size=8"],
-      capture_output=True, text=True, env=_env(), timeout=900)
+       "--layers=-1", f"--max_seq_length={MAX_SEQ_LENGTH}", "--batch_size=8"], timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
   features = []
   with open(output_file, encoding="utf-8") as handle:
@@ -465,8 +463,7 @@ def _pretrain_tiny(tmp_path):
         "--max_predictions_per_seq=5", "--train_batch_size=8", "--num_train_steps=6",
         "--num_warmup_steps=2", "--learning_rate=1e-2", "--save_checkpoints_steps=6",
         "--steps_per_loop=1"])):
-    result = subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
-                            capture_output=True, text=True, env=_env(), timeout=900)
+    result = cli_harness.run(script, args, timeout=900)
     assert result.returncode == 0, (script, result.stderr[-3000:])
   prefix = tmp_path / "run" / "pretrained" / "bert_model.ckpt"
   assert os.path.exists(str(prefix) + ".index")

@@ -3,21 +3,20 @@ TensorFlow or this package chose for the CPU it was traced on (a fused batch nor
 for a LayerNorm, oneDNN's _Mkl ops, grappler's _Fused ops), in any function of the file:
 every signature's graph and every function of its library, read from saved_model.pb.
 
-Written by the commands themselves, in a process each: run_classifier.py --export_dir
-(the token-id and raw-text SavedModels) and export_encoder.py --format=tfhub (the encoder
-and the preprocessor). The keras-hub preset only where keras_hub is installed.
+Written by the commands themselves, through their command lines (each in its warm
+process, tests/support/cli_harness.py): run_classifier.py --export_dir (the token-id and
+raw-text SavedModels) and export_encoder.py --format=tfhub (the encoder and the
+preprocessor). The keras-hub preset only where keras_hub is installed.
 """
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from bert import modeling
 from bert.formats import checkpoint_files
-from conftest import ROOT
+import cli_harness
 import tiny
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat",
@@ -67,16 +66,14 @@ def assert_portable(root, expected_models):
   assert "Rsqrt" in every_op
 
 
-def _env():
-  return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-
-
 @pytest.fixture(scope="module")
 def tiny_files(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("portable")
   vocab = tmp / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-  config = tiny.tiny_config(len(VOCAB), max_position_embeddings=40)
+  # One layer: every kind of op an export holds is in one layer as in three, and tracing
+  # and saving the exports (most of this file's time) grows with the layers.
+  config = tiny.tiny_config(len(VOCAB), max_position_embeddings=40, num_hidden_layers=1)
   config.to_json_file(str(tmp / "bert_config.json"))
   return tmp, vocab
 
@@ -89,13 +86,13 @@ def test_run_classifier_export_holds_no_cpu_chosen_op(tiny_files, tmp_path):
     (data / f"{split}.tsv").write_text("".join(f"{t}\t{l}\n" for t, l in ROWS),
                                        encoding="utf-8")
   export_dir = tmp_path / "export"
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "run_classifier.py"), "--task_name=tsv",
-       "--do_train=true", "--do_lower_case=true", f"--data_dir={data}",
+  result = cli_harness.run(
+      "run_classifier.py",
+      ["--task_name=tsv", "--do_train=true", "--do_lower_case=true", f"--data_dir={data}",
        f"--vocab_file={vocab}", f"--bert_config_file={tmp}/bert_config.json",
        "--max_seq_length=16", "--train_batch_size=4", "--num_train_epochs=1",
        "--label_list=0,1", f"--output_dir={tmp_path / 'out'}", f"--export_dir={export_dir}",
-       "--litert=none"], capture_output=True, text=True, env=_env(), timeout=600, cwd=ROOT)
+       "--litert=none"], timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   models = [os.path.relpath(m, export_dir) for m in saved_models(export_dir)]
   assert models  # the token-id model and the raw-text one
@@ -120,12 +117,12 @@ def test_export_encoder_holds_no_cpu_chosen_op(tiny_files, tmp_path, export_form
                                                expected):
   tmp, vocab = tiny_files
   export_dir = tmp_path / "export"
-  result = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "export_encoder.py"), f"--format={export_format}",
-       f"--bert_config_file={tmp}/bert_config.json", f"--vocab_file={vocab}",
-       f"--init_checkpoint={_checkpoint(tmp)}", "--do_lower_case=true",
-       f"--export_dir={export_dir}", "--seq_length=16", "--litert=none"],
-      capture_output=True, text=True, env=_env(), timeout=600, cwd=ROOT)
+  result = cli_harness.run(
+      "export_encoder.py",
+      [f"--format={export_format}", f"--bert_config_file={tmp}/bert_config.json",
+       f"--vocab_file={vocab}", f"--init_checkpoint={_checkpoint(tmp)}",
+       "--do_lower_case=true", f"--export_dir={export_dir}", "--seq_length=16",
+       "--litert=none"], timeout=600)
   assert result.returncode == 0, result.stderr[-3000:]
   if expected is None:  # keras-hub: whatever SavedModels its preset holds, if any
     expected = [os.path.relpath(m, export_dir) for m in saved_models(export_dir)]
@@ -136,22 +133,24 @@ def test_export_encoder_holds_no_cpu_chosen_op(tiny_files, tmp_path, export_form
 
 def test_the_check_finds_what_the_old_layer_norm_left_in_an_export(tmp_path):
   # The fused-batch-norm LayerNorm this package once traced on a CPU, saved as an export
-  # saves it: the walk through the function library finds it.
-  script = (
-      "import sys, tensorflow as tf\n"
-      "class M(tf.Module):\n"
-      "  @tf.function(input_signature=[tf.TensorSpec([None, None, 8], tf.float32)])\n"
-      "  def serve(self, x):\n"
-      "    s = tf.shape(x); rows = tf.reduce_prod(s[:-1], keepdims=True)\n"
-      "    image = tf.reshape(x, tf.concat([[1], rows, s[-1:], [1]], 0))\n"
-      "    e = tf.constant([], tf.float32)\n"
-      "    y = tf.raw_ops.FusedBatchNormV3(x=image, scale=tf.ones(rows), offset=tf.zeros(rows),"
-      " mean=e, variance=e, epsilon=1e-12, data_format='NCHW', is_training=True)[0]\n"
-      "    return {'y': tf.math.rsqrt(tf.reshape(y, s) ** 2 + 1.0)}\n"
-      "m = M(); tf.saved_model.save(m, sys.argv[1], signatures={'serving_default': m.serve})\n")
-  result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "old")],
-                          capture_output=True, text=True, env=_env(), timeout=300)
-  assert result.returncode == 0, result.stderr[-3000:]
+  # saves it (here, in this process: saving needs no command): the walk through the
+  # function library finds it.
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  class M(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None, None, 8], tf.float32)])
+    def serve(self, x):
+      s = tf.shape(x)
+      rows = tf.reduce_prod(s[:-1], keepdims=True)
+      image = tf.reshape(x, tf.concat([[1], rows, s[-1:], [1]], 0))
+      e = tf.constant([], tf.float32)
+      y = tf.raw_ops.FusedBatchNormV3(x=image, scale=tf.ones(rows), offset=tf.zeros(rows),
+                                      mean=e, variance=e, epsilon=1e-12, data_format="NCHW",
+                                      is_training=True)[0]
+      return {"y": tf.math.rsqrt(tf.reshape(y, s) ** 2 + 1.0)}
+
+  m = M()
+  tf.saved_model.save(m, str(tmp_path / "old"), signatures={"serving_default": m.serve})
   ops = saved_model_ops(str(tmp_path / "old"))
   assert [name for name, kinds in ops.items() if "FusedBatchNormV3" in kinds]
   with pytest.raises(AssertionError):

@@ -2,14 +2,15 @@
 
 oneDNN's fused attention (the mask's bias added inside the batch matmul) skips the
 broadcast check that a separate add makes: an ids SavedModel fed a mask 8 wide beside ids
-16 wide answered as if nothing were wrong. Each form is fed, in a fresh process per
-oneDNN setting, a mask 8 and 32 wide, a mask of batch 1 beside ids of batch 2 (which
-broadcasts on every path), and segment ids 8 wide: the token-id SavedModel
-(run_classifier.py --export_dir), the model in-process (traced, and eagerly), the
-TF-Hub-style encoder, and the LiteRT model converted from the export; and a pair of texts
-of two batch sizes: the raw-text SavedModel and the TF-Hub-style preprocessor. Each is an
-error naming the inputs and their shapes (LiteRT's runtime, which has no Assert, fails its
-stack of the three inputs instead of answering)."""
+16 wide answered as if nothing were wrong. Each form is fed, in a process per oneDNN
+setting (this test process for the setting its TensorFlow started with), a mask 8 and 32
+wide, a mask of batch 1 beside ids of batch 2 (which broadcasts on every path), and
+segment ids 8 wide: the token-id SavedModel (run_classifier.py --export_dir), the model
+in-process (traced, and eagerly), the TF-Hub-style encoder, and the LiteRT model converted
+from the export; and a pair of texts of two batch sizes: the raw-text SavedModel and the
+TF-Hub-style preprocessor. Each is an error naming the inputs and their shapes (LiteRT's
+runtime, which has no Assert, fails its stack of the three inputs instead of
+answering)."""
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ import sys
 
 import pytest
 
+from bert.utils import cpu_choice
 from conftest import ROOT
 import served_shapes
 
@@ -55,17 +57,22 @@ def _expected():
 
 @pytest.fixture(scope="module")
 def both_settings(tmp_path_factory):
-  """{TF_ENABLE_ONEDNN_OPTS value: outcomes}: the two fresh processes run side by side
-  (each exports and converts a model: most of this file's time)."""
+  """{TF_ENABLE_ONEDNN_OPTS value: outcomes}: the setting this test process's TensorFlow
+  started with is fed here, the other in a fresh process running beside it (each exports
+  and converts a model: most of this file's time)."""
+  here = "1" if cpu_choice.onednn_state(cpu_choice.this_cpu())[0] else "0"
   processes = {}
   for setting in ("1", "0"):
+    if setting == here:
+      continue
     env = dict(os.environ, TF_ENABLE_ONEDNN_OPTS=setting, TF_CPP_MIN_LOG_LEVEL="3",
                PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests"),
                                            os.path.join(ROOT, "tests", "support")]))
     processes[setting] = subprocess.Popen(
         [sys.executable, served_shapes.__file__, str(tmp_path_factory.mktemp("served"))],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  results = {}
+  results = {here: json.loads(json.dumps(
+      served_shapes.outcomes(str(tmp_path_factory.mktemp("served")))))}
   for setting, process in processes.items():
     stdout, stderr = process.communicate(timeout=600)
     lines = [line for line in stdout.splitlines() if line.startswith("RESULTS ")]

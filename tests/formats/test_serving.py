@@ -29,7 +29,9 @@ def parts(tmp_path_factory):
   root = tmp_path_factory.mktemp("versions")
   vocab = root / "vocab.txt"
   vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-  config = tiny.tiny_config(len(VOCAB))
+  # One layer: the versions' folders are the same for any depth, and each export grows
+  # with the layers.
+  config = tiny.tiny_config(len(VOCAB), num_hidden_layers=1)
   model, _ = heads.build_classifier_model(config, 2)
   tokenizer = fast_tokenization.FastTokenizer(str(vocab), True)
   return model, tokenizer

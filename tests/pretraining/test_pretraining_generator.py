@@ -11,6 +11,7 @@ import unicodedata
 import numpy as np
 import pytest
 
+import cli_harness
 from conftest import CASED_VOCAB, ROOT, UNCASED_VOCAB, shared_path
 import generator_options
 
@@ -507,10 +508,10 @@ def test_documents_too_short_or_too_few_are_rejected(tmp_path, vocab_dir):
 
 
 def _run_script(*args, vocab=UNCASED_VOCAB):
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  return subprocess.run([sys.executable, os.path.join(ROOT, "create_pretraining_data.py"),
-                         f"--vocab_file={vocab}", *args],
-                        capture_output=True, text=True, env=env, timeout=240)
+  # The command line's real path in a warm process (TensorFlow, which writing loads, is
+  # loaded once for the file's runs).
+  return cli_harness.run("create_pretraining_data.py", [f"--vocab_file={vocab}", *args],
+                         timeout=240)
 
 
 def _last_line(result):
@@ -568,8 +569,8 @@ _DEFAULT_OPTIONS = dict(  # create_pretraining_data.py's flag defaults
     ("split_sentences=nltk", "--split_sentences=nltk: unknown; choose one of pysbd"),
 ])
 def test_flag_errors_are_one_line_before_any_work(tmp_path, flag, message):
-  """The checks main() runs before reading the corpus, in this process; the subprocess
-  test below shows one of them reaching the shell as one line and exit 2."""
+  """The checks main() runs before reading the corpus, in this process; the command-line
+  test below shows one of them reaching the user as one line and exit 2."""
   corpus = _write(tmp_path, "corpus.txt", "a b.\nc d.\n\ne f.\ng h.\n")
   out = str(tmp_path / "new" / "out.tfrecord")  # a folder check_run would create
   vocab = _test_vocab(tmp_path)

@@ -523,12 +523,13 @@ def test_extract_features_cleans_a_killed_runs_temporary_and_names_a_full_disk(
   from bert.training import model_config  # pylint: disable=g-import-not-at-top
   from bert.utils import errors  # pylint: disable=g-import-not-at-top
   prefix = str(tmp_path / "tiny" / "bert_model.ckpt")
+  config = ws.write_config("ef27-config.json", num_hidden_layers=3)  # layers -1,-2,-3
   checkpoint_files.save_google_checkpoint(
-      modeling.BertModel(model_config.load_bert_config(ws.config)), prefix)
+      modeling.BertModel(model_config.load_bert_config(config)), prefix)
   text = ws.write("ef27.txt", "the cat sat on the mat .\nthe man went home .\n" * 20)
 
   def extract(output_file):
-    return extraction_activations.extract_file(text, output_file, ws.vocab, True, ws.config,
+    return extraction_activations.extract_file(text, output_file, ws.vocab, True, config,
                                             prefix, "-1,-2,-3", 16, 8)
 
   # What a kill -9 while writing leaves: the next run of the same output removes it.

@@ -165,8 +165,11 @@ def _run_case(app, main, script, argv, uses_absl=True, run_kwargs=None):
   `main(argv)`."""
   from absl import flags  # pylint: disable=g-import-not-at-top
   flags.FLAGS.unparse_flags()
-  # absl refuses a second app.run in one process; reset its "already parsed" latch.
+  # absl refuses a second app.run in one process; reset its "already parsed" latch, and
+  # its "initialised" one, so that each case's flags are parsed as a fresh process
+  # parses them (--verbosity left unset turns INFO logs on then).
   app._register_and_parse_flags_with_usage.done = False  # pylint: disable=protected-access
+  app._run_init.done = False  # pylint: disable=protected-access
   sys.argv = [script] + list(argv)
   try:
     if uses_absl:
@@ -184,13 +187,10 @@ def _run_case(app, main, script, argv, uses_absl=True, run_kwargs=None):
   return 0, False, ""
 
 
-def main():
-  script, cases_file, results_file = sys.argv[1:4]
-  with open(cases_file, encoding="utf-8") as handle:
-    cases = json.load(handle)
-  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-  sys.path.insert(0, root)
-  os.chdir(root)
+def _load(script, root):
+  """Executes `script` once as this process's program; returns how to run one case:
+  (app, main, uses_absl, every flag the script defines, app.run's keyword arguments:
+  the command's flags_parser)."""
   # The scripts filter TensorFlow's runtime log through a pipe to the stderr they start
   # with (runtime_log.py); here every case redirects fd 2 itself, so keep it unfiltered.
   os.environ["BERT_RUNTIME_LOG"] = "1"
@@ -225,43 +225,244 @@ def main():
   main_fn = captured["main"] if uses_absl else module.main
   from absl import flags  # pylint: disable=g-import-not-at-top
   defined = sorted(flags.FLAGS) if uses_absl else []  # what the tool's messages may name
+  return app, main_fn, uses_absl, defined, captured.get("kwargs")
 
-  results = {}
+
+def _run_one(loaded, script, case, root, out, err):
+  """Runs one case (its setup, the command line with fds 1 and 2 on the binary files
+  `out` and `err`, its after actions); returns its result."""
+  app, main_fn, uses_absl, defined, run_kwargs = loaded
+  for action in case.get("setup", []):
+    _setup(action)
+  if "keras" in sys.modules:
+    # What a fresh process starts with: no layers named yet, no graphs of earlier cases.
+    sys.modules["keras"].backend.clear_session()
   saved_fds = os.dup(1), os.dup(2)
-  for case in cases:
-    for action in case.get("setup", []):
-      _setup(action)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-      sys.stdout.flush()
-      sys.stderr.flush()
-      os.dup2(out.fileno(), 1)
-      os.dup2(err.fileno(), 2)
-      start = time.time()
-      saved_env = {name: os.environ.get(name) for name in case.get("env", {})}
-      os.environ.update(case.get("env", {}))
-      try:
-        os.chdir(case.get("cwd") or root)
-        code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl,
-                                           captured.get("kwargs"))
-      finally:
-        os.chdir(root)
-        for name, value in saved_env.items():
-          if value is None:
-            os.environ.pop(name, None)
-          else:
-            os.environ[name] = value
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved_fds[0], 1)
-        os.dup2(saved_fds[1], 2)
-      seconds = time.time() - start
-      out.seek(0)
-      err.seek(0)
-      results[case["id"]] = {
-          "exit": code, "crashed": crashed, "seconds": round(seconds, 2), "flags": defined,
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os.dup2(out.fileno(), 1)
+  os.dup2(err.fileno(), 2)
+  start = time.time()
+  saved_env = {name: os.environ.get(name) for name in case.get("env", {})}
+  os.environ.update(case.get("env", {}))
+  try:
+    os.chdir(case.get("cwd") or root)
+    code, crashed, trace = _run_case(app, main_fn, script, case["argv"], uses_absl,
+                                     run_kwargs)
+  finally:
+    os.chdir(root)
+    for name, value in saved_env.items():
+      if value is None:
+        os.environ.pop(name, None)
+      else:
+        os.environ[name] = value
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(saved_fds[0], 1)
+    os.dup2(saved_fds[1], 2)
+    os.close(saved_fds[0])
+    os.close(saved_fds[1])
+  seconds = time.time() - start
+  out.seek(0)
+  err.seek(0)
+  return {"exit": code, "crashed": crashed, "seconds": round(seconds, 2), "flags": defined,
           "stdout": out.read().decode("utf-8", "replace"),
           "stderr": err.read().decode("utf-8", "replace") + trace,
           "after": [_after(action) for action in case.get("after", [])]}
+
+
+def _serve(script, root):
+  """One case per line on stdin (a case of CASES.json, with "stdout" and "stderr": the
+  files its output goes to), one line of result per case on stdout, until stdin closes.
+  Between cases, fds 1 and 2 are this process's stderr (the client's log of it)."""
+  requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+  answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+  null = os.open(os.devnull, os.O_RDONLY)
+  os.dup2(null, 0)
+  os.close(null)
+  os.dup2(2, 1)
+  loaded = _load(script, root)
+  answers.write(json.dumps({"ready": script}) + "\n")
+  answers.flush()
+  for line in requests:
+    case = json.loads(line)
+    with open(case["stdout"], "w+b") as out, open(case["stderr"], "w+b") as err:
+      result = _run_one(loaded, script, case, root, out, err)
+    answers.write(json.dumps(result) + "\n")
+    answers.flush()
+
+
+# --------------------------------------------------------------------------- the client
+# A test's command line through a process kept warm: `run(script, args)` answers as
+# `subprocess.run([python, script, *args], capture_output=True, text=True)` does, with
+# what the real command-line path gives (exit status, stdout, stderr, files), without a
+# TensorFlow start-up per command line. Each script has its own process (`python
+# cli_harness.py --serve SCRIPT`), started at its first command line and kept for the next
+# ones, at most WARM_LIMIT at a time in a test process (the least recently used goes);
+# tests/conftest.py closes them after each test file (`close_all`), so that no state of
+# one file's runs reaches another's and each holds its memory for one file only.
+# What only a real process shows (kill -9, signals, locks between processes, what
+# TensorFlow prints as it starts, the interpreter's own exit) stays a subprocess.
+
+WARM_LIMIT = 2
+# Read once, when TensorFlow starts: a command line that sets one of these gets a process
+# started with it.
+STARTUP_ENV = ("TF_ENABLE_ONEDNN_OPTS", "TF_CPP_MIN_LOG_LEVEL", "TF_NUM_INTEROP_THREADS",
+               "TF_NUM_INTRAOP_THREADS", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+               "PYTHONPATH", "BERT_KEEP_FREED_MEMORY")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_warm = {}  # (script, startup env) -> _Server, least recently used first
+
+
+class _Server:
+  """One script's process: cases in on its stdin, results out on its stdout."""
+
+  def __init__(self, script, startup_env):
+    import subprocess  # pylint: disable=g-import-not-at-top
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **dict(startup_env))
+    self.log = tempfile.TemporaryFile()  # what it prints between cases
+    self.process = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "--serve", script], cwd=_ROOT, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+    self.pending = b""
+    self.ready = False
+
+  def _line(self, deadline):
+    """The next line of its stdout, or None when it ended; TimeoutError past deadline."""
+    import select  # pylint: disable=g-import-not-at-top
+    fd = self.process.stdout.fileno()
+    while b"\n" not in self.pending:
+      left = deadline - time.time()
+      if left <= 0:
+        raise TimeoutError
+      readable, _, _ = select.select([fd], [], [], left)
+      if readable:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+          return None
+        self.pending += chunk
+    line, _, self.pending = self.pending.partition(b"\n")
+    return json.loads(line)
+
+  def call(self, case, deadline):
+    """The case's result, or None when the process ended during it."""
+    if not self.ready:
+      if self._line(deadline) is None:
+        return None
+      self.ready = True
+    try:
+      self.process.stdin.write((json.dumps(case) + "\n").encode("utf-8"))
+      self.process.stdin.flush()
+    except BrokenPipeError:
+      return None
+    return self._line(deadline)
+
+  def log_text(self):
+    self.log.seek(0)
+    return self.log.read().decode("utf-8", "replace")
+
+  def close(self, kill=False):
+    if self.process.poll() is None:
+      if not kill:
+        try:
+          self.process.stdin.close()
+          self.process.wait(timeout=30)
+        except Exception:  # pylint: disable=broad-except
+          kill = True
+      if kill:
+        self.process.kill()
+        self.process.wait()
+    self.log.close()
+
+
+def close_all():
+  """Ends every warm process of this test process."""
+  while _warm:
+    _warm.pop(next(iter(_warm))).close()
+
+
+def _server(script, startup_env):
+  key = (script, startup_env)
+  server = _warm.pop(key, None)
+  if server is None:
+    while len(_warm) >= WARM_LIMIT:
+      _warm.pop(next(iter(_warm))).close()
+    if not _warm:
+      import atexit  # pylint: disable=g-import-not-at-top
+      atexit.unregister(close_all)
+      atexit.register(close_all)
+    server = _Server(script, startup_env)
+  _warm[key] = server  # now the most recently used
+  return server
+
+
+def run_case(script, case, timeout=600):
+  """Runs one case ({"argv": [...], and "setup", "after", "cwd", "env" as in CASES.json)
+  in `script`'s warm process; returns its result (as in RESULTS.json). When the process
+  ends during the case (a crash, os._exit), "exit" is its exit status and "crashed" true,
+  and the next case gets a new process."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  env = dict(case.get("env") or {})
+  startup_env = tuple(sorted((k, env.pop(k)) for k in list(env) if k in STARTUP_ENV))
+  server = _server(script, startup_env)
+  with tempfile.TemporaryDirectory() as folder:
+    request = dict(case, env=env, stdout=os.path.join(folder, "stdout"),
+                   stderr=os.path.join(folder, "stderr"))
+    try:
+      result = server.call(request, time.time() + timeout)
+    except TimeoutError:
+      _warm.pop((script, startup_env)).close(kill=True)
+      raise subprocess.TimeoutExpired([script, *case["argv"]], timeout) from None
+    if result is None:  # the process ended: what it left is the case's outcome
+      _warm.pop((script, startup_env), None)
+      code = server.process.wait()
+      log = server.log_text()
+      server.close()
+      texts = []
+      for name in ("stdout", "stderr"):
+        path = request[name]
+        texts.append(open(path, encoding="utf-8", errors="replace").read()
+                     if os.path.exists(path) else "")
+      result = {"exit": code, "crashed": True, "seconds": None, "flags": [],
+                "stdout": texts[0], "stderr": texts[1] or log, "after": []}
+  return result
+
+
+def run(script, args, cwd=None, env=None, timeout=600):
+  """`python script args` (a root script, or "tools/<name>.py"), answered by its warm
+  process: a subprocess.CompletedProcess (text stdout and stderr). env: the whole
+  environment a subprocess would get (os.environ with changes); only the changes travel,
+  and a variable removed from os.environ is refused (a real process can drop it)."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  script = os.path.relpath(os.path.abspath(os.path.join(_ROOT, script)), _ROOT)
+  changes = {}
+  if env is not None:
+    removed = sorted(set(os.environ) - set(env))
+    if removed:
+      raise ValueError(f"cli_harness.run cannot remove {removed} from the environment")
+    changes = {k: v for k, v in env.items() if os.environ.get(k) != v}
+  result = run_case(script, {"argv": [str(a) for a in args], "cwd": cwd and str(cwd),
+                             "env": changes}, timeout)
+  return subprocess.CompletedProcess([sys.executable, os.path.join(_ROOT, script),
+                                      *map(str, args)], result["exit"], result["stdout"],
+                                     result["stderr"])
+
+
+def main():
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  sys.path.insert(0, root)
+  os.chdir(root)
+  if sys.argv[1] == "--serve":
+    _serve(sys.argv[2], root)
+    return
+  script, cases_file, results_file = sys.argv[1:4]
+  with open(cases_file, encoding="utf-8") as handle:
+    cases = json.load(handle)
+  loaded = _load(script, root)
+  results = {}
+  for case in cases:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+      results[case["id"]] = _run_one(loaded, script, case, root, out, err)
   with open(results_file, "w", encoding="utf-8") as handle:
     json.dump(results, handle, indent=1)
 

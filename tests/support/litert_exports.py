@@ -15,6 +15,9 @@ import litert_data
 import tiny
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+# One layer: the predictor answers as --do_predict for any depth, and exporting and
+# converting (most of these runs' time) grows with the layers.
+LAYERS = 1
 
 TASKS = {
     "mrpc": dict(script="run_classifier.py", folder="mrpc", export="litert",
@@ -42,8 +45,8 @@ def _checkpoint(output_dir, task, seed):
   from bert import heads  # pylint: disable=g-import-not-at-top  (TensorFlow: only here)
   from bert.training import checkpoints  # pylint: disable=g-import-not-at-top
   head_info, outputs = HEADS[task]
-  model, _ = heads.build_classifier_model(tiny.tiny_config(len(litert_data.VOCAB)),
-                                             outputs)
+  model, _ = heads.build_classifier_model(
+      tiny.tiny_config(len(litert_data.VOCAB), num_hidden_layers=LAYERS), outputs)
   rng = np.random.default_rng(seed)
   for variable in model.weights:
     if len(variable.shape) >= 2:
@@ -54,7 +57,8 @@ def _checkpoint(output_dir, task, seed):
 def task_folders(root):
   """Writes the tasks' folders, vocabulary and tiny config under `root`; returns it."""
   litert_data.write_vocab(root / "vocab.txt")
-  tiny.write_tiny_config(root / "bert_config.json", len(litert_data.VOCAB))
+  tiny.write_tiny_config(root / "bert_config.json", len(litert_data.VOCAB),
+                         num_hidden_layers=LAYERS)
   litert_data.mrpc_folder(root / "mrpc")
   litert_data.regression_folder(root / "reg")
   litert_data.multilabel_folder(root / "ml")

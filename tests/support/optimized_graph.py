@@ -4,7 +4,8 @@ op rewriting: op type, fused ops, dtype and name of every node.
 Run as a script (the oneDNN setting is read once, when TensorFlow starts, so each setting
 needs a process of its own), `python tests/support/optimized_graph.py` prints, as one JSON
 object, the nodes of one tiny encoder layer's call for each variant in VARIANTS and of a
-whole tiny encoder for each of ENCODER_VARIANTS.
+whole tiny encoder for each of ENCODER_VARIANTS (`every_variant()`: the same, read in a
+process whose TensorFlow started with the setting wanted).
 """
 import json
 import os
@@ -94,10 +95,16 @@ def encoder_nodes(policy):
   return optimized_nodes(call, ids, mask)
 
 
+def every_variant():
+  """{variant: its nodes} of every variant of VARIANTS and ENCODER_VARIANTS, as JSON
+  holds them (what the script prints)."""
+  return json.loads(json.dumps(
+      {**{name: layer_nodes(*variant) for name, variant in VARIANTS.items()},
+       **{name: encoder_nodes(policy) for name, policy in ENCODER_VARIANTS.items()}}))
+
+
 if __name__ == "__main__":
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
       os.path.abspath(__file__)))))
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-  print(json.dumps({**{name: layer_nodes(*variant) for name, variant in VARIANTS.items()},
-                    **{name: encoder_nodes(policy)
-                       for name, policy in ENCODER_VARIANTS.items()}}))
+  print(json.dumps(every_variant()))

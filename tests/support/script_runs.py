@@ -1,17 +1,13 @@
-"""A root script run as a user runs it (a subprocess from the repository root), and the
-`key = value` results files the scripts write."""
-import os
-import subprocess
-import sys
-
-from conftest import ROOT
+"""A root script run as a user runs it (its command line's real path, from the repository
+root), and the `key = value` results files the scripts write."""
+import cli_harness
 
 
 def run_script(script, *args, expect=0):
-  """`python <script> args` from the repository root; asserts its exit status is `expect`."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-  proc = subprocess.run([sys.executable, os.path.join(ROOT, script), *args],
-                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+  """`python <script> args` from the repository root, answered by the script's warm
+  process (cli_harness.run: no TensorFlow start-up per run); asserts its exit status is
+  `expect`."""
+  proc = cli_harness.run(script, args, timeout=600)
   assert proc.returncode == expect, proc.stderr[-3000:]
   return proc
 

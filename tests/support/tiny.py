@@ -5,8 +5,8 @@ with the key order and values of Google's bert_config.json. Tests pass what diff
 vocabulary size always; max_position_embeddings, dropout, ... where the test needs its
 own): `tiny_config(vocab_size, **overrides)` -> modeling.BertConfig,
 `tiny_config_dict(...)` -> the JSON dict, `write_tiny_config(path, ...)` -> the file.
-`make_tiny_model(directory)`: that config for a vocabulary of 2000 words beside the
-first 2000 lines of the shared uncased vocabulary (skips without ../shared).
+`make_tiny_model(directory, **overrides)`: that config for a vocabulary of 2000 words
+beside the first 2000 lines of the shared uncased vocabulary (skips without ../shared).
 """
 import json
 import os
@@ -42,8 +42,9 @@ def write_tiny_config(path, vocab_size, **overrides):
   return str(path)
 
 
-def make_tiny_model(directory):
-  """bert_config.json (hidden 32, 3 layers) + the first 2000 lines of the uncased vocab."""
+def make_tiny_model(directory, **overrides):
+  """bert_config.json (hidden 32, 3 layers, or what `overrides` says) + the first 2000
+  lines of the uncased vocab."""
   # Imported here: processes outside pytest (dist_pretraining_helper.py) import this
   # module, and conftest is pytest's.
   from conftest import shared_path  # pylint: disable=g-import-not-at-top
@@ -53,5 +54,5 @@ def make_tiny_model(directory):
   with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as handle:
     handle.writelines(vocab)
   with open(os.path.join(directory, "bert_config.json"), "w", encoding="utf-8") as handle:
-    json.dump(tiny_config_dict(2000), handle)
+    json.dump(tiny_config_dict(2000, **overrides), handle)
   return directory

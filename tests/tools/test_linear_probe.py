@@ -2,10 +2,10 @@
 
 The tool's refusals (one class, equal scores, a header read as data, batch sizes, `~`)
 are cases of tests/reliability/test_tool_inputs.py; here its numbers, and whole runs as a
-user starts them (a subprocess each).
+user starts them (their command lines, in the tool's warm process:
+tests/support/cli_harness.py).
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -21,6 +21,7 @@ from bert import fast_tokenization  # noqa: E402  pylint: disable=wrong-import-p
 import linear_probe  # noqa: E402  pylint: disable=wrong-import-position
 from bert import modeling  # noqa: E402  pylint: disable=wrong-import-position
 from tiny import tiny_config  # noqa: E402  pylint: disable=wrong-import-position
+import cli_harness  # noqa: E402  pylint: disable=wrong-import-position
 
 WORDS = ["good", "bad", "film", "plot", "actor", "music", "long", "short", "the", "a"]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS
@@ -91,10 +92,9 @@ def test_features_are_per_example_in_input_order_and_ignore_padding(tmp_path):
 
 
 def _probe(*argv):
-  """Runs `python tools/linear_probe.py ARGV...`; returns the finished process."""
-  return subprocess.run([sys.executable, os.path.join(ROOT, "tools", "linear_probe.py"),
-                         *argv], capture_output=True, text=True, cwd=ROOT, timeout=600,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), check=False)
+  """Runs `python tools/linear_probe.py ARGV...` (its command line's real path, in its warm
+  process: no TensorFlow start-up per run); returns the finished process."""
+  return cli_harness.run("tools/linear_probe.py", argv, timeout=600)
 
 
 def test_a_word_that_decides_the_label_is_found_from_random_weights(tmp_path):

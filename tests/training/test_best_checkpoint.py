@@ -129,8 +129,11 @@ class ScriptedTask(finetune.Task):
 
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory):
+  # One layer: the model only carries weights here (the dev metric is scripted), and each
+  # run's cost is tracing its steps, which grows with the layers.
   path = tmp_path_factory.mktemp("scripted") / "bert_config.json"
-  return tiny.write_tiny_config(path, VOCAB, max_position_embeddings=SEQ)
+  return tiny.write_tiny_config(path, VOCAB, max_position_embeddings=SEQ,
+                                num_hidden_layers=1)
 
 
 @pytest.fixture

@@ -19,7 +19,10 @@ from bert.utils import errors
 from bert.utils import file_io
 import tiny
 
-TINY = dict(tiny.TINY_SHAPE, vocab_size=53, max_position_embeddings=24, type_vocab_size=2)
+# One layer: which checkpoint a state file leads to is the same for any depth, and each
+# save and restore grows with the layers.
+TINY = dict(tiny.TINY_SHAPE, vocab_size=53, max_position_embeddings=24, type_vocab_size=2,
+            num_hidden_layers=1)
 STATE_TEXT = ('model_checkpoint_path: "ckpt-6"\nall_model_checkpoint_paths: "ckpt-2"\n'
               'all_model_checkpoint_paths: "ckpt-4"\nall_model_checkpoint_paths: "ckpt-6"\n')
 

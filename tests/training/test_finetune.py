@@ -111,8 +111,11 @@ class ToyTask(finetune.Task):
 
 @pytest.fixture(scope="module")
 def config_file(tmp_path_factory):
+  # One layer: the driver does the same for any depth, and tracing each run's steps (most
+  # of this file's time) grows with the layers.
   path = tmp_path_factory.mktemp("toy") / "bert_config.json"
-  return tiny.write_tiny_config(path, VOCAB, max_position_embeddings=SEQ)
+  return tiny.write_tiny_config(path, VOCAB, max_position_embeddings=SEQ,
+                                num_hidden_layers=1)
 
 
 def _options(output_dir, config_file, **flags):
@@ -213,7 +216,7 @@ def test_more_steps_continue_and_another_models_output_dir_is_refused(tmp_path, 
       modeling.BertConfig.from_json_file(config_file), LABELS)[0]).latest() == str(
           out / "ckpt-3")
   wider = tiny.write_tiny_config(tmp_path / "wider.json", VOCAB, hidden_size=48,
-                                 max_position_embeddings=SEQ)
+                                 max_position_embeddings=SEQ, num_hidden_layers=1)
   other = _options(out, wider, do_train=True, num_train_steps=4)
   with pytest.raises(errors.UserError, match=f"--output_dir={out} holds a checkpoint "
                      r"\(ckpt-3\) of "):
@@ -237,7 +240,8 @@ def test_a_config_without_segment_one_is_refused_for_pairs(tmp_path):
   """type_vocab_size 1 cannot embed a pair's segment id 1: one line before any model, not
   an InvalidArgumentError from the first step."""
   config = tiny.write_tiny_config(tmp_path / "one_segment.json", VOCAB,
-                                  max_position_embeddings=SEQ, type_vocab_size=1)
+                                  max_position_embeddings=SEQ, type_vocab_size=1,
+                                  num_hidden_layers=1)
   options = _options(tmp_path / "out", config, do_train=True, num_train_steps=2)
   task = ToyTask(options)
   task.build_model = None  # refused before any model is built

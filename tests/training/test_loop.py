@@ -21,9 +21,12 @@ VOCAB = 41
 
 def _config(dropout=0.1):
   # BertConfig's own defaults for the positions (512) and segments (16), as always here.
+  # One layer: what the loop does is the same for any depth, and tracing each run's steps
+  # (most of this file's time) grows with the layers.
   return tiny.tiny_config(VOCAB, hidden_dropout_prob=dropout,
                           attention_probs_dropout_prob=dropout,
-                          max_position_embeddings=512, type_vocab_size=16)
+                          max_position_embeddings=512, type_vocab_size=16,
+                          num_hidden_layers=1)
 
 
 def _data(n=64, seq=11):
@@ -119,7 +122,7 @@ def test_train_eval_predict_and_resume_equals_uninterrupted(tmp_path):
 
   # An output_dir holding a checkpoint of another model is a user error, not a crash.
   other = tiny.tiny_config(VOCAB, hidden_size=48, max_position_embeddings=512,
-                           type_vocab_size=16)
+                           type_vocab_size=16, num_hidden_layers=1)
   with strategy.scope():
     model, encoder = heads.build_classifier_model(other, 2)
     optimizer = optimization.create_optimizer(1e-3, 30, 2)
