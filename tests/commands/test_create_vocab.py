@@ -3,6 +3,8 @@ import json
 import os
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 

@@ -178,15 +178,27 @@ def test_only_one_command_module_imports_tensorflow_at_import_time():
   import sys  # pylint: disable=g-import-not-at-top
   from bert import cli  # pylint: disable=g-import-not-at-top
   # One fresh interpreter (nothing of ours imported) forks a child per command; a child
-  # that reaches `import tensorflow` or `import keras` says so and ends there, so no
-  # process pays TensorFlow's start-up to show that it would.
+  # that starts to load tensorflow or keras says so and ends there, so no process pays
+  # TensorFlow's start-up to show that it would. Only loading counts: a command may ask
+  # whether the package is installed (importlib.util.find_spec) without importing it.
   code = (
       "import importlib, os, sys\n"
+      "class Stop:\n"
+      "  def create_module(self, spec):\n"
+      "    os.write(1, b'True\\n')\n"
+      "    os._exit(0)\n"
+      "  def exec_module(self, module):\n"
+      "    pass\n"
       "class Heavy:\n"
       "  def find_spec(self, name, path=None, target=None):\n"
-      "    if name.partition('.')[0] in ('tensorflow', 'keras'):\n"
-      "      os.write(1, b'True\\n')\n"
-      "      os._exit(0)\n"
+      "    if name.partition('.')[0] not in ('tensorflow', 'keras'):\n"
+      "      return None\n"
+      "    for finder in sys.meta_path[1:]:\n"
+      "      spec = getattr(finder, 'find_spec', lambda *a: None)(name, path, target)\n"
+      "      if spec is not None:\n"
+      "        spec.loader = Stop()\n"
+      "        return spec\n"
+      "    return None\n"
       "for name in sys.argv[1:]:\n"
       "  pid = os.fork()\n"
       "  if pid == 0:\n"

@@ -572,6 +572,17 @@ FORM_FAMILIES = {
         {"vocab_file": ("model/vocab.txt", False), "words_file": ("data/words.txt", False),
          "corpus_file": ("data/corpus.txt", False), "output_file": ("out-{name}.txt", False)},
         (), ("out-{name}.txt",)),
+    # The model grown with its vocabulary: the checkpoint, config and output folder too.
+    "extend_vocab_model": path_forms.FormFamily(
+        "extend_vocab.py", _extend_vocab_materials,
+        {"vocab_file": ("model/vocab.txt", False), "words_file": ("data/words.txt", False),
+         "init_checkpoint": ("run", True), "bert_config_file": ("model/bert_config.json", False),
+         "output_dir": ("out-{name}", True)},
+        (), ("out-{name}",)),
+    "extend_positions": path_forms.FormFamily(
+        "extend_positions.py", lambda ws, folder: None,
+        {**_MODEL_FLAGS, "output_dir": ("out-{name}", True)},
+        ("--max_position_embeddings=128",), ("out-{name}",)),
     "export": path_forms.FormFamily(
         "export_encoder.py", lambda ws, folder: None,
         {**_MODEL_FLAGS, "export_dir": ("out-{name}", True)},
