@@ -11,6 +11,7 @@ import pytest
 from bert import fast_tokenization
 from bert import tokenization
 import cli_harness
+from conftest import ROOT
 
 NOUNS = ["학생", "선생님", "어머니", "아버지", "친구", "의사", "아이", "회사원", "할아버지",
          "할머니", "동생", "고양이", "강아지", "가족", "사람", "요리사", "경찰", "가수",
