@@ -50,7 +50,8 @@ def check_max_seq_length(max_seq_length, config=None, flag="max_seq_length",
   if config is not None and max_seq_length > config.max_position_embeddings:
     raise errors.UserError(
         f"--{flag}={max_seq_length} is larger than the model's max_position_embeddings="
-        f"{config.max_position_embeddings}; lower --{flag}")
+        f"{config.max_position_embeddings}; lower --{flag}, or grow the model's "
+        f"positions first (extend_positions.py)")
 
 
 class BertConfig:
