@@ -141,6 +141,42 @@ positions() {
     done
   } > "$dir/results.tsv"
   cat "$dir/results.tsv"
+  # The grown models' accuracy on the masked tokens before position 512 and after it.
+  [[ -s "$dir/by_position.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" - "$dir/heldout-1024.tfrecord" 512 \
+      "$dir/long-copy" "$dir/long-random" > "$dir/by_position.tsv" <<'PY'
+import sys
+import tensorflow as tf
+from bert import heads
+from bert.training import checkpoints, model_config
+records, cut, *models = sys.argv[1:]
+cut = int(cut)
+first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(records))).numpy())
+lengths = {k: len(v.int64_list.value or v.float_list.value)
+           for k, v in first.features.feature.items()}
+names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")
+spec = {k: tf.io.FixedLenFeature([lengths[k]], tf.int64) for k in names}
+spec["masked_lm_weights"] = tf.io.FixedLenFeature([lengths["masked_lm_weights"]], tf.float32)
+data = tf.data.TFRecordDataset(records).map(
+    lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+               for k, v in tf.io.parse_single_example(r, spec).items()}).batch(8)
+print(f"model\tpositions\tmasked_tokens\tmasked_lm_accuracy")
+for path in models:
+  model, _ = heads.build_pretraining_model(
+      model_config.load_bert_config(path + "/bert_config.json"), use_next_sentence=False)
+  checkpoints.load_checkpoint(model, path + "/bert_model.ckpt")
+  counts = {"before": [0, 0], "after": [0, 0]}
+  for batch in data:
+    logits = model({k: batch[k] for k in names[:4]})["masked_lm_logits"].numpy()
+    hits = logits.argmax(-1) == batch["masked_lm_ids"].numpy()
+    where, real = batch["masked_lm_positions"].numpy(), batch["masked_lm_weights"].numpy() > 0
+    for side, chosen in (("before", real & (where < cut)), ("after", real & (where >= cut))):
+      counts[side][0] += int(hits[chosen].sum())
+      counts[side][1] += int(chosen.sum())
+  for side, (hit, total) in counts.items():
+    span = f"0-{cut - 1}" if side == "before" else f"{cut}-"
+    print(f"{path.rsplit('/', 1)[-1]}\t{span}\t{total}\t{hit / max(total, 1):.4f}")
+PY
+  cat "$dir/by_position.tsv"
 }
 
 # ------------------------------------------------------------------ words (Reuters)
@@ -165,10 +201,9 @@ words() {
     --num_warmup_steps=300 --learning_rate=5e-4 --save_checkpoints_steps=1000 \
     --log_every_steps=100 --no_nsp --no_dropout
   # The 3,000 most frequent words of the training text that the vocabulary splits.
-  [[ -s "$dir/new_words.txt" ]] || "$PYTHON" - "$dir/data/train.txt" "$vocab" \
+  [[ -s "$dir/new_words.txt" ]] || PYTHONPATH="$REPO" "$PYTHON" - "$dir/data/train.txt" "$vocab" \
       "$dir/new_words.txt" <<'PY'
 import collections, sys
-sys.path.insert(0, ".")
 from bert import tokenization
 text, vocab, out = sys.argv[1:]
 basic = tokenization.BasicTokenizer(do_lower_case=True)
