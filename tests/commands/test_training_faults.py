@@ -41,7 +41,8 @@ import tiny
 
 # --------------------------------------------------------------------------- one line, not a traceback
 
-CONFIG = tiny.tiny_config_dict(40, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+CONFIG = tiny.tiny_config_dict(40, num_hidden_layers=1, hidden_dropout_prob=0.0,
+                               attention_probs_dropout_prob=0.0,
                                max_position_embeddings=16)
 
 

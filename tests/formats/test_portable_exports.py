@@ -86,14 +86,20 @@ def test_run_classifier_export_holds_no_cpu_chosen_op(tiny_files, tmp_path):
     (data / f"{split}.tsv").write_text("".join(f"{t}\t{l}\n" for t, l in ROWS),
                                        encoding="utf-8")
   export_dir = tmp_path / "export"
-  result = cli_harness.run(
-      "run_classifier.py",
-      ["--task_name=tsv", "--do_train=true", "--do_lower_case=true", f"--data_dir={data}",
-       f"--vocab_file={vocab}", f"--bert_config_file={tmp}/bert_config.json",
-       "--max_seq_length=16", "--train_batch_size=4", "--num_train_epochs=1",
-       "--label_list=0,1", f"--output_dir={tmp_path / 'out'}", f"--export_dir={export_dir}",
-       "--litert=none"], timeout=600)
-  assert result.returncode == 0, result.stderr[-3000:]
+  # The export of a run's output_dir (a classifier checkpoint with its head, as training
+  # leaves it): the ops an export holds are those of its traced signatures, trained
+  # weights or not, and tracing a training step first would double this run.
+  out = tmp_path / "out"
+  result = cli_harness.run_case("run_classifier.py", {"argv": [
+      "--task_name=tsv", "--do_lower_case=true", f"--data_dir={data}",
+      f"--vocab_file={vocab}", f"--bert_config_file={tmp}/bert_config.json",
+      "--max_seq_length=16", "--label_list=0,1", f"--output_dir={out}",
+      f"--export_dir={export_dir}", "--litert=none"], "setup": [
+          {"foreign_checkpoint": str(out), "bert_config": f"{tmp}/bert_config.json",
+           "num_labels": 2, "head_info": json.dumps(
+               {"task": "DelimitedFile", "head": "classifier", "labels": ["0", "1"]})}]},
+                                  timeout=600)
+  assert result["exit"] == 0 and not result["crashed"], result["stderr"][-3000:]
   models = [os.path.relpath(m, export_dir) for m in saved_models(export_dir)]
   assert models  # the token-id model and the raw-text one
   assert_portable(export_dir, models)

@@ -57,10 +57,12 @@ def _expected():
 
 @pytest.fixture(scope="module")
 def both_settings(tmp_path_factory):
-  """{TF_ENABLE_ONEDNN_OPTS value: outcomes}: the setting this test process's TensorFlow
-  started with is fed here, the other in a fresh process running beside it (each exports
-  and converts a model: most of this file's time)."""
+  """{TF_ENABLE_ONEDNN_OPTS value: outcomes}: the forms are written once, here (an export
+  holds no op its CPU or oneDNN setting chose: tests/formats/test_portable_exports.py),
+  and fed here in the setting this test process's TensorFlow started with, and in a fresh
+  process with the other (started first: its TensorFlow starts while this one exports)."""
   here = "1" if cpu_choice.onednn_state(cpu_choice.this_cpu())[0] else "0"
+  workdir = str(tmp_path_factory.mktemp("served"))
   processes = {}
   for setting in ("1", "0"):
     if setting == here:
@@ -69,15 +71,21 @@ def both_settings(tmp_path_factory):
                PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests"),
                                            os.path.join(ROOT, "tests", "support")]))
     processes[setting] = subprocess.Popen(
-        [sys.executable, served_shapes.__file__, str(tmp_path_factory.mktemp("served"))],
+        [sys.executable, served_shapes.__file__, workdir, "--wait"],
         env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  results = {here: json.loads(json.dumps(
-      served_shapes.outcomes(str(tmp_path_factory.mktemp("served")))))}
+  try:
+    served_shapes.export(workdir)
+  except BaseException:
+    for process in processes.values():
+      process.kill()
+    raise
+  results = {here: json.loads(json.dumps(served_shapes.outcomes(workdir)))}
   for setting, process in processes.items():
     stdout, stderr = process.communicate(timeout=600)
     lines = [line for line in stdout.splitlines() if line.startswith("RESULTS ")]
     assert process.returncode == 0 and lines, stderr[-3000:]
     results[setting] = json.loads(lines[-1][len("RESULTS "):])
+  assert set(results) == {"0", "1"}
   return results
 
 

@@ -2,7 +2,12 @@
 run as a script in a fresh process (TF_ENABLE_ONEDNN_OPTS is read once, when TensorFlow
 starts): `python served_shapes.py WORKDIR` prints one JSON object {case: outcome}, where
 an outcome is "answered" (no error: a silent answer) or the error's first line that
-says what failed. tests/formats/test_served_shapes.py reads it with oneDNN on and off."""
+says what failed. tests/formats/test_served_shapes.py reads it with oneDNN on and off.
+
+The forms are written once (`export(workdir)`: the exports hold no op the CPU or its
+oneDNN setting chose, tests/formats/test_portable_exports.py) and fed in each setting:
+`python served_shapes.py WORKDIR --wait` starts TensorFlow at once, then waits for
+WORKDIR/EXPORTED (written by `export` in another process) and feeds what is there."""
 import json
 import os
 import sys
@@ -36,39 +41,72 @@ def _outcome(call):
   return "answered"
 
 
-def outcomes(workdir):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+EXPORTED = "EXPORTED"  # the last file export() writes
+
+
+def _config():
+  import tiny  # pylint: disable=g-import-not-at-top
+  # One layer: the shape checks stand before the layers, and exporting and converting
+  # (most of the time here) grows with them.
+  return tiny.tiny_config(len(VOCAB), num_hidden_layers=1)
+
+
+def export(workdir):
+  """Writes every served form under workdir (and the classifier's weights, for the
+  in-process forms), WORKDIR/EXPORTED last."""
   from bert import fast_tokenization  # pylint: disable=g-import-not-at-top
   from bert import heads  # pylint: disable=g-import-not-at-top
   from bert import modeling  # pylint: disable=g-import-not-at-top
   from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
   from bert.formats import serving  # pylint: disable=g-import-not-at-top
   from bert.formats import tfhub_modules  # pylint: disable=g-import-not-at-top
-  import tiny  # pylint: disable=g-import-not-at-top
 
   vocab = os.path.join(workdir, "vocab.txt")
   with open(vocab, "w", encoding="utf-8") as handle:
     handle.write("\n".join(VOCAB) + "\n")
-  # One layer: the shape checks stand before the layers, and exporting and converting
-  # (most of the time here) grows with them.
-  config = tiny.tiny_config(len(VOCAB), num_hidden_layers=1)
+  config = _config()
   model, _ = heads.build_classifier_model(config, 2)
   tokenizer = fast_tokenization.FastTokenizer(vocab, True)
   paths = serving.export_classifier(
       os.path.join(workdir, "export"), model, ["0", "1"], tokenizer=tokenizer,
       max_seq_length=16, cls_id=tokenizer.cls_id, sep_id=tokenizer.sep_id, num_texts=2)
-  ids_model = tf.saved_model.load(paths["ids"]).signatures["serving_default"]
-  text_model = tf.saved_model.load(paths["text"]).signatures["serve_text"]
+  model.save_weights(os.path.join(workdir, "classifier.weights.h5"))
   encoder = modeling.BertModel(config)  # the whole encoder (the classifier's pools only)
   hub_root, hub_signatures = tfhub_modules.build_encoder_module(encoder)
-  hub_dir = os.path.join(workdir, "hub_encoder")
-  tfhub_modules.save_module(hub_root, hub_dir, hub_signatures)
-  hub = tf.saved_model.load(hub_dir).signatures["serving_default"]
+  tfhub_modules.save_module(hub_root, os.path.join(workdir, "hub_encoder"), hub_signatures)
+  with open(os.path.join(workdir, "model_float32.tflite"), "wb") as handle:
+    handle.write(litert_convert.convert(paths["ids"], "float32"))
+  with open(os.path.join(workdir, "paths.json"), "w", encoding="utf-8") as handle:
+    json.dump(paths, handle)
+  with open(os.path.join(workdir, EXPORTED), "w", encoding="utf-8") as handle:
+    handle.write("done\n")
+
+
+def outcomes(workdir, exported=True):
+  """{case: outcome} of the forms under workdir, fed in this process (export() them first
+  unless `exported`)."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from bert import heads  # pylint: disable=g-import-not-at-top
+  from bert.formats import litert_convert  # pylint: disable=g-import-not-at-top
+  from bert.formats import serving  # pylint: disable=g-import-not-at-top
+  from bert.formats import tfhub_modules  # pylint: disable=g-import-not-at-top
+
+  if not exported:
+    export(workdir)
+  vocab = os.path.join(workdir, "vocab.txt")
+  with open(os.path.join(workdir, "paths.json"), encoding="utf-8") as handle:
+    paths = json.load(handle)
+  model, _ = heads.build_classifier_model(_config(), 2)
+  model.load_weights(os.path.join(workdir, "classifier.weights.h5"))
+  ids_model = tf.saved_model.load(paths["ids"]).signatures["serving_default"]
+  text_model = tf.saved_model.load(paths["text"]).signatures["serve_text"]
+  hub = tf.saved_model.load(os.path.join(workdir, "hub_encoder")).signatures[
+      "serving_default"]
   specs = {name: tf.TensorSpec([None, None], tf.int32) for name in serving.TOKEN_ID_NAMES}
   traced = tf.function(lambda inputs: model(inputs, training=False)["logits"])
   traced = traced.get_concrete_function(specs)
-  interpreter, _ = litert_convert.interpreter(
-      model_content=litert_convert.convert(paths["ids"], "float32"))
+  with open(os.path.join(workdir, "model_float32.tflite"), "rb") as handle:
+    interpreter, _ = litert_convert.interpreter(model_content=handle.read())
   litert = interpreter.get_signature_runner("serving_default")
   preprocessor, _ = tfhub_modules.build_preprocessor_module(vocab, True, seq_length=16)
 
@@ -104,4 +142,15 @@ def outcomes(workdir):
 
 
 if __name__ == "__main__":
-  print("RESULTS " + json.dumps(outcomes(sys.argv[1])))
+  if sys.argv[2:] == ["--wait"]:  # another process writes the forms
+    import time  # pylint: disable=g-import-not-at-top
+    import tensorflow  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    from bert import heads  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+    deadline = time.time() + 600
+    while not os.path.exists(os.path.join(sys.argv[1], EXPORTED)):
+      if time.time() > deadline:
+        raise SystemExit(f"no {EXPORTED} in {sys.argv[1]} after 600 s")
+      time.sleep(0.05)
+    print("RESULTS " + json.dumps(outcomes(sys.argv[1])))
+  else:
+    print("RESULTS " + json.dumps(outcomes(sys.argv[1], exported=False)))
