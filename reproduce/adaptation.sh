@@ -252,6 +252,49 @@ PY
     done
   } > "$dir/results.tsv"
   cat "$dir/results.tsv"
+  # The grown models' loss on the masked new words and on the other masked tokens, and
+  # the probability they give the new words.
+  [[ -s "$dir/by_target.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" - "$dir/heldout-new.tfrecord" \
+      "$vocab" "$dir/grown-mean_of_pieces" "$dir/grown-random" > "$dir/by_target.tsv" <<'PY'
+import sys
+import numpy as np
+import tensorflow as tf
+from bert import heads
+from bert import tokenization
+from bert.training import checkpoints, model_config
+records, old_vocab, *models = sys.argv[1:]
+old = tokenization.load_vocab(old_vocab)
+first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(records))).numpy())
+lengths = {k: len(v.int64_list.value or v.float_list.value)
+           for k, v in first.features.feature.items()}
+names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")
+spec = {k: tf.io.FixedLenFeature([lengths[k]], tf.int64) for k in names}
+spec["masked_lm_weights"] = tf.io.FixedLenFeature([lengths["masked_lm_weights"]], tf.float32)
+data = tf.data.TFRecordDataset(records).map(
+    lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
+               for k, v in tf.io.parse_single_example(r, spec).items()}).batch(32)
+print("model\tmasked_new_words\tloss_on_them\tother_masked_tokens\tloss_on_them\t"
+      "probability_on_new_words")
+for path in models:
+  vocab = tokenization.load_vocab(path + "/vocab.txt")
+  # A new word: an entry that was not in the old vocabulary (a slot's or an appended one).
+  new = np.array([token not in old for token in vocab])
+  model, _ = heads.build_pretraining_model(
+      model_config.load_bert_config(path + "/bert_config.json"), use_next_sentence=False)
+  checkpoints.load_checkpoint(model, path + "/bert_model.ckpt")
+  loss, count, mass = {True: 0.0, False: 0.0}, {True: 0, False: 0}, []
+  for batch in data:
+    logits = model({k: batch[k] for k in names[:4]})["masked_lm_logits"].numpy()
+    logp = tf.nn.log_softmax(tf.cast(logits, tf.float64)).numpy()
+    ids, real = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy() > 0
+    for i, j in zip(*np.nonzero(real)):
+      loss[bool(new[ids[i, j]])] -= logp[i, j, ids[i, j]]
+      count[bool(new[ids[i, j]])] += 1
+      mass.append(np.exp(logp[i, j, new]).sum())
+  print(f"{path.rsplit('/', 1)[-1]}\t{count[True]}\t{loss[True] / max(count[True], 1):.4f}\t"
+        f"{count[False]}\t{loss[False] / max(count[False], 1):.4f}\t{np.mean(mass):.4f}")
+PY
+  cat "$dir/by_target.tsv"
 }
 
 # ------------------------------------------------------------------ ner (CoNLL-2003)
