@@ -27,6 +27,16 @@ count is the test cases (parametrizations included) of a file in a suite:
 
 A test that needs `../shared/data` or the GCS emulator is counted where its markers put
 it; where that is missing it skips, saying why.
+
+What the default suite costs: 375 s and 441 s in two runs on a 2-core AMD EPYC (family 25
+model 17) with nothing else running, `-n 2 --dist loadfile` (1,520 tests; 641 s for 1,395
+before the suite was made faster). Where it goes (`pytest --durations=0`, summed by
+file): a TensorFlow start per script per test file (warm command processes live for one
+file, so no file's runs reach another's), the TF-Hub preprocessor exports
+(tests/formats/test_tfhub_modules.py, test_portable_exports.py), the exports' reloads in
+fresh interpreters (test_served_shapes.py), the catalogues of bad input
+(tests/reliability/), and the installs of tests/project/test_package.py. `make test`'s
+gs:// stage adds about 4 minutes.
 """
 
 
