@@ -35,7 +35,9 @@ _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, token
 def project_files():
   files = []
   for directory, dirs, names in os.walk(ROOT):
-    dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("__pycache__", "out")]
+    # build/: the copies `pip install .` leaves in a clone (the same files, not others).
+    dirs[:] = [d for d in dirs if not d.startswith(".") and
+               d not in ("__pycache__", "out", "build")]
     files += [os.path.join(directory, n) for n in names if n.endswith(".py")]
   return sorted(files)
 
