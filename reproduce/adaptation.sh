@@ -110,7 +110,7 @@ positions() {
     --output_dir="$dir/pretrain" --bert_config_file="$dir/bert_config.json" \
     --vocab_file="$dir/vocab.txt" --do_lower_case=false --do_train \
     --train_batch_size=16 --max_seq_length=512 --max_predictions_per_seq=77 \
-    --num_train_steps="${POS_STEPS:-3000}" --num_warmup_steps=300 --learning_rate=5e-4 \
+    --num_train_steps="${POS_STEPS:-2000}" --num_warmup_steps=300 --learning_rate=5e-4 \
     --save_checkpoints_steps=500 --log_every_steps=100 --no_nsp --no_dropout
   cp "$dir/vocab.txt" "$dir/pretrain/pretrained/vocab.txt"
   for rows in copy random; do
@@ -197,7 +197,7 @@ words() {
     "$REPO/run_pretraining.py" --input_file="$dir/train.tfrecord" \
     --output_dir="$dir/pretrain" --bert_config_file="$dir/bert_config.json" \
     --vocab_file="$vocab" --do_train --train_batch_size=32 --max_seq_length=128 \
-    --max_predictions_per_seq=20 --num_train_steps="${WORDS_STEPS:-3000}" \
+    --max_predictions_per_seq=20 --num_train_steps="${WORDS_STEPS:-2000}" \
     --num_warmup_steps=300 --learning_rate=5e-4 --save_checkpoints_steps=1000 \
     --log_every_steps=100 --no_nsp --no_dropout
   # The 3,000 most frequent words of the training text that the vocabulary splits.
