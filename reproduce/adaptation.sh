@@ -34,29 +34,6 @@ TIMES="$OUT/logs/times.tsv"
 touch "$TIMES"
 MINILM="$SHARED/models/uncased_L-6_H-384_A-12"
 
-# step NAME RESULT_FILE -- COMMAND...: prints and runs COMMAND (output to logs/NAME.log)
-# unless RESULT_FILE exists; records its wall-clock and CPU seconds in logs/times.tsv.
-step() {
-  local name="$1" result="$2"; shift 3
-  echo
-  echo "=== $name"
-  printf '$'; printf ' %q' "$@"; echo
-  if [[ -e "$result" ]]; then
-    echo "--- done already: $result"
-    return 0
-  fi
-  local log="$OUT/logs/$name.log" usage="$OUT/logs/$name.time"
-  if ! /usr/bin/time -f "%e %U %S" -o "$usage" "$@" > "$log" 2>&1; then
-    echo "--- FAILED (log: $log):" >&2
-    tail -n 5 "$log" >&2
-    exit 1
-  fi
-  local wall cpu
-  read -r wall cpu < <(awk '{ printf "%.0f %.0f\n", $1, $2 + $3 }' "$usage")
-  printf '%s\t%s\t%s\n' "$name" "$wall" "$cpu" >> "$TIMES"
-  echo "--- $name: ${wall} s (${cpu} CPU-s)"
-}
-
 # value FILE KEY: a `key = value` line of an eval_results.txt
 value() { awk -v k="$2" '$1 == k { print $3 }' "$1"; }
 
@@ -142,40 +119,9 @@ positions() {
   } > "$dir/results.tsv"
   cat "$dir/results.tsv"
   # The grown models' accuracy on the masked tokens before position 512 and after it.
-  [[ -s "$dir/by_position.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" - "$dir/heldout-1024.tfrecord" 512 \
-      "$dir/long-copy" "$dir/long-random" > "$dir/by_position.tsv" <<'PY'
-import sys
-import tensorflow as tf
-from bert import heads
-from bert.training import checkpoints, model_config
-records, cut, *models = sys.argv[1:]
-cut = int(cut)
-first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(records))).numpy())
-lengths = {k: len(v.int64_list.value or v.float_list.value)
-           for k, v in first.features.feature.items()}
-names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")
-spec = {k: tf.io.FixedLenFeature([lengths[k]], tf.int64) for k in names}
-spec["masked_lm_weights"] = tf.io.FixedLenFeature([lengths["masked_lm_weights"]], tf.float32)
-data = tf.data.TFRecordDataset(records).map(
-    lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
-               for k, v in tf.io.parse_single_example(r, spec).items()}).batch(8)
-print(f"model\tpositions\tmasked_tokens\tmasked_lm_accuracy")
-for path in models:
-  model, _ = heads.build_pretraining_model(
-      model_config.load_bert_config(path + "/bert_config.json"), use_next_sentence=False)
-  checkpoints.load_checkpoint(model, path + "/bert_model.ckpt")
-  counts = {"before": [0, 0], "after": [0, 0]}
-  for batch in data:
-    logits = model({k: batch[k] for k in names[:4]})["masked_lm_logits"].numpy()
-    hits = logits.argmax(-1) == batch["masked_lm_ids"].numpy()
-    where, real = batch["masked_lm_positions"].numpy(), batch["masked_lm_weights"].numpy() > 0
-    for side, chosen in (("before", real & (where < cut)), ("after", real & (where >= cut))):
-      counts[side][0] += int(hits[chosen].sum())
-      counts[side][1] += int(chosen.sum())
-  for side, (hit, total) in counts.items():
-    span = f"0-{cut - 1}" if side == "before" else f"{cut}-"
-    print(f"{path.rsplit('/', 1)[-1]}\t{span}\t{total}\t{hit / max(total, 1):.4f}")
-PY
+  [[ -s "$dir/by_position.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" \
+      "$REPO/reproduce/masked_lm_split.py" positions "$dir/heldout-1024.tfrecord" 512 \
+      "$dir/long-copy" "$dir/long-random" > "$dir/by_position.tsv"
   cat "$dir/by_position.tsv"
 }
 
@@ -254,46 +200,9 @@ PY
   cat "$dir/results.tsv"
   # The grown models' loss on the masked new words and on the other masked tokens, and
   # the probability they give the new words.
-  [[ -s "$dir/by_target.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" - "$dir/heldout-new.tfrecord" \
-      "$vocab" "$dir/grown-mean_of_pieces" "$dir/grown-random" > "$dir/by_target.tsv" <<'PY'
-import sys
-import numpy as np
-import tensorflow as tf
-from bert import heads
-from bert import tokenization
-from bert.training import checkpoints, model_config
-records, old_vocab, *models = sys.argv[1:]
-old = tokenization.load_vocab(old_vocab)
-first = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(records))).numpy())
-lengths = {k: len(v.int64_list.value or v.float_list.value)
-           for k, v in first.features.feature.items()}
-names = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids")
-spec = {k: tf.io.FixedLenFeature([lengths[k]], tf.int64) for k in names}
-spec["masked_lm_weights"] = tf.io.FixedLenFeature([lengths["masked_lm_weights"]], tf.float32)
-data = tf.data.TFRecordDataset(records).map(
-    lambda r: {k: tf.cast(v, tf.int32) if v.dtype == tf.int64 else v
-               for k, v in tf.io.parse_single_example(r, spec).items()}).batch(32)
-print("model\tmasked_new_words\tloss_on_them\tother_masked_tokens\tloss_on_them\t"
-      "probability_on_new_words")
-for path in models:
-  vocab = tokenization.load_vocab(path + "/vocab.txt")
-  # A new word: an entry that was not in the old vocabulary (a slot's or an appended one).
-  new = np.array([token not in old for token in vocab])
-  model, _ = heads.build_pretraining_model(
-      model_config.load_bert_config(path + "/bert_config.json"), use_next_sentence=False)
-  checkpoints.load_checkpoint(model, path + "/bert_model.ckpt")
-  loss, count, mass = {True: 0.0, False: 0.0}, {True: 0, False: 0}, []
-  for batch in data:
-    logits = model({k: batch[k] for k in names[:4]})["masked_lm_logits"].numpy()
-    logp = tf.nn.log_softmax(tf.cast(logits, tf.float64)).numpy()
-    ids, real = batch["masked_lm_ids"].numpy(), batch["masked_lm_weights"].numpy() > 0
-    for i, j in zip(*np.nonzero(real)):
-      loss[bool(new[ids[i, j]])] -= logp[i, j, ids[i, j]]
-      count[bool(new[ids[i, j]])] += 1
-      mass.append(np.exp(logp[i, j, new]).sum())
-  print(f"{path.rsplit('/', 1)[-1]}\t{count[True]}\t{loss[True] / max(count[True], 1):.4f}\t"
-        f"{count[False]}\t{loss[False] / max(count[False], 1):.4f}\t{np.mean(mass):.4f}")
-PY
+  [[ -s "$dir/by_target.tsv" ]] || PYTHONPATH="$REPO" "$PYTHON" \
+      "$REPO/reproduce/masked_lm_split.py" targets "$dir/heldout-new.tfrecord" "$vocab" \
+      "$dir/grown-mean_of_pieces" "$dir/grown-random" > "$dir/by_target.tsv"
   cat "$dir/by_target.tsv"
 }
 

@@ -261,3 +261,31 @@ finish() {
   echo
   "$PYTHON" "$REPO/reproduce/aggregate.py" "$OUT"
 }
+
+# step NAME RESULT_FILE -- COMMAND...: prints and runs COMMAND (output to $OUT/logs/NAME.log)
+# unless RESULT_FILE exists; records its wall-clock and CPU seconds in $TIMES
+# (CPU: user + system of the command and its children; on a shared machine the wall
+# clock says more about the neighbours than about the step).
+step() {
+  local name="$1" result="$2"; shift 3
+  echo
+  echo "=== $name"
+  printf '$'; printf ' %q' "$@"; echo
+  if [[ -e "$result" ]]; then
+    echo "--- done already: $result"
+    return 0
+  fi
+  local log="$OUT/logs/$name.log" usage="$OUT/logs/$name.time"
+  if ! /usr/bin/time -f "%e %U %S" -o "$usage" nice "$@" > "$log" 2>&1; then
+    echo "--- FAILED (log: $log):" >&2
+    tail -n 5 "$log" >&2
+    exit 1
+  fi
+  # The corpus check's block and summaries (absl's log prefix stripped).
+  sed -E 's/^[IWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^ ]+:[0-9]+\] //' "$log" \
+    | grep "^corpus check\|^  \|^WARNING: \|^{" | grep -v "absl::InitializeLog" | tail -n 12 || true
+  local wall cpu
+  read -r wall cpu < <(awk '{ printf "%.0f %.0f\n", $1, $2 + $3 }' "$usage")
+  printf '%s\t%s\t%s\n' "$name" "$wall" "$cpu" >> "$TIMES"
+  echo "--- $name: ${wall} s (${cpu} CPU-s)"
+}
